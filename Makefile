@@ -1,0 +1,63 @@
+# Winnow: `make run` (the chain on sample_data/) and `make test`; each creates .venv when missing.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+CONF ?= conf/local.yaml
+ROOT ?= out
+INPUTS ?=
+PYTEST_ARGS ?=
+export SPARK_LOCAL_IP ?= 127.0.0.1
+
+.PHONY: run test lint dist jars bench clean java-check help
+
+help:
+	@echo "make run      run jobs/pipeline.py on sample_data/ (INPUTS='[glob, ...]' ROOT=dir to change)"
+	@echo "make test     run the test suite"
+	@echo "make lint     ruff"
+	@echo "make dist     build dist/winnow-*.whl and dist/winnow.zip for spark-submit --py-files"
+	@echo "make jars     resolve the Delta jars with Maven into .cache/jars (offline / proxied machines)"
+	@echo "make bench    run the benchmarks (not part of make test)"
+
+java-check:
+	@v=$$(java -version 2>&1 | awk -F'"' '/version/ {print $$2; exit}'); \
+	major=$${v%%.*}; [ "$$major" = "1" ] && major=$$(echo $$v | cut -d. -f2); \
+	if [ -z "$$v" ] || [ "$$major" -lt 17 ] 2>/dev/null; then \
+	  echo "Winnow needs Java 17 or newer on PATH (found: '$${v:-none}'). Install a JDK 17+ and retry." >&2; exit 1; \
+	fi
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "Winnow needs $(PYTHON) (Python 3.11) on PATH" >&2; exit 1; }
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	@touch $(STAMP)
+
+run: java-check $(STAMP)
+	$(PY) jobs/pipeline.py --conf $(CONF) --set run.root=$(ROOT) $(if $(INPUTS),--set "ingest.inputs=$(INPUTS)")
+	@echo "Outputs: $(ROOT)/tables/ (Delta), $(ROOT)/config/ (effective configs)"
+
+test: java-check $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(PY) -m ruff check pipelines udfs jobs tests bench
+
+dist: $(STAMP)
+	rm -rf dist build && mkdir -p dist
+	$(PY) -m pip wheel -q --no-deps -w dist .
+	$(PY) -c "import zipfile,pathlib; z=zipfile.ZipFile('dist/winnow.zip','w',zipfile.ZIP_DEFLATED); [z.write(p) for d in ('pipelines','udfs','jobs') for p in sorted(pathlib.Path(d).rglob('*')) if p.is_file() and '__pycache__' not in p.parts]"
+	@ls -l dist
+
+jars: $(STAMP)
+	@coords=$$($(PY) -m pipelines.session); mkdir -p .cache/jars; \
+	for c in $$coords io.delta:delta-storage:$${coords##*:}; do \
+	  mvn -q dependency:copy -Dartifact=$$c -DoutputDirectory=.cache/jars || exit 1; done; \
+	echo "Delta jars in .cache/jars; use them with --set 'spark.jars=[$$(ls .cache/jars/*.jar | paste -sd, -)]'"
+
+bench: java-check $(STAMP)
+	$(PY) -m bench.run
+
+clean:
+	rm -rf $(ROOT) dist build spark-warehouse metastore_db derby.log .pytest_cache

@@ -1,0 +1,58 @@
+"""Shared argument parsing for the ``jobs/*.py`` entry points (kept out of ``pipelines/`` by design)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pipelines.config import ConfigError, WinnowConfig, load_config
+
+def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """A parser with the options every job accepts: ``--conf FILE`` (repeatable) and ``--set K=V``."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="YAML config file; repeatable, later files win (defaults are built in, see conf/default.yaml)",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one key, value parsed as YAML, e.g. --set dedup.threshold=0.85; repeatable",
+    )
+    p.add_argument("--quiet", action="store_true", help="print only the final summary line of each stage")
+    return p
+
+def parse_config(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> tuple[argparse.Namespace, WinnowConfig]:
+    """Parse ``argv`` and load the config; a bad config exits with status 2 and the error message."""
+    args = parser.parse_args(argv)
+    try:
+        cfg = load_config(args.conf, args.overrides)
+    except ConfigError as e:
+        parser.exit(2, f"{parser.prog}: {e}\n")
+    return args, cfg
+
+def run_single_stage(stage: str, argv: Sequence[str] | None = None) -> int:
+    """Entry point body of ``jobs/<stage>.py``: parse, build the session, run one stage, print a summary."""
+    from pipelines.session import get_spark
+    from pipelines.stage import run_stage
+
+    parser = base_parser(f"{stage}.py", f"Winnow {stage} stage")
+    args, cfg = parse_config(parser, argv)
+    spark = get_spark(f"winnow-{stage}", cfg.spark)
+    if args.quiet:
+        spark.sparkContext.setLogLevel("ERROR")
+    report = run_stage(spark, cfg, stage)
+    print(report.summary_line(), flush=True)
+    for name, loc in sorted(report.outputs.items()):
+        print(f"  {name}: {loc}", flush=True)
+    return 0
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("jobs/_cli.py is a helper module; run jobs/<stage>.py")

@@ -1,0 +1,297 @@
+"""Typed configuration for every Winnow stage.
+
+One pydantic model per stage section, mirrored key for key in ``conf/default.yaml`` (a test checks that
+the YAML file equals the model defaults and that every key carries a comment). Unknown keys and bad
+values fail at load time with the key path, the value found and the allowed values.
+
+Config is loaded from zero or more YAML files (later wins, merged recursively) plus ``a.b=c``
+overrides whose values are parsed as YAML, so ``ingest.inputs='[a.jsonl, b/*.wet.gz]'`` is a list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+STAGES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "tokenize", "shard", "report")
+"""The chain, in order. ``pipeline.stages`` must be a subsequence of it."""
+
+
+class ConfigError(ValueError):
+    """A configuration file or override is invalid; the message names key, value and allowed values."""
+
+
+class Section(BaseModel):
+    """Base of every config section: unknown keys are errors, values are validated on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+# --------------------------------------------------------------------------------------------- run
+class RunConfig(Section):
+    root: str = "out"
+    seed: int = Field(default=42, ge=0, lt=2**63)
+
+
+# ------------------------------------------------------------------------------------------- spark
+class SparkConfig(Section):
+    master: str | None = None
+    shuffle_partitions: int = Field(default=200, ge=1)
+    arrow_batch_rows: int = Field(default=1024, ge=1)
+    jars: list[str] = Field(default_factory=list)
+    conf: dict[str, str] = Field(default_factory=dict)
+    log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "WARN"
+
+
+# ---------------------------------------------------------------------------------------- pipeline
+class PipelineConfig(Section):
+    stages: list[str] = Field(default_factory=lambda: ["ingest"])
+
+    @field_validator("stages")
+    @classmethod
+    def _known_and_ordered(cls, v: list[str]) -> list[str]:
+        for s in v:
+            if s not in STAGES:
+                raise ValueError(f"unknown stage {s!r}; allowed: {list(STAGES)}")
+        order = [STAGES.index(s) for s in v]
+        if order != sorted(set(order)):
+            raise ValueError(f"stages must be unique and in chain order {list(STAGES)}; got {v}")
+        return v
+
+
+# ------------------------------------------------------------------------------------------ ingest
+class IngestFields(Section):
+    text: str = "text"
+    id: str | None = "id"
+    url: str | None = "url"
+    source: str | None = "source"
+    meta: list[str] = Field(default_factory=list)
+
+
+class NormalizeConfig(Section):
+    nfc: bool = True
+    newlines: bool = True
+    strip_invisible: bool = True
+    strip_control: bool = True
+
+
+class IngestConfig(Section):
+    inputs: list[str] = Field(default_factory=lambda: ["sample_data/*"])
+    format: Literal["auto", "jsonl", "parquet", "text", "wet", "warc"] = "auto"
+    fields: IngestFields = Field(default_factory=IngestFields)
+    normalize: NormalizeConfig = Field(default_factory=NormalizeConfig)
+    max_doc_bytes: int = Field(default=4_000_000, ge=1)
+    html_extractor: Literal["trafilatura", "none"] = "trafilatura"
+    excerpt_chars: int = Field(default=200, ge=0)
+
+
+# ------------------------------------------------------------------------------------------- dedup
+class DedupConfig(Section):
+    """Owned by the dedup stage (issue 3)."""
+
+    enabled: bool = True
+
+
+# ------------------------------------------------------------------------------------------ filter
+class FilterConfig(Section):
+    """Owned by the filter stage (issue 4)."""
+
+    enabled: bool = True
+
+
+# -------------------------------------------------------------------------------------------- refs
+class RefsConfig(Section):
+    """Owned by the refs stage (issue 5)."""
+
+    enabled: bool = True
+
+
+# ---------------------------------------------------------------------------------------- tokenize
+class TokenizeConfig(Section):
+    """Owned by the tokenize stage (issue 6)."""
+
+    tokenizer: str = "builtin:gpt2"
+
+
+# ------------------------------------------------------------------------------------------- shard
+class ShardConfig(Section):
+    """Owned by the shard stage (issue 6)."""
+
+    num_shards: int = Field(default=2, ge=1)
+
+
+# ------------------------------------------------------------------------------------------ report
+class ReportConfig(Section):
+    """Owned by the report stage (issue 7)."""
+
+    samples_per_reason: int = Field(default=5, ge=0)
+
+
+# -------------------------------------------------------------------------------------------- root
+class WinnowConfig(Section):
+    run: RunConfig = Field(default_factory=RunConfig)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
+    ingest: IngestConfig = Field(default_factory=IngestConfig)
+    dedup: DedupConfig = Field(default_factory=DedupConfig)
+    filter: FilterConfig = Field(default_factory=FilterConfig)
+    refs: RefsConfig = Field(default_factory=RefsConfig)
+    tokenize: TokenizeConfig = Field(default_factory=TokenizeConfig)
+    shard: ShardConfig = Field(default_factory=ShardConfig)
+    report: ReportConfig = Field(default_factory=ReportConfig)
+
+    # ---- derived locations (the run layout documented in the README) ----
+    def table_path(self, name: str) -> str:
+        """Location of the Delta table ``name``: ``<run.root>/tables/<name>``."""
+        return _join(self.run.root, "tables", name)
+
+    @property
+    def shards_path(self) -> str:
+        """Location of token shards and ``manifest.json``: ``<run.root>/shards``."""
+        return _join(self.run.root, "shards")
+
+    @property
+    def report_path(self) -> str:
+        """Location of ``report.html`` and ``stats.json``: ``<run.root>/report``."""
+        return _join(self.run.root, "report")
+
+    @property
+    def config_path(self) -> str:
+        """Folder holding each stage's effective config: ``<run.root>/config``."""
+        return _join(self.run.root, "config")
+
+    # ---- fingerprints ----
+    def canonical_json(self) -> str:
+        """The whole config as canonical JSON (sorted keys, no whitespace)."""
+        return canonical_json(self.model_dump(mode="json"))
+
+    def fingerprint(self) -> str:
+        """sha256 hex of :meth:`canonical_json`."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+    def stage_fingerprint(self, stage: str) -> str:
+        """sha256 hex over what decides one stage's output: its own section plus ``run.seed``.
+
+        Raises:
+            ValueError: ``stage`` is not one of :data:`STAGES`.
+        """
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; allowed: {list(STAGES)}")
+        payload = {"stage": stage, "seed": self.run.seed, stage: getattr(self, stage).model_dump(mode="json")}
+        return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+
+
+def _join(root: str, *parts: str) -> str:
+    # Plain string joining: roots may be URIs (s3://, dbfs:/, abfss://) that pathlib would mangle.
+    return "/".join([root.rstrip("/"), *parts])
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no insignificant whitespace, for fingerprints."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# ------------------------------------------------------------------------------------------ loading
+def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """Recursively merge ``over`` into a copy of ``base``; mappings merge, everything else replaces."""
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = deep_merge(dict(out[k]), v)
+        else:
+            out[k] = v
+    return out
+
+
+def parse_override(item: str) -> dict[str, Any]:
+    """Turn ``a.b.c=value`` into ``{"a": {"b": {"c": <value parsed as YAML>}}}``.
+
+    Raises:
+        ConfigError: no ``=``, or an empty key path.
+    """
+    key, sep, raw = item.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not p for p in key.split(".")):
+        raise ConfigError(f"--set expects KEY.PATH=VALUE (e.g. dedup.threshold=0.8); got {item!r}")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as e:
+        raise ConfigError(f"--set {key}: value {raw!r} is not valid YAML: {e}") from None
+    node: Any = value
+    for part in reversed(key.split(".")):
+        node = {part: node}
+    return node
+
+
+def _read_yaml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {str(path)!r}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {e}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {str(path)!r} must hold a mapping at top level; got {type(data).__name__}")
+    return data
+
+
+def load_config(files: Iterable[str | Path] = (), overrides: Iterable[str] = ()) -> WinnowConfig:
+    """Build the effective config: model defaults, then each file in order, then each override.
+
+    Args:
+        files: YAML files, later ones win (merged recursively).
+        overrides: ``KEY.PATH=VALUE`` strings, values parsed as YAML, applied after the files.
+
+    Returns:
+        The validated :class:`WinnowConfig`.
+
+    Raises:
+        ConfigError: a file is missing or malformed, a key is unknown, or a value is out of range;
+            the message names the key path, the value found and the allowed values.
+    """
+    data: dict[str, Any] = {}
+    for f in files:
+        data = deep_merge(data, _read_yaml(f))
+    for o in overrides:
+        data = deep_merge(data, parse_override(o))
+    return validate_config(data)
+
+
+def validate_config(data: Mapping[str, Any]) -> WinnowConfig:
+    """Validate a plain mapping into :class:`WinnowConfig`, turning pydantic errors into :class:`ConfigError`."""
+    try:
+        return WinnowConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_describe(e)) from None
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    model: Any = WinnowConfig
+    for part in loc[:-1]:
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            return []
+        model = field.annotation
+    return sorted(getattr(model, "model_fields", {}).keys())
+
+
+def _describe(e: ValidationError) -> str:
+    lines = []
+    for err in e.errors():
+        loc = tuple(err["loc"])
+        key = ".".join(str(p) for p in loc) or "<root>"
+        if err["type"] == "extra_forbidden":
+            allowed = _allowed_keys(loc)
+            lines.append(f"unknown config key {key!r}; allowed keys here: {allowed}")
+        else:
+            lines.append(f"config key {key!r}: got {err.get('input')!r}: {err['msg']}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)

@@ -1,0 +1,132 @@
+"""What every stage returns, and where the chain finds each stage's ``run`` function.
+
+A stage module ``pipelines/<stage>.py`` exports
+
+* a plain ``DataFrame -> DataFrame`` transform (composable with ``df.transform``), and
+* ``run(spark, cfg) -> StageReport``: read its input table, apply the transform, write its output
+  tables (through :mod:`pipelines.tables`) and the effective config, and report counts.
+
+``jobs/<stage>.py`` and ``jobs/pipeline.py`` only ever call ``run`` through :func:`stage_runner`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pipelines.config import STAGES, WinnowConfig
+
+StageRun = Callable[..., "StageReport"]
+
+
+class InvariantError(AssertionError):
+    """Rows in != rows out + rows removed (+ quarantined): a stage lost or invented documents."""
+
+
+@dataclass
+class StageReport:
+    """Counts and timings of one stage run. Units: rows are documents (ingest: input records).
+
+    Attributes:
+        stage: stage name.
+        rows_in: documents (ingest: records) read.
+        rows_out: documents written to the stage's main output table.
+        removed: documents removed, by reason id (a document with several reasons counts once, under
+            its first reason, so ``sum(removed.values())`` is the number of removed documents).
+        quarantined: ingest only: bad records by reason.
+        outputs: output table name (or path) -> location.
+        extra: stage-specific figures (e.g. LSH S-curve, shard balance), JSON-serialisable.
+        elapsed_s: wall time in seconds.
+    """
+
+    stage: str
+    rows_in: int = 0
+    rows_out: int = 0
+    removed: dict[str, int] = field(default_factory=dict)
+    quarantined: dict[str, int] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+    @property
+    def n_removed(self) -> int:
+        return sum(self.removed.values())
+
+    @property
+    def n_quarantined(self) -> int:
+        return sum(self.quarantined.values())
+
+    def check(self) -> StageReport:
+        """Assert rows in = rows out + removed + quarantined.
+
+        Raises:
+            InvariantError: the accounting does not balance.
+        """
+        if self.rows_in != self.rows_out + self.n_removed + self.n_quarantined:
+            raise InvariantError(
+                f"{self.stage}: rows in {self.rows_in} != out {self.rows_out} + removed {self.n_removed}"
+                f" + quarantined {self.n_quarantined}"
+            )
+        return self
+
+    def summary_line(self) -> str:
+        """One human line: ``[dedup] in=… out=… removed=… (reason=n, …) 12.3s``."""
+        parts = [f"[{self.stage}] in={self.rows_in} out={self.rows_out}"]
+        if self.removed:
+            parts.append(f"removed={self.n_removed} (" + ", ".join(f"{k}={v}" for k, v in sorted(self.removed.items())) + ")")
+        if self.quarantined:
+            parts.append(
+                f"quarantined={self.n_quarantined} ("
+                + ", ".join(f"{k}={v}" for k, v in sorted(self.quarantined.items()))
+                + ")"
+            )
+        parts.append(f"{self.elapsed_s:.1f}s")
+        return " ".join(parts)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, default=str)
+
+
+class Timer:
+    """Context manager measuring wall time in seconds (``.elapsed``)."""
+
+    def __enter__(self) -> Timer:
+        self._t0 = time.perf_counter()
+        self.elapsed = 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.elapsed = time.perf_counter() - self._t0
+
+
+def stage_runner(stage: str) -> StageRun:
+    """Return ``pipelines.<stage>.run``.
+
+    Raises:
+        ValueError: unknown stage name (lists the allowed ones).
+        NotImplementedError: the stage module has no ``run`` yet.
+    """
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; allowed: {list(STAGES)}")
+    try:
+        module = importlib.import_module(f"pipelines.{stage}")
+    except ModuleNotFoundError as e:
+        if e.name == f"pipelines.{stage}":
+            raise NotImplementedError(f"stage {stage!r} is not implemented yet (no pipelines/{stage}.py)") from None
+        raise
+    run = getattr(module, "run", None)
+    if run is None:
+        raise NotImplementedError(f"pipelines/{stage}.py has no run(spark, cfg) function")
+    return run
+
+
+def run_stage(spark: Any, cfg: WinnowConfig, stage: str) -> StageReport:
+    """Run one stage, time it, check its accounting invariant, and return its report."""
+    with Timer() as t:
+        report = stage_runner(stage)(spark, cfg)
+    report.elapsed_s = t.elapsed
+    return report.check()

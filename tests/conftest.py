@@ -1,0 +1,55 @@
+"""Shared fixtures: one local[2] SparkSession for the whole suite, run configs, the shared data folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Before any JVM starts: loopback only, and Python workers import this checkout's packages.
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+SHARED_DATA = Path(os.environ.get("WINNOW_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+TEST_SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
+    "spark.driver.memory": "2g",
+}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The suite's one SparkSession: local[2], 4 shuffle partitions, Delta enabled, UI off."""
+    from pipelines.config import SparkConfig
+    from pipelines.session import get_spark
+
+    session = get_spark("winnow-tests", SparkConfig(master="local[2]", shuffle_partitions=4, conf=TEST_SPARK_CONF))
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def make_cfg(tmp_path):
+    """Build a WinnowConfig rooted in this test's tmp dir: ``make_cfg("dedup.threshold=0.9", ...)``."""
+    from pipelines.config import load_config
+
+    def _make(*overrides: str, root: Path | None = None):
+        base = [f"run.root={root or tmp_path / 'run'}", "spark.shuffle_partitions=4"]
+        return load_config(overrides=[*base, *overrides])
+
+    return _make
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data`` (or $WINNOW_SHARED_DATA); tests that need it skip, saying so, when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data folder not found at {SHARED_DATA} (set WINNOW_SHARED_DATA)")
+    return SHARED_DATA

@@ -1,0 +1,28 @@
+"""The job entry points fail fast on bad configuration, before any Spark session starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+JOBS = ["ingest", "dedup", "filter", "refs", "tokenize", "shard", "pipeline"]
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_bad_config_exits_2_naming_the_key(job):
+    r = subprocess.run(
+        [sys.executable, str(REPO / "jobs" / f"{job}.py"), "--set", "ingest.format=csv"],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )
+    assert r.returncode == 2, r.stderr
+    assert "ingest.format" in r.stderr and "'csv'" in r.stderr
+
+
+def test_help_lists_conf_and_set():
+    r = subprocess.run([sys.executable, str(REPO / "jobs" / "pipeline.py"), "--help"], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0
+    assert "--conf" in r.stdout and "--set" in r.stdout
