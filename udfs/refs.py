@@ -79,6 +79,8 @@ _LAW_WORDS = (
     r"(?-i:Act|Code|Constitution|Treaty|Convention|Regulation|Directive|Statute|Charter|Amendment|Rules|"
     r"U\.S\.C\.?|C\.F\.R\.?|USC|CFR|GDPR|Gesetz|Grundgesetz|BGB|StGB|Loi|Ley)"
 )
+_LEGAL_NOUNS = r"(?:bankruptcy|housing|vouchers?|visas?|benefits?|status|protection|filing|tenants?)\b"
+"""Words after "Chapter 11" / "Section 8" that make it a statute's chapter, not the document's."""
 
 
 # ------------------------------------------------------------------------------------------ matcher
@@ -149,8 +151,8 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
     ordinals = {w.lower(): i + 1 for i, w in enumerate(vocab["ordinals"])}
     spelled = _words(list(numbers))
     single = (
-        r"(?:REF\b|\?\?|\?(?![\w?])"
-        r"|(?-i:[A-Z])?\d{1,4}(?:\.\d{1,3})*(?:(?-i:[a-z])(?![\w]))?(?:\((?-i:[a-z])\))?(?![\w]|\.\d)"
+        r"(?:REF\b|\?\?"
+        r"|(?-i:[A-Z])?\d{1,4}(?:\.\d{1,3})*(?:[a-z](?![\w]))?(?:\((?-i:[a-z])\))?(?![\w]|\.\d)"
         r"|(?-i:[IVXLC]{1,6}|[A-Z])(?:\.\d{1,3})*(?![\w])"
         r"|(?-i:[ivx]{1,5})(?![\w])"
         rf"|(?:{spelled})(?![\w-])"
@@ -168,7 +170,7 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
         re.IGNORECASE,
     )
     caption = re.compile(
-        rf"^[ \t>*_#|]*(?:{kw})\.?{_SP}(?P<label>{item})[ \t]*(?:\*\*|__|\*|_)?[ \t]*(?:[:.|—–\-]|$|(?-i:[ \t]+[A-Z(]))",
+        rf"^[ \t>*_#|]*(?:{kw})\.?{_SP}(?P<label>{item})[ \t]*(?:\*\*|__|\*|_)?[ \t]*(?:[:.|](?!\d)|[—–\-][ \t]|$|(?-i:[ \t]+[A-Z(]))",
         re.IGNORECASE | re.MULTILINE,
     )
     heading = re.compile(
@@ -189,7 +191,7 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
         rf"[^.!?\n]{{0,80}}?(?:{ext})"
         rf"|{_SP}\)?,?{_SP}(?:{preps})\s+(?:(?:the|this|that|their|ref\.?|reference|refs?\.)\s+)?{cite_like}"
         rf"|{_SP}\)?,?{_SP}(?:{preps})\s+(?:the\s+)?(?:(?-i:[A-Z])[\w.'’\-]*\s+){{0,6}}{_LAW_WORDS}"
-        rf"|{_SP}(?:{_LAW_WORDS})",
+        rf"|{_SP}(?:{_LAW_WORDS}|{_LEGAL_NOUNS})",
         re.IGNORECASE,
     ) if ext else re.compile(r"(?!x)x")
     external_before = re.compile(rf"(?:{ext_before})[^.!?\n]{{0,60}}$", re.IGNORECASE) if ext_before else re.compile(r"(?!x)x")
@@ -246,6 +248,11 @@ def normalise_label(raw: str, kind: str, numbers: Mapping[str, int]) -> str | No
     return str(value) + (dot + tail if dot else "")
 
 
+def _major(label: str) -> str:
+    m = re.match(r"[A-Z]?\d+", label)
+    return m.group() if m else label
+
+
 def _leading_int(label: str) -> int | None:
     m = re.match(r"\d+", label)
     return int(m.group()) if m else None
@@ -272,22 +279,47 @@ _FOOTNOTE_DEF = re.compile(r"^[ \t]*\[\^(?P<n>[^\]\s]{1,20})\]:", re.MULTILINE)
 _BIB_ENTRY = re.compile(
     r"^[^\n]{0,40}?(?-i:[A-Z])[\w'’\-]+,[ \t]+(?-i:[A-Z])\.[^\n]*?(?:19|20)\d{2}", re.MULTILINE
 )
-_COLUMN_SPLIT = re.compile(r"\t+| {2,}")
+
+
+_CELL = re.compile(r"[^\t ]+(?: [^\t ]+)*")
+
+
+def _row_shape(line: str) -> tuple | None:
+    """A line's column shape: ("tab", n cells) or ("space", cell start offsets); None if not a row."""
+    if not line.strip() or len(line) > 200:
+        return None
+    if "\t" in line.strip():
+        cells = [c for c in line.strip().split("\t") if c.strip()]
+        return ("tab", len(cells)) if len(cells) >= 2 and all(len(c) <= 40 for c in cells) else None
+    cells = list(_CELL.finditer(line))
+    if len(cells) < 2 or any(len(c.group()) > 40 for c in cells) or "  " not in line.strip():
+        return None
+    if len(cells) == 2 and not any(ch.isdigit() for ch in line):
+        return None  # two text cells split by a double space: more likely prose than a table row
+    return ("space", tuple(c.start() for c in cells))
+
+
+def _same_columns(a: tuple | None, b: tuple | None) -> bool:
+    if a is None or b is None or a[0] != b[0]:
+        return False
+    if a[0] == "tab":
+        return a[1] == b[1]
+    return len(a[1]) == len(b[1]) and all(abs(x - y) <= 2 for x, y in zip(a[1], b[1], strict=True))
 
 
 def _whitespace_tables(text: str) -> int:
-    """Runs of >= 3 consecutive lines whose tab / multi-space split gives the same >= 2 cell count."""
-    blocks = run = prev = 0
+    """Runs of >= 3 consecutive lines with the same tab-separated cell count, or the same space-aligned
+    column offsets (+-2 characters); cells are at most 40 characters, so hard-wrapped prose is no table."""
+    blocks = run = 0
+    prev: tuple | None = None
     for line in text.split("\n"):
-        stripped = line.strip()
-        n = len(_COLUMN_SPLIT.split(stripped)) if stripped else 0
-        if n >= 2 and n == prev:
+        shape = _row_shape(line)
+        if _same_columns(prev, shape):
             run += 1
         else:
-            if run >= 3:
-                blocks += 1
-            run = 1 if n >= 2 else 0
-        prev = n
+            blocks += run >= 3
+            run = 1 if shape else 0
+        prev = shape
     return blocks + (run >= 3)
 
 
@@ -302,7 +334,10 @@ class _Targets:
     @cached_property
     def caption_starts(self) -> set[int]:
         """Keyword offsets of caption lines: "Table 1: Results" is a target, not a mention."""
-        return {mt.start(f"k_{_kind(mt)}") for mt in self._captions}
+        return {
+            mt.start(f"k_{_kind(mt)}") for mt in self._captions
+            if mt.group("label").strip("() \t~\u00a0").upper() not in PLACEHOLDERS
+        }
 
     @cached_property
     def _captions(self) -> list[re.Match[str]]:
@@ -385,7 +420,7 @@ class _Targets:
         if ordinal and any((_leading_int(x) or 0) >= n for x in labels):
             return True
         if labels:  # labelled targets exist: a missing number is missing, do not count structures
-            return any(_leading_int(x) == n and not x[len(str(n)):].isdigit() for x in labels) and not label[-1:].isalpha()
+            return _major(label) in {_major(x) for x in labels}  # "Figure 2A" resolves on "Figure 2:"
         return self.structures.get(kind, 0) >= n
 
 
@@ -401,14 +436,16 @@ _NUMERIC_CITE = re.compile(
     r"(?<![\w\]\[\\^])\[(?P<c>[ \t]*\d{1,4}(?:[ \t]*[-–,;][ \t]*\d{1,4})*[ \t]*)\](?![(:\[])"
 )
 _PLACEHOLDER_CITE = re.compile(r"(?<![\w\]])\[[ \t]*\?{1,3}[ \t]*\]|\[[ \t]*(?:ref|cite)[ \t]*\?[ \t]*\]", re.IGNORECASE)
-_FOOTNOTE_REF = re.compile(r"\[\^(?P<n>[^\]\s]{1,20})\](?!:)")
+_FOOTNOTE_REF = re.compile(r"\[\^(?P<n>[\w-]{1,20})\](?!:)")
 _NAME = r"(?-i:[A-Z])[\w'’\-]+"
 _YEAR = r"(?:19|20)\d{2}[a-z]?"
 _AUTHOR_YEAR = re.compile(
-    rf"\((?:(?:see|e\.g\.|cf\.|i\.e\.)[ ,]+)?(?P<a>{_NAME})(?:(?:\s+et\s+al\.?|\s+(?:and|&)\s+{_NAME}),?|,)"
+    rf"\((?:(?:see|e\.g\.|cf\.|i\.e\.)[ ,]+)?(?P<a>{_NAME})(?:(?P<many>\s+et\s+al\.?|\s+(?:and|&)\s+{_NAME}),?|,)"
     rf"\s+(?P<y>{_YEAR})(?:\s*[;,]\s*[^()\n]{{0,80}}?{_YEAR})*\)"
     rf"|(?P<na>{_NAME})(?:\s+et\s+al\.?|\s+(?:and|&)\s+{_NAME})\s*\((?P<ny>{_YEAR})\)"
 )
+_PAGINATION = re.compile(r"\[\d{1,4}\](?:[ \t|]+\[\d{1,4}\]){2,}")
+"""Three or more bracketed numbers separated by spaces: page navigation ("[1] [2] [3] Next"), not citations."""
 _CITE_RANGE = re.compile(r"(\d+)[ \t]*[-–][ \t]*(\d+)|(\d+)")
 
 
@@ -445,6 +482,8 @@ def _keyword_mentions(text: str, m: Matcher) -> list[tuple[str, str, int, int, b
             if lab is None:
                 break
             core = raw.strip("() \t")
+            if not first and len(core) == 1 and core.isalpha() and kind not in ("appendix", "section"):
+                continue  # "Figure 3A-C": panel letters of the previous label
             if first and not core[:1].isdigit() and lab not in PLACEHOLDERS and not core.startswith("\\") and not refish:
                 break  # "I figure I can", "figure one out": non-numeric labels need a capitalised keyword
             if kind == "section" and (_leading_int(lab) or 0) > MAX_SECTION_NUMBER:
@@ -469,7 +508,10 @@ def _ordinal_mentions(text: str, m: Matcher) -> list[tuple[str, str, int, int, b
 
 def _citation_mentions(text: str) -> list[tuple[str, str, int, int, bool]]:
     out: list[tuple[str, str, int, int, bool]] = []
+    navigation = [(p.start(), p.end()) for p in _PAGINATION.finditer(text)] if "] [" in text else []
     for mt in _NUMERIC_CITE.finditer(text):
+        if any(a <= mt.start() < b for a, b in navigation):
+            continue
         line_start = text.rfind("\n", 0, mt.start()) + 1
         if not text[line_start : mt.start()].strip():
             continue  # "[12] Author, Title" at line start is a reference-list entry
@@ -485,10 +527,13 @@ def _citation_mentions(text: str) -> list[tuple[str, str, int, int, bool]]:
         out.extend(("citation", str(v), mt.start(), mt.end(), False) for v in dict.fromkeys(values))
     for mt in _PLACEHOLDER_CITE.finditer(text):
         out.append(("citation", "?", mt.start(), mt.end(), False))
+    scholarly = "et al" in text
     for mt in _AUTHOR_YEAR.finditer(text):
         name, year = (mt.group("a"), mt.group("y")) if mt.group("a") else (mt.group("na"), mt.group("ny"))
         if name.lower() in _MONTHS:
             continue
+        if mt.group("a") and not mt.group("many") and not (name[1:].islower() and scholarly):
+            continue  # "(Island, 1976)", "(EG, 1974)": a lone "(Name, year)" counts only in scholarly text
         out.append(("citation", f"{name} {year}", mt.start(), mt.end(), False))
     for mt in _FOOTNOTE_REF.finditer(text):
         out.append(("footnote", mt.group("n").lower(), mt.start(), mt.end(), False))
