@@ -47,6 +47,9 @@ def test_flag_signals(spark, make_cfg):
     mentions = out.where("doc_id = 'one'").select("ref_mentions").first()[0]
     assert [tuple(m) for m in mentions] == [("table", "1", 31, 40, True)]
     assert set(OUTPUT_COLUMNS) <= set(out.columns)
+    # deterministic whatever the partitioning
+    again = _docs(spark).repartition(3).transform(check_refs, make_cfg().refs)
+    assertDataFrameEqual(again.drop("meta"), out.drop("meta"), checkRowOrder=False)
 
 
 def test_missing_column_is_named(spark, make_cfg):
