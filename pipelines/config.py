@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 STAGES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "tokenize", "shard", "report")
 """The chain, in order. ``pipeline.stages`` must be a subsequence of it."""
@@ -106,10 +106,62 @@ class FilterConfig(Section):
 
 
 # -------------------------------------------------------------------------------------------- refs
+class RefsVocab(Section):
+    """One language's reference vocabulary (see :data:`udfs.refs_vocab.DEFAULT_VOCAB` for the fields)."""
+
+    table: list[str]
+    figure: list[str]
+    equation: list[str]
+    section: list[str]
+    appendix: list[str]
+    algorithm: list[str]
+    listing: list[str]
+    footnote: list[str]
+    numbers: list[str]
+    ordinals: list[str]
+    conjunctions: list[str]
+    prepositions: list[str]
+    external: list[str]
+    bibliography: list[str]
+
+    @field_validator("table", "figure", "equation", "section", "appendix", "algorithm", "listing", "footnote",
+                     "numbers", "ordinals", "conjunctions", "prepositions")
+    @classmethod
+    def _non_empty(cls, v: list[str]) -> list[str]:
+        if not v or any(not t.strip() for t in v):
+            raise ValueError(f"must be a non-empty list of non-blank terms; got {v!r}")
+        return v
+
+
+def _default_refs_vocab() -> dict[str, RefsVocab]:
+    from udfs.refs_vocab import DEFAULT_VOCAB
+
+    return {lang: RefsVocab(**v) for lang, v in DEFAULT_VOCAB.items()}
+
+
 class RefsConfig(Section):
-    """Owned by the refs stage (issue 5)."""
+    """Owned by the refs stage (issue 5): dangling table / figure / equation / citation mentions."""
 
     enabled: bool = True
+    policy: Literal["flag", "drop", "repair"] = "flag"
+    max_dangling: int | None = Field(default=0, ge=0)
+    default_language: str = "en"
+    vocab: dict[str, RefsVocab] = Field(default_factory=_default_refs_vocab)
+
+    @field_validator("vocab")
+    @classmethod
+    def _has_languages(cls, v: dict[str, RefsVocab]) -> dict[str, RefsVocab]:
+        if not v:
+            raise ValueError("needs at least one language vocabulary (e.g. en)")
+        return v
+
+    @model_validator(mode="after")
+    def _default_language_known(self) -> RefsConfig:
+        if self.default_language not in self.vocab:
+            raise ValueError(
+                f"refs.default_language {self.default_language!r} has no vocabulary; allowed: {sorted(self.vocab)}"
+            )
+        return self
 
 
 # ---------------------------------------------------------------------------------------- tokenize
