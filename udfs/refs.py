@@ -13,7 +13,8 @@ Rules (each one tested in ``tests/test_refs_udf.py``):
   ``twenty``), letters (``Appendix A``), parenthesised (``Eq. (3)``), lists and ranges (``Tables 1 and
   2``, ``Figures 3-5``, ``Eqs. (2)-(4)``); or an ordinal before the keyword ("in the second figure");
   or a numeric citation (``[12]``, ``[3, 7]``, ``[2-5]``); or an author-year citation ("(Smith et al.,
-  2019)", "Smith and Lee (2020)"); or a markdown footnote reference (``[^3]``).
+  2019)", "Smith and Lee (2020)"; a lone "(Smith, 2019)" only in text that also says "et al", because
+  on the web "(Island, 1976)" is a record label); or a markdown footnote reference (``[^3]``).
 * A converter placeholder as label (``Table REF``, ``Fig. ??``, ``[?]``) is always dangling: the number
   it stood for is lost whatever the document still holds.
 * External material is never dangling: labels ``S<n>`` that the document does not hold (supplementary
@@ -21,7 +22,8 @@ Rules (each one tested in ``tests/test_refs_udf.py``):
   a citation, an author or a named law ("Table 2 of [5]", "Section 230 of the Communications Decency
   Act"). Section numbers >= 100 are statute sections, not document sections, and are not mentions.
 * Not mentions at all: "one table", "Figure skating", "[citation needed]", years in brackets
-  ("[2019]"), array indices (``a[1]``), markdown links (``[1](url)``) and link definitions (``[1]: url``).
+  ("[2019]"), array indices (``a[1]``), markdown links (``[1](url)``) and link definitions (``[1]: url``),
+  page navigation ("[1] [2] [3] Next"), "Chapter 11 bankruptcy" / "Section 8 housing".
 * A mention resolves when the document holds a caption line (``Table 1:``, ``TABLE I.``, ``Figure
   2.``), a heading with that label (``## 3 Methods``, ``3.2 Results``, ``Appendix A``), a numbered
   display equation (a math line ending in ``(3)``, ``\\tag{3}``), a reference-list entry (``[12] ...``
@@ -77,6 +79,7 @@ _ABBREVIATIONS = frozenset(
 )
 _LAW_WORDS = (
     r"(?-i:Act|Code|Constitution|Treaty|Convention|Regulation|Directive|Statute|Charter|Amendment|Rules|"
+    r"Agreement|Contract|Lease|Ordinance|Bill|Treaty|Protocol|Bylaws|Articles|"
     r"U\.S\.C\.?|C\.F\.R\.?|USC|CFR|GDPR|Gesetz|Grundgesetz|BGB|StGB|Loi|Ley)"
 )
 _LEGAL_NOUNS = r"(?:bankruptcy|housing|vouchers?|visas?|benefits?|status|protection|filing|tenants?)\b"
