@@ -13,11 +13,11 @@ Shared definitions (:class:`Parsed`):
 * **line**: a piece of the text between ``\\n`` characters (ingest normalised ``\\r\\n`` and ``\\r``);
   a line that is empty or whitespace-only is *blank*, and blank lines are not lines (issue 4).
 * **paragraph**: a run of non-blank lines between blank lines.
-* **word** (token): the text is split on whitespace after every run of Unicode punctuation or symbol
-  characters (``\\p{P}``, ``\\p{S}``) is set apart, so ``"end."`` is ``end`` + ``.``. This follows the
-  token counts of datatrove's English word tokenizer (spaCy, whose punctuation tokens are words too)
-  closely enough for the rules to agree (see the cross-check test) at a fraction of its cost. A *symbol
-  word* is made only of punctuation or symbols.
+* **word** (token): the text split on whitespace after runs of Unicode punctuation or symbol
+  characters (``\\p{P}``, ``\\p{S}``) at the edges of a piece are set apart (:func:`tokenize_spacing`),
+  so ``"(end)."`` is ``(`` + ``end`` + ``).``. This follows the tokens of datatrove's English word tokenizer (spaCy, whose
+  punctuation tokens are words too) closely enough for the rules to agree (see the cross-check test)
+  at a fraction of its cost. A *symbol word* is made only of punctuation or symbols.
 
 Sources: Rae et al. 2021, "Scaling Language Models: Methods, Analysis & Insights from Training Gopher",
 appendix A.1.1 and table A1; Raffel et al. 2020, "Exploring the Limits of Transfer Learning with a Unified
@@ -82,7 +82,6 @@ def _re2_class(ranges: tuple) -> str:
 
 
 _TERMINAL_CLASS = _re2_class(_TERMINAL_RANGES)
-_PUNCT_RUN = r"([\p{P}\p{S}]+)"
 _CITATION = r"\[\d*\]|\[edit\]|\[citation needed\]"
 # Sentence ends for C4's sentence count: a run of terminal marks (closing quotes/brackets may follow)
 # before whitespace or the end of the line; approximates the spaCy sentencizer datatrove uses.
@@ -144,6 +143,23 @@ def _not_first(keys: np.ndarray) -> np.ndarray:
     sk = keys[order]
     out[order[1:]] = sk[1:] == sk[:-1]
     return out
+
+
+def tokenize_spacing(texts: pa.Array) -> pa.Array:
+    """The texts with spaces added so that splitting on whitespace gives words (see the module doc).
+
+    A run of punctuation/symbol characters at the start or end of a whitespace-separated piece becomes
+    a word of its own, and so do hyphens, slashes and colons between letters or digits; other inner
+    punctuation stays (``don't``, ``3.5``, ``U.S.``). This mirrors spaCy's English prefix, suffix and
+    infix rules (datatrove's Gopher and FineWeb filters count spaCy tokens as words) closely enough for
+    the rules to agree with datatrove (see the cross-check test) at a fraction of its cost.
+
+    >>> tokenize_spacing(pa.array(["(Hi), it's 3.5 km-long..."])).to_pylist()
+    [" ( Hi ), it's 3.5 km  -  long ..."]
+    """
+    out = pc.replace_substring_regex(texts, r"([\pL\pN])([-/:\x{2013}\x{2014}])([\pL\pN])", r"\1 \2 \3")
+    out = pc.replace_substring_regex(out, r"(^|\s)([\p{P}\p{S}]+)", r"\1\2 ")
+    return pc.replace_substring_regex(out, r"([\p{P}\p{S}]+)(\s|$)", r" \1\2")
 
 
 @dataclass
@@ -218,7 +234,7 @@ def parse(texts: pa.Array | pa.ChunkedArray) -> Parsed:
     para_chars = _np(pc.utf8_length(paras), np.int64)
     pkeep = para_chars > 0
 
-    spaced = pc.replace_substring_regex(texts, _PUNCT_RUN, r" \1 ")
+    spaced = tokenize_spacing(texts)
     word_lists = pc.utf8_split_whitespace(spaced)
     words = pc.list_flatten(word_lists)
     word_doc = _np(pc.list_parent_indices(word_lists), np.int64)
@@ -227,11 +243,11 @@ def parse(texts: pa.Array | pa.ChunkedArray) -> Parsed:
         nonempty = word_chars > 0
         words, word_doc, word_chars = pc.filter(words, pa.array(nonempty)), word_doc[nonempty], word_chars[nonempty]
     word_ids = _np(pc.dictionary_encode(words).indices, np.int64)
-    # Counted per document on the spaced text, not per word: a word is either a punctuation/symbol run
-    # or holds none, so symbol words = punctuation runs, and alphabetic words = words holding a letter.
-    symbol_words = _np(pc.count_substring_regex(texts, r"[\p{P}\p{S}]+"), np.int64)
-    symbol_chars = _np(pc.count_substring_regex(texts, r"[\p{P}\p{S}]"), np.int64)
-    alpha_words = _np(pc.count_substring_regex(spaced, r"[^\s\pL]*\pL\S*"), np.int64)
+    symbol = _np(pc.match_substring_regex(words, r"^[\p{P}\p{S}]+$"), bool)
+    alpha = _np(pc.match_substring_regex(words, r"\pL"), bool)
+    symbol_words = _per_doc(word_doc[symbol], n).astype(np.int64)
+    symbol_chars = _per_doc(word_doc[symbol], n, word_chars[symbol]).astype(np.int64)
+    alpha_words = _per_doc(word_doc[alpha], n).astype(np.int64)
     return Parsed(
         n=n, texts=texts, n_chars=n_chars, n_newlines=n_newlines,
         lines=lines, lines_stripped=lines_stripped, line_doc=parent[keep],
@@ -342,11 +358,11 @@ def gopher_repetition(p: Parsed) -> pa.StructArray:
         all lines (paragraphs) (paper <= 0.30 / 0.30); ``dup_line_char_frac`` / ``dup_para_char_frac``:
         their characters (paper <= 0.20 / 0.20); ``top_{2,3,4}gram_char_frac``: characters of the most
         frequent word n-gram (joined by one space) times its count (ties: the earliest), as in the paper
-        and datatrove (paper <= 0.20 / 0.18 / 0.16); ``dup_{5..10}gram_char_frac``: characters of the
-        words covered by any n-gram occurring more than once, each word counted once (paper: "taking
-        care not to count characters that occur in overlapping n-grams more than once"; datatrove's
-        greedy scan instead skips the first occurrence and the words after a match) (paper <= 0.15 ..
-        0.10).
+        and datatrove (paper <= 0.20 / 0.18 / 0.16); ``dup_{5..10}gram_char_frac``: characters (spaces
+        excluded) of the words covered by occurrences of a word n-gram after its first, each word
+        counted once (paper: "taking care not to count characters that occur in overlapping n-grams more
+        than once"; datatrove's greedy scan instead jumps n words after each duplicate, which can miss
+        overlapping ones) (paper <= 0.15 .. 0.10).
     """
     n = p.n
     out: dict[str, np.ndarray] = {}
@@ -394,8 +410,10 @@ def gopher_repetition(p: Parsed) -> pa.StructArray:
         if k in GOPHER_REPETITION_DUP_N:
             covered_chars = np.zeros(n)
             if len(dup_starts):
-                delta = np.bincount(dup_starts, minlength=n_words + k + 1)
-                delta[k:] -= np.bincount(dup_starts, minlength=n_words + 1)[: len(delta) - k]
+                # the duplicates are the occurrences after the first (as datatrove counts them)
+                later = dup_starts[_not_first(keys[rep])]
+                delta = np.bincount(later, minlength=n_words + k + 1)
+                delta[k:] -= np.bincount(later, minlength=n_words + 1)[: len(delta) - k]
                 covered = np.cumsum(delta)[:n_words] > 0
                 covered_chars = _per_doc(doc[covered], n, p.word_chars[covered])
             out[f"dup_{k}gram_char_frac"] = _ratio(covered_chars, p.n_chars)
