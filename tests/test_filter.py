@@ -69,7 +69,7 @@ def test_rule_thresholds_just_inside_and_outside(spark, make_cfg):
     signals = fs.compute_signals(_docs(spark, [GOOD]), make_cfg().filter).cache()
     row = signals.first()
     wc = row["gopher_quality"]["word_count"]
-    ratio = row["fineweb"]["short_line_ratio"]
+    mwl = row["gopher_quality"]["mean_word_length"]
     score = row["lang_score"]
 
     def decided(*overrides):
@@ -79,8 +79,9 @@ def test_rule_thresholds_just_inside_and_outside(spark, make_cfg):
     assert decided(f"filter.gopher_quality.min_words={wc}") == []
     assert decided(f"filter.gopher_quality.min_words={wc + 1}") == ["gopher_quality.word_count"]
     assert decided(f"filter.gopher_quality.max_words={wc - 1}") == ["gopher_quality.word_count"]
-    assert decided(f"filter.fineweb.max_short_line_ratio={ratio}") == []
-    assert decided(f"filter.fineweb.max_short_line_ratio={ratio - 1e-9}") == ["fineweb.short_line_ratio"]
+    assert decided(f"filter.gopher_quality.min_mean_word_length={mwl!r}") == []
+    assert decided(f"filter.gopher_quality.min_mean_word_length={mwl + 1e-9!r}") == ["gopher_quality.mean_word_length"]
+    assert decided(f"filter.gopher_quality.max_mean_word_length={mwl - 1e-9!r}") == ["gopher_quality.mean_word_length"]
     assert decided(f"filter.langid.min_score={score - 1e-9}") == []
     assert decided(f"filter.langid.min_score={min(1.0, score + 1e-6)}") == ["lang.score"]
     # a rule switched off, a rule restricted to another language, a null threshold
