@@ -164,6 +164,14 @@ def test_missing_glob_fails_naming_it(spark, make_cfg, tmp_path):
         ingest.run(spark, cfg)
 
 
+def test_record_ddl_matches_the_arrow_schema(spark):
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from udfs.formats import RECORD_SCHEMA
+
+    assert spark.createDataFrame([], ingest.RECORD_DDL).schema == from_arrow_schema(RECORD_SCHEMA)
+
+
 def test_transforms_name_missing_columns(spark, make_cfg):
     df = spark.createDataFrame([("a",)], "path string")
     with pytest.raises(ValueError, match=r"missing columns \['content'\]"):

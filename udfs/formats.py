@@ -455,6 +455,9 @@ def _warc(c: _Collector, data: bytes) -> Iterator[pa.RecordBatch]:
                 yield from c.flush()
     except Exception as e:  # warcio raises ArchiveLoadFailed, zlib.error, EOFError, ValueError...
         c.quarantine(n + 1, "unreadable_file", None, f"{type(e).__name__}: {e}")
+    else:
+        if n == 0 and data.strip():  # warcio yields nothing, without an error, for non-WARC bytes
+            c.quarantine(1, "unreadable_file", data[:200], f"no WARC record in {len(data)} bytes")
     yield from c.flush()
 
 
