@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -337,18 +338,22 @@ def _jsonl(c: _Collector, data: bytes) -> Iterator[pa.RecordBatch]:
         if not line.strip():
             c.skipped["blank_line"] += 1
             continue
-        s, escaped = T.decode_utf8_escaped(line)
+        escaped = False
         try:
-            # strict=False accepts raw control characters (a NUL, a tab) inside strings, which many
-            # real dumps hold; normalisation then removes them instead of losing the document.
-            obj = json.loads(s, strict=False)
-        except (ValueError, RecursionError) as e:  # JSONDecodeError; RecursionError on [[[[...
-            c.quarantine(i, "malformed_json", line, str(e))
+            obj = orjson.loads(line)  # fast path: strict JSON, valid UTF-8, no lone surrogates
+        except orjson.JSONDecodeError:
+            s, escaped = T.decode_utf8_escaped(line)
+            try:
+                # strict=False accepts raw control characters (a NUL, a tab) inside strings, which many
+                # real dumps hold; normalisation then removes them instead of losing the document.
+                obj = json.loads(s, strict=False)
+            except (ValueError, RecursionError) as e:  # JSONDecodeError; RecursionError on [[[[...
+                c.quarantine(i, "malformed_json", line, str(e))
+                continue
+        if isinstance(obj, dict):
+            _from_mapping(c, i, obj, line, escaped)
         else:
-            if isinstance(obj, dict):
-                _from_mapping(c, i, obj, line, escaped)
-            else:
-                c.quarantine(i, "invalid_record", line, f"JSON {type(obj).__name__}, not an object")
+            c.quarantine(i, "invalid_record", line, f"JSON {type(obj).__name__}, not an object")
         if c.full():
             yield from c.flush()
 

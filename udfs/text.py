@@ -135,18 +135,45 @@ def normalize(
         strip_control: remove C0/C1 controls except ``\\t`` and ``\\n`` (:data:`CONTROL_PATTERN`).
 
     Returns:
-        An array of the same type and length.
+        An array of the same type and length (a ChunkedArray input comes back as one Array).
     """
-    out = texts
+    out = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    # Scanning is cheaper than rewriting, and pure-ASCII rows (most crawled prose) can hold neither
+    # U+200B/U+FEFF, C1 controls nor anything NFC changes: rewrite only the rows that need it.
+    non_ascii = pc.fill_null(pc.invert(pc.string_is_ascii(out)), False)
     if newlines:
-        out = pc.replace_substring_regex(out, NEWLINE_PATTERN, "\n")
+        out = _rewrite(out, pc.match_substring(out, "\r"), lambda a: pc.replace_substring_regex(a, NEWLINE_PATTERN, "\n"))
     if strip_invisible:
-        out = pc.replace_substring_regex(out, INVISIBLE_PATTERN, "")
+        out = _rewrite(out, _match_within(out, non_ascii, INVISIBLE_PATTERN),
+                       lambda a: pc.replace_substring_regex(a, INVISIBLE_PATTERN, ""))
     if strip_control:
-        out = pc.replace_substring_regex(out, CONTROL_PATTERN, "")
+        out = _rewrite(out, pc.match_substring_regex(out, CONTROL_PATTERN),
+                       lambda a: pc.replace_substring_regex(a, CONTROL_PATTERN, ""))
     if nfc:
-        out = pc.utf8_normalize(out, "NFC")
+        out = _rewrite(out, _match_within(out, non_ascii, NFC_CANDIDATE_PATTERN), lambda a: pc.utf8_normalize(a, "NFC"))
     return out
+
+
+NFC_CANDIDATE_PATTERN = r"[\x{0300}-\x{10FFFF}]"
+"""Every code point whose NFC_Quick_Check is No or Maybe is >= U+0300 (Unicode DerivedNormalizationProps),
+so a string without any is already NFC and skips Arrow's (slow, utf8proc-based) ``utf8_normalize``."""
+
+
+def _match_within(arr: pa.Array, candidates: pa.Array, pattern: str) -> pa.Array:
+    if not pc.any(candidates).as_py():
+        return candidates
+    sub = pc.fill_null(pc.match_substring_regex(arr.filter(candidates), pattern), False)
+    return pc.replace_with_mask(candidates, candidates, sub)
+
+
+def _rewrite(arr: pa.Array, mask: pa.Array, fn) -> pa.Array:
+    mask = pc.fill_null(mask, False)
+    n = pc.sum(mask).as_py() or 0
+    if n == 0:
+        return arr
+    if n == len(arr):
+        return fn(arr)
+    return pc.replace_with_mask(arr, mask, fn(arr.filter(mask)))
 
 
 def lengths(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
