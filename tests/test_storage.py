@@ -127,6 +127,7 @@ def test_exhausted_retries_raise_storage_error(proxy, tmp_path):
         storage.upload(local_files(tmp_path, [100]), "s3://shards/fail", scfg)
 
 
+@pytest.mark.slow  # three shard-stage runs plus retry backoff
 def test_shard_stage_to_s3_through_faults_and_no_manifest_when_retries_run_out(spark, proxy, moto_server, tmp_path):
     from pipelines import tables
     from pipelines.config import load_config
