@@ -207,7 +207,6 @@ def annotate(
 
     Raises:
         ValueError: missing input columns, or ``seed`` out of range.
-        SignatureSettingsMismatch: never raised here (checked by :func:`run` when reading the reference).
     """
     _check_columns(df, d)
     settings = SignatureSettings.from_config(d, seed)
