@@ -91,3 +91,10 @@ def test_bad_scheme_and_seed():
         minhash.permutations(8, 1, "md5")
     with pytest.raises(ValueError, match="seed 4294967296 out of range"):
         minhash.permutations(8, 2**32, "fast")
+
+
+def test_ascii_fast_path_equals_unicode_path():
+    ascii_texts = ["Hello,  World!\t\x0bfoo_bar  ", "a-b c.d  12", "  "]
+    fast = minhash.shingle_strings(pa.array(ascii_texts), SPEC)
+    slow = minhash.shingle_strings(pa.array([*ascii_texts, "é"]), SPEC)[:3]  # one non-ASCII doc: Unicode path
+    assert fast == slow == [[b"hello world foo bar"], [b"a b c d 12"], [b""]]

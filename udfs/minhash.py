@@ -80,18 +80,23 @@ class ShingleSpec:
 
 # ------------------------------------------------------------------------------------ normalisation
 def _normalized(texts: pa.Array, spec: ShingleSpec) -> pa.Array:
-    # Lowercase, punctuation -> space, folds, unspaced scripts split, trimmed; runs of whitespace are
-    # left in place because utf8_split_whitespace treats a run as one separator (collapsing them
-    # with a regex costs more than every other step together).
+    # Lowercase, punctuation -> space, folds, unspaced scripts split. Runs of whitespace are left in
+    # place: utf8_split_whitespace treats a run as one separator (collapsing them with a regex costs
+    # more than every other step together).
+    if not spec.fold_diacritics and pc.all(pc.string_is_ascii(texts)).as_py() is not False:
+        # ASCII fast path (most English web text), same output as the Unicode path below: ASCII
+        # letters/digits are the only ASCII characters in \p{L}\p{N}\p{M}, and no ASCII is unspaced.
+        out = pc.replace_substring_regex(pc.ascii_lower(texts), r"[^a-z0-9\s]+", " ")
+        return pc.replace_substring_regex(out, r"[0-9]", "0") if spec.fold_digits else out
     out = pc.utf8_lower(texts)
     if spec.fold_diacritics:
         out = pc.replace_substring_regex(pc.utf8_normalize(out, "NFKD"), r"\p{Mn}+", "")
     out = pc.replace_substring_regex(out, _PUNCT, " ")
     if spec.fold_digits:
         out = pc.replace_substring_regex(out, r"\p{Nd}", "0")
-    if spec.split_unspaced:
+    if spec.split_unspaced and pc.any(pc.match_substring_regex(out, _UNSPACED)).as_py():
         out = pc.replace_substring_regex(out, _UNSPACED, r" \1 ")
-    return pc.utf8_trim_whitespace(out)
+    return out
 
 
 def normalize(texts: pa.Array, spec: ShingleSpec) -> pa.Array:
@@ -109,7 +114,7 @@ def normalize(texts: pa.Array, spec: ShingleSpec) -> pa.Array:
         >>> normalize(pa.array(["Hello,  World!"]), ShingleSpec()).to_pylist()
         ['hello world']
     """
-    return pc.binary_join(pc.utf8_split_whitespace(_normalized(texts, spec)), " ")
+    return pc.binary_join(pc.utf8_split_whitespace(pc.utf8_trim_whitespace(_normalized(texts, spec))), " ")
 
 
 def _words(texts: pa.Array, spec: ShingleSpec) -> tuple[pa.Array, np.ndarray]:
@@ -120,7 +125,7 @@ def _words(texts: pa.Array, spec: ShingleSpec) -> tuple[pa.Array, np.ndarray]:
     document has >= 1 word.
     """
     texts = pc.fill_null(texts, "")
-    norm = _normalized(texts, spec)
+    norm = pc.utf8_trim_whitespace(_normalized(texts, spec))
     empty = pc.equal(norm, "")
     if pc.any(empty).as_py():
         raw = pc.utf8_trim_whitespace(texts)
@@ -302,6 +307,7 @@ def _min_per_doc(h: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarra
     n_docs = len(offsets) - 1
     out = np.empty((len(a), n_docs), dtype=np.uint32)
     a_col, b_col = a[:, None], b[:, None]
+    buf = None
     d0 = 0
     while d0 < n_docs:
         d1 = int(np.searchsorted(offsets, offsets[d0] + chunk, side="right")) - 1
@@ -312,7 +318,10 @@ def _min_per_doc(h: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarra
             phv = (a_col * hv + b_col) % MERSENNE_PRIME
             phv &= MAX_HASH32
         else:
-            phv = a_col * hv
+            if buf is None or buf.shape[1] < s1 - s0:
+                buf = np.empty((len(a), max(chunk, s1 - s0)), dtype=np.uint32)
+            phv = buf[:, : s1 - s0]
+            np.multiply(a_col, hv, out=phv)
             phv += b_col
         out[:, d0:d1] = np.minimum.reduceat(phv, offsets[d0:d1] - s0, axis=1)
         d0 = d1
