@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -177,6 +177,13 @@ class NearResult:
     large_buckets: list[dict] | None = None
     n_candidate_edges: int = 0
     n_edges: int = 0
+    cached: list[DataFrame] = field(default_factory=list)
+
+    def unpersist(self) -> None:
+        """Release every DataFrame :func:`annotate` cached (call once its output has been written)."""
+        for df in self.cached:
+            df.unpersist()
+        self.cached.clear()
 
 
 def annotate(
@@ -219,6 +226,7 @@ def annotate(
     else:
         keyed = df.withColumn("_xkey", F.col("doc_id")).withColumn("_xrep", F.col("doc_id"))
     keyed = keyed.persist(StorageLevel.MEMORY_AND_DISK)
+    result.cached.append(keyed)
 
     if d.near:
         comp = _near_components(keyed.where(F.col("doc_id") == F.col("_xrep")), d, settings, reference, checkpoint_dir, result)
@@ -271,6 +279,7 @@ def _near_components(
     """Connected components (``node``, ``component``, ``is_ref``) of near-duplicate edges among ``reps``."""
     sigs = signatures(reps, s).persist(StorageLevel.MEMORY_AND_DISK)
     result.signatures = sigs
+    result.cached.append(sigs)
     nodes = sigs.withColumn("is_ref", F.lit(False))
     if reference is not None:
         nodes = nodes.unionByName(reference.select(*BAND_COLUMNS).withColumn("is_ref", F.lit(True)))
@@ -281,6 +290,7 @@ def _near_components(
         .where(F.col("size") > 1)
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
+    result.cached.append(buckets)
     big = buckets.where(F.col("size") > d.log_buckets_over).orderBy(F.col("size").desc(), "band", "key").limit(20)
     result.large_buckets = [
         {"band": r["band"], "size": r["size"], "smallest_doc_id": r["centre"]["doc_id"]} for r in big.collect()
@@ -310,12 +320,15 @@ def _near_components(
         )
     scored = scored.withColumn("keep", F.col("jaccard").isNull() | (F.col("jaccard") >= F.lit(d.threshold)))
     scored = scored.persist(StorageLevel.MEMORY_AND_DISK)
+    result.cached.append(scored)
     counts = scored.agg(F.count(F.lit(1)).alias("n"), F.count_if("keep").alias("kept")).collect()[0]
     result.n_candidate_edges, result.n_edges = int(counts["n"]), int(counts["kept"] or 0)
     edges = scored.where("keep").select("src", "dst")
     comp = connected_components(edges, max_iterations=d.max_cc_iterations, checkpoint_dir=checkpoint_dir)
     is_ref = nodes.select(F.col("doc_id").alias("node"), "is_ref")
-    return comp.join(is_ref, "node").persist(StorageLevel.MEMORY_AND_DISK)
+    comp = comp.join(is_ref, "node").persist(StorageLevel.MEMORY_AND_DISK)
+    result.cached.append(comp)
+    return comp
 
 
 # ------------------------------------------------------------------------------------------- run
@@ -395,4 +408,5 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
                     "edges": near.n_edges, "large_buckets": near.large_buckets or []}
     for df in (ann, docs):
         df.unpersist()
+    near.unpersist()
     return report
