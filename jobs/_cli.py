@@ -54,13 +54,17 @@ def parse_config(parser: argparse.ArgumentParser, argv: Sequence[str] | None) ->
         parser.exit(2, f"{parser.prog}: {e}\n")
     return args, cfg
 
+def stage_parser(stage: str) -> argparse.ArgumentParser:
+    """The argument parser of ``jobs/<stage>.py`` (the common options)."""
+    return base_parser(f"{stage}.py", f"Winnow {stage} stage")
+
+
 def run_single_stage(stage: str, argv: Sequence[str] | None = None) -> int:
     """Entry point body of ``jobs/<stage>.py``: parse, build the session, run one stage, print a summary."""
     from pipelines.runs import run_and_record
     from pipelines.session import get_spark
 
-    parser = base_parser(f"{stage}.py", f"Winnow {stage} stage")
-    args, cfg = parse_config(parser, argv)
+    args, cfg = parse_config(stage_parser(stage), argv)
     spark = get_spark(f"winnow-{stage}", spark_config(cfg, args.quiet))
     # The completion record lets jobs/pipeline.py skip this stage later when nothing changed.
     report = run_and_record(spark, cfg, stage, log=None if args.quiet else _say)
