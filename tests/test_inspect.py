@@ -67,3 +67,14 @@ def test_doc_path_through_every_stage(run_root, capsys):
         "refs      not run  no refs_checked table",
         "tokenize  not run  no tokenized table",
     ]
+
+
+def test_script_runs_without_shadowing_stdlib_and_fails_fast_on_bad_config():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "jobs" / "inspect.py"
+    r = subprocess.run([sys.executable, str(script), "--set", "report.plot_format=gif", "--stage", "filter"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "report.plot_format" in r.stderr and "'gif'" in r.stderr, r.stderr

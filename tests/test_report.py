@@ -133,3 +133,12 @@ def test_report_renders_in_headless_chromium_without_running_document_script(rep
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and shot.stat().st_size > 10_000, r.stderr[-2000:]
     assert [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln] == []
+
+
+def test_report_job_fails_fast_on_bad_config():
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "jobs" / "report.py"
+    r = subprocess.run([sys.executable, str(script), "--set", "report.hist_bins=1"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "report.hist_bins" in r.stderr, r.stderr
