@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from pipelines import tables
 from pipelines.config import WinnowConfig
-from pipelines.runs import latest_records, read_bytes
+from pipelines.runs import latest_records, marker_files, read_bytes
 from pipelines.stage import StageReport
 
 CHAIN_TABLES: tuple[tuple[str, str], ...] = (
@@ -290,7 +290,7 @@ def truncate(text: str, limit: int) -> str:
 
 def read_manifest(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] | None:
     """``<run.root>/shards/manifest.json`` parsed, or None when the shard stage has not completed."""
-    data = read_bytes(spark, f"{cfg.shards_path}/manifest.json")
+    data = read_bytes(spark, marker_files(cfg, "shard")["manifest.json"], cfg)
     return None if data is None else json.loads(data)
 
 
@@ -346,26 +346,34 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
         "token_lengths": token_lengths(spark, cfg),
         "shards": _shard_part(manifest),
         "tokenizer_round_trip": {
-            **find_key(tok_props, "round_trip"),
-            **{f"{r['stage']}.{k}": v for r in records for k, v in find_key(r["extra"], "round_trip").items()},
+            **find_key(tok_props, "roundtrip"),
+            **{f"{r['stage']}.{k}": v for r in records for k, v in find_key(r["extra"], "roundtrip").items()},
         },
         "samples": samples(spark, cfg),
     }
 
 
 def _shard_part(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Shard balance and shuffle quality from the manifest (tokens per shard from its file list)."""
     if manifest is None:
         return None
-    shards = manifest.get("shards") or []
-    tokens = [int(s.get("tokens", 0)) for s in shards]
+    files = manifest.get("files") or []
+    fmt = "megatron" if any(f.get("format") == "megatron" for f in files) else "mds"
+    per_shard: dict[int, int] = {}
+    for f in files:
+        if f.get("format") == fmt and f.get("kind") in ("bin", "mds") and "shard" in f:
+            per_shard[int(f["shard"])] = per_shard.get(int(f["shard"]), 0) + int(f.get("tokens", 0))
+    tokens = [per_shard[k] for k in sorted(per_shard)]
     mean = sum(tokens) / len(tokens) if tokens else 0.0
     return {
-        "n_shards": len(shards),
+        "n_shards": len(tokens),
         "tokens_per_shard": tokens,
         "max_over_mean": (max(tokens) / mean) if mean else None,
-        "shuffle_quality": {k: v for k, v in find_key(manifest, "shuffle").items()},
+        "balance": manifest.get("balance"),
+        "shuffle_quality": manifest.get("shuffle_quality"),
+        "token_share_by_source": manifest.get("token_share_by_source"),
         "dtype": manifest.get("dtype"),
-        "formats": sorted({str(s.get("format")) for s in shards}),
+        "formats": sorted({str(f) for f in manifest.get("formats", [])}),
     }
 
 

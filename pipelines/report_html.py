@@ -192,7 +192,8 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
         if sh["tokens_per_shard"]:
             body += '<div class="plots">' + bars([str(i) for i in range(sh["n_shards"])], sh["tokens_per_shard"],
                                                  "tokens per shard", fmt, "tokens") + "</div>"
-        body += f"<h3>Shuffle quality</h3><pre>{esc(json.dumps(sh['shuffle_quality'], indent=1, sort_keys=True, default=str))}</pre>"
+        for title, key in (("Balance", "balance"), ("Shuffle quality", "shuffle_quality"), ("Token share by source", "token_share_by_source")):
+            body += f"<h3>{title}</h3><pre>{esc(json.dumps(sh[key], indent=1, sort_keys=True, default=str))}</pre>"
         out.append(_section("Shards", body))
     figures = {r["stage"]: r["extra"] for r in stats["stages"] if r["extra"]}
     if figures:

@@ -47,12 +47,18 @@ STAGE_TABLES: dict[str, tuple[str, ...]] = {
 }
 """Delta tables each stage replaces (besides its slice of ``removed``), per ARCHITECTURE.md."""
 
-STAGE_FILES: dict[str, tuple[str, ...]] = {
-    "shard": ("shards/manifest.json",),
-    "report": ("report/stats.json",),
-}
-"""Files (relative to ``run.root``) whose presence and sha256 mark a stage's file outputs complete.
-The shard stage writes ``manifest.json`` last, after every shard, so its digest stands for all shards."""
+def marker_files(cfg: WinnowConfig, stage: str) -> dict[str, str]:
+    """Files whose presence and sha256 mark a stage's file outputs complete, as ``label -> location``.
+
+    The shard stage writes ``manifest.json`` last, after every shard (and removes the old one first),
+    so its digest stands for all shards; the report writes ``stats.json`` last.
+    """
+    if stage == "shard":
+        return {"manifest.json": f"{(cfg.shard.output or cfg.shards_path).rstrip('/')}/manifest.json"}
+    if stage == "report":
+        return {"report/stats.json": f"{cfg.report_path}/stats.json"}
+    return {}
+
 
 RUNS_SCHEMA = T.StructType(
     [
@@ -81,8 +87,17 @@ def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
     return hpath.getFileSystem(spark._jsc.hadoopConfiguration()), hpath  # type: ignore[attr-defined]
 
 
-def read_bytes(spark: SparkSession, path: str) -> bytes | None:
-    """Bytes of the file at ``path`` (local path or Hadoop URI), or None when it does not exist."""
+def read_bytes(spark: SparkSession, path: str, cfg: WinnowConfig | None = None) -> bytes | None:
+    """Bytes of the file at ``path`` (local path, ``s3://`` through the shard storage settings of
+    ``cfg``, or a Hadoop URI), or None when it does not exist."""
+    if path.startswith("s3://") and cfg is not None:
+        from pipelines import storage
+
+        root, _, name = path.rpartition("/")
+        try:
+            return storage.get_bytes(root, name, cfg.shard.storage)
+        except Exception:  # botocore's NoSuchKey and friends: treat as absent, the stage reruns
+            return None
     if "://" not in path and not path.startswith("dbfs:"):
         try:
             with open(path, "rb") as f:
@@ -131,8 +146,8 @@ def input_files_digest(spark: SparkSession, globs: list[str]) -> str:
     return "sha256:" + hashlib.sha256("\n".join(sorted(entries)).encode()).hexdigest()
 
 
-def _file_state(spark: SparkSession, path: str) -> str:
-    data = read_bytes(spark, path)
+def _file_state(spark: SparkSession, cfg: WinnowConfig, path: str) -> str:
+    data = read_bytes(spark, path, cfg)
     return "missing" if data is None else "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -157,10 +172,10 @@ def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str) -> dict[str,
             s = _table_state(spark, cfg, name)
             if s != "missing":
                 state[name] = s
-        for rel in STAGE_FILES.get(up, ()):
-            s = _file_state(spark, f"{cfg.run.root.rstrip('/')}/{rel}")
+        for label, path in marker_files(cfg, up).items():
+            s = _file_state(spark, cfg, path)
             if s != "missing":
-                state[rel] = s
+                state[label] = s
     if stage == "report":
         state["removed"] = _table_state(spark, cfg, "removed")
     return state
@@ -169,8 +184,8 @@ def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str) -> dict[str,
 def output_state(spark: SparkSession, cfg: WinnowConfig, stage: str) -> dict[str, str]:
     """The state of what ``stage`` writes: its Delta tables' versions and its marker files' sha256."""
     state = {name: _table_state(spark, cfg, name) for name in STAGE_TABLES[stage]}
-    for rel in STAGE_FILES.get(stage, ()):
-        state[rel] = _file_state(spark, f"{cfg.run.root.rstrip('/')}/{rel}")
+    for label, path in marker_files(cfg, stage).items():
+        state[label] = _file_state(spark, cfg, path)
     return state
 
 

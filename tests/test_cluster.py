@@ -3,7 +3,6 @@ zip with --py-files, and its outputs equal a local-mode run byte for byte."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import STAGES
+from tests.chain import has_sample_data, implemented_chain, output_fingerprint
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -89,28 +88,6 @@ def standalone_cluster(tmp_path_factory):
                 p.wait()
 
 
-def implemented_chain() -> list[str]:
-    """The stages of the chain up to shard that have a pipelines/<stage>.py here, in order, plus report."""
-    done = [s for s in STAGES[:-1] if (REPO / "pipelines" / f"{s}.py").is_file()]
-    # A gap (a later stage without an earlier one) cannot run; keep the leading run of stages.
-    chain = [s for i, s in enumerate(STAGES[:-1]) if all(t in done for t in STAGES[: i + 1])]
-    return chain
-
-
-def output_fingerprint(spark, root: Path, chain: list[str]) -> dict[str, str]:
-    """sha256 of every shard file and manifest when shards exist, else of the last table's rows (sorted
-    canonical JSON), so two runs can be compared byte for byte."""
-    shards = root / "shards"
-    if (shards / "manifest.json").exists():
-        files = sorted(p for p in shards.rglob("*") if p.is_file() and p.name != "manifest.json")
-        return {str(p.relative_to(shards)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
-    from pipelines.runs import STAGE_TABLES
-
-    table = STAGE_TABLES[chain[-1]][0]
-    rows = spark.read.format("delta").load(str(root / "tables" / table)).toJSON().collect()
-    return {table: hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest(), "rows": str(len(rows))}
-
-
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_standalone_cluster_matches_local_mode(spark, standalone_cluster, tmp_path):
@@ -118,7 +95,7 @@ def test_standalone_cluster_matches_local_mode(spark, standalone_cluster, tmp_pa
     from pipelines.session import delta_coordinates
 
     chain = implemented_chain()
-    if "ingest" not in chain or not (REPO / "sample_data").is_dir() or not any((REPO / "sample_data").iterdir()):
+    if not chain or not has_sample_data():
         pytest.skip("needs the ingest stage and sample_data/")
     url, env = standalone_cluster
     common = ["--set", f"pipeline.stages={json.dumps(chain)}", "--set", f"ingest.inputs=[{REPO / 'sample_data'}/*]",
