@@ -89,8 +89,9 @@ def funnel(spark: SparkSession, cfg: WinnowConfig, manifest: dict[str, Any] | No
         rows[0]["documents"] = rows[0]["records"]
     if manifest is not None:
         totals = manifest.get("totals", manifest)
+        # Shard bytes are on-disk bytes of token files, not text bytes: kept apart from the text column.
         rows.append({"step": "shard", "table": "shards", "documents": _int(totals.get("documents")),
-                     "bytes": _int(totals.get("bytes")), "tokens": _int(totals.get("tokens"))})
+                     "bytes": None, "tokens": _int(totals.get("tokens")), "shard_bytes": _int(totals.get("bytes"))})
     return rows
 
 

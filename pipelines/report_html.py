@@ -151,7 +151,8 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
         f" · config <code>{esc(stats['run']['config_fingerprint'][:12])}</code></p>",
     ]
     funnel = stats["funnel"]
-    body = table(funnel, ["step", "table", "documents", "bytes", "tokens"], left=("step", "table"))
+    body = table(funnel, ["step", "table", "documents", "bytes", "tokens", "shard_bytes"], left=("step", "table"))
+    body += '<p class="muted">bytes: UTF-8 text; shard_bytes: token files on disk.</p>'
     if funnel:
         body += '<div class="plots">' + bars([r["step"] for r in funnel], [r["documents"] or 0 for r in funnel],
                                              "documents after each stage", fmt) + "</div>"
