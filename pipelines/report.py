@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from pipelines import tables
 from pipelines.config import WinnowConfig
-from pipelines.runs import latest_records, marker_files, read_bytes
+from pipelines.runs import delta_version, latest_records, marker_files, read_bytes
 from pipelines.stage import StageReport
 
 CHAIN_TABLES: tuple[tuple[str, str], ...] = (
@@ -41,9 +41,20 @@ DOCUMENT_COLUMNS = frozenset(
 NOT_SIGNALS = frozenset({"cluster_size", "stage", "n_tokens", "duplicate_of"})
 
 
+_LOADED: dict[tuple[int, str, int], DataFrame] = {}
+
+
 def _read(spark: SparkSession, cfg: WinnowConfig, name: str) -> DataFrame | None:
+    # One load per table version: each part of the report reads the same few tables, and resolving a
+    # Delta snapshot costs a Spark job; the _delta_log listing that finds the version does not.
     path = cfg.table_path(name)
-    return spark.read.format("delta").load(path) if tables.table_exists(spark, path) else None
+    version = delta_version(spark, path)
+    if version is None:
+        return None
+    key = (id(spark), path, version)
+    if key not in _LOADED:
+        _LOADED[key] = spark.read.format("delta").option("versionAsOf", version).load(path)
+    return _LOADED[key]
 
 
 def _bytes_col(df: DataFrame) -> Column | None:

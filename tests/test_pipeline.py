@@ -85,3 +85,23 @@ def test_plan_cascades_and_from_never_runs_earlier_stages(spark, tmp_path):
     assert steps == [PlanStep("ingest", "skip", "before --from (stale: no completion record)"),
                      PlanStep("report", "run", "--from report")]
     assert [s.why for s in plan(spark, cfg, ["ingest", "report"])] == ["no completion record", "an upstream stage runs"]
+
+
+def test_ingest_reruns_when_its_input_files_change(spark, tmp_path, capsys):
+    from tests.chain import SAMPLE_DATA, has_sample_data, implemented_chain
+
+    if "ingest" not in implemented_chain() or not has_sample_data():
+        pytest.skip("needs the ingest stage and sample_data/")
+    src = sorted(p for p in SAMPLE_DATA.iterdir() if p.name.endswith(".jsonl.gz"))[0]
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / src.name).write_bytes(src.read_bytes())
+    root = tmp_path / "run"
+    args = ["--set", f"run.root={root}", "--set", "pipeline.stages=[ingest]", "--set", f"ingest.inputs=[{inputs}/*]"]
+    assert pipeline.main(args) == 0
+    assert "[ingest] start reads files@sha256:" in capsys.readouterr().out
+    cfg = load_config(overrides=args[1::2])
+    assert plan(spark, cfg, ["ingest"])[0].action == "skip"
+    (inputs / "more.jsonl").write_text('{"id": "x", "text": "one more document"}\n')
+    step = plan(spark, cfg, ["ingest"])[0]
+    assert step.action == "run" and step.why.startswith("input changed (files: sha256:")

@@ -52,6 +52,15 @@ def report_run(spark, tmp_path_factory):
                               "doc_id string, cluster_id string, kind string"),
         cfg, "dup_clusters",
     )
+    manifest = {
+        "dtype": "uint16", "formats": ["megatron"], "totals": {"documents": 2, "tokens": 30, "bytes": 200},
+        "balance": {"max_tokens": 20, "min_tokens": 10}, "shuffle_quality": {"longest_same_source_run": 1},
+        "token_share_by_source": {"web": 1.0},
+        "files": [{"path": f"megatron/s_{k:05d}.{ext}", "format": "megatron", "kind": ext, "shard": k, "tokens": t}
+                  for k, t in ((0, 20), (1, 10)) for ext in ("bin", "idx")],
+    }
+    (root / "shards").mkdir(parents=True)
+    (root / "shards" / "manifest.json").write_text(json.dumps(manifest))
     rep = report.run(spark, cfg)
     return cfg, rep, root
 
@@ -59,12 +68,17 @@ def report_run(spark, tmp_path_factory):
 def test_stats_from_existing_tables(report_run):
     cfg, rep, root = report_run
     stats = json.loads((root / "report" / "stats.json").read_text())
-    assert (rep.rows_in, rep.rows_out) == (2, 2)
+    assert (rep.rows_in, rep.rows_out) == (2, 2)  # documents in the last step of the funnel
     assert stats["funnel"] == [
         {"step": "read", "table": "input records", "documents": 5, "records": 5, "quarantined": 1},
         {"step": "ingest", "table": "documents", "documents": 4, "bytes": 16 + 13 + len(XSS.encode()) + 19, "tokens": None},
         {"step": "filter", "table": "filtered", "documents": 2, "bytes": 16 + 19, "tokens": None},
+        {"step": "shard", "table": "shards", "documents": 2, "bytes": None, "tokens": 30, "shard_bytes": 200},
     ]
+    assert stats["shards"] == {
+        "n_shards": 2, "tokens_per_shard": [20, 10], "max_over_mean": 20 / 15, "balance": {"max_tokens": 20, "min_tokens": 10},
+        "shuffle_quality": {"longest_same_source_run": 1}, "token_share_by_source": {"web": 1.0}, "dtype": "uint16",
+        "formats": ["megatron"]}
     assert stats["removals"] == [
         {"stage": "ingest", "reason": "quarantine.malformed_json", "documents": 1, "bytes": None},
         {"stage": "filter", "reason": "c4.javascript", "documents": 1, "bytes": len(XSS.encode())},
@@ -75,7 +89,7 @@ def test_stats_from_existing_tables(report_run):
     assert stats["language_mix"] == {"kept": [{"value": "en", "documents": 2}],
                                      "removed": [{"value": "de", "documents": 1}, {"value": "en", "documents": 1}]}
     assert stats["cluster_sizes"] == [{"kind": "exact", "size": 3, "clusters": 1}, {"kind": "near", "size": 2, "clusters": 1}]
-    assert stats["shards"] is None and stats["token_lengths"] == [] and stats["broken_refs"] == []
+    assert stats["token_lengths"] == [] and stats["broken_refs"] == []
     assert [(s["reason"], s["doc_id"]) for s in stats["samples"]] == [
         ("c4.javascript", "c"), ("gopher_quality.word_count", "c"), ("lang.score", "b")]
     assert stats["samples"][2]["signals"] == {"word_count": 2, "lang": "de", "lang_score": 0.4, "n_chars": 13, "n_bytes": 13, "n_replaced": 0}
