@@ -13,6 +13,7 @@ DOC_SCHEMA = (
     "n_chars int, n_bytes int, n_replaced int"
 )
 FILT = f"{DOC_SCHEMA}, top_2gram_ratio double"
+SET = ["--set", "spark.shuffle_partitions=4"]  # main() applies it to the suite's shared session
 
 
 def _doc(doc_id: str, text: str) -> tuple:
@@ -33,7 +34,7 @@ def run_root(spark, tmp_path_factory):
 
 
 def test_sample_removed_by_reason_family(run_root, capsys):
-    assert inspect_job.main(["--run", str(run_root), "--stage", "filter", "--reason", "gopher_repetition", "-n", "3", "--chars", "40"]) == 0
+    assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "filter", "--reason", "gopher_repetition", "-n", "3", "--chars", "40"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"3 documents removed by filter for gopher_repetition (seed 42) in {run_root}\n")
     shown = [ln.split()[2] for ln in out.splitlines() if ln.startswith("--- ")]
@@ -41,16 +42,16 @@ def test_sample_removed_by_reason_family(run_root, capsys):
     assert "reason: gopher_repetition.top_2gram" in out and "top_2gram_ratio=0." in out
     assert "chars cut] …" in out  # long text cut to head and tail
     # Seeded: the same command shows the same documents; another seed may not.
-    inspect_job.main(["--run", str(run_root), "--stage", "filter", "--reason", "gopher_repetition", "-n", "3", "--chars", "40"])
+    inspect_job.main([*SET, "--run", str(run_root), "--stage", "filter", "--reason", "gopher_repetition", "-n", "3", "--chars", "40"])
     assert capsys.readouterr().out == out
 
 
 def test_sample_kept_and_bad_arguments(run_root, capsys):
-    assert inspect_job.main(["--run", str(run_root), "--stage", "filter", "--kept", "-n", "5"]) == 0
+    assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "filter", "--kept", "-n", "5"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("1 documents kept by filter") and "--- 1. d0  reason: -  (6 chars)" in out
     with pytest.raises(SystemExit) as e:
-        inspect_job.main(["--run", str(run_root), "--stage", "dedup", "--kept"])
+        inspect_job.main([*SET, "--run", str(run_root), "--stage", "dedup", "--kept"])
     assert e.value.code == 2
     assert "Delta table 'deduped' not found" in capsys.readouterr().err
     with pytest.raises(SystemExit):
@@ -59,7 +60,7 @@ def test_sample_kept_and_bad_arguments(run_root, capsys):
 
 
 def test_doc_path_through_every_stage(run_root, capsys):
-    assert inspect_job.main(["--run", str(run_root), "--doc-id", "d5"]) == 0
+    assert inspect_job.main([*SET, "--run", str(run_root), "--doc-id", "d5"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "ingest    kept     documents",
         "dedup     not run  no deduped table",

@@ -21,7 +21,9 @@ def _docs(spark, cfg, texts):
 
 
 def _args(root, *extra):
-    return ["--set", f"run.root={root}", "--set", "pipeline.stages=[report]", "--set", "report.samples_per_reason=0", *extra]
+    # spark.shuffle_partitions=4: main() applies it to the suite's shared session.
+    return ["--set", f"run.root={root}", "--set", "pipeline.stages=[report]", "--set", "report.samples_per_reason=0",
+            "--set", "spark.shuffle_partitions=4", *extra]
 
 
 def test_rerun_skips_and_reruns_on_config_input_or_output_change(spark, tmp_path, capsys):
@@ -97,7 +99,8 @@ def test_ingest_reruns_when_its_input_files_change(spark, tmp_path, capsys):
     inputs.mkdir()
     (inputs / src.name).write_bytes(src.read_bytes())
     root = tmp_path / "run"
-    args = ["--set", f"run.root={root}", "--set", "pipeline.stages=[ingest]", "--set", f"ingest.inputs=[{inputs}/*]"]
+    args = ["--set", f"run.root={root}", "--set", "pipeline.stages=[ingest]", "--set", f"ingest.inputs=[{inputs}/*]",
+            "--set", "spark.shuffle_partitions=4"]
     assert pipeline.main(args) == 0
     assert "[ingest] start reads files@sha256:" in capsys.readouterr().out
     cfg = load_config(overrides=args[1::2])
