@@ -230,10 +230,18 @@ def record_completion(
 def latest_records(spark: SparkSession, cfg: WinnowConfig) -> dict[str, dict[str, Any]]:
     """The latest completion record of every stage of this run (``{}`` when none was ever written)."""
     path = cfg.table_path(RUNS_TABLE)
-    if delta_version(spark, path) is None:
+    version = delta_version(spark, path)
+    if version is None:
         return {}
-    rows = spark.read.format("delta").load(path).orderBy(F.col("finished_at").asc()).collect()
-    return {r["stage"]: r.asDict(recursive=True) for r in rows}
+    # Records of one table version never change: read each version once (a plan checks every stage).
+    key = (path, version)
+    if key not in _RECORDS:
+        rows = spark.read.format("delta").option("versionAsOf", version).load(path).orderBy(F.col("finished_at").asc()).collect()
+        _RECORDS[key] = {r["stage"]: r.asDict(recursive=True) for r in rows}
+    return {k: dict(v) for k, v in _RECORDS[key].items()}
+
+
+_RECORDS: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
 
 
 # -------------------------------------------------------------------------------------------- plan
