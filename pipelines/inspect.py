@@ -9,29 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from pipelines import tables
 from pipelines.config import STAGES, WinnowConfig
-from pipelines.report import seeded_order, truncate
+from pipelines.report import read_if_exists, row_signals, seeded_order, truncate
 from pipelines.runs import STAGE_TABLES
-
-HIDDEN = frozenset({"doc_id", "text", "stage", "reason", "duplicate_of", "meta", "tokens", "ref_mentions"})
-"""Columns not shown as signals (shown elsewhere, or too large to print)."""
-
-
-def _read(spark: SparkSession, cfg: WinnowConfig, name: str) -> DataFrame | None:
-    path = cfg.table_path(name)
-    return spark.read.format("delta").load(path) if tables.table_exists(spark, path) else None
-
-
-def _signals(df: DataFrame) -> list[str]:
-    return [
-        f.name for f in df.schema.fields
-        if f.name not in HIDDEN and isinstance(f.dataType, T.NumericType | T.StringType | T.BooleanType)
-    ]
 
 
 def reason_matches(reason: str) -> Any:
@@ -78,15 +62,14 @@ def sample(
         df = tables.read_table(spark, cfg, "removed", written_by=stage).where(F.col("stage") == stage)
         if reason:
             df = df.where(reason_matches(reason))
-    cols = _signals(df)
     rows = df.orderBy(seeded_order(cfg.run.seed), "doc_id").limit(n).collect()
     out = []
     for r in rows:
-        d = r.asDict()
+        d = r.asDict(recursive=True)
         text = d.get("text") or ""
         out.append({
             "doc_id": d["doc_id"], "reason": d.get("reason") or [], "duplicate_of": d.get("duplicate_of"),
-            "signals": {c: d[c] for c in cols if d.get(c) is not None},
+            "signals": row_signals(d, None if kept else ([reason] if reason else d.get("reason") or [])),
             "text": truncate(text, text_chars), "n_chars": len(text),
         })
     return out
@@ -100,7 +83,7 @@ def doc_path(spark: SparkSession, cfg: WinnowConfig, doc_id: str) -> list[dict[s
         stage's output table), ``removed`` (reasons and ``duplicate_of`` in detail), ``absent`` (in
         neither: removed earlier, or not in this run) or ``not run`` (no table).
     """
-    removed = _read(spark, cfg, "removed")
+    removed = read_if_exists(spark, cfg, "removed")
     removals = {}
     if removed is not None:
         for r in removed.where(F.col("doc_id") == doc_id).select("stage", "reason", "duplicate_of").collect():
@@ -110,7 +93,7 @@ def doc_path(spark: SparkSession, cfg: WinnowConfig, doc_id: str) -> list[dict[s
         names = STAGE_TABLES[stage]
         if not names:
             continue
-        df = _read(spark, cfg, names[0])
+        df = read_if_exists(spark, cfg, names[0])
         if stage in removals:
             r = removals[stage]
             detail = ", ".join(r["reason"] or []) + (f"; duplicate of {r['duplicate_of']}" if r["duplicate_of"] else "")

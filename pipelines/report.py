@@ -44,7 +44,8 @@ NOT_SIGNALS = frozenset({"cluster_size", "stage", "n_tokens", "duplicate_of"})
 _LOADED: dict[tuple[int, str, int], DataFrame] = {}
 
 
-def _read(spark: SparkSession, cfg: WinnowConfig, name: str) -> DataFrame | None:
+def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str) -> DataFrame | None:
+    """The Delta table ``name`` of this run at its latest version, or None when it does not exist."""
     # One load per table version: each part of the report reads the same few tables, and resolving a
     # Delta snapshot costs a Spark job; the _delta_log listing that finds the version does not.
     path = cfg.table_path(name)
@@ -79,12 +80,12 @@ def funnel(spark: SparkSession, cfg: WinnowConfig, manifest: dict[str, Any] | No
         does not carry them. The first row, ``read``, counts ingest's records (documents + quarantined).
     """
     rows: list[dict[str, Any]] = []
-    docs, quarantine = _read(spark, cfg, "documents"), _read(spark, cfg, "quarantine")
+    docs, quarantine = read_if_exists(spark, cfg, "documents"), read_if_exists(spark, cfg, "quarantine")
     if docs is not None:
         n_q = quarantine.count() if quarantine is not None else 0
         rows.append({"step": "read", "table": "input records", "documents": None, "records": None, "quarantined": n_q})
     for stage, name in CHAIN_TABLES:
-        df = _read(spark, cfg, name)
+        df = read_if_exists(spark, cfg, name)
         if df is None:
             continue
         aggs = [F.count(F.lit(1)).alias("documents")]
@@ -118,11 +119,11 @@ def removals(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
         ingest records appear with stage ``ingest``.
     """
     out: list[dict[str, Any]] = []
-    q = _read(spark, cfg, "quarantine")
+    q = read_if_exists(spark, cfg, "quarantine")
     if q is not None:
         for r in q.groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect():
             out.append({"stage": "ingest", "reason": f"quarantine.{r['reason']}", "documents": int(r["n"]), "bytes": None})
-    removed = _read(spark, cfg, "removed")
+    removed = read_if_exists(spark, cfg, "removed")
     if removed is not None:
         b = _bytes_col(removed)
         g = (
@@ -137,56 +138,104 @@ def removals(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: (STAGES.index(r["stage"]) if r["stage"] in STAGES else 99, r["reason"]))
 
 
+_NUMERIC = (T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.ShortType)
+
+
 def signal_columns(df: DataFrame) -> list[str]:
-    """Numeric columns a stage added to the documents columns (quality signals, scores), sorted."""
-    numeric = (T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.ShortType)
-    return sorted(
-        f.name for f in df.schema.fields
-        if isinstance(f.dataType, numeric) and f.name not in DOCUMENT_COLUMNS and f.name not in NOT_SIGNALS
-    )
+    """Numeric signals a stage added to the documents columns, sorted: top-level numeric columns and the
+    numeric fields of struct columns (one struct per signal family), the latter as ``family.field``."""
+    out = []
+    for f in df.schema.fields:
+        if f.name in DOCUMENT_COLUMNS or f.name in NOT_SIGNALS:
+            continue
+        if isinstance(f.dataType, _NUMERIC):
+            out.append(f.name)
+        elif isinstance(f.dataType, T.StructType):
+            out += [f"{f.name}.{g.name}" for g in f.dataType.fields if isinstance(g.dataType, _NUMERIC)]
+    return sorted(out)
+
+
+def _threshold_names(column: str) -> tuple[str, list[str]]:
+    # (config subsection prefix, candidate key suffixes) for a signal: ``gopher_quality.word_count`` is
+    # checked by ``gopher_quality.min_words`` (a count named by its plural), ``lang_score`` by
+    # ``langid.min_score``.
+    family, _, name = column.rpartition(".")
+    names = [name]
+    if name.endswith("_count"):
+        names.append(name[: -len("_count")] + "s")
+    if not family and name.endswith("_score"):
+        return name[: -len("_score")], ["score"]
+    return family, names
 
 
 def thresholds(section: dict[str, Any], column: str) -> list[dict[str, Any]]:
-    """Configured thresholds that apply to signal ``column``: keys ``min_<column>`` / ``max_<column>``
-    anywhere in the stage's config section (nested rule groups included), null ones left out.
+    """Configured thresholds that apply to signal ``column``, null (disabled) ones left out.
+
+    A threshold is a ``min_<name>`` / ``max_<name>`` key in the subsection named by the signal's family
+    (``gopher_quality.word_count`` -> ``gopher_quality.min_words``/``min_word_count``), or for a
+    top-level ``<x>_score`` column, ``min_score``/``max_score`` in the subsection whose name starts with
+    ``<x>`` (``lang_score`` -> ``langid.min_score``); a top-level column also matches keys anywhere.
 
     Returns:
         ``[{key, value, keeps}]`` with ``keeps`` ``">="`` for ``min_`` and ``"<="`` for ``max_`` keys.
     """
+    family, names = _threshold_names(column)
+    wanted = {f"{b}_{n}" for b in ("min", "max") for n in names}
     found: list[dict[str, Any]] = []
 
     def walk(node: Any, path: str) -> None:
-        if isinstance(node, dict):
-            for k, v in node.items():
-                key = f"{path}.{k}" if path else k
-                if isinstance(v, int | float) and not isinstance(v, bool) and k in (f"min_{column}", f"max_{column}"):
-                    found.append({"key": key, "value": float(v), "keeps": ">=" if k.startswith("min_") else "<="})
-                else:
-                    walk(v, key)
+        if not isinstance(node, dict):
+            return
+        for k, v in node.items():
+            key = f"{path}.{k}" if path else k
+            in_family = not family or key.split(".")[0].startswith(family)
+            if in_family and k in wanted and isinstance(v, int | float) and not isinstance(v, bool):
+                found.append({"key": key, "value": float(v), "keeps": ">=" if k.startswith("min_") else "<="})
+            else:
+                walk(v, key)
 
     walk(section, "")
     return found
 
 
 def signal_sample(spark: SparkSession, cfg: WinnowConfig) -> tuple[dict[str, list[float]], dict[str, list[dict[str, Any]]]]:
-    """A seeded sample of the filter's signal columns, over kept and filter-removed documents together.
+    """A seeded sample of the filter's signals, over kept and filter-removed documents together.
 
     Returns:
-        ``(values, thresholds)``: column -> sampled values (nulls dropped), column -> its thresholds.
+        ``(values, thresholds)``: signal -> sampled values (nulls dropped), signal -> its thresholds.
     """
-    kept = _read(spark, cfg, "filtered")
+    kept = read_if_exists(spark, cfg, "filtered")
     if kept is None:
         return {}, {}
     cols = signal_columns(kept)
-    frames = [kept.select("doc_id", *cols)]
-    removed = _read(spark, cfg, "removed")
-    if removed is not None and set(cols) <= set(removed.columns):
-        frames.append(removed.where(F.col("stage") == "filter").select("doc_id", *cols))
+    sel = [F.col(c).alias(c) for c in cols]
+    frames = [kept.select("doc_id", *sel)]
+    removed = read_if_exists(spark, cfg, "removed")
+    if removed is not None and set(signal_columns(removed)) >= set(cols):
+        frames.append(removed.where(F.col("stage") == "filter").select("doc_id", *sel))
     both = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-    pdf = both.orderBy(seeded_order(cfg.run.seed)).limit(cfg.report.hist_sample_rows).select(*cols).toPandas()
+    pdf = both.orderBy(seeded_order(cfg.run.seed)).limit(cfg.report.hist_sample_rows).select(*[f"`{c}`" for c in cols]).toPandas()
     section = cfg.filter.model_dump(mode="json")
     values = {c: [float(x) for x in pdf[c].dropna().tolist()] for c in cols}
     return values, {c: thresholds(section, c) for c in cols}
+
+
+def row_signals(row: dict[str, Any], reasons: list[str] | None = None) -> dict[str, Any]:
+    """The signals of one collected row: scalar non-text columns, plus the fields of struct columns
+    named by a reason's family (``gopher_repetition.dup_5gram`` -> the ``gopher_repetition`` struct),
+    or of every struct column when ``reasons`` is None."""
+    skip = {"doc_id", "text", "stage", "duplicate_of", "input_file", "url", "source", "meta", "r", "_rank"}
+    families = None if reasons is None else {r.split(".")[0] for r in reasons if r}
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if k in skip or v is None:
+            continue
+        if isinstance(v, dict):
+            if families is None or k in families:
+                out.update({f"{k}.{f}": x for f, x in v.items() if x is not None and not isinstance(x, list | dict)})
+        elif isinstance(v, int | float | str | bool):
+            out[k] = v
+    return out
 
 
 def counts_by(df: DataFrame | None, col: str, limit: int = 30) -> list[dict[str, Any]]:
@@ -199,16 +248,16 @@ def counts_by(df: DataFrame | None, col: str, limit: int = 30) -> list[dict[str,
 
 def language_mix(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[str, Any]]]:
     """Documents per language among kept and filter-removed documents (column ``lang``)."""
-    removed = _read(spark, cfg, "removed")
+    removed = read_if_exists(spark, cfg, "removed")
     return {
-        "kept": counts_by(_read(spark, cfg, "filtered"), "lang"),
+        "kept": counts_by(read_if_exists(spark, cfg, "filtered"), "lang"),
         "removed": counts_by(removed.where(F.col("stage") == "filter") if removed is not None else None, "lang"),
     }
 
 
 def cluster_sizes(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
     """Duplicate clusters per size: ``[{kind, size, clusters}]`` from ``dup_clusters``."""
-    df = _read(spark, cfg, "dup_clusters")
+    df = read_if_exists(spark, cfg, "dup_clusters")
     if df is None or "cluster_id" not in df.columns:
         return []
     kind = F.first("kind") if "kind" in df.columns else F.lit("all")
@@ -220,8 +269,8 @@ def cluster_sizes(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]
 def broken_refs(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
     """Dangling reference mentions by kind, over kept and refs-removed documents (``ref_mentions``)."""
     frames = []
-    kept = _read(spark, cfg, "refs_checked")
-    removed = _read(spark, cfg, "removed")
+    kept = read_if_exists(spark, cfg, "refs_checked")
+    removed = read_if_exists(spark, cfg, "removed")
     for df in (kept, removed.where(F.col("stage") == "refs") if removed is not None else None):
         if df is not None and "ref_mentions" in df.columns:
             frames.append(df.select(F.explode("ref_mentions").alias("m")))
@@ -240,7 +289,7 @@ def broken_refs(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
 
 def token_lengths(spark: SparkSession, cfg: WinnowConfig) -> list[int]:
     """``n_tokens`` of a seeded sample of at most ``report.hist_sample_rows`` tokenized documents."""
-    df = _read(spark, cfg, "tokenized")
+    df = read_if_exists(spark, cfg, "tokenized")
     if df is None or "n_tokens" not in df.columns:
         return []
     rows = df.orderBy(seeded_order(cfg.run.seed)).limit(cfg.report.hist_sample_rows).select("n_tokens").collect()
@@ -256,15 +305,10 @@ def samples(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
     """
     from pyspark.sql.window import Window
 
-    removed = _read(spark, cfg, "removed")
+    removed = read_if_exists(spark, cfg, "removed")
     k = cfg.report.samples_per_reason
     if removed is None or k == 0:
         return []
-    scalar = [
-        f.name for f in removed.schema.fields
-        if isinstance(f.dataType, T.NumericType | T.StringType | T.BooleanType)
-        and f.name not in {"doc_id", "text", "stage", "duplicate_of", "input_file", "url", "source"}
-    ]
     w = Window.partitionBy("stage", "r").orderBy(seeded_order(cfg.run.seed), F.col("doc_id"))
     picked = (
         removed.select("*", F.explode_outer("reason").alias("r"))
@@ -275,11 +319,11 @@ def samples(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
     )
     out = []
     for row in picked:
-        d = row.asDict()
+        d = row.asDict(recursive=True)
         out.append({
             "stage": d["stage"], "reason": d["r"] or "(none)", "doc_id": d["doc_id"],
             "duplicate_of": d.get("duplicate_of"), "source": d.get("source"), "url": d.get("url"),
-            "signals": {c: d[c] for c in scalar if d.get(c) is not None},
+            "signals": row_signals(d, [d["r"]] if d["r"] else []),
             "text": truncate(d.get("text") or "", cfg.report.text_chars),
             "n_chars": len(d.get("text") or ""),
         })
@@ -343,7 +387,7 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
     manifest = read_manifest(spark, cfg)
     values, thr = signal_sample(spark, cfg)
     records = stage_records(spark, cfg)
-    tokenized = _read(spark, cfg, "tokenized")
+    tokenized = read_if_exists(spark, cfg, "tokenized")
     tok_props = tables.table_properties(spark, cfg.table_path("tokenized")) if tokenized is not None else {}
     return {
         "run": {"root": cfg.run.root, "seed": cfg.run.seed, "config_fingerprint": cfg.fingerprint()},

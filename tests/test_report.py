@@ -40,10 +40,12 @@ def report_run(spark, tmp_path_factory):
         spark.createDataFrame([("in.jsonl", 3, "malformed_json", "{oops")], "input_file string, record long, reason string, excerpt string"),
         cfg, "quarantine",
     )
-    filt = f"{DOC_SCHEMA}, word_count int, lang string, lang_score double"
-    tables.write_table(spark.createDataFrame([(*docs[0], 3, "en", 0.9), (*docs[3], 4, "en", 0.8)], filt), cfg, "filtered")
+    # Signals as the filter stage stores them: one struct per rule family, plus top-level LID columns.
+    filt = f"{DOC_SCHEMA}, gopher_quality struct<word_count:int, name:string>, lang string, lang_score double"
+    tables.write_table(spark.createDataFrame([(*docs[0], (3, "x"), "en", 0.9), (*docs[3], (4, "x"), "en", 0.8)], filt), cfg, "filtered")
     removed = spark.createDataFrame(
-        [(*docs[1], 2, "de", 0.4, ["lang.score"]), (*docs[2], 12, "en", 0.7, ["gopher_quality.word_count", "c4.javascript"])],
+        [(*docs[1], (2, "x"), "de", 0.4, ["lang.score"]),
+         (*docs[2], (12, "x"), "en", 0.7, ["gopher_quality.word_count", "c4.javascript"])],
         f"{filt}, reason array<string>",
     )
     tables.write_removed(removed, cfg, "filter")
@@ -85,22 +87,28 @@ def test_stats_from_existing_tables(report_run):
         {"stage": "filter", "reason": "gopher_quality.word_count", "documents": 1, "bytes": len(XSS.encode())},
         {"stage": "filter", "reason": "lang.score", "documents": 1, "bytes": 13},
     ]
-    assert sorted(stats["signal_values"]["word_count"]) == [2.0, 3.0, 4.0, 12.0]
+    assert sorted(stats["signal_values"]) == ["gopher_quality.word_count", "lang_score"]
+    assert sorted(stats["signal_values"]["gopher_quality.word_count"]) == [2.0, 3.0, 4.0, 12.0]
     assert stats["language_mix"] == {"kept": [{"value": "en", "documents": 2}],
                                      "removed": [{"value": "de", "documents": 1}, {"value": "en", "documents": 1}]}
     assert stats["cluster_sizes"] == [{"kind": "exact", "size": 3, "clusters": 1}, {"kind": "near", "size": 2, "clusters": 1}]
     assert stats["token_lengths"] == [] and stats["broken_refs"] == []
     assert [(s["reason"], s["doc_id"]) for s in stats["samples"]] == [
         ("c4.javascript", "c"), ("gopher_quality.word_count", "c"), ("lang.score", "b")]
-    assert stats["samples"][2]["signals"] == {"word_count": 2, "lang": "de", "lang_score": 0.4, "n_chars": 13, "n_bytes": 13, "n_replaced": 0}
+    # A sample shows the scalar signals and the struct of its reason's family only.
+    assert stats["samples"][2]["signals"] == {"lang": "de", "lang_score": 0.4, "n_chars": 13, "n_bytes": 13, "n_replaced": 0}
+    assert stats["samples"][1]["signals"]["gopher_quality.word_count"] == 12
 
 
 def test_thresholds_found_by_name():
     from pipelines.report import thresholds
 
-    section = {"gopher": {"min_word_count": 50, "max_word_count": None, "max_x": 1}, "min_word_count": 3.5}
-    assert thresholds(section, "word_count") == [
-        {"key": "gopher.min_word_count", "value": 50.0, "keeps": ">="}, {"key": "min_word_count", "value": 3.5, "keeps": ">="}]
+    section = {"gopher_quality": {"min_words": 50, "max_words": None, "max_x": 1}, "c4": {"min_words": 3},
+               "langid": {"min_score": 0.65}, "quality_model": {"min_score": 0.5}, "min_ratio": 0.2}
+    assert thresholds(section, "gopher_quality.word_count") == [{"key": "gopher_quality.min_words", "value": 50.0, "keeps": ">="}]
+    assert thresholds(section, "lang_score") == [{"key": "langid.min_score", "value": 0.65, "keeps": ">="}]
+    assert thresholds(section, "ratio") == [{"key": "min_ratio", "value": 0.2, "keeps": ">="}]
+    assert thresholds(section, "gopher_quality.other") == []
 
 
 def test_html_escapes_document_text(report_run):
