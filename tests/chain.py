@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from pipelines.config import STAGES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,3 +39,31 @@ def output_fingerprint(spark, root: Path, chain: list[str]) -> dict[str, str]:
     table = STAGE_TABLES[chain[-1]][0]
     rows = spark.read.format("delta").load(str(root / "tables" / table)).toJSON().collect()
     return {table: hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest(), "rows": str(len(rows))}
+
+
+def chain_args(root: Path, chain: list[str]) -> list[str]:
+    """jobs/pipeline.py arguments for ``chain`` on sample_data/ under ``root`` (4 shuffle partitions)."""
+    import json
+
+    return ["--set", f"run.root={root}", "--set", f"pipeline.stages={json.dumps(chain)}",
+            "--set", f"ingest.inputs=[{SAMPLE_DATA}/*]", "--set", "spark.shuffle_partitions=4"]
+
+
+@pytest.fixture(scope="session")
+def reference_run(spark, tmp_path_factory) -> tuple[Path, list[str], dict[str, str]]:
+    """One uninterrupted local-mode run of the implemented chain on sample_data/, shared by the resume
+    and cluster tests: ``(root, chain, output_fingerprint)``."""
+    from jobs import pipeline
+
+    chain = implemented_chain()
+    if not chain or not has_sample_data():
+        pytest.skip(f"needs the ingest stage and sample_data/ (chain here: {chain})")
+    # Imported into two test modules, pytest may build the fixture once per module: run the chain once.
+    if "run" not in _REFERENCE:
+        root = tmp_path_factory.mktemp("reference") / "run"
+        assert pipeline.main([*chain_args(root, chain), "--quiet"]) == 0
+        _REFERENCE["run"] = (root, chain, output_fingerprint(spark, root, chain))
+    return _REFERENCE["run"]
+
+
+_REFERENCE: dict[str, tuple[Path, list[str], dict[str, str]]] = {}

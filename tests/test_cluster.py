@@ -3,7 +3,6 @@ zip with --py-files, and its outputs equal a local-mode run byte for byte."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -16,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.chain import has_sample_data, implemented_chain, output_fingerprint
+from tests import chain
+from tests.chain import chain_args, output_fingerprint
+
+reference_run = chain.reference_run  # the shared session fixture
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -90,27 +92,18 @@ def standalone_cluster(tmp_path_factory):
 
 @pytest.mark.cluster
 @pytest.mark.slow
-def test_standalone_cluster_matches_local_mode(spark, standalone_cluster, tmp_path):
-    from jobs import pipeline
+def test_standalone_cluster_matches_local_mode(spark, reference_run, standalone_cluster, tmp_path):
     from pipelines.session import delta_coordinates
 
-    chain = implemented_chain()
-    if not chain or not has_sample_data():
-        pytest.skip("needs the ingest stage and sample_data/")
+    _, chain, expected = reference_run
     url, env = standalone_cluster
-    common = ["--set", f"pipeline.stages={json.dumps(chain)}", "--set", f"ingest.inputs=[{REPO / 'sample_data'}/*]",
-              "--set", "spark.shuffle_partitions=4"]
-
-    local_root = tmp_path / "local"
-    assert pipeline.main([*common, "--set", f"run.root={local_root}", "--quiet"]) == 0
-    expected = output_fingerprint(spark, local_root, chain)
 
     zip_path = build_zip(tmp_path / "dist" / "winnow.zip")
     cluster_root = tmp_path / "cluster"
     cmd = [str(BIN / "spark-submit"), "--master", url, "--packages", delta_coordinates(), "--py-files", str(zip_path),
            "--driver-memory", "1g", "--executor-memory", "700m", "--conf", f"spark.pyspark.python={sys.executable}",
            "--conf", "spark.ui.enabled=false",
-           str(REPO / "jobs" / "pipeline.py"), *common, "--set", f"run.root={cluster_root}", "--quiet"]
+           str(REPO / "jobs" / "pipeline.py"), *chain_args(cluster_root, chain), "--quiet"]
     r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
     assert [ln.split("]")[0] + "]" for ln in r.stdout.splitlines() if ln.startswith("[")] == [f"[{s}]" for s in chain]

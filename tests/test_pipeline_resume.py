@@ -13,20 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.chain import REPO, SAMPLE_DATA, has_sample_data, implemented_chain, output_fingerprint
+from tests import chain
+from tests.chain import REPO, chain_args, output_fingerprint
+
+reference_run = chain.reference_run  # the shared session fixture
 
 pytestmark = pytest.mark.slow
-
-
-def _args(root: Path, chain: list[str]) -> list[str]:
-    return ["--set", f"run.root={root}", "--set", f"pipeline.stages={json.dumps(chain)}",
-            "--set", f"ingest.inputs=[{SAMPLE_DATA}/*]", "--set", "spark.shuffle_partitions=4"]
 
 
 def _kill_when(root: Path, chain: list[str], stage: str, ready, timeout: float = 600) -> list[str]:
     """Run jobs/pipeline.py in its own process group; SIGKILL the group (driver and JVM) once the
     ``[stage] start`` line has been printed and ``ready()`` holds. Returns the lines printed."""
-    p = subprocess.Popen([sys.executable, str(REPO / "jobs" / "pipeline.py"), *_args(root, chain)], cwd=REPO,
+    p = subprocess.Popen([sys.executable, str(REPO / "jobs" / "pipeline.py"), *chain_args(root, chain)], cwd=REPO,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     lines: list[str] = []
     deadline = time.monotonic() + timeout
@@ -47,17 +45,15 @@ def _kill_when(root: Path, chain: list[str], stage: str, ready, timeout: float =
     return lines
 
 
-def test_sigkill_mid_dedup_and_mid_shard_then_resume(spark, tmp_path, capsys):
+def test_sigkill_mid_dedup_and_mid_shard_then_resume(spark, reference_run, tmp_path, capsys):
     from jobs import pipeline
     from pipelines.config import load_config
     from pipelines.runs import latest_records
 
-    chain = implemented_chain()
-    if not {"dedup", "shard"} <= set(chain) or not has_sample_data():
-        pytest.skip(f"needs dedup and shard on this branch and sample_data/ (chain here: {chain})")
-    ref_root, root = tmp_path / "reference", tmp_path / "crashed"
-    assert pipeline.main([*_args(ref_root, chain), "--quiet"]) == 0
-    expected = output_fingerprint(spark, ref_root, chain)
+    ref_root, chain, expected = reference_run
+    if not {"dedup", "shard"} <= set(chain):
+        pytest.skip(f"needs dedup and shard on this branch (chain here: {chain})")
+    root = tmp_path / "crashed"
     cfg = load_config(overrides=[f"run.root={root}"])
 
     # 1. Killed as soon as dedup starts: ingest is recorded complete, dedup is not.
@@ -73,7 +69,7 @@ def test_sigkill_mid_dedup_and_mid_shard_then_resume(spark, tmp_path, capsys):
 
     # 3. The second rerun runs shard alone and ends with the uninterrupted run's shards.
     capsys.readouterr()
-    assert pipeline.main(_args(root, chain)) == 0
+    assert pipeline.main(chain_args(root, chain)) == 0
     out = capsys.readouterr().out
     assert [ln.split()[0] for ln in out.splitlines() if "] start" in ln] == ["[shard]"]
     assert output_fingerprint(spark, root, chain) == expected
