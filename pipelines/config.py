@@ -51,7 +51,7 @@ class SparkConfig(Section):
 
 # ---------------------------------------------------------------------------------------- pipeline
 class PipelineConfig(Section):
-    stages: list[str] = Field(default_factory=lambda: ["ingest", "report"])
+    stages: list[str] = Field(default_factory=lambda: list(STAGES))
 
     @field_validator("stages")
     @classmethod
