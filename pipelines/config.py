@@ -51,7 +51,7 @@ class SparkConfig(Section):
 
 # ---------------------------------------------------------------------------------------- pipeline
 class PipelineConfig(Section):
-    stages: list[str] = Field(default_factory=lambda: ["ingest"])
+    stages: list[str] = Field(default_factory=lambda: list(STAGES))
 
     @field_validator("stages")
     @classmethod
@@ -408,9 +408,13 @@ class ShardConfig(Section):
 
 # ------------------------------------------------------------------------------------------ report
 class ReportConfig(Section):
-    """Owned by the report stage (issue 7)."""
+    """The run report (issue 7): ``report.html`` + ``stats.json`` under ``<run.root>/report/``."""
 
     samples_per_reason: int = Field(default=5, ge=0)
+    text_chars: int = Field(default=600, ge=20)
+    hist_sample_rows: int = Field(default=100_000, ge=100)
+    hist_bins: int = Field(default=40, ge=2, le=1000)
+    plot_format: Literal["svg", "png"] = "svg"
 
 
 # -------------------------------------------------------------------------------------------- root
