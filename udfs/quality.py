@@ -167,32 +167,30 @@ SPACY_ABBREVIATIONS: tuple[str, ...] = (
 letters and dots such as ``U.S.``, ``a.m.`` or ``J.C.`` keep it by the rules in :func:`tokenize_spacing`; unlike
 spaCy, a single lower-case letter (``x.``) loses it, and an abbreviation followed by more dots keeps one)."""
 
-# 1. abbreviations: their final "." becomes U+E000 (a private-use character, neither punctuation nor a
+# 1. abbreviations and initials ("U.S.", "G."; spaCy splits a final "." after a lower-case letter, digit or
+#    two capitals, not after one capital): their final "." becomes U+E000 (a private-use character, neither punctuation nor a
 #    letter) so the suffix rule leaves it attached; words are only counted and compared, never output.
 _ABBREV_RX = (
-    f"(^|\\s|[(\\[{{\"\u201c\u2018\u00ab])({'|'.join(re.escape(a) for a in SPACY_ABBREVIATIONS)}|(?:\\p{{L}}\\.)+\\p{{Ll}})\\."
+    f"(^|\\s|[(\\[{{\"\u201c\u2018\u00ab])({'|'.join(re.escape(a) for a in SPACY_ABBREVIATIONS)}|(?:\\p{{L}}\\.)+\\p{{Ll}}|(?:\\p{{L}}\\.)*\\p{{Lu}})\\."
 )
 # 2. infixes: hyphens, dashes and : < > = / between a letter or digit and a letter; URLs stay whole.
 _INFIX_RX = r"(\S*://\S*|www\.\S+)|([\pL\pN])([-/:<>=\x{2013}\x{2014}])(\pL)"
 # 3. prefixes: a run of prefix characters (or dots) at the start of a piece.
 _PREFIX_RX = f"(^|\\s)((?:{_PREFIX}|\\.\\.+)+)"
-# 4. suffixes: a run of suffix characters at the end of a piece, and the clitics 's n't 'm 're 've 'd 'll;
-#    a run starting with "." splits after a lower-case letter, digit, %, +, - or two upper-case letters,
-#    else the "." stays (initials: "U.S.", "G.").
-_CLITIC = "n['\u2019]t|N['\u2019]T|['\u2019](?:[sSmMdD]|re|RE|ve|VE|ll|LL)"
-_SUFFIX_RX = (
-    f"(\\pL)({_CLITIC})((?:{_SUFFIX}|\\.)*)(\\s|$)"
-    f"|(\\p{{Ll}}|\\pN|[%\u00b2+\\-]|\\p{{Lu}}\\p{{Lu}})(\\.(?:{_SUFFIX}|\\.)*)(\\s|$)"
-    f"|({_SUFFIX}(?:{_SUFFIX}|\\.)*)(\\s|$)"
-)
-_SUFFIX_REPL = r"\1\5 \2 \3\6\8\4\7\9"
+# 4. suffixes: a run of suffix characters or dots at the end of a piece (the protected "." of step 1 is
+#    neither); one alternation without a leading class, which keeps RE2 on its fast path (4x faster).
+_SUFFIX_RX = f"(\\.(?:{_SUFFIX}|\\.)*)(\\s|$)|({_SUFFIX}(?:{_SUFFIX}|\\.)*)(\\s|$)"
+_SUFFIX_REPL = r" \1\3\2\4"
+# 5. clitics, once trailing punctuation is apart: 's n't 'm 're 've 'd 'll (spaCy suffix "'s" and the
+#    English exceptions such as "don't" -> "do" "n't").
+_CLITIC_RX = "(n['\u2019]t|N['\u2019]T|['\u2019](?:[sSmMdD]|re|RE|ve|VE|ll|LL))(\\s|$)"
 
 
 def tokenize_spacing(texts: pa.Array) -> pa.Array:
     """The texts with spaces added so that splitting on whitespace gives words (see the module doc).
 
     Approximates spaCy 3's English tokenizer, which datatrove's Gopher and FineWeb filters use to count
-    words, with four RE2 passes over the batch: prefix punctuation, quotes, brackets and currency split
+    words, with five RE2 passes over the batch: prefix punctuation, quotes, brackets and currency split
     off the start of a piece; suffix punctuation and the clitics ``'s n't 'm 're 've 'd 'll`` off its
     end; ``.`` at the end only after a lower-case letter, digit or two capitals, and never after the
     abbreviations of :data:`SPACY_ABBREVIATIONS` or in initials; hyphens, ``/``, ``:`` between a letter
@@ -205,7 +203,8 @@ def tokenize_spacing(texts: pa.Array) -> pa.Array:
     out = pc.replace_substring_regex(texts, _ABBREV_RX, "\\1\\2\ue000")
     out = pc.replace_substring_regex(out, _INFIX_RX, r"\1\2 \3 \4")
     out = pc.replace_substring_regex(out, _PREFIX_RX, r"\1\2 ")
-    return pc.replace_substring_regex(out, _SUFFIX_RX, _SUFFIX_REPL)
+    out = pc.replace_substring_regex(out, _SUFFIX_RX, _SUFFIX_REPL)
+    return pc.replace_substring_regex(out, _CLITIC_RX, r" \1\2")
 
 
 @dataclass
