@@ -43,8 +43,30 @@ def _ours(s: dict, cfg: FilterConfig) -> dict[str, bool]:
     return {"gopher_quality": keep_g, "gopher_repetition": keep_r, "c4": keep_c, "fineweb": keep_w}
 
 
+def _paper_dup_ngram_chars(words: list[str], n: int) -> int:
+    """Characters of the words covered by an n-gram occurrence after its first, each word once (paper)."""
+    seen, covered = set(), [False] * len(words)
+    for i in range(len(words) - n + 1):
+        g = tuple(words[i : i + n])
+        if g in seen:
+            covered[i : i + n] = [True] * n
+        seen.add(g)
+    return sum(len(w) for w, c in zip(words, covered, strict=True) if c)
+
+
 @pytest.mark.slow
 def test_agreement_with_datatrove(shared_data):
+    """Keep/drop agreement with datatrove 0.10.1 per rule set on the 963 web_crawl documents (>= 98%).
+
+    Word splits differ a little (spaCy there, RE2 kernels here; see ``udfs.quality.tokenize_spacing``)
+    and count as disagreements. Two classes are excluded as documented deviations from datatrove where
+    we follow the paper: C4 drops any page holding ``{`` (TFDS/datatrove: only kept lines), and Gopher's
+    duplicated 5..10-gram fraction counts every word covered by a repeated n-gram once (datatrove's
+    greedy scan jumps n words after each repeat and misses overlapping ones): a document is excluded
+    when datatrove's decision changes with the paper's count patched into its filter. An empty text
+    is dropped either way (``gopher_quality.word_count`` here, ``empty`` in datatrove's repetition
+    filter), so it agrees.
+    """
     warnings.filterwarnings("ignore")
     from datatrove.data import Document
     from datatrove.pipeline.filters import (
@@ -53,25 +75,36 @@ def test_agreement_with_datatrove(shared_data):
         GopherQualityFilter,
         GopherRepetitionFilter,
     )
+    from datatrove.pipeline.filters import gopher_repetition_filter as grf
 
     texts = _docs(shared_data)
     filters = {"gopher_quality": GopherQualityFilter(), "gopher_repetition": GopherRepetitionFilter(),
                "c4": C4QualityFilter(), "fineweb": FineWebQualityFilter()}
     cfg = FilterConfig()
     ours = [_ours(s, cfg) for s in q.quality_signals(pa.array(texts)).to_pylist()]
-    agree = {}
+    dropped_empty = [not ours[i]["gopher_quality"] and not t for i, t in enumerate(texts)]
+    agree, excluded = {}, {}
     for name, f in filters.items():
-        pairs = []
+        pairs, skipped = [], 0
         for i, t in enumerate(texts):
-            res = f.filter(Document(text=t, id=str(i)))
-            if name == "c4" and ours[i]["c4"] is False and "{" in t and res is True:
-                continue  # documented paper deviation: C4 drops any page with "{" (TFDS: kept lines only)
-            if name == "gopher_repetition" and not t:
-                continue  # documented: datatrove drops empty text here; ours leaves it to word_count
-            pairs.append((res is True) == ours[i][name])
-        agree[name] = sum(pairs) / len(pairs)
-    print("agreement with datatrove:", {k: round(v, 4) for k, v in agree.items()})
-    # measured on the 963 web_crawl documents: gopher_quality 0.973, gopher_repetition 0.972 (non-empty),
-    # c4 0.979 (0.988 without the curly-bracket deviation), fineweb 0.997
-    assert agree["fineweb"] >= 0.98 and agree["c4"] >= 0.98
-    assert agree["gopher_quality"] >= 0.97 and agree["gopher_repetition"] >= 0.97
+            res = f.filter(Document(text=t, id=str(i))) is True
+            if res != ours[i][name] and name == "c4" and "{" in t and res:
+                skipped += 1  # paper: C4 drops any page with "{"
+                continue
+            if res != ours[i][name] and name == "gopher_repetition" and t:
+                original = grf.find_all_duplicate
+                grf.find_all_duplicate = _paper_dup_ngram_chars
+                try:
+                    paper = f.filter(Document(text=t, id=str(i))) is True
+                finally:
+                    grf.find_all_duplicate = original
+                if paper != res:
+                    skipped += 1  # paper: overlapping duplicated n-grams are counted
+                    continue
+            # dropped either way: datatrove's repetition filter as "empty", ours by gopher_quality.word_count
+            pairs.append(res == ours[i][name] or (name == "gopher_repetition" and dropped_empty[i] and not res))
+        agree[name], excluded[name] = sum(pairs) / len(pairs), skipped
+    print("agreement with datatrove:", {k: round(v, 4) for k, v in agree.items()}, "excluded:", excluded)
+    # measured on the 963 web_crawl documents: gopher_quality 0.984, gopher_repetition 0.992 (10 excluded),
+    # c4 0.987 (8 excluded), fineweb 1.0
+    assert all(v >= 0.98 for v in agree.values()), agree
