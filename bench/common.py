@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import statistics
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -436,3 +439,62 @@ def print_figures(title: str, figures: dict[str, Any]) -> None:
     """Print a bench module's result as a two-column table (its ``__main__`` can call this)."""
     print(f"## {title}")
     print(format_table([{"figure": k, "value": v} for k, v in flatten(figures).items()], markdown=False))
+
+
+# ------------------------------------------------------------------------------------------ profile
+_PROCESS_FRAME = re.compile(r'process \d+:".*?"(;|$)', re.DOTALL)
+_PROJECT_FRAME = re.compile(r"\((pipelines|udfs|jobs|bench)/(?!run\.py)[^)]*\)$")
+_FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(:\d+)?\)$")
+
+
+def _frame_name(frame: str) -> str:
+    m = _FRAME.match(frame)
+    if not m:
+        return frame
+    file = m["file"]
+    # Keep the path from the package root down (site-packages/x/y.py -> x/y.py; /repo/udfs/a.py -> udfs/a.py).
+    for marker in ("site-packages/", "/lib/python3.11/"):
+        if marker in file:
+            file = file.split(marker, 1)[1]
+            break
+    else:
+        parts = Path(file).parts
+        file = "/".join(parts[-2:]) if len(parts) >= 2 else file
+    return f"{m['func']} ({file})"
+
+
+def summarize_pyspy_raw(path: str | Path, top: int = 8) -> dict[str, Any]:
+    """Summarise a ``py-spy record --format raw`` file (collapsed stacks, any number of processes).
+
+    Returns:
+        ``samples`` (active samples: py-spy drops idle threads by default), ``self`` (the ``top`` leaf
+        functions by share of samples: where the time goes) and ``inclusive`` (the ``top`` functions of
+        the project's own code, ``pipelines/``, ``udfs/``, ``jobs/`` and ``bench/`` minus the harness, by
+        share of samples with them anywhere on the stack), each a list of ``[name, share]``.
+    """
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    leaf: Counter[str] = Counter()
+    incl: Counter[str] = Counter()
+    total = 0
+    buf = ""
+    for line in text.splitlines():
+        buf = f"{buf}\n{line}" if buf else line
+        stack, sep, count = buf.rpartition(" ")
+        if not sep or not count.isdigit() or stack.count('"') % 2:
+            continue  # a process command line spanning several lines: keep reading
+        buf = ""
+        frames = [f for f in _PROCESS_FRAME.sub("", stack).split(";") if f]
+        n = int(count)
+        total += n
+        if not frames:
+            continue
+        names = [_frame_name(f) for f in frames]
+        leaf[names[-1]] += n
+        for name in set(names):
+            if _PROJECT_FRAME.search(name):
+                incl[name] += n
+
+    def share(c: Counter[str]) -> list[list[Any]]:
+        return [[k, round(v / total, 3)] for k, v in c.most_common(top)] if total else []
+
+    return {"samples": total, "self": share(leaf), "inclusive": share(incl)}

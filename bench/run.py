@@ -24,6 +24,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import TreeSampler, flatten, format_table, loadavg, machine_facts
+from bench.common import TreeSampler, flatten, format_table, loadavg, machine_facts, summarize_pyspy_raw
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -149,18 +150,36 @@ def _env(cache_dir: Path) -> dict[str, str]:
     return env
 
 
-def run_part(name: str, n_docs: int, seed: int, cache_dir: Path, timeout_s: float, scaling_docs: int) -> dict[str, Any]:
+def _py_spy() -> str | None:
+    local = Path(sys.executable).with_name("py-spy")
+    return str(local) if local.is_file() else shutil.which("py-spy")
+
+
+def run_part(name: str, n_docs: int, seed: int, cache_dir: Path, timeout_s: float, scaling_docs: int,
+             profile: bool = False) -> dict[str, Any]:
     """Run one part (``bench/<name>.py`` or scaling) in a child process and measure it from outside.
+
+    Args:
+        profile: sample the child and every Python process below it (the Spark workers included) with
+            ``py-spy record --subprocesses --nonblocking`` (out of process, the target is not paused).
 
     Returns:
         ``status`` (``ok``, ``failed``, ``timeout``), ``figures`` (the module's dict), ``process`` (wall
-        seconds, CPU seconds and peak RSS of the child's process tree), ``measured_at``, ``n_docs``.
+        seconds, CPU seconds and peak RSS of the child's process tree), ``measured_at``, ``n_docs`` and,
+        when profiled, ``profile`` (:func:`bench.common.summarize_pyspy_raw`).
     """
     with tempfile.TemporaryDirectory(prefix=f"winnow-bench-{name}-") as tmp:
         out_json = Path(tmp) / "result.json"
         cmd = [sys.executable, "-m", "bench.run", "--child", name, "--docs", str(scaling_docs if name == "scaling" else n_docs),
                "--seed", str(seed), "--json", str(out_json)]
         print(f"\n=== bench {name}: {' '.join(cmd[1:])}", flush=True)
+        prof_file = Path(tmp) / "profile.txt"
+        spy = _py_spy() if profile else None
+        if profile and spy is None:
+            print("=== py-spy not found (pip install py-spy): not profiling", flush=True)
+        if spy:
+            cmd = [spy, "record", "--subprocesses", "--nonblocking", "--rate", "25", "--format", "raw",
+                   "--output", str(prof_file), "--", *cmd]
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=REPO, env=_env(cache_dir))
         status = "ok"
@@ -174,6 +193,7 @@ def run_part(name: str, n_docs: int, seed: int, cache_dir: Path, timeout_s: floa
         if status == "ok" and (rc != 0 or not out_json.is_file()):
             status = "failed"
         figures = json.loads(out_json.read_text()) if out_json.is_file() else None
+        prof = summarize_pyspy_raw(prof_file) if prof_file.is_file() else None
     print(f"=== bench {name}: {status} in {wall:.0f}s", flush=True)
     return {
         "status": status,
@@ -182,6 +202,7 @@ def run_part(name: str, n_docs: int, seed: int, cache_dir: Path, timeout_s: floa
         "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "process": {"wall_s": round(wall, 1), **sampler.summary()},
         "figures": figures,
+        **({"profile": prof} if prof else {}),
     }
 
 
@@ -259,6 +280,15 @@ def render_markdown(results: dict[str, Any]) -> str:
     sc = results["parts"].get("scaling")
     if sc and sc["status"] != "skipped":
         lines += _scaling_md(sc)
+    profiled = {k: v["profile"] for k, v in results["parts"].items() if v.get("profile")}
+    if profiled:
+        lines += ["## Profiles (py-spy, all Python processes of the part)", "",
+                  "Share of active samples per leaf function (where the Python time goes) and per function of the project's "
+                  "own code anywhere on the stack; JVM time is not sampled.", ""]
+        for k, prof in profiled.items():
+            lines += [f"### {k} ({prof['samples']:,} samples)", "",
+                      format_table([{"function": f, "self": sh, "": "", "project function (inclusive)": fi, "incl.": si}
+                                    for (f, sh), (fi, si) in zip(prof["self"], prof["inclusive"], strict=False)]), ""]
     skipped = {k: v.get("reason", "") for k, v in results["parts"].items() if v["status"] == "skipped"}
     if skipped:
         lines += ["## Skipped", "", *(f"- `{k}`: {r}" for k, r in skipped.items()), ""]
@@ -319,6 +349,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--only", default=None, help=f"comma-separated parts to run, of {list(PARTS)}; others are kept "
                                                 "from the existing results.json")
     p.add_argument("--timeout", type=float, default=3600, help="seconds per part before it is killed")
+    p.add_argument("--profile", action="store_true", help="profile each part with py-spy (all Python processes)")
     p.add_argument("--note", default=None, help="a sentence on the machine's load, written into results.md")
     p.add_argument("--out", default=str(BENCH_DIR), help="folder for results.md and results.json")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -359,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
                 parts[name] = {"status": "skipped", "reason": f"bench/{name}.py does not exist yet"}
                 print(f"=== bench {name}: skipped (bench/{name}.py does not exist yet)", flush=True)
                 continue
-            parts[name] = run_part(name, args.docs, args.seed, Path(cache), args.timeout, scaling_docs)
+            parts[name] = run_part(name, args.docs, args.seed, Path(cache), args.timeout, scaling_docs, args.profile)
     machine = machine_facts()
     machine["load_at_start"] = load_start
     results = {
