@@ -9,7 +9,8 @@
    so one module's SparkSession, memory or crash cannot skew or stop the next; its wall time, CPU
    seconds and peak RSS by role (driver JVM, Python workers) are sampled from ``/proc``. A module not
    there yet is listed as skipped.
-3. :mod:`bench.scaling` runs the whole pipeline at N_s and 4·N_s documents on ``local[2]`` and at N_s on
+3. :mod:`bench.references` measures the peers alone (one thread, CPU seconds) as a calibration;
+   :mod:`bench.scaling` runs the whole pipeline at N_s and 4·N_s documents on ``local[2]`` and at N_s on
    ``local[1]`` (N_s = ``--scaling-docs``, default N / 4, so its largest run is the stage modules' N).
 4. Each goal of issue 8 is checked against the figures (see :data:`GOALS`), and the results are written
    with the machine's facts and its load while measuring. ``--only`` re-measures some parts and keeps
@@ -39,7 +40,9 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "tokenize", "shard")
 """``bench/<name>.py`` modules the harness looks for, in chain order."""
-PARTS: tuple[str, ...] = (*STAGE_MODULES, "scaling")
+PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling")
+"""Everything the harness runs, in order: the references alone (:mod:`bench.references`), each stage
+module, the whole-pipeline scaling (:mod:`bench.scaling`)."""
 DEFAULT_DOCS = 60_000
 """Default N: ~190 MB of text. The fastest stage at its goal (filter + LID, 5 MB/s per core) then runs
 ~20 s on 2 cores, the floor issue 8 sets so that fixed costs (Delta commits, task start) stay small.
@@ -275,8 +278,10 @@ def render_markdown(results: dict[str, Any]) -> str:
     misses = [g for g in results["goals"] if g["status"] == "miss"]
     if misses:
         lines += ["Missed: " + "; ".join(_miss_text(g) for g in misses) + ".", ""]
-    lines += ["## Per stage", ""]
-    for name in STAGE_MODULES:
+    lines += ["## Per part", "",
+              "`references` measures the peers alone, one thread, CPU time (bench/references.py): a calibration "
+              "for the reference figures each stage module measures side by side with its stage.", ""]
+    for name in ("references", *STAGE_MODULES):
         part = results["parts"].get(name)
         if part is None or part["status"] == "skipped":
             continue
