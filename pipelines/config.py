@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 STAGES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "tokenize", "shard", "report")
 """The chain, in order. ``pipeline.stages`` must be a subsequence of it."""
@@ -106,24 +106,120 @@ class FilterConfig(Section):
 
 
 # -------------------------------------------------------------------------------------------- refs
+class RefsVocab(Section):
+    """One language's reference vocabulary (see :data:`udfs.refs_vocab.DEFAULT_VOCAB` for the fields)."""
+
+    table: list[str]
+    figure: list[str]
+    equation: list[str]
+    section: list[str]
+    appendix: list[str]
+    algorithm: list[str]
+    listing: list[str]
+    footnote: list[str]
+    numbers: list[str]
+    ordinals: list[str]
+    conjunctions: list[str]
+    prepositions: list[str]
+    external: list[str]
+    bibliography: list[str]
+
+    @field_validator("table", "figure", "equation", "section", "appendix", "algorithm", "listing", "footnote",
+                     "numbers", "ordinals", "conjunctions", "prepositions")
+    @classmethod
+    def _non_empty(cls, v: list[str]) -> list[str]:
+        if not v or any(not t.strip() for t in v):
+            raise ValueError(f"must be a non-empty list of non-blank terms; got {v!r}")
+        return v
+
+
+def _default_refs_vocab() -> dict[str, RefsVocab]:
+    from udfs.refs_vocab import DEFAULT_VOCAB
+
+    return {lang: RefsVocab(**v) for lang, v in DEFAULT_VOCAB.items()}
+
+
 class RefsConfig(Section):
-    """Owned by the refs stage (issue 5)."""
+    """Owned by the refs stage (issue 5): dangling table / figure / equation / citation mentions."""
 
     enabled: bool = True
+    policy: Literal["flag", "drop", "repair"] = "flag"
+    max_dangling: int | None = Field(default=0, ge=0)
+    default_language: str = "en"
+    vocab: dict[str, RefsVocab] = Field(default_factory=_default_refs_vocab)
+
+    @field_validator("vocab")
+    @classmethod
+    def _has_languages(cls, v: dict[str, RefsVocab]) -> dict[str, RefsVocab]:
+        if not v:
+            raise ValueError("needs at least one language vocabulary (e.g. en)")
+        return v
+
+    @model_validator(mode="after")
+    def _default_language_known(self) -> RefsConfig:
+        if self.default_language not in self.vocab:
+            raise ValueError(
+                f"refs.default_language {self.default_language!r} has no vocabulary; allowed: {sorted(self.vocab)}"
+            )
+        return self
 
 
 # ---------------------------------------------------------------------------------------- tokenize
 class TokenizeConfig(Section):
-    """Owned by the tokenize stage (issue 6)."""
+    """Owned by the tokenize stage (issue 6): ``refs_checked`` (or the last table of the chain) -> ``tokenized``."""
 
+    # null = the last table of the chain that pipeline.stages produces before tokenize (refs_checked,
+    # filtered, deduped or documents); a name forces that table.
+    input_table: Literal["documents", "deduped", "filtered", "refs_checked"] | None = None
     tokenizer: str = "builtin:gpt2"
+    allow_download: bool = False
+    # EOS: the id is looked up from eos_token unless eos_id is given (GPT-2: <|endoftext|> = 50256).
+    eos_token: str = "<|endoftext|>"
+    eos_id: int | None = Field(default=None, ge=0)
+    # BOS: null = none (GPT-2 style: documents are separated by EOS only).
+    bos_token: str | None = None
+    roundtrip_sample_fraction: float = Field(default=0.01, ge=0.0, le=1.0)
+    roundtrip_examples: int = Field(default=5, ge=0)
+    threads_per_task: int = Field(default=1, ge=1)
 
 
 # ------------------------------------------------------------------------------------------- shard
-class ShardConfig(Section):
-    """Owned by the shard stage (issue 6)."""
+class StorageConfig(Section):
+    """Object-store upload of shards when the shard output is ``s3://bucket/prefix`` (issue 6)."""
 
-    num_shards: int = Field(default=2, ge=1)
+    endpoint_url: str | None = None
+    region: str | None = None
+    max_concurrency: int = Field(default=8, ge=1)
+    multipart_threshold_mb: int = Field(default=64, ge=5)
+    multipart_chunksize_mb: int = Field(default=64, ge=5)
+    max_attempts: int = Field(default=10, ge=1)
+    verify_download: bool = False
+    staging_dir: str | None = None
+
+
+class ShardConfig(Section):
+    """Owned by the shard stage (issue 6): ``tokenized`` -> Megatron/MDS shards + ``manifest.json``."""
+
+    output: str | None = None
+    formats: list[Literal["megatron", "mds"]] = Field(default_factory=lambda: ["megatron", "mds"], min_length=1)
+    num_shards: int | None = Field(default=2, ge=1)
+    tokens_per_shard: int | None = Field(default=None, ge=1, validate_default=True)
+    dtype: Literal["auto", "uint16", "int32"] = "auto"
+    name_prefix: str = Field(default="winnow", pattern=r"^[A-Za-z0-9_.-]+$")
+    seq_len: int = Field(default=2048, ge=1)
+    mds_size_limit: int = Field(default=1 << 26, ge=1024, lt=1 << 32)
+    shuffle_window_docs: int = Field(default=1000, ge=2)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+
+    @field_validator("tokens_per_shard")
+    @classmethod
+    def _one_shard_count(cls, v: int | None, info: Any) -> int | None:
+        if (info.data.get("num_shards") is None) == (v is None):
+            raise ValueError(
+                "set exactly one of shard.num_shards and shard.tokens_per_shard (the other null); "
+                f"got num_shards={info.data.get('num_shards')!r}, tokens_per_shard={v!r}"
+            )
+        return v
 
 
 # ------------------------------------------------------------------------------------------ report

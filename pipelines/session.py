@@ -77,6 +77,8 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
         builder = builder.config(k, v)
 
     if not launched_by_spark_submit():
+        # Python workers default to `python3` on PATH, which may lack pyarrow & co; use this interpreter.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(cfg.master or "local[*]")
         if cfg.jars:
             builder = builder.config("spark.jars", ",".join(cfg.jars))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Before any JVM starts: loopback only, and Python workers import this checkout's packages.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Python workers run this interpreter (the venv with pyarrow/tokenizers), not whatever python3 is on PATH.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
 
 SHARED_DATA = Path(os.environ.get("WINNOW_SHARED_DATA", REPO.parent / "shared" / "data"))

@@ -1,0 +1,331 @@
+"""Refs stage: detection quality (labelled set, PMC, unarXive) and throughput (plain batch vs Spark).
+
+``python -m bench.refs [n_docs]`` prints both tables; :func:`run` returns the figures as a dict.
+
+Quality is mention-level precision / recall of *dangling* mentions: a predicted dangling mention is a
+true positive when a gold dangling mention of the same kind overlaps its span with the same label
+(labelled set) or the same leading number (real papers, where "Figure 2A" is gold figure 2).
+
+* labelled set: ``tests/data/refs/labelled.jsonl`` (written by ``make_labelled.py``); goal P >= 0.95,
+  R >= 0.90.
+* PMC (``shared/data/scientific/pmc_*.nxml``): JATS converted to text with the stdlib XML parser, two
+  views: *kept* (table-wrap and fig rendered as caption + rows) and *stripped* (both removed). Gold:
+  every ``<xref ref-type="table|fig">`` whose target was stripped is dangling; nothing in *kept* is.
+  "Supplemental Material, Table 1" is no xref and must not be flagged.
+* unarXive (``unarxive_*.jsonl.gz``): body text where ``\\ref`` became ``REF``; *stripped* drops the
+  ``{{table:..}}`` / ``{{figure:..}}`` float markers, *kept* puts "Table k: caption" / "Figure k:
+  caption" (numbered in order of appearance) in their place. Gold, table and figure kinds only:
+  every "Table REF" / "Fig. REF" (the number is lost) and, in *stripped*, every literal "Table 3" /
+  "Figure 2"; in *kept* a literal mention is dangling only when the paper has fewer floats of the kind.
+  This gold is itself rule-based (an independent, deliberately simple regex), so read it as a check
+  of consistency on real text, not as human labels.
+
+Throughput: the same documents through :func:`udfs.refs.refs_signals` on Arrow batches in this
+process (plain batch) and through :func:`pipelines.refs.check_refs` on a ``local[1]`` Spark session
+(one core), in docs/s and MB/s of UTF-8 text; reference: datatrove's ``GopherQualityFilter`` (a
+filter-stage CPU cost) on the same documents in the same run, as a ratio.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from pathlib import Path
+
+import pyarrow as pa
+
+from udfs.refs import find_mentions, refs_signals
+from udfs.refs_vocab import DEFAULT_VOCAB
+
+REPO = Path(__file__).resolve().parents[1]
+LABELLED = REPO / "tests" / "data" / "refs" / "labelled.jsonl"
+SHARED = Path(os.environ.get("WINNOW_SHARED_DATA", REPO.parent / "shared" / "data")) / "scientific"
+MEASURED_KINDS = ("table", "figure")
+
+
+# ------------------------------------------------------------------------------------------ scoring
+def score(docs: Iterable[dict], kinds: tuple[str, ...] | None = None, by_number: bool = False) -> dict:
+    """Precision / recall of dangling mentions over ``docs`` ({text, lang, dangling: [{kind,label,start,end}]}).
+
+    Args:
+        kinds: only score these kinds (None = all).
+        by_number: compare labels by leading number ("2a" == "2").
+
+    Returns:
+        ``{"tp", "fp", "fn", "precision", "recall", "errors": [(doc id, "fp"/"fn", kind, label, excerpt)]}``.
+    """
+    tp = fp = fn = 0
+    errors: list[tuple] = []
+
+    def key(label: str) -> str:
+        m = re.match(r"\d+", label)
+        return m.group() if by_number and m else label
+
+    for d in docs:
+        text = d["text"]
+        pred = [m for m in find_mentions(text, DEFAULT_VOCAB[d.get("lang", "en")]) if m.dangling]
+        gold = [g for g in d["dangling"] if kinds is None or g["kind"] in kinds]
+        pred = [p for p in pred if kinds is None or p.kind in kinds]
+        used: set[int] = set()
+        for p in pred:
+            hit = next((j for j, g in enumerate(gold) if j not in used and g["kind"] == p.kind
+                        and key(g["label"]) == key(p.label) and p.start < g["end"] and g["start"] < p.end), None)
+            if hit is None:
+                fp += 1
+                errors.append((d.get("id"), "fp", p.kind, p.label, text[max(0, p.start - 50) : p.end + 30]))
+            else:
+                used.add(hit)
+                tp += 1
+        for j, g in enumerate(gold):
+            if j not in used:
+                fn += 1
+                errors.append((d.get("id"), "fn", g["kind"], g["label"], text[max(0, g["start"] - 50) : g["end"] + 30]))
+    return {"tp": tp, "fp": fp, "fn": fn, "precision": tp / (tp + fp) if tp + fp else 1.0,
+            "recall": tp / (tp + fn) if tp + fn else 1.0, "errors": errors}
+
+
+def labelled_docs(path: Path = LABELLED) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# ------------------------------------------------------------------------------------------ PMC
+def _label_number(el: ET.Element | None) -> str:
+    text = "".join(el.itertext()) if el is not None else ""
+    m = re.search(r"\d+", text)
+    return m.group() if m else "?"
+
+
+class _JatsText:
+    """Render a JATS ``<body>`` to text, recording the offsets of table / figure xrefs as gold."""
+
+    def __init__(self, view: str, floats: dict[str, tuple[str, str]]) -> None:
+        self.view, self.floats = view, floats
+        self.parts: list[str] = []
+        self.pos = 0
+        self.gold: list[dict] = []
+
+    def emit(self, s: str) -> None:
+        self.parts.append(s)
+        self.pos += len(s)
+
+    def render_float(self, el: ET.Element) -> None:
+        kind, num = self.floats.get(el.get("id"), ("table", "?"))
+        cap = el.find("caption")
+        caption = " ".join("".join(cap.itertext()).split()) if cap is not None else ""
+        self.emit(f"\n\n{'Table' if kind == 'table' else 'Figure'} {num}: {caption}\n")
+        for tr in el.iter("tr"):
+            self.emit("\t".join(" ".join("".join(c.itertext()).split()) for c in tr) + "\n")
+        self.emit("\n")
+
+    def walk(self, el: ET.Element) -> None:
+        if el.tag in ("table-wrap", "fig"):
+            if self.view == "kept":
+                self.render_float(el)
+        elif el.tag == "xref" and el.get("ref-type") in ("table", "fig") and el.get("rid") in self.floats:
+            start = self.pos
+            self.emit("".join(el.itertext()))
+            kind, num = self.floats[el.get("rid")]
+            if self.view == "stripped":
+                self.gold.append({"kind": kind, "label": num, "start": start, "end": self.pos})
+        else:
+            if el.tag == "title":
+                self.emit("\n\n")
+            if el.text:
+                self.emit(el.text)
+            for child in el:
+                self.walk(child)
+            if el.tag in ("p", "title"):
+                self.emit("\n\n")
+        if el.tail:
+            self.emit(el.tail)
+
+
+def pmc_views(path: Path) -> dict[str, dict]:
+    """One JATS article as two labelled documents: ``kept`` and ``stripped`` (tables and figures removed)."""
+    root = ET.parse(path).getroot()
+    floats = {el.get("id"): ("table" if el.tag == "table-wrap" else "figure", _label_number(el.find("label")))
+              for el in root.iter() if el.tag in ("table-wrap", "fig") and el.get("id")}
+    views = {}
+    for view in ("kept", "stripped"):
+        out = _JatsText(view, floats)
+        body = root.find(".//body")
+        if body is not None:
+            out.walk(body)
+        group = root.find(".//floats-group")  # floats kept outside <body> (e.g. Environ. Health Perspect.)
+        if group is not None and view == "kept":
+            for el in group:
+                if el.tag in ("table-wrap", "fig"):
+                    out.render_float(el)
+        refs = root.findall(".//ref-list/ref")
+        if refs:
+            out.emit("\n\nReferences\n")
+            for i, ref in enumerate(refs, 1):
+                out.emit(f"[{i}] " + " ".join("".join(ref.itertext()).split()) + "\n")
+        views[view] = {"id": f"{path.stem}:{view}", "lang": "en", "text": "".join(out.parts), "dangling": out.gold}
+    return views
+
+
+# ------------------------------------------------------------------------------------------ unarXive
+_FLOAT_MARK = re.compile(r"\{\{(table|figure):([0-9a-f-]+)\}\}")
+_OTHER_MARK = re.compile(r"\{\{(?:formula|cite):[^}]+\}\}")
+_ROMAN_GOLD = {r: str(i) for i, r in enumerate("I II III IV V VI VII VIII IX X".split(), 1)}
+_GOLD_MENTION = re.compile(
+    r"\b(tables?|tab|figures?|figs?|fig\.s)\.?[ ~\u00a0]*(REF|[A-Z]?\d+|(?-i:[IVX]+)\b)"
+    r"((?:[ \u00a0]*(?:,|and|&|-|–)[ \u00a0]*(?:REF|\d+))*)",
+    re.IGNORECASE,
+)
+
+
+def unarxive_views(line: str) -> dict[str, dict]:
+    """One unarXive paper as ``kept`` and ``stripped`` labelled documents (see the module docstring)."""
+    paper = json.loads(line)
+    entries = paper.get("ref_entries") or {}
+    order: dict[str, int] = {}
+    counts = {"table": 0, "figure": 0}
+    for block in paper["body_text"]:
+        for kind, uid in _FLOAT_MARK.findall(block["text"]):
+            if uid not in order and uid in entries:
+                counts[kind] += 1
+                order[uid] = counts[kind]
+    views = {}
+    for view in ("kept", "stripped"):
+        chunks, section = [], None
+        for block in paper["body_text"]:
+            if block.get("section") != section:
+                section = block.get("section")
+                chunks.append(f"{block.get('sec_number') or ''} {section or ''}".strip())
+
+            def put(mt: re.Match[str], view: str = view) -> str:
+                kind, uid = mt.groups()
+                if view == "stripped" or uid not in order:
+                    return ""
+                cap = " ".join(str(entries[uid].get("caption", "")).split())
+                return f"\n{'Table' if kind == 'table' else 'Figure'} {order[uid]}: {cap}\n"
+
+            text = _FLOAT_MARK.sub(put, block["text"])
+            chunks.append(_OTHER_MARK.sub("x", text).strip())
+        text = "\n\n".join(c for c in chunks if c)
+        gold = []
+        for mt in _GOLD_MENTION.finditer(text):
+            kind = "table" if mt.group(1).lower().startswith("tab") else "figure"
+            labels = [(mt.group(2), mt.start(), mt.end(2))]
+            labels += [(x.group(), mt.start(3) + x.start(), mt.start(3) + x.end()) for x in re.finditer(r"REF|\d+", mt.group(3))]
+            for label, start, end in labels:
+                label = _ROMAN_GOLD.get(label, label)
+                num = re.search(r"\d+", label)
+                if label == "REF" or view == "stripped" or (num and int(num.group()) > counts[kind]):
+                    gold.append({"kind": kind, "label": label, "start": start, "end": end})
+        views[view] = {"id": f"{paper['paper_id']}:{view}", "lang": "en", "text": text, "dangling": gold}
+    return views
+
+
+def real_scores(shared: Path = SHARED) -> dict:
+    """P/R on PMC and unarXive, per view, table and figure kinds."""
+    out: dict[str, dict] = {}
+    pmc = [pmc_views(p) for p in sorted(shared.glob("pmc_*.nxml"))]
+    with gzip.open(next(iter(sorted(shared.glob("unarxive_*.jsonl.gz")))), "rt", encoding="utf-8") as f:
+        arx = [unarxive_views(line) for line in f if line.strip()]
+    for name, papers in (("pmc", pmc), ("unarxive", arx)):
+        for view in ("kept", "stripped"):
+            s = score([p[view] for p in papers], MEASURED_KINDS, by_number=True)
+            out[f"{name}.{view}"] = {k: v for k, v in s.items() if k != "errors"} | {"n_docs": len(papers),
+                                                                                     "errors": s["errors"][:20]}
+    return out
+
+
+# ------------------------------------------------------------------------------------------ speed
+def bench_texts(n_docs: int, seed: int = 0) -> list[str]:
+    """Synthetic corpus (:mod:`bench.corpus`) where every third document carries a scientific paragraph
+    with table / figure / equation / citation mentions and, every sixth, their targets."""
+    from bench.corpus import generate_texts
+
+    texts = generate_texts(n_docs, seed)
+    sci = ("As shown in Table 2 and Fig. 3b, the error drops; Eq. (4) gives the bound [12], [3, 7] "
+           "(Smith et al., 2019). Section 4 discusses the limits.")
+    targets = "\n\nTable 2: Errors.\n| a | b |\n|---|---|\n| 1 | 2 |\n\nReferences\n" + "\n".join(
+        f"[{k}] A. Author. Title. 2019." for k in range(1, 13))
+    return [t + "\n\n" + sci + (targets if i % 6 == 0 else "") if i % 3 == 0 else t for i, t in enumerate(texts)]
+
+
+def _rate(fn, texts: list[str]) -> tuple[float, float]:
+    mb = sum(len(t.encode()) for t in texts) / 1e6
+    t0 = time.perf_counter()
+    fn(texts)
+    dt = time.perf_counter() - t0
+    return len(texts) / dt, mb / dt
+
+
+def speed(n_docs: int, seed: int = 0, spark=None) -> dict:
+    texts = bench_texts(n_docs, seed)
+
+    def plain(ts: list[str]) -> None:
+        for i in range(0, len(ts), 1024):
+            refs_signals(pa.array(ts[i : i + 1024], pa.string()))
+
+    def gopher(ts: list[str]) -> None:
+        from datatrove.data import Document
+        from datatrove.pipeline.filters import GopherQualityFilter
+
+        f = GopherQualityFilter()
+        for i, t in enumerate(ts):
+            f.filter(Document(text=t, id=str(i)))
+
+    plain(texts[:50])  # compile the regexes outside the timed region
+    out: dict[str, float] = {}
+    out["plain_docs_per_s"], out["plain_mb_per_s"] = _rate(plain, texts)
+    out["gopher_docs_per_s"], out["gopher_mb_per_s"] = _rate(gopher, texts)
+    out["refs_vs_gopher"] = out["plain_docs_per_s"] / out["gopher_docs_per_s"]
+    if spark is not None:
+        from pipelines.config import RefsConfig
+        from pipelines.refs import check_refs
+
+        df = spark.createDataFrame([(str(i), t) for i, t in enumerate(texts)], "doc_id string, text string")
+        df = df.repartition(1).cache()
+        df.count()
+
+        def on_spark(_: list[str]) -> None:
+            df.transform(check_refs, RefsConfig()).select("n_dangling").write.format("noop").mode("overwrite").save()
+
+        out["spark_docs_per_s"], out["spark_mb_per_s"] = _rate(on_spark, texts)
+        out["spark_vs_plain"] = out["spark_docs_per_s"] / out["plain_docs_per_s"]
+        df.unpersist()
+    out["n_docs"] = n_docs
+    out["mb"] = sum(len(t.encode()) for t in texts) / 1e6
+    return out
+
+
+def run(n_docs: int, seed: int = 0) -> dict:
+    """All figures: quality on the labelled set and real papers, throughput per core.
+
+    Returns:
+        ``{"labelled": {...}, "real": {...}, "speed": {...}}`` (JSON-serialisable).
+    """
+    from pipelines.config import SparkConfig
+    from pipelines.session import get_spark
+
+    lab = score(labelled_docs())
+    figures = {"labelled": {k: v for k, v in lab.items() if k != "errors"} | {"errors": lab["errors"][:20]}}
+    figures["real"] = real_scores() if SHARED.is_dir() else {}
+    spark = get_spark("winnow-bench-refs", SparkConfig(master="local[1]", shuffle_partitions=1,
+                                                        conf={"spark.ui.enabled": "false"}))
+    figures["speed"] = speed(n_docs, seed, spark)
+    return figures
+
+
+if __name__ == "__main__":
+    res = run(int(sys.argv[1]) if len(sys.argv) > 1 else 3000)
+    print(f"{'set':<20}{'P':>8}{'R':>8}{'tp':>6}{'fp':>6}{'fn':>6}")
+    for name, s in [("labelled", res["labelled"]), *res["real"].items()]:
+        print(f"{name:<20}{s['precision']:>8.3f}{s['recall']:>8.3f}{s['tp']:>6}{s['fp']:>6}{s['fn']:>6}")
+    sp = res["speed"]
+    print(f"\n{sp['n_docs']} docs, {sp['mb']:.1f} MB, one core")
+    for k in ("plain", "spark", "gopher"):
+        if f"{k}_docs_per_s" in sp:
+            print(f"{k:<10}{sp[f'{k}_docs_per_s']:>10.0f} docs/s{sp[f'{k}_mb_per_s']:>8.2f} MB/s")
+    print(f"refs/gopher {sp['refs_vs_gopher']:.2f}x   spark/plain {sp.get('spark_vs_plain', float('nan')):.2f}x")

@@ -1,0 +1,192 @@
+"""Refs stage: ``filtered`` -> ``refs_checked`` (+ ``removed`` rows with stage 'refs').
+
+Signals first, decision second: :func:`check_refs` adds the per-document reference signals of
+:func:`udfs.refs.refs_signals` (computed per Arrow batch with ``mapInArrow``) and one decision column,
+``refs_action``; :func:`run` writes the documents that stay to ``refs_checked`` and those the ``drop``
+policy removes to ``removed``.
+
+``refs_action`` (string):
+
+* ``none``: no dangling mention; the document is unchanged.
+* ``flag``: dangling mentions found and kept (policy ``flag``, or ``drop`` within ``max_dangling``).
+* ``repair``: the sentences holding dangling mentions were removed from ``text``; ``refs_repairs``
+  holds ``(start, end, text)`` of every removed span in the offsets of the input text, so
+  :func:`udfs.refs.undo_repair` restores it. ``ref_mentions`` offsets also refer to the input text.
+* ``drop``: removed (reason ``refs.dangling``); a repair that leaves only whitespace is removed too
+  (reason ``refs.repair_emptied``).
+* ``skipped``: ``refs.enabled`` is false; documents pass through unchanged, signal columns null.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from pipelines import tables
+from pipelines.config import RefsConfig, WinnowConfig
+from pipelines.stage import StageReport
+from udfs.refs import SIGNAL_SCHEMA, refs_signals
+
+STAGE = "refs"
+INPUT_TABLE = "filtered"
+OUTPUT_TABLE = "refs_checked"
+INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "text")
+"""Required input columns; ``lang`` (from filter) is used when present to pick the vocabulary."""
+SIGNAL_COLUMNS: tuple[str, ...] = (
+    "ref_mentions", "n_mentions", "n_dangling", "dangling_ratio", "mentions_by_kind", "dangling_by_kind",
+    "refs_repairs",
+)
+OUTPUT_COLUMNS: tuple[str, ...] = (*SIGNAL_COLUMNS, "refs_action")
+"""Columns :func:`check_refs` adds (``text`` is rewritten under the ``repair`` policy)."""
+ACTIONS: tuple[str, ...] = ("none", "flag", "repair", "drop", "skipped")
+REASON_DANGLING = "refs.dangling"
+REASON_EMPTIED = "refs.repair_emptied"
+
+_MENTION = T.StructType([
+    T.StructField("kind", T.StringType()), T.StructField("label", T.StringType()),
+    T.StructField("start", T.IntegerType()), T.StructField("end", T.IntegerType()),
+    T.StructField("dangling", T.BooleanType()),
+])
+_REPAIR = T.StructType([
+    T.StructField("start", T.IntegerType()), T.StructField("end", T.IntegerType()),
+    T.StructField("text", T.StringType()),
+])
+SIGNAL_TYPES: dict[str, T.DataType] = {
+    "ref_mentions": T.ArrayType(_MENTION),
+    "n_mentions": T.IntegerType(),
+    "n_dangling": T.IntegerType(),
+    "dangling_ratio": T.DoubleType(),
+    "mentions_by_kind": T.MapType(T.StringType(), T.IntegerType()),
+    "dangling_by_kind": T.MapType(T.StringType(), T.IntegerType()),
+    "refs_repairs": T.ArrayType(_REPAIR),
+}
+
+
+def check_refs(df: DataFrame, cfg: RefsConfig) -> DataFrame:
+    """Add reference signals and ``refs_action`` to documents; under ``repair`` rewrite ``text``.
+
+    Args:
+        df: documents with at least :data:`INPUT_COLUMNS` (string); ``lang`` (string) is optional.
+        cfg: the ``refs`` config section.
+
+    Returns:
+        ``df``'s columns (``text`` repaired where ``refs_action = 'repair'``) plus :data:`OUTPUT_COLUMNS`:
+        ``ref_mentions`` array<struct<kind string, label string, start int, end int, dangling boolean>>,
+        ``n_mentions`` int, ``n_dangling`` int, ``dangling_ratio`` double (n_dangling / n_mentions, 0.0
+        without mentions), ``mentions_by_kind`` / ``dangling_by_kind`` map<string,int>, ``refs_repairs``
+        array<struct<start int, end int, text string>> (null unless repaired), ``refs_action`` string.
+        Deterministic per row: the result does not depend on partitioning.
+
+    Raises:
+        ValueError: a required input column is missing (named), or an output column already exists.
+    """
+    missing = [c for c in INPUT_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"refs: input is missing columns {missing}; required: {list(INPUT_COLUMNS)}, got {df.columns}")
+    clash = [c for c in OUTPUT_COLUMNS if c in df.columns]
+    if clash:
+        raise ValueError(f"refs: input already has output columns {clash}; was the refs stage run twice?")
+    if not cfg.enabled:
+        return df.select(
+            "*", *[F.lit(None).cast(t).alias(c) for c, t in SIGNAL_TYPES.items()], F.lit("skipped").alias("refs_action")
+        )
+
+    vocabs = {lang: v.model_dump() for lang, v in cfg.vocab.items()}
+    default_lang, policy = cfg.default_language, cfg.policy
+    max_dangling = cfg.max_dangling
+    has_lang = "lang" in df.columns
+    in_schema = df.schema
+    out_schema = T.StructType(
+        [f for f in in_schema.fields] + [T.StructField(c, t) for c, t in SIGNAL_TYPES.items()]
+        + [T.StructField("refs_action", T.StringType(), False)]
+    )
+    text_idx = in_schema.fieldNames().index("text")
+
+    def per_batch(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            sig = refs_signals(
+                batch.column("text"), batch.column("lang") if has_lang else None, vocabs, default_lang,
+                repair_sentences=policy == "repair",
+            )
+            yield _decide(batch, sig, text_idx, policy, max_dangling)
+
+    return df.mapInArrow(per_batch, out_schema)
+
+
+def _decide(batch: pa.RecordBatch, sig: pa.RecordBatch, text_idx: int, policy: str, max_dangling: int | None) -> pa.RecordBatch:
+    import pyarrow.compute as pc
+
+    n_dangling = sig.column("n_dangling")
+    has_dangling = pc.greater(n_dangling, 0)
+    if policy == "drop" and max_dangling is not None:
+        action = pc.if_else(pc.greater(n_dangling, max_dangling), "drop", pc.if_else(has_dangling, "flag", "none"))
+    elif policy == "repair":
+        emptied = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(sig.column("repaired_text")), ""), False)
+        action = pc.if_else(emptied, "drop", pc.if_else(has_dangling, "repair", "none"))
+    else:
+        action = pc.if_else(has_dangling, "flag", "none")
+    columns = list(batch.columns)
+    if policy == "repair":
+        columns[text_idx] = pc.coalesce(sig.column("repaired_text"), batch.column(text_idx))
+    names = [*batch.schema.names, *(n for n in SIGNAL_SCHEMA.names if n != "repaired_text"), "refs_action"]
+    columns += [sig.column(n) for n in SIGNAL_SCHEMA.names if n != "repaired_text"] + [action]
+    return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
+    """Read ``filtered``, check references, write ``refs_checked`` and this stage's ``removed`` rows.
+
+    Returns:
+        The :class:`StageReport`; ``removed`` counts documents by reason; ``extra`` holds documents by
+        ``refs_action``, mentions and dangling mentions by kind.
+    """
+    src = tables.read_table(spark, cfg, INPUT_TABLE, written_by="filter")
+    checked = check_refs(src, cfg.refs).persist(StorageLevel.MEMORY_AND_DISK)
+    reason = REASON_EMPTIED if cfg.refs.policy == "repair" else REASON_DANGLING
+    try:
+        stats = _stats(checked)
+        kept = checked.where(F.col("refs_action") != "drop")
+        dropped = checked.where(F.col("refs_action") == "drop").withColumn("reason", F.array(F.lit(reason)))
+        props = {
+            "stage": STAGE,
+            "config_fingerprint": cfg.fingerprint(),
+            "stage_fingerprint": cfg.stage_fingerprint(STAGE),
+            "policy": cfg.refs.policy if cfg.refs.enabled else "skipped",
+        }
+        out_path = tables.write_table(kept, cfg, OUTPUT_TABLE, properties=props)
+        removed_path = tables.write_removed(dropped, cfg, STAGE)
+        tables.write_effective_config(spark, cfg, STAGE)
+    finally:
+        checked.unpersist()
+    n_drop = stats["actions"].get("drop", 0)
+    return StageReport(
+        stage=STAGE,
+        rows_in=stats["rows"],
+        rows_out=stats["rows"] - n_drop,
+        removed={reason: n_drop} if n_drop else {},
+        outputs={OUTPUT_TABLE: out_path, "removed": removed_path},
+        extra={k: v for k, v in stats.items() if k != "rows"},
+    )
+
+
+def _stats(checked: DataFrame) -> dict:
+    """One aggregation: documents by action, mentions and dangling mentions by kind."""
+    by_action = {r["refs_action"]: r["n"] for r in checked.groupBy("refs_action").agg(F.count("*").alias("n")).collect()}
+    kinds = (
+        checked.select(F.explode_outer("ref_mentions").alias("m"))
+        .where(F.col("m").isNotNull())
+        .groupBy("m.kind")
+        .agg(F.count("*").alias("n"), F.sum(F.col("m.dangling").cast("int")).alias("d"))
+        .collect()
+    )
+    return {
+        "rows": sum(by_action.values()),
+        "actions": dict(sorted(by_action.items())),
+        "mentions_by_kind": {r["kind"]: r["n"] for r in sorted(kinds, key=lambda r: r["kind"])},
+        "dangling_by_kind": {r["kind"]: int(r["d"]) for r in sorted(kinds, key=lambda r: r["kind"])},
+    }
