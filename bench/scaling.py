@@ -11,9 +11,10 @@ Figures:
   is not part of the pipeline's cost and would flatter the exponent); 1.0 = linear; goal <= 1.1.
 * ``speedup_2_cores`` = t(local[1]) / t(local[2]) at N; 2.0 = perfect.
 
-When ``pipelines/ingest.py`` does not exist yet, the ``documents`` table is written from the JSONL by a
-small Spark job in the same process (``[seed_documents]`` line) and the remaining stages run through
-``jobs.pipeline.main``, so the measurements still cover every stage that does exist.
+While some stages do not exist yet (stages merge one by one), a stand-in writes each missing stage's
+table (``documents`` from the JSONL; a pass-through copy for dedup/filter/refs; ``[seed_<table>]``
+lines, not counted) and the existing stages run through ``run_stage`` in one process (see
+:func:`_child`), so the measurements still cover every stage that does exist.
 
 ``python -m bench.scaling --docs 2000`` prints the table.
 """
@@ -84,7 +85,7 @@ def run_pipeline(
     from bench.common import TreeSampler
 
     sets = _overrides(root, master, stages, files, seed, driver_memory)
-    if "ingest" in stages:
+    if not has_gaps(stages):
         cmd = [sys.executable, str(REPO / "jobs" / "pipeline.py"), "--conf", str(REPO / "conf" / "local.yaml")]
     else:
         cmd = [sys.executable, "-m", "bench.scaling", "--child", "--conf", str(REPO / "conf" / "local.yaml")]
@@ -110,7 +111,7 @@ def run_pipeline(
         "master": master,
         "ok": rc == 0,
         "wall_s": round(wall, 2),
-        "stages_s": round(sum(v["s"] for k, v in stage_figs.items() if k != "seed_documents"), 2),
+        "stages_s": round(sum(v["s"] for k, v in stage_figs.items() if not k.startswith("seed_")), 2),
         "stages": stage_figs,
         **sampler.summary(),
     }
@@ -166,7 +167,7 @@ def run(n_docs: int, seed: int = 0, *, stages: list[str] | None = None, workdir:
     result: dict[str, Any] = {
         "n_docs": n_docs,
         "stages": stages,
-        "mode": "jobs/pipeline.py" if "ingest" in stages else "seeded documents + jobs.pipeline.main",
+        "mode": "jobs/pipeline.py" if not has_gaps(stages) else "bench.scaling --child: missing stages stood in for by seeded tables",
         "corpus_bytes_gz": sum(f.stat().st_size for f in files) if not own_tmp else None,
         "corpus_write_s": round(corpus_s, 1),
         "runs": runs,
@@ -174,7 +175,7 @@ def run(n_docs: int, seed: int = 0, *, stages: list[str] | None = None, workdir:
         "exponent_cpu": _exponent(n["cpu_s"], n4["cpu_s"]) if ok else None,
         "exponent_by_stage": {
             s: _exponent(n["stages"][s]["s"], n4["stages"][s]["s"])
-            for s in n["stages"] if s in n4["stages"] and s != "seed_documents"
+            for s in n["stages"] if s in n4["stages"] and not s.startswith("seed_")
         } if ok else {},
     }
     if "N_local1" in runs and runs["N_local1"]["ok"] and n["ok"]:
@@ -188,37 +189,68 @@ def run(n_docs: int, seed: int = 0, *, stages: list[str] | None = None, workdir:
     return result
 
 
+CHAIN_OUTPUT: dict[str, str] = {"ingest": "documents", "dedup": "deduped", "filter": "filtered", "refs": "refs_checked"}
+"""The main output table of each stage up to refs (the tables a later stage may read)."""
+
+
+def has_gaps(stages: list[str]) -> bool:
+    """True when a stage up to refs is missing before the last stage to run (the chain needs stand-ins)."""
+    if not stages:
+        return False
+    from pipelines.config import STAGES
+
+    upto = STAGES[: STAGES.index(stages[-1]) + 1]
+    return any(s in CHAIN_OUTPUT and s not in stages for s in upto)
+
+
 def _child(argv: list[str]) -> int:
-    """No ingest stage yet: write ``documents`` from the JSONL inputs, then run the other stages."""
+    """Run the chain with stand-ins for stages not built yet.
+
+    A missing ``ingest`` is replaced by a small Spark job writing ``documents`` from the JSONL inputs; a
+    missing later stage up to refs by a pass-through copy of the previous table under its output name
+    (``[seed_<table>]`` lines, left out of the pipeline's time). Existing stages run through
+    :func:`pipelines.stage.run_stage`, as ``jobs/pipeline.py`` runs them.
+    """
     from pyspark.sql import functions as F
 
     from jobs._cli import base_parser, parse_config
-    from jobs.pipeline import main as pipeline_main
     from pipelines import tables
+    from pipelines.config import STAGES
     from pipelines.session import get_spark
+    from pipelines.stage import run_stage
 
-    parser = base_parser("bench.scaling --child", "seed documents, then run the chain")
+    parser = base_parser("bench.scaling --child", "the chain with stand-ins for missing stages")
     _, cfg = parse_config(parser, argv)
     spark = get_spark("winnow-bench-scaling", cfg.spark)
-    t0 = time.perf_counter()
-    docs = (
-        spark.read.schema("id string, text string, source string, url string").json(cfg.ingest.inputs)
-        .select(
-            F.col("id").alias("doc_id"), "text", "source", "url",
-            F.create_map().cast("map<string,string>").alias("meta"),
-            F.input_file_name().alias("input_file"),
-            F.length("text").cast("int").alias("n_chars"),
-            F.octet_length("text").cast("int").alias("n_bytes"),
-            F.lit(0).cast("int").alias("n_replaced"),
-        )
-    )
-    tables.write_table(docs, cfg, "documents", properties={"written_by": "bench.scaling"})
-    n = spark.read.format("delta").load(cfg.table_path("documents")).count()
-    print(f"[seed_documents] in={n} out={n} {time.perf_counter() - t0:.1f}s", flush=True)
-    rest = [s for s in cfg.pipeline.stages if s != "ingest"]
-    if not rest:
-        return 0
-    return pipeline_main([*argv, "--set", "pipeline.stages=[" + ", ".join(rest) + "]"])
+    stages = cfg.pipeline.stages
+    last = stages[-1] if stages else "ingest"
+    previous = None
+    for stage in STAGES[: STAGES.index(last) + 1]:
+        t0 = time.perf_counter()
+        if stage in stages:
+            report = run_stage(spark, cfg, stage)
+            print(report.summary_line(), flush=True)
+        elif stage == "ingest":
+            docs = (
+                spark.read.schema("id string, text string, source string, url string").json(cfg.ingest.inputs)
+                .select(
+                    F.col("id").alias("doc_id"), "text", "source", "url",
+                    F.create_map().cast("map<string,string>").alias("meta"),
+                    F.input_file_name().alias("input_file"),
+                    F.length("text").cast("int").alias("n_chars"),
+                    F.octet_length("text").cast("int").alias("n_bytes"),
+                    F.lit(0).cast("int").alias("n_replaced"),
+                )
+            )
+            tables.write_table(docs, cfg, "documents", properties={"written_by": "bench.scaling"})
+        elif stage in CHAIN_OUTPUT and previous is not None:
+            src = spark.read.format("delta").load(cfg.table_path(previous))
+            tables.write_table(src, cfg, CHAIN_OUTPUT[stage], properties={"written_by": "bench.scaling"})
+        if stage not in stages and stage in CHAIN_OUTPUT:
+            n = spark.read.format("delta").load(cfg.table_path(CHAIN_OUTPUT[stage])).count()
+            print(f"[seed_{CHAIN_OUTPUT[stage]}] in={n} out={n} {time.perf_counter() - t0:.1f}s", flush=True)
+        previous = CHAIN_OUTPUT.get(stage, previous)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
