@@ -165,6 +165,11 @@ def _env(cache_dir: Path) -> dict[str, str]:
     env = dict(os.environ, WINNOW_BENCH_CACHE=str(cache_dir))
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Modules look for ../shared/data next to the checkout; from a worktree it is further up.
+    from bench.references import SHARED
+
+    if SHARED.is_dir():
+        env.setdefault("WINNOW_SHARED_DATA", str(SHARED))
     return env
 
 
@@ -267,10 +272,15 @@ def render_markdown(results: dict[str, Any]) -> str:
         "",
         f"Load average (1/5/15 min) at start: {', '.join(f'{x:.2f}' for x in m['load_at_start'])} on {m['cores']} cores. "
         "Per part, the 1-minute load average sampled while it ran (our own work counts ~2 when it keeps both "
-        "cores busy; anything above that is other processes competing for the cores):",
+        "cores busy; anything above that is other processes competing for the cores). `cores_got` = CPU seconds of the "
+        "part's processes / wall seconds: the share of the machine the part really had. Figures computed from wall time "
+        "(most stage modules' docs/s) are depressed by the load; figures from CPU seconds (bench/references.py, "
+        "bench/common.py `Measure`) much less:",
         "",
     ]
-    load_rows = [{"part": k, "status": v["status"], "wall_s": v["process"]["wall_s"],
+    load_rows = [{"part": k, "status": v["status"], "wall_s": v["process"]["wall_s"], "cpu_s": v["process"].get("cpu_s"),
+                  "cores_got": round(v["process"]["cpu_s"] / v["process"]["wall_s"], 2)
+                  if v["process"].get("cpu_s") and v["process"]["wall_s"] else None,
                   "load1_mean": v["process"].get("load1_mean"), "load1_max": v["process"].get("load1_max"),
                   "measured_at": v["measured_at"]} for k, v in results["parts"].items() if v["status"] != "skipped"]
     lines += [format_table(load_rows) if load_rows else "(nothing measured)", ""]
