@@ -246,8 +246,13 @@ def _child(name: str, n_docs: int, seed: int, out_json: Path) -> int:
 
 
 # ------------------------------------------------------------------------------------------ report
-def render_markdown(results: dict[str, Any]) -> str:
-    """``results.md``: machine, load, goals, per-part figures, scaling, skipped parts, notes."""
+def render_markdown(results: dict[str, Any], notes: Path | None = None) -> str:
+    """``results.md``: machine, load, goals, per-part figures, scaling, skipped parts, then ``notes``.
+
+    Args:
+        notes: a hand-written Markdown file (``bench/notes.md``: what the profiles of missed goals show)
+            appended as the closing note when it exists.
+    """
     m, p = results["machine"], results["params"]
     lines = [
         "# Winnow benchmark results",
@@ -330,6 +335,8 @@ def render_markdown(results: dict[str, Any]) -> str:
     if failed:
         lines += ["## Failed", "", *(f"- `{k}`: {results['parts'][k]['status']} (exit {results['parts'][k].get('returncode')})"
                                       for k in failed), ""]
+    if notes is not None and notes.is_file():
+        lines += ["## Closing note", "", notes.read_text(encoding="utf-8").strip(), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -390,6 +397,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--profile", action="store_true", help="profile each part with py-spy (all Python processes)")
     p.add_argument("--note", default=None, help="a sentence on the machine's load, written into results.md")
     p.add_argument("--out", default=str(BENCH_DIR), help="folder for results.md and results.json")
+    p.add_argument("--render", action="store_true", help="only rewrite results.md from results.json (and notes.md)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--json", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -406,6 +414,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(list(sys.argv[1:] if argv is None else argv))
     if args.child:
         return _child(args.child, args.docs, args.seed, Path(args.json))
+    if args.render:
+        out = Path(args.out)
+        (out / "results.md").write_text(render_markdown(json.loads((out / "results.json").read_text()), out / "notes.md"))
+        return 0
     scaling_docs = args.scaling_docs or max(1, args.docs // 4)
     only = args.only.split(",") if args.only else list(PARTS)
     out = Path(args.out)
@@ -440,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     results["goals"] = [evaluate_goal(g, (parts.get(g.part) or {}).get("figures")) for g in _goals(list(results["parts"]))]
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=False, default=str) + "\n")
-    md = render_markdown(results)
+    md = render_markdown(results, out / "notes.md")
     (out / "results.md").write_text(md)
     print("\n" + format_table(results["goals"], ["id", "target", "value", "status", "keys"], markdown=False))
     print(f"\nwrote {out / 'results.md'} and {out / 'results.json'}")
