@@ -2,6 +2,7 @@
 
 What is here and why:
 
+* :func:`time_spark` – the same for a Spark DataFrame, forced with the ``noop`` sink.
 * :func:`time_best` – wall and CPU time of a callable with warm-up runs (first calls pay for imports,
   JIT and page faults) and the best of ``repeat`` runs (the least disturbed by other processes).
 * :func:`throughput` – docs/s, MB/s and MB/s per core from a count, a size and a time.
@@ -271,6 +272,27 @@ def time_best(fn: Callable[[], Any], *, warmup: int = 1, repeat: int = 3) -> dic
         "best_cpu_s": round(best[1], 4),
         "repeat": len(runs),
     }
+
+
+def time_spark(make_df: Callable[[], Any], *, warmup: int = 1, repeat: int = 1) -> dict[str, float]:
+    """Time a Spark transform end to end with the ``noop`` sink (every row computed, nothing written).
+
+    Args:
+        make_df: returns the DataFrame to run (called once per run, so each run plans afresh); cache
+            its input first, or the source read is timed too.
+        warmup: unmeasured runs first (start the Python workers, load models into their caches).
+        repeat: measured runs; the best wall time is kept.
+
+    Returns:
+        As :func:`time_best`: ``best_s``, ``median_s`` and ``best_cpu_s`` = CPU seconds of this process
+        tree (driver, the JVM it launched, the Python workers), the core-seconds that
+        :func:`spark_overhead` compares with a plain-batch run's.
+    """
+
+    def go() -> None:
+        make_df().write.format("noop").mode("overwrite").save()
+
+    return time_best(go, warmup=warmup, repeat=repeat)
 
 
 def throughput(n_docs: int, n_bytes: int, seconds: float, cores: float = 1.0) -> dict[str, float]:

@@ -450,6 +450,10 @@ def main(argv: list[str] | None = None) -> int:
         "parts": {k: parts[k] for k in PARTS if k in parts},
     }
     results["goals"] = [evaluate_goal(g, (parts.get(g.part) or {}).get("figures")) for g in _goals(list(results["parts"]))]
+    for g, goal in zip(results["goals"], _goals(list(results["parts"])), strict=True):
+        state = (parts.get(goal.part) or {}).get("status")
+        if g["status"] == "not measured" and state != "ok":
+            g["status"] = f"not measured ({goal.part}: {state or 'not run'})"
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=False, default=str) + "\n")
     md = render_markdown(results, out / "notes.md")
