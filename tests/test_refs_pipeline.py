@@ -69,6 +69,7 @@ def test_repair_rewrites_text_and_is_undoable(spark, make_cfg):
         assert undo_repair(rows[k]["text"], spans) == TEXTS[k]
 
 
+@pytest.mark.slow  # four Delta commits: ~10-20 s on an idle 2-core machine
 def test_run_drop_writes_tables_and_balances(spark, make_cfg):
     cfg = make_cfg("refs.policy=drop", "refs.max_dangling=1")
     tables.write_table(_docs(spark), cfg, "filtered")

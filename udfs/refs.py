@@ -13,7 +13,8 @@ Rules (each one tested in ``tests/test_refs_udf.py``):
   ``twenty``), letters (``Appendix A``), parenthesised (``Eq. (3)``), lists and ranges (``Tables 1 and
   2``, ``Figures 3-5``, ``Eqs. (2)-(4)``); or an ordinal before the keyword ("in the second figure");
   or a numeric citation (``[12]``, ``[3, 7]``, ``[2-5]``); or an author-year citation ("(Smith et al.,
-  2019)", "Smith and Lee (2020)"); or a markdown footnote reference (``[^3]``).
+  2019)", "Smith and Lee (2020)"; a lone "(Smith, 2019)" only in text that also says "et al", because
+  on the web "(Island, 1976)" is a record label); or a markdown footnote reference (``[^3]``).
 * A converter placeholder as label (``Table REF``, ``Fig. ??``, ``[?]``) is always dangling: the number
   it stood for is lost whatever the document still holds.
 * External material is never dangling: labels ``S<n>`` that the document does not hold (supplementary
@@ -21,7 +22,8 @@ Rules (each one tested in ``tests/test_refs_udf.py``):
   a citation, an author or a named law ("Table 2 of [5]", "Section 230 of the Communications Decency
   Act"). Section numbers >= 100 are statute sections, not document sections, and are not mentions.
 * Not mentions at all: "one table", "Figure skating", "[citation needed]", years in brackets
-  ("[2019]"), array indices (``a[1]``), markdown links (``[1](url)``) and link definitions (``[1]: url``).
+  ("[2019]"), array indices (``a[1]``), markdown links (``[1](url)``) and link definitions (``[1]: url``),
+  page navigation ("[1] [2] [3] Next"), "Chapter 11 bankruptcy" / "Section 8 housing".
 * A mention resolves when the document holds a caption line (``Table 1:``, ``TABLE I.``, ``Figure
   2.``), a heading with that label (``## 3 Methods``, ``3.2 Results``, ``Appendix A``), a numbered
   display equation (a math line ending in ``(3)``, ``\\tag{3}``), a reference-list entry (``[12] ...``
@@ -77,6 +79,7 @@ _ABBREVIATIONS = frozenset(
 )
 _LAW_WORDS = (
     r"(?-i:Act|Code|Constitution|Treaty|Convention|Regulation|Directive|Statute|Charter|Amendment|Rules|"
+    r"Agreement|Contract|Lease|Ordinance|Bill|Treaty|Protocol|Bylaws|Articles|"
     r"U\.S\.C\.?|C\.F\.R\.?|USC|CFR|GDPR|Gesetz|Grundgesetz|BGB|StGB|Loi|Ley)"
 )
 _LEGAL_NOUNS = r"(?:bankruptcy|housing|vouchers?|visas?|benefits?|status|protection|filing|tenants?)\b"
@@ -106,8 +109,10 @@ class Matcher:
     """The compiled regexes of one language's vocabulary (built once per process by :func:`matcher`)."""
 
     mention: re.Pattern[str]
+    scan: re.Pattern[str]
     label: re.Pattern[str]
     ordinal: re.Pattern[str]
+    ordinal_before: re.Pattern[str]
     caption: re.Pattern[str]
     heading: re.Pattern[str]
     bib_heading: re.Pattern[str]
@@ -162,11 +167,16 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
     cont_item = r"(?:\(\s*(?:REF\b|\d{1,3}(?:\.\d{1,3})*[a-z]?)\s*\)|(?:REF\b|\d{1,3}(?:\.\d{1,3})*[a-z]?|(?-i:[A-Z]))(?![\w]))"
     conj = _words(vocab["conjunctions"])
     cont = rf"(?:{_SP}(?:,{_SP}(?:(?:{conj})\b{_SP})?|&{_SP}|[-–—]{_SP}|(?:{conj})\b{_SP}){cont_item})"
-    mention = re.compile(rf"(?<![\w§\\])(?:{kw})\.?{_SP}(?P<labels>{item}{cont}*)", re.IGNORECASE)
+    mention = re.compile(rf"(?:{kw})\.?{_SP}(?P<labels>{item}{cont}*)", re.IGNORECASE)
+    # Case-insensitive alternations are ~7x slower in `re` than case-sensitive ones, so keyword and
+    # ordinal candidates are found on the lower-cased text and only then matched in full, anchored.
+    words = [t.lower() for k in KEYWORD_KINDS for t in vocab[k]] + list(ordinals)
+    scan = re.compile(r"\b(?:" + "|".join(_term_regex(t) for t in sorted(set(words), key=lambda w: (-len(w), w)))
+                      + r")|§")
     label = re.compile(rf"{item}|{cont_item}", re.IGNORECASE)
     preps = _words(vocab["prepositions"])
     ordinal = re.compile(
-        rf"(?<![\w])(?:{preps}|see)\s+(?:\w{{1,4}}\s+)?(?P<ord>{_words(list(ordinals))})\s+(?:{kw})(?![\w])(?!{_SP}\d)",
+        rf"(?P<ord>{_words(list(ordinals))})\s+(?:{kw})(?![\w])(?!{_SP}\d)",
         re.IGNORECASE,
     )
     caption = re.compile(
@@ -199,7 +209,8 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
     gate = "(?:" + "|".join(re.escape(s) for s in stems) + r"|\[|\\ref|(?:19|20)\d\d[a-z]?\s*[);,])"
     abbreviations = _ABBREVIATIONS | {t.lower().rstrip(".") for k in KEYWORD_KINDS for t in vocab[k] if t.endswith(".")}
     ranges = frozenset(w.lower() for w in vocab["conjunctions"][2:]) | {"-", "–", "—"}
-    return Matcher(mention, label, ordinal, caption, heading, bib_heading, external_after, external_before, gate,
+    ordinal_before = re.compile(rf"(?<![\w])(?:{preps}|see)\s+(?:\w{{1,4}}\s+)?$", re.IGNORECASE)
+    return Matcher(mention, scan, label, ordinal, ordinal_before, caption, heading, bib_heading, external_after, external_before, gate,
                    numbers, ordinals, ranges, frozenset(abbreviations))
 
 
@@ -433,7 +444,7 @@ def _kind(mt: re.Match[str]) -> str:
 
 # ------------------------------------------------------------------------------------------ mentions
 _NUMERIC_CITE = re.compile(
-    r"(?<![\w\]\[\\^])\[(?P<c>[ \t]*\d{1,4}(?:[ \t]*[-–,;][ \t]*\d{1,4})*[ \t]*)\](?![(:\[])"
+    r"\[(?P<c>[ \t]*\d{1,4}(?:[ \t]*[-–,;][ \t]*\d{1,4})*[ \t]*)\](?![(:\[])"
 )
 _PLACEHOLDER_CITE = re.compile(r"(?<![\w\]])\[[ \t]*\?{1,3}[ \t]*\]|\[[ \t]*(?:ref|cite)[ \t]*\?[ \t]*\]", re.IGNORECASE)
 _FOOTNOTE_REF = re.compile(r"\[\^(?P<n>[\w-]{1,20})\](?!:)")
@@ -460,11 +471,40 @@ class Mention:
     dangling: bool
 
 
-def _keyword_mentions(text: str, m: Matcher) -> list[tuple[str, str, int, int, bool]]:
+def _lower(text: str) -> str:
+    low = text.lower()
+    # a few characters change length when lower-cased ("İ"); keep offsets by lowering ASCII only then
+    return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _candidates(text: str, m: Matcher) -> tuple[list[re.Match[str]], list[re.Match[str]]]:
+    """Full keyword-mention and ordinal matches, tried only where the lower-cased scan found a word."""
+    mentions, ordinals, last_end = [], [], -1
+    for c in m.scan.finditer(_lower(text)):
+        pos = c.start()
+        if pos < last_end:
+            continue
+        mt = m.mention.match(text, pos)
+        if mt:
+            mentions.append(mt)
+            last_end = mt.end()
+            continue
+        mt = m.ordinal.match(text, pos)
+        if mt:
+            ordinals.append(mt)
+    return mentions, ordinals
+
+
+def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> list[tuple[str, str, int, int, bool]]:
     out: list[tuple[str, str, int, int, bool]] = []
-    for mt in m.mention.finditer(text):
-        kind = _kind(mt)
+    for mt in matches:
         kw_start = mt.start()
+        if kw_start and (text[kw_start - 1].isalnum() or text[kw_start - 1] in "_§\\"):
+            continue  # inside a word ("timetable 2") or a LaTeX command
+        kind = _kind(mt)
         kw_text = text[kw_start : mt.start("labels")]
         prev = text[max(0, kw_start - 12) : kw_start].split()
         refish = kw_text[:1].isupper() or (prev and prev[-1].lower() in {"in", "see", "of", "and", "the", "to", "by", "from", "per"})
@@ -499,17 +539,23 @@ def _keyword_mentions(text: str, m: Matcher) -> list[tuple[str, str, int, int, b
     return out
 
 
-def _ordinal_mentions(text: str, m: Matcher) -> list[tuple[str, str, int, int, bool]]:
+def _ordinal_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> list[tuple[str, str, int, int, bool]]:
     return [
         (_kind(mt), str(m.ordinals[mt.group("ord").lower()]), mt.start("ord"), mt.end(), True)
-        for mt in m.ordinal.finditer(text)
+        for mt in matches
+        if not (mt.start() and text[mt.start() - 1].isalnum())
+        and m.ordinal_before.search(text, max(0, mt.start() - 16), mt.start())
     ]
 
 
 def _citation_mentions(text: str) -> list[tuple[str, str, int, int, bool]]:
     out: list[tuple[str, str, int, int, bool]] = []
     navigation = [(p.start(), p.end()) for p in _PAGINATION.finditer(text)] if "] [" in text else []
+    if "[" not in text:
+        return _author_year_mentions(text, out)
     for mt in _NUMERIC_CITE.finditer(text):
+        if mt.start() and (text[mt.start() - 1].isalnum() or text[mt.start() - 1] in "_[]\\^"):
+            continue  # x[1], a[1][2], \cite[1]
         if any(a <= mt.start() < b for a, b in navigation):
             continue
         line_start = text.rfind("\n", 0, mt.start()) + 1
@@ -527,6 +573,18 @@ def _citation_mentions(text: str) -> list[tuple[str, str, int, int, bool]]:
         out.extend(("citation", str(v), mt.start(), mt.end(), False) for v in dict.fromkeys(values))
     for mt in _PLACEHOLDER_CITE.finditer(text):
         out.append(("citation", "?", mt.start(), mt.end(), False))
+    if "[^" in text:
+        for mt in _FOOTNOTE_REF.finditer(text):
+            out.append(("footnote", mt.group("n").lower(), mt.start(), mt.end(), False))
+    return _author_year_mentions(text, out)
+
+
+_YEAR_HINT = re.compile(r"(?:19|20)\d\d[a-z]?\s*[);,]")
+
+
+def _author_year_mentions(text: str, out: list[tuple[str, str, int, int, bool]]) -> list[tuple[str, str, int, int, bool]]:
+    if not _YEAR_HINT.search(text):
+        return out
     scholarly = "et al" in text
     for mt in _AUTHOR_YEAR.finditer(text):
         name, year = (mt.group("a"), mt.group("y")) if mt.group("a") else (mt.group("na"), mt.group("ny"))
@@ -535,8 +593,6 @@ def _citation_mentions(text: str) -> list[tuple[str, str, int, int, bool]]:
         if mt.group("a") and not mt.group("many") and not (name[1:].islower() and scholarly):
             continue  # "(Island, 1976)", "(EG, 1974)": a lone "(Name, year)" counts only in scholarly text
         out.append(("citation", f"{name} {year}", mt.start(), mt.end(), False))
-    for mt in _FOOTNOTE_REF.finditer(text):
-        out.append(("footnote", mt.group("n").lower(), mt.start(), mt.end(), False))
     return out
 
 
@@ -563,7 +619,8 @@ def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None) -
 
 
 def _analyse(text: str, m: Matcher) -> list[Mention]:
-    raw = _keyword_mentions(text, m) + _ordinal_mentions(text, m) + _citation_mentions(text)
+    kw_matches, ord_matches = _candidates(text, m)
+    raw = _keyword_mentions(text, m, kw_matches) + _ordinal_mentions(text, m, ord_matches) + _citation_mentions(text)
     if not raw:
         return []
     targets = _Targets(text, m)

@@ -50,7 +50,7 @@ DEFAULT_VOCAB: dict[str, dict[str, list[str]]] = {
         "table": ["table", "tables", "tab.", "tabs."],
         "figure": ["figure", "figures", "fig.", "figs.", "fig.s"],
         "equation": ["equation", "equations", "eq.", "eqs.", "eqn.", "eqns."],
-        "section": ["section", "sections", "sec.", "secs.", "sect.", "chapter", "chapters", "ch.", "§", "§§"],
+        "section": ["section", "sections", "sec.", "secs.", "sect.", "§", "§§"],
         "appendix": ["appendix", "appendices", "app."],
         "algorithm": ["algorithm", "algorithms", "alg.", "algo."],
         "listing": ["listing", "listings", "lst."],
@@ -72,7 +72,7 @@ DEFAULT_VOCAB: dict[str, dict[str, list[str]]] = {
         "table": ["tabelle", "tabellen", "tab."],
         "figure": ["abbildung", "abbildungen", "abb.", "bild", "grafik"],
         "equation": ["gleichung", "gleichungen", "gl.", "formel"],
-        "section": ["abschnitt", "abschnitte", "abschnitten", "abschn.", "kapitel", "kap.", "§", "§§"],
+        "section": ["abschnitt", "abschnitte", "abschnitten", "abschn.", "§", "§§"],
         "appendix": ["anhang", "anh."],
         "algorithm": ["algorithmus", "algorithmen"],
         "listing": ["listing", "quelltext"],
@@ -89,7 +89,7 @@ DEFAULT_VOCAB: dict[str, dict[str, list[str]]] = {
         "table": ["tableau", "tableaux", "tab.", "table"],
         "figure": ["figure", "figures", "fig.", "figs."],
         "equation": ["équation", "équations", "éq.", "eq.", "éqs."],
-        "section": ["section", "sections", "sect.", "chapitre", "chap.", "§", "§§"],
+        "section": ["section", "sections", "sect.", "§", "§§"],
         "appendix": ["annexe", "annexes", "appendice"],
         "algorithm": ["algorithme", "algorithmes", "algo."],
         "listing": ["listing", "listage"],
@@ -106,7 +106,7 @@ DEFAULT_VOCAB: dict[str, dict[str, list[str]]] = {
         "table": ["tabla", "tablas", "tab.", "cuadro", "cuadros"],
         "figure": ["figura", "figuras", "fig.", "figs."],
         "equation": ["ecuación", "ecuaciones", "ec.", "ecs."],
-        "section": ["sección", "secciones", "secc.", "sec.", "capítulo", "cap.", "§", "§§"],
+        "section": ["sección", "secciones", "secc.", "sec.", "§", "§§"],
         "appendix": ["apéndice", "apéndices", "anexo", "anexos"],
         "algorithm": ["algoritmo", "algoritmos"],
         "listing": ["listado", "listados"],
@@ -120,11 +120,14 @@ DEFAULT_VOCAB: dict[str, dict[str, list[str]]] = {
         "bibliography": ["referencias", "bibliografía", "fuentes", "obras citadas"],
     },
 }
-"""language code (ISO 639-1) -> vocabulary field -> terms. Fields other than the keyword kinds:
+"""language code (ISO 639-1) -> vocabulary field -> terms. "Chapter" is deliberately no section keyword:
+on the web it names a book's or a story's chapter, or a statute's ("Chapter 11"), far more often than a
+part of the document itself. Fields other than the keyword kinds:
 
 * ``numbers``: spelled cardinals, value = position + 1 (``one`` .. ``twenty``).
 * ``ordinals``: ``first`` .. ``tenth``; "the second table" points at table 2.
-* ``conjunctions``: join labels of one plural mention ("Tables 1 and 2", "Figs. 3 to 5").
+* ``conjunctions``: join labels of one plural mention; the first two list labels ("Tables 1 and 2"),
+  the others make ranges ("Figs. 3 to 5").
 * ``prepositions``: "Table 2 *of* [5]" points outside the document when a citation or a named work follows.
 * ``external``: cues near a mention that it points outside the document ("Table S1 in the
   *supplementary* material").

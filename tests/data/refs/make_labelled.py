@@ -83,6 +83,8 @@ HARD_NEGATIVES = [
     ("table_of_contents", "The table of contents lists every chapter of the report."),
     ("time_table", "The train timetable changed twice this winter."),
     ("chapter_11", "The airline filed for Chapter 11 bankruptcy protection in March."),
+    ("book_chapter", "In chapter 6 of her memoir she describes the war years."),
+    ("agreement_section", "The city argues that Section 13.3 of the Joint Use Agreement does not apply."),
     ("section_8", "Families may apply for Section 8 housing vouchers at the county office."),
     ("six_figure", "She left a six-figure salary to start the bakery."),
     ("appendix_organ", "The surgeon removed the appendix in under an hour."),
@@ -355,7 +357,7 @@ VARIED = [
     ("The proof of {m} is short.", "Eq. (7)", "equation", "7", "    f(x) = x^2 + 1      (7)"),
     ("Details are in {m}.", "Appendix B.2", "appendix", "B.2", "B.2 Hyper-parameters"),
     ("Pseudo-code is given in {m}.", "Algorithm 2", "algorithm", "2", "Algorithm 2 Beam search"),
-    ("The question is discussed in {m}.", "chapter 4", "section", "4", "# 4 The question"),
+    ("The question is discussed in {m}.", "section 4", "section", "4", "# 4 The question"),
 ]
 
 
