@@ -99,10 +99,140 @@ class DedupConfig(Section):
 
 
 # ------------------------------------------------------------------------------------------ filter
+Action = Literal["drop", "flag", "off"]
+"""What a failing rule does: ``drop`` (to ``removed``), ``flag`` (kept, id in ``filter_flags``) or ``off``."""
+
+
+def _yaml_off(v: Any) -> Any:
+    # YAML 1.1 reads a bare `off` as false; accept it as the action "off".
+    if v is False:
+        return "off"
+    if isinstance(v, dict):
+        return {k: ("off" if x is False else x) for k, x in v.items()}
+    return v
+
+
+FILTER_RULES: dict[str, tuple[str, ...]] = {
+    "GopherQualityConfig": (
+        "word_count", "mean_word_length", "symbol_word_ratio", "bullet_lines", "ellipsis_lines",
+        "alpha_words", "stop_words",
+    ),
+    "GopherRepetitionConfig": (
+        "dup_line_frac", "dup_para_frac", "dup_line_char_frac", "dup_para_char_frac",
+        "top_2gram", "top_3gram", "top_4gram",
+        "dup_5gram", "dup_6gram", "dup_7gram", "dup_8gram", "dup_9gram", "dup_10gram",
+    ),
+    "C4Config": ("lorem_ipsum", "curly_bracket", "min_sentences"),
+    "FineWebConfig": ("line_punct_ratio", "short_line_ratio", "char_dup_ratio", "newline_ratio"),
+}
+"""Rule ids (after the family prefix) of each rule family, used to validate per-rule overrides."""
+
+
+class RuleFamily(Section):
+    """Settings every rule family shares: the action of its rules and the languages they apply to."""
+
+    action: Action = "drop"
+    rule_actions: dict[str, Action] = Field(default_factory=dict)
+    languages: list[str] | None = None
+    rule_languages: dict[str, list[str] | None] = Field(default_factory=dict)
+
+    _off = field_validator("action", "rule_actions", mode="before")(_yaml_off)
+
+    @field_validator("rule_actions", "rule_languages")
+    @classmethod
+    def _known_rules(cls, v: dict[str, Any]) -> dict[str, Any]:
+        allowed = FILTER_RULES[cls.__name__]
+        unknown = sorted(set(v) - set(allowed))
+        if unknown:
+            raise ValueError(f"unknown rule(s) {unknown}; allowed: {list(allowed)}")
+        return v
+
+
+class GopherQualityConfig(RuleFamily):
+    """Gopher quality rules (Rae et al. 2021, appendix A.1.1); defaults are the paper's."""
+
+    rule_languages: dict[str, list[str] | None] = Field(default_factory=lambda: {"stop_words": ["en"]})
+    min_words: int | None = Field(default=50, ge=0)
+    max_words: int | None = Field(default=100_000, ge=0)
+    min_mean_word_length: float | None = Field(default=3.0, ge=0)
+    max_mean_word_length: float | None = Field(default=10.0, ge=0)
+    max_symbol_word_ratio: float | None = Field(default=0.1, ge=0)
+    max_bullet_lines_ratio: float | None = Field(default=0.9, ge=0, le=1)
+    max_ellipsis_lines_ratio: float | None = Field(default=0.3, ge=0, le=1)
+    min_alpha_words_ratio: float | None = Field(default=0.8, ge=0, le=1)
+    min_stop_words: int | None = Field(default=2, ge=0, le=8)
+
+
+class GopherRepetitionConfig(RuleFamily):
+    """Gopher repetition rules (Rae et al. 2021, table A1); defaults are the paper's."""
+
+    max_dup_line_frac: float | None = Field(default=0.30, ge=0, le=1)
+    max_dup_para_frac: float | None = Field(default=0.30, ge=0, le=1)
+    max_dup_line_char_frac: float | None = Field(default=0.20, ge=0, le=1)
+    max_dup_para_char_frac: float | None = Field(default=0.20, ge=0, le=1)
+    max_top_2gram_char_frac: float | None = Field(default=0.20, ge=0)
+    max_top_3gram_char_frac: float | None = Field(default=0.18, ge=0)
+    max_top_4gram_char_frac: float | None = Field(default=0.16, ge=0)
+    max_dup_5gram_char_frac: float | None = Field(default=0.15, ge=0, le=1)
+    max_dup_6gram_char_frac: float | None = Field(default=0.14, ge=0, le=1)
+    max_dup_7gram_char_frac: float | None = Field(default=0.13, ge=0, le=1)
+    max_dup_8gram_char_frac: float | None = Field(default=0.12, ge=0, le=1)
+    max_dup_9gram_char_frac: float | None = Field(default=0.11, ge=0, le=1)
+    max_dup_10gram_char_frac: float | None = Field(default=0.10, ge=0, le=1)
+
+
+class C4Config(RuleFamily):
+    """C4 page rules (Raffel et al. 2020, section 2.2); line removal is never done (signals only)."""
+
+    drop_lorem_ipsum: bool = True
+    drop_curly_bracket: bool = True
+    min_sentences: int | None = Field(default=5, ge=0)
+
+
+class FineWebConfig(RuleFamily):
+    """FineWeb quality rules (Penedo et al. 2024, section 3.3; datatrove defaults)."""
+
+    min_line_punct_ratio: float | None = Field(default=0.12, ge=0, le=1)
+    max_short_line_ratio: float | None = Field(default=0.67, ge=0, le=1)
+    max_char_dup_ratio: float | None = Field(default=0.01, ge=0, le=1)
+    max_newline_ratio: float | None = Field(default=0.3, ge=0)
+
+
+class LangIdConfig(Section):
+    """fastText language ID (lid.176 by default; datatrove's LanguageFilter threshold)."""
+
+    enabled: bool = True
+    model: str | None = None
+    label_prefix: str = "__label__"
+    aliases: dict[str, str] = Field(default_factory=lambda: {"no": "nb"})
+    max_chars: int = Field(default=1000, ge=1)
+    top_k: int = Field(default=3, ge=1, le=20)
+    action: Action = "drop"
+    _off = field_validator("action", mode="before")(_yaml_off)
+    allowed: list[str] | None = Field(default_factory=lambda: ["en"])
+    min_score: float | None = Field(default=0.65, ge=0, le=1)
+
+
+class QualityModelConfig(Section):
+    """fastText quality classifier (DCLM-style), trained by jobs/train_quality.py."""
+
+    model: str | None = None
+    positive_label: str = "__label__hq"
+    action: Action = "drop"
+    _off = field_validator("action", mode="before")(_yaml_off)
+    min_score: float | None = Field(default=0.5, ge=0, le=1)
+
+
 class FilterConfig(Section):
     """Owned by the filter stage (issue 4)."""
 
     enabled: bool = True
+    gopher_quality: GopherQualityConfig = Field(default_factory=GopherQualityConfig)
+    gopher_repetition: GopherRepetitionConfig = Field(default_factory=GopherRepetitionConfig)
+    c4: C4Config = Field(default_factory=C4Config)
+    fineweb: FineWebConfig = Field(default_factory=FineWebConfig)
+    langid: LangIdConfig = Field(default_factory=LangIdConfig)
+    quality_model: QualityModelConfig = Field(default_factory=QualityModelConfig)
 
 
 # -------------------------------------------------------------------------------------------- refs

@@ -1,0 +1,109 @@
+"""pipelines/filter.py + jobs/filter.py: signals as columns, decisions from config, accounting, --decide-only."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from pipelines import filter as fs
+from pipelines import tables
+
+DOCS_SCHEMA = (
+    "doc_id string, text string, source string, url string, meta map<string,string>, input_file string, "
+    "n_chars int, n_bytes int, n_replaced int"
+)
+GOOD = (
+    "The history of the city is long and full of change. Its people have worked with care to build "
+    "schools, roads and parks that serve the whole region. Many visitors come to see the old market, "
+    "and they often stay to enjoy the food and the music that fill the streets at night. Local leaders "
+    "say that the next ten years will bring new homes and better transport for everyone who lives there. "
+    "The council meets every month to plan this work."
+)
+SHORT = "Too short to keep."
+FRENCH = (
+    "La ville est connue pour son marché ancien et ses rues étroites. Les habitants aiment se retrouver "
+    "sur la place le soir pour discuter et partager un repas. Chaque année, un grand festival attire des "
+    "milliers de visiteurs venus de toute la région pour écouter de la musique et goûter la cuisine locale."
+)
+
+
+def _docs(spark, texts):
+    rows = [(f"d{i}", t, "test", None, {}, "f.jsonl", len(t), len(t.encode()), 0) for i, t in enumerate(texts)]
+    return spark.createDataFrame(rows, DOCS_SCHEMA)
+
+
+def test_missing_columns_are_named(spark, make_cfg):
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['text'\]"):
+        fs.filter_documents(spark.createDataFrame([("a",)], "doc_id string"), make_cfg())
+
+
+@pytest.mark.slow
+def test_run_accounting_reasons_and_decide_only(spark, make_cfg):
+    cfg = make_cfg()
+    tables.write_table(_docs(spark, [GOOD, SHORT, FRENCH, ""]), cfg, "deduped")
+    report = fs.run(spark, cfg)
+    assert (report.rows_in, report.rows_out, report.n_removed) == (4, 1, 3)
+    report.check()
+    kept = spark.read.format("delta").load(cfg.table_path("filtered"))
+    assertDataFrameEqual(kept.select("doc_id", "lang", "filter_flags"), [("d0", "en", [])])
+    removed = spark.read.format("delta").load(cfg.table_path("removed"))
+    got = removed.select("doc_id", "stage", F.array_contains("reason", "gopher_quality.word_count").alias("wc"),
+                         F.array_contains("reason", "lang.allowed").alias("lang"))
+    assertDataFrameEqual(got, [("d1", "filter", True, False), ("d2", "filter", False, True),
+                               ("d3", "filter", True, False)])
+    assert set(removed.columns) >= {*fs.SIGNAL_COLUMNS, "text", "meta", "reason", "duplicate_of"}
+
+    # --decide-only with French allowed and word_count flagged: same as a full run with that config
+    cfg2 = make_cfg("filter.langid.allowed=[en, fr]", "filter.gopher_quality.rule_actions={word_count: flag}")
+    again = fs.run(spark, cfg2, decide_only=True)
+    decided = spark.read.format("delta").load(cfg2.table_path("filtered")).select("doc_id", "filter_flags")
+    decided_removed = spark.read.format("delta").load(cfg2.table_path("removed")).select("doc_id", "reason")
+    full = fs.run(spark, cfg2)
+    assert (again.rows_in, again.rows_out, again.removed) == (full.rows_in, full.rows_out, full.removed)
+    assertDataFrameEqual(decided, spark.read.format("delta").load(cfg2.table_path("filtered")).select("doc_id", "filter_flags"))
+    assertDataFrameEqual(decided_removed, spark.read.format("delta").load(cfg2.table_path("removed")).select("doc_id", "reason"))
+
+
+def test_rule_thresholds_just_inside_and_outside(spark, make_cfg):
+    signals = fs.compute_signals(_docs(spark, [GOOD]), make_cfg().filter).cache()
+    row = signals.first()
+    wc = row["gopher_quality"]["word_count"]
+    mwl = row["gopher_quality"]["mean_word_length"]
+    score = row["lang_score"]
+
+    def decided(*overrides):
+        return fs.decide(signals, make_cfg(*overrides).filter).first()["filter_reasons"]
+
+    assert decided() == []
+    assert decided(f"filter.gopher_quality.min_words={wc}") == []
+    assert decided(f"filter.gopher_quality.min_words={wc + 1}") == ["gopher_quality.word_count"]
+    assert decided(f"filter.gopher_quality.max_words={wc - 1}") == ["gopher_quality.word_count"]
+    assert decided(f"filter.gopher_quality.min_mean_word_length={mwl!r}") == []
+    assert decided(f"filter.gopher_quality.min_mean_word_length={mwl + 1e-9!r}") == ["gopher_quality.mean_word_length"]
+    assert decided(f"filter.gopher_quality.max_mean_word_length={mwl - 1e-9!r}") == ["gopher_quality.mean_word_length"]
+    assert decided(f"filter.langid.min_score={score - 1e-9}") == []
+    assert decided(f"filter.langid.min_score={min(1.0, score + 1e-6)}") == ["lang.score"]
+    # a rule switched off, a rule restricted to another language, a null threshold
+    assert decided(f"filter.gopher_quality.min_words={wc + 1}", "filter.gopher_quality.rule_actions={word_count: off}") == []
+    assert decided(f"filter.gopher_quality.min_words={wc + 1}", "filter.gopher_quality.languages=[fr]") == []
+    assert decided("filter.gopher_quality.min_words=null", "filter.gopher_quality.max_words=null") == []
+    flagged = fs.decide(signals, make_cfg(f"filter.gopher_quality.min_words={wc + 1}",
+                                          "filter.gopher_quality.action=flag").filter).first()
+    assert (flagged["filter_reasons"], flagged["filter_flags"]) == ([], ["gopher_quality.word_count"])
+    signals.unpersist()
+
+
+def test_disabled_stage_passes_documents_through(spark, make_cfg):
+    cfg = make_cfg("filter.enabled=false")
+    tables.write_table(_docs(spark, [SHORT, FRENCH]), cfg, "deduped")
+    report = fs.run(spark, cfg)
+    assert (report.rows_in, report.rows_out, report.n_removed) == (2, 2, 0)
+
+
+def test_job_parser_accepts_decide_only(tmp_path):
+    from jobs.filter import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--set", "filter.fineweb.action=maybe", "--decide-only"])
+    assert e.value.code == 2

@@ -1,0 +1,128 @@
+"""udfs/quality.py: hand-computed signals on crafted texts (no Spark)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from udfs import quality as q
+
+
+def signals(*texts):
+    return q.quality_signals(pa.array(list(texts), pa.string())).to_pylist()
+
+
+def test_gopher_quality_hand_computed():
+    # words: a - b c • d ... the end …  (10; symbol words: - • ... …)
+    (s,) = signals("a\n\n- b c\n• d...\n\n\nthe end …\n")
+    g = s["gopher_quality"]
+    assert g["word_count"] == 6
+    assert g["mean_word_length"] == pytest.approx(10 / 6)
+    assert g["ellipsis_word_ratio"] == pytest.approx(2 / 10)
+    assert g["hash_word_ratio"] == 0.0
+    # 4 non-blank lines (blank lines are not lines): 2 bullets, 2 ending with an ellipsis (... and …)
+    assert g["bullet_lines_ratio"] == pytest.approx(0.5)
+    assert g["ellipsis_lines_ratio"] == pytest.approx(0.5)
+    assert g["alpha_words_ratio"] == pytest.approx(0.6)
+    assert g["stop_words"] == 1
+    f = s["fineweb"]
+    assert f["line_punct_ratio"] == pytest.approx(0.25)  # only "• d..." ends with terminal punctuation
+    assert f["short_line_ratio"] == 1.0
+    assert f["newline_ratio"] == pytest.approx(7 / 10)
+
+
+def test_stop_words_are_distinct_and_case_insensitive():
+    (s,) = signals("The cat and the dog. THE end, with AND")
+    assert s["gopher_quality"]["stop_words"] == 3  # the, and, with
+
+
+def test_empty_whitespace_and_null_texts_have_defined_values():
+    rows = q.quality_signals(pa.array(["", "  \n\n ", None], pa.string())).to_pylist()
+    for s in rows:
+        assert s["gopher_quality"]["word_count"] == 0
+        assert s["gopher_quality"]["mean_word_length"] == 0.0
+        assert s["gopher_repetition"]["dup_line_frac"] == 0.0
+        assert s["c4"]["lines"] == 0 and s["c4"]["kept_sentences"] == 0
+        assert s["fineweb"]["line_punct_ratio"] == 0.0
+
+
+def test_cjk_text_is_one_word_per_unspaced_run():
+    (s,) = signals("日本語のテキスト。次の文。")
+    g = s["gopher_quality"]
+    assert (g["word_count"], g["mean_word_length"]) == (1, 12.0)
+    assert s["fineweb"]["line_punct_ratio"] == 1.0  # 。 is terminal punctuation
+
+
+def test_repetition_hand_computed():
+    text = "x " * 11 + "x"  # 12 words, 23 characters
+    (s,) = signals(text)
+    r = s["gopher_repetition"]
+    # "x x" occurs 11 times, 3 characters each
+    assert r["top_2gram_char_frac"] == pytest.approx(33 / 23)
+    # occurrences after the first of the 5-gram cover words 1..11: 11 characters
+    assert r["dup_5gram_char_frac"] == pytest.approx(11 / 23)
+    assert r["dup_10gram_char_frac"] == pytest.approx(11 / 23)
+
+
+def test_duplicate_lines_and_paragraphs():
+    text = "alpha beta\n\nalpha beta\ngamma\n\n\nalpha beta\ngamma\n"
+    (s,) = signals(text)
+    r = s["gopher_repetition"]
+    # lines: alpha beta, alpha beta, gamma, alpha beta, gamma -> 3 repeats of 5
+    assert r["dup_line_frac"] == pytest.approx(3 / 5)
+    assert r["dup_line_char_frac"] == pytest.approx((10 + 10 + 5) / len(text))
+    # paragraphs: "alpha beta", "alpha beta\ngamma", "alpha beta\ngamma" -> 1 repeat of 3
+    assert r["dup_para_frac"] == pytest.approx(1 / 3)
+    assert r["dup_para_char_frac"] == pytest.approx(16 / len(text))
+    assert s["fineweb"]["char_dup_ratio"] == pytest.approx(25 / (len(text) - text.count("\n")))
+
+
+def test_top_ngram_ties_take_the_earliest():
+    # every 2-gram occurs once: the first one ("aa b", 4 chars) is the top one
+    (s,) = signals("aa b ccc dddd")
+    assert s["gopher_repetition"]["top_2gram_char_frac"] == pytest.approx(4 / 13)
+
+
+def test_c4_line_rules_and_page_flags():
+    text = "\n".join([
+        "This line has enough words.",
+        "No terminal punctuation here",
+        "Two words.",
+        "Please enable JavaScript to view it.",
+        "We use cookies on this site.",
+        "Dr. Who met Mr. Smith. Then they left! Why? Fine.[1]",
+        "Lorem ipsum dolor sit amet",
+        "a {b} c",
+    ])
+    (s,) = signals(text)
+    c = s["c4"]
+    assert c["lines"] == 8
+    assert c["lines_no_terminal_punct"] == 3
+    assert c["lines_too_few_words"] == 1
+    assert c["lines_javascript"] == 1
+    assert c["lines_policy"] == 1
+    assert c["kept_lines"] == 2
+    # sentence ends: 1 + (Dr. Mr. Smith. left! Why? Fine.) 6
+    assert c["kept_sentences"] == 7
+    # page-level, anywhere on the page (paper), even in lines the line rules drop
+    assert c["has_lorem_ipsum"] and c["has_curly_bracket"]
+
+
+def test_c4_long_word_line():
+    (s,) = signals("x" * 1001 + " a b.\n" + "y" * 1000 + " a b.")
+    assert s["c4"]["lines_long_word"] == 1
+    assert s["c4"]["kept_lines"] == 1
+
+
+def test_batch_results_do_not_depend_on_batch_composition():
+    texts = ["one two three. one two three.", "", "b c d e f g h i j k b c d e f g h i j k", "a\n\na"]
+    together = signals(*texts)
+    alone = [signals(t)[0] for t in texts]
+    assert together == alone
+
+
+def test_bad_input_types_and_families():
+    with pytest.raises(TypeError, match="string array"):
+        q.quality_signals(pa.array([1, 2]))
+    with pytest.raises(ValueError, match="unknown signal families"):
+        q.quality_signals(pa.array(["a"]), families=("gopher",))
