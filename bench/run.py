@@ -85,10 +85,11 @@ A stage module states a goal figure unambiguously with a top-level ``"goals"`` d
 Without it the harness looks for keys that name the same figure (patterns in ``bench/run.py``)."""
 
 _INVERT = "~1/x"
-# Besides the generic names, the keys the stage modules use today (bench/dedup.py: (a) Spark stage,
-# (b) plain Arrow batch, (c) datasketch; "time a over b" is the overhead ratio itself).
-_OVERHEAD_KEYS = (r"^goals\.spark_overhead$", r"spark_overhead(_ratio)?$", r"overhead(_ratio)?$", r"spark.*overhead",
-                  r"^ratio_time_a_over_b$",
+# Besides the generic names, the keys the stage modules use today: bench/dedup.py ((a) Spark stage,
+# (b) plain Arrow batch, (c) datasketch; "time a over b" is the overhead itself), bench/filter.py
+# (spark_stage.overhead_vs_arrow; its lid.overhead is LID vs raw fastText, not Spark, so a bare
+# "overhead" does not count), bench/refs.py (speed.spark_vs_plain, a throughput ratio).
+_OVERHEAD_KEYS = (r"^goals\.spark_overhead$", r"spark_overhead(_ratio)?$", r"spark.*overhead", r"^ratio_time_a_over_b$",
                   r"spark_vs_plain$" + _INVERT, r"spark.*(vs|over|per).*plain$" + _INVERT)
 
 
@@ -99,10 +100,10 @@ def _goals(parts: list[str]) -> list[Goal]:
               r"(signature|minhash).*(vs_reference|ratio|speedup)$", r"datasketch.*(ratio|speedup)", r"^ratio_a_over_c$"),
              ">=", 5.0, 10.0),
         Goal("signals_vs_datatrove", "quality signals per core vs datatrove Gopher-quality + Gopher-repetition + C4 + FineWeb",
-             "filter", (r"^goals\.signals_vs_datatrove$", r"signals?.*(vs|over|ratio|speedup).*datatrove",
+             "filter", (r"^goals\.signals_vs_datatrove$", r"^signals\.speedup$", r"signals?.*(vs|over|ratio|speedup).*datatrove",
                         r"datatrove.*(ratio|speedup)", r"vs_datatrove"), ">=", 10.0),
         Goal("filter_lid_mb_s_core", "filter + LID together, MB/s per core (dolma LID + C4 tagging: ~2.3)", "filter",
-             (r"^goals\.filter_lid_mb_s_core$", r"(filter|stage).*lid.*mb_s_core$", r"lid.*(filter|stage).*mb_s_core$",
+             (r"^goals\.filter_lid_mb_s_core$", r"^spark_stage\.mb_per_s_per_core$", r"(filter|stage).*lid.*mb_s_core$", r"lid.*(filter|stage).*mb_s_core$",
               r"stage.*mb_s_core$"), ">=", 5.0),
         Goal("tokenize_vs_raw", "tokenize stage vs raw `tokenizers` GPT-2 `encode_batch` (tokens/s per core)", "tokenize",
              (r"^goals\.tokenize_vs_raw$", r"^ratio_stage_vs_encode_batch$", r"vs_raw", r"(ratio|speedup).*(raw|encode_batch)", r"(raw|encode_batch).*ratio"),
