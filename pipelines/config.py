@@ -67,7 +67,9 @@ class PipelineConfig(Section):
 
 # ------------------------------------------------------------------------------------------ ingest
 class IngestFields(Section):
-    text: str = "text"
+    """Which record fields (JSONL objects, Parquet columns) hold what; dotted paths reach into objects."""
+
+    text: str = Field(default="text", min_length=1)
     id: str | None = "id"
     url: str | None = "url"
     source: str | None = "source"
@@ -75,6 +77,8 @@ class IngestFields(Section):
 
 
 class NormalizeConfig(Section):
+    """Text normalisation steps (udfs/text.py), each switchable; defaults follow issue 2."""
+
     nfc: bool = True
     newlines: bool = True
     strip_invisible: bool = True
@@ -82,13 +86,16 @@ class NormalizeConfig(Section):
 
 
 class IngestConfig(Section):
-    inputs: list[str] = Field(default_factory=lambda: ["sample_data/*"])
+    """Stage 1: raw files -> ``documents`` + ``quarantine`` (pipelines/ingest.py)."""
+
+    inputs: list[str] = Field(default_factory=lambda: ["sample_data/*.jsonl.gz", "sample_data/*.wet.gz"], min_length=1)
     format: Literal["auto", "jsonl", "parquet", "text", "wet", "warc"] = "auto"
     fields: IngestFields = Field(default_factory=IngestFields)
     normalize: NormalizeConfig = Field(default_factory=NormalizeConfig)
-    max_doc_bytes: int = Field(default=4_000_000, ge=1)
+    max_doc_bytes: int = Field(default=4_000_000, ge=1, lt=2**31)
     html_extractor: Literal["trafilatura", "none"] = "trafilatura"
-    excerpt_chars: int = Field(default=200, ge=0)
+    excerpt_chars: int = Field(default=200, ge=0, le=100_000)
+    input_partitions: int | None = Field(default=None, ge=1)
 
 
 # ------------------------------------------------------------------------------------------- dedup

@@ -77,7 +77,8 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
         builder = builder.config(k, v)
 
     if not launched_by_spark_submit():
-        # Python workers default to `python3` on PATH, which may lack pyarrow & co; use this interpreter.
+        # Python workers must run this interpreter (the venv with pyarrow etc.), not whatever
+        # `python3` is first on PATH; spark-submit users set PYSPARK_PYTHON themselves.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(cfg.master or "local[*]")
         if cfg.jars:

@@ -115,6 +115,7 @@ def assign_positions(df: DataFrame, seed: int, num_shards: int | None, tokens_pe
         ranged.unpersist()
         raise ValueError(f"shard: {shards} shards requested (shard.num_shards/tokens_per_shard) but only {docs} documents")
     if 2 * total * shards >= 1 << 62:
+        ranged.unpersist()
         raise ValueError("shard: total tokens x shards too large for int64 shard assignment")
     offsets: dict[int, tuple[int, int]] = {}
     d = t = 0

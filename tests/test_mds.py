@@ -21,7 +21,7 @@ def read_mds(data: bytes) -> tuple[dict, list[np.ndarray]]:
     config = json.loads(data[4 + 4 * (n + 1) : offs[0]])
     dtype = np.dtype(config["column_encodings"][0].split(":")[1]).newbyteorder("<")
     out = []
-    for a, b in zip(offs[:-1], offs[1:]):
+    for a, b in zip(offs[:-1], offs[1:], strict=True):
         sample = data[a:b]
         size = struct.unpack("<I", sample[:4])[0]
         datum = sample[4:]

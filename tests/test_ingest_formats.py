@@ -1,0 +1,166 @@
+"""udfs/formats.py: every input format and every bad input, parsed without Spark."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from udfs.formats import QUARANTINE_REASONS, ParseOptions, decompress, explode_file, split_name
+
+OPTS = ParseOptions()
+
+
+def _rows(path: str, data: bytes, opts: ParseOptions = OPTS) -> list[dict]:
+    return pa.Table.from_batches(list(explode_file(path, data, opts))).to_pylist()
+
+
+def _docs(rows):
+    return [(r["record"], r["src_id"], r["text"]) for r in rows if r["kind"] == "doc"]
+
+
+def _bad(rows):
+    return [(r["record"], r["reason"]) for r in rows if r["kind"] == "quarantine"]
+
+
+JSONL = b'{"id": "a", "text": "Alpha.", "url": "u1", "lang": "en", "meta": {"k": 1}}\n{"id": 7, "text": "Beta."}\n'
+
+
+@pytest.mark.parametrize("name, data", [
+    ("x.jsonl", JSONL),
+    ("x.jsonl.gz", gzip.compress(JSONL)),
+    ("x.jsonl.zst", zstandard.ZstdCompressor().compress(JSONL)),
+    ("x.ndjson.gz", gzip.compress(JSONL[:40]) + gzip.compress(JSONL[40:])),  # two gzip members
+])
+def test_jsonl_plain_gz_zst(name, data):
+    rows = _rows(name, data, ParseOptions(meta_fields=("lang", "meta")))
+    assert _docs(rows) == [(1, "a", "Alpha."), (2, "7", "Beta.")]
+    assert rows[0]["url"] == "u1" and rows[0]["source"] == "x"
+    assert rows[0]["meta"] == [("lang", "en"), ("meta", '{"k": 1}')]
+    assert rows[-1]["kind"] == "file" and rows[-1]["record"] == 2
+
+
+def test_dotted_field_paths_reach_nested_objects():
+    line = b'{"doc": {"body": "Nested."}, "metadata": {"url": "https://x"}, "source": "dolma"}\n'
+    rows = _rows("n.jsonl", line, ParseOptions(text_field="doc.body", url_field="metadata.url"))
+    assert (rows[0]["text"], rows[0]["url"], rows[0]["source"]) == ("Nested.", "https://x", "dolma")
+
+
+def test_parquet():
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"id": ["p1", "p2", "p3"], "text": ["One.", None, "Three."], "n": [1, 2, 3]}), buf)
+    rows = _rows("t.parquet", buf.getvalue())
+    assert _docs(rows) == [(1, "p1", "One."), (3, "p3", "Three.")]
+    assert _bad(rows) == [(2, "text_missing")]
+
+
+def test_text_file_is_one_document():
+    rows = _rows("notes.txt", "Line one.\r\nLine two \xe9.".encode() + b"\xff")
+    assert [(r["record"], r["src_id"], r["text"], r["n_replaced"]) for r in rows[:1]] == [
+        (1, None, "Line one.\nLine two \xe9.\ufffd", 1)]
+
+
+def _warc_record(headers: dict[str, str], payload: bytes) -> bytes:
+    head = "WARC/1.0\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    return gzip.compress(f"{head}Content-Length: {len(payload)}\r\n\r\n".encode() + payload + b"\r\n\r\n")
+
+
+def test_wet_gzip_per_record_with_multibyte_utf8():
+    texts = ["Grüße aus Köln — schön!", "東京の天気は晴れです。", "Plain ASCII text."]
+    data = _warc_record({"WARC-Type": "warcinfo", "WARC-Record-ID": "<urn:uuid:0>"}, b"software: test\r\n")
+    for i, t in enumerate(texts):
+        data += _warc_record({"WARC-Type": "conversion", "WARC-Target-URI": f"https://e/{i}",
+                              "WARC-Record-ID": f"<urn:uuid:{i + 1}>", "WARC-Date": "2024-01-01T00:00:00Z",
+                              "WARC-Identified-Content-Language": "deu", "Content-Type": "text/plain"}, t.encode())
+    rows = _rows("CC-1.warc.wet.gz", data)
+    assert _docs(rows) == [(2, "urn:uuid:1", texts[0]), (3, "urn:uuid:2", texts[1]), (4, "urn:uuid:3", texts[2])]
+    assert rows[0]["url"] == "https://e/0" and ("language", "deu") in rows[0]["meta"]
+    assert rows[0]["source"] == "CC-1"
+    assert ("skipped.warc_warcinfo", "1") in rows[-1]["meta"]
+
+
+def _response(url: str, ctype: str, body: bytes) -> bytes:
+    http = f"HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+    return _warc_record({"WARC-Type": "response", "WARC-Target-URI": url, "WARC-Record-ID": f"<urn:uuid:{url}>",
+                         "Content-Type": "application/http; msgtype=response"}, http)
+
+
+ARTICLE = ("<html><head><title>T</title></head><body><nav>Home | About</nav><article><h1>Bread</h1>"
+           + "".join(f"<p>Paragraph {i} explains how sourdough bread rises slowly overnight in a cool kitchen.</p>"
+                     for i in range(6))
+           + "</article><footer>Copyright</footer></body></html>").encode()
+
+
+def test_warc_response_html_through_trafilatura():
+    data = (_response("https://a", "text/html; charset=utf-8", ARTICLE)
+            + _response("https://b", "image/png", b"\x89PNG....")
+            + _response("https://c", "text/html", b"<html><body></body></html>"))
+    rows = _rows("crawl.warc.gz", data)
+    docs = [r for r in rows if r["kind"] == "doc"]
+    assert len(docs) == 1 and "Paragraph 0 explains how sourdough" in docs[0]["text"]
+    assert "Home | About" not in docs[0]["text"] and ("http_status", "200") in docs[0]["meta"]
+    assert _bad(rows) == [(2, "unsupported_content_type"), (3, "extraction_failed")]
+    none = _rows("crawl.warc.gz", data, ParseOptions(html_extractor="none"))
+    assert _bad(none) == [(1, "extraction_failed"), (2, "unsupported_content_type"), (3, "extraction_failed")]
+
+
+def test_bad_jsonl_lines_each_get_their_reason():
+    lines = [b'{"text": "cut', b'{"text": null}', b'{"text": 5}', b'{"other": "x"}', b'[1, 2]', b"  ",
+             b'{"text": "\\u200b \\ufeff"}', b'{"text": "' + b"y" * 101 + b'"}', b'{"text": "' + b"\xc3\xa9" * 51 + b'"}',
+             b'{"text": "' + b"z" * 100 + b'"}']
+    rows = _rows("b.jsonl", b"\n".join(lines), ParseOptions(max_doc_bytes=100))
+    assert sorted(_bad(rows)) == [(1, "malformed_json"), (2, "text_missing"), (3, "text_not_string"), (4, "text_missing"),
+                                  (5, "invalid_record"), (7, "empty_after_normalization"), (8, "too_large"), (9, "too_large")]
+    assert _docs(rows) == [(10, None, "z" * 100)]  # exactly max_doc_bytes is kept
+    assert ("skipped.blank_line", "1") in rows[-1]["meta"]
+    assert {r["reason"] for r in rows if r["reason"]} <= set(QUARANTINE_REASONS)
+
+
+def test_raw_nul_byte_in_a_json_string_is_removed_not_fatal():
+    rows = _rows("n.jsonl", b'{"text": "a\x00b"}\n')
+    assert _docs(rows) == [(1, None, "ab")]
+
+
+@pytest.mark.parametrize("name, data, reason", [
+    ("e.jsonl", b"", "empty_file"),
+    ("e.jsonl.gz", b"", "empty_file"),
+    ("e.jsonl.gz", gzip.compress(b""), "empty_file"),
+    ("e.jsonl", b"\n\n", "empty_file"),
+    ("x.parquet", b"PAR1 not really", "unreadable_file"),
+    ("x.jsonl.gz", b"\x1f\x8b\x08\x00garbage", "unreadable_file"),
+    ("x.warc.gz", b"\x1f\x8b\x08\x00garbage", "unreadable_file"),
+    ("README.md", b"# hi", "unsupported_format"),
+])
+def test_bad_files(name, data, reason):
+    rows = _rows(name, data)
+    assert [r["reason"] for r in rows if r["kind"] == "quarantine"] == [reason]
+    assert rows[-1]["kind"] == "file" and rows[-1]["record"] == 1
+
+
+def test_decompress_salvages_the_prefix_of_a_truncated_gzip():
+    payload = b"".join(b"%08d\n" % i for i in range(200_000))
+    blob = gzip.compress(payload)
+    out, err = decompress(blob[: len(blob) // 2], "gz")
+    assert err is not None and "truncated" in err and payload.startswith(out) and len(out) > 0
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("s3://b/CC-MAIN-x-00001.warc.wet.gz", ("CC-MAIN-x-00001", "wet", "gz")),
+    ("a/part-0.jsonl.zst", ("part-0", "jsonl", "zst")),
+    ("a/b.PARQUET", ("b", "parquet", None)),
+    ("a/c.warc.gz", ("c", "warc", "gz")),
+    ("a/d.gz", ("d", None, "gz")),
+])
+def test_split_name(path, expected):
+    assert split_name(path) == expected
+
+
+def test_excerpt_is_truncated_and_detail_names_the_problem():
+    rows = _rows("b.jsonl", b'{"text": 5, "pad": "' + b"p" * 1000 + b'"}\n', ParseOptions(excerpt_chars=20))
+    assert rows[0]["excerpt"] == '{"text": 5, "pad": "' and rows[0]["detail"] == "field 'text' holds int"
+    assert json.loads(b'{"a": 1}')  # sanity: json module in use

@@ -1,0 +1,85 @@
+"""Tokenize stage on Spark: exact ids, zero-token removals, table properties, input-table resolution."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from pipelines import tables
+from pipelines.config import load_config
+from pipelines.stage import run_stage
+from pipelines.tokenize import input_table_name
+
+DOCS_SCHEMA = (
+    "doc_id string, text string, source string, url string, meta map<string,string>, input_file string, "
+    "n_chars int, n_bytes int, n_replaced int"
+)
+EOS = 50256
+
+
+def doc(doc_id, text, source="web"):
+    n = len(text or "")
+    return (doc_id, text, source, None, {"k": "v"}, "in.jsonl", n, n, 0)
+
+
+@pytest.fixture(scope="module")
+def tokenized(spark, tmp_path_factory):
+    cfg = load_config(overrides=[f"run.root={tmp_path_factory.mktemp('tok')}", "spark.shuffle_partitions=4",
+                                 "pipeline.stages=[ingest, tokenize]", "tokenize.roundtrip_sample_fraction=1.0"])
+    rows = [doc("d1", "Hello world", "a"), doc("d2", "a <|endoftext|> b", "b"), doc("d3", "Bonjour, café!", "b"),
+            doc("e1", "", "a"), doc("e2", None, "a")]
+    tables.write_table(spark.createDataFrame(rows, DOCS_SCHEMA), cfg, "documents")
+    return cfg, run_stage(spark, cfg, "tokenize")
+
+
+def test_ids_are_exact_with_one_eos_and_literal_special_text(spark, tokenized):
+    cfg, report = tokenized
+    got = spark.read.format("delta").load(cfg.table_path("tokenized"))
+    expected = spark.createDataFrame(
+        [("d1", "a", [15496, 995, EOS], 3),
+         ("d2", "b", [64, 1279, 91, 437, 1659, 5239, 91, 29, 275, EOS], 10),
+         ("d3", "b", [20682, 73, 454, 11, 40304, 0, EOS], 7)],
+        "doc_id string, source string, tokens array<int>, n_tokens int",
+    )
+    assertDataFrameEqual(got, expected, checkRowOrder=False)
+    assert (report.rows_in, report.rows_out, report.removed) == (5, 3, {"tokenize.zero_tokens": 2})
+    assert report.extra["tokens"] == 20 and report.extra["tokens_by_source"] == {"a": 3, "b": 17}
+    assert (report.extra["roundtrip_checked"], report.extra["roundtrip_mismatches"]) == (5, 0)
+
+
+def test_zero_token_documents_are_removed_with_full_row_and_reason(spark, tokenized):
+    cfg, _ = tokenized
+    removed = spark.read.format("delta").load(cfg.table_path("removed")).select("doc_id", "text", "source", "stage", "reason")
+    expected = spark.createDataFrame(
+        [("e1", "", "a", "tokenize", ["tokenize.zero_tokens"]), ("e2", None, "a", "tokenize", ["tokenize.zero_tokens"])],
+        "doc_id string, text string, source string, stage string, reason array<string>",
+    )
+    assertDataFrameEqual(removed, expected, checkRowOrder=False)
+
+
+def test_table_properties_record_tokenizer_facts(spark, tokenized):
+    cfg, _ = tokenized
+    props = tables.table_properties(spark, cfg.table_path("tokenized"))
+    assert props["tokenizer"] == "builtin:gpt2" and props["vocab_size"] == "50257"
+    assert props["eos_id"] == "50256" and props["bos_id"] == "null" and props["input_table"] == "documents"
+    assert len(props["tokenizer_fingerprint"]) == 64
+
+
+@pytest.mark.parametrize(("stages", "forced", "expected"), [
+    ("[ingest, dedup, filter, refs, tokenize]", None, "refs_checked"),
+    ("[ingest, dedup, tokenize, shard]", None, "deduped"),
+    ("[ingest, tokenize]", None, "documents"),
+    ("[ingest, refs, tokenize]", "filtered", "filtered"),
+])
+def test_input_table_follows_the_chain(stages, forced, expected):
+    over = [f"pipeline.stages={stages}"] + ([f"tokenize.input_table={forced}"] if forced else [])
+    assert input_table_name(load_config(overrides=over)) == expected
+
+
+def test_unknown_eos_token_fails_before_any_job(spark, make_cfg):
+    from udfs.tokenize import TokenizerError
+
+    cfg = make_cfg("pipeline.stages=[ingest, tokenize]", "tokenize.eos_token=<eos>")
+    tables.write_table(spark.createDataFrame([doc("d1", "x")], DOCS_SCHEMA), cfg, "documents")
+    with pytest.raises(TokenizerError, match=r"tokenize.eos_token='<eos>' is not in tokenizer 'builtin:gpt2'"):
+        run_stage(spark, cfg, "tokenize")
