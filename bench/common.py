@@ -492,12 +492,16 @@ def summarize_pyspy_raw(path: str | Path, top: int = 8) -> dict[str, Any]:
         ``samples`` (active samples: py-spy drops idle threads by default), ``self`` (the ``top`` leaf
         functions by share of samples: where the time goes) and ``inclusive`` (the ``top`` functions of
         the project's own code, ``pipelines/``, ``udfs/``, ``jobs/`` and ``bench/`` minus the harness, by
-        share of samples with them anywhere on the stack), each a list of ``[name, share]``.
+        share of samples with them anywhere on the stack), each a list of ``[name, share]``; then
+        ``worker_samples`` and ``worker_self``: the same leaf table over the Spark Python workers only
+        (processes started as ``pyspark.daemon``), shares of the workers' samples: what the Python side
+        of a Spark stage spends its time on (the UDF, Arrow conversion, worker start-up imports).
     """
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     leaf: Counter[str] = Counter()
     incl: Counter[str] = Counter()
-    total = 0
+    wleaf: Counter[str] = Counter()
+    total = wtotal = 0
     buf = ""
     for line in text.splitlines():
         buf = f"{buf}\n{line}" if buf else line
@@ -505,18 +509,24 @@ def summarize_pyspy_raw(path: str | Path, top: int = 8) -> dict[str, Any]:
         if not sep or not count.isdigit() or stack.count('"') % 2:
             continue  # a process command line spanning several lines: keep reading
         buf = ""
+        procs = [m.group(0) for m in _PROCESS_FRAME.finditer(stack)]
+        worker = bool(procs) and ("pyspark.daemon" in procs[-1] or "pyspark.worker" in procs[-1])
         frames = [f for f in _PROCESS_FRAME.sub("", stack).split(";") if f]
         n = int(count)
         total += n
+        wtotal += n if worker else 0
         if not frames:
             continue
         names = [_frame_name(f) for f in frames]
         leaf[names[-1]] += n
+        if worker:
+            wleaf[names[-1]] += n
         for name in set(names):
             if _PROJECT_FRAME.search(name):
                 incl[name] += n
 
-    def share(c: Counter[str]) -> list[list[Any]]:
-        return [[k, round(v / total, 3)] for k, v in c.most_common(top)] if total else []
+    def share(c: Counter[str], of: int) -> list[list[Any]]:
+        return [[k, round(v / of, 3)] for k, v in c.most_common(top)] if of else []
 
-    return {"samples": total, "self": share(leaf), "inclusive": share(incl)}
+    return {"samples": total, "self": share(leaf, total), "inclusive": share(incl, total),
+            "worker_samples": wtotal, "worker_self": share(wleaf, wtotal)}

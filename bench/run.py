@@ -329,6 +329,9 @@ def render_markdown(results: dict[str, Any], notes: Path | None = None) -> str:
             lines += [f"### {k} ({prof['samples']:,} samples)", "",
                       format_table([{"function": f, "self": sh, "": "", "project function (inclusive)": fi, "incl.": si}
                                     for (f, sh), (fi, si) in zip(prof["self"], prof["inclusive"], strict=False)]), ""]
+            if prof.get("worker_self"):
+                lines += [f"Spark Python workers only ({prof['worker_samples']:,} samples):", "",
+                          format_table([{"worker function": f, "self": sh} for f, sh in prof["worker_self"]]), ""]
     skipped = {k: v.get("reason", "") for k, v in results["parts"].items() if v["status"] == "skipped"}
     if skipped:
         lines += ["## Skipped", "", *(f"- `{k}`: {r}" for k, r in skipped.items()), ""]
