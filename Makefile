@@ -36,7 +36,8 @@ $(STAMP): pyproject.toml
 
 run: java-check $(STAMP)
 	$(PY) jobs/pipeline.py --conf $(CONF) --set run.root=$(ROOT) $(if $(INPUTS),--set "ingest.inputs=$(INPUTS)")
-	@echo "Outputs: $(ROOT)/tables/ (Delta), $(ROOT)/config/ (effective configs)"
+	@if [ -f $(ROOT)/shards/manifest.json ]; then $(PY) jobs/verify.py --conf $(CONF) --set run.root=$(ROOT); fi
+	@echo "Outputs: $(ROOT)/tables/ (Delta), $(ROOT)/shards/, $(ROOT)/report/report.html, $(ROOT)/config/"
 
 test: java-check $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -6,7 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pipelines.config import ConfigError, WinnowConfig, load_config
+from pipelines.config import ConfigError, SparkConfig, WinnowConfig, load_config
+
 
 def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
     """A parser with the options every job accepts: ``--conf FILE`` (repeatable) and ``--set K=V``."""
@@ -26,8 +27,23 @@ def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override one key, value parsed as YAML, e.g. --set dedup.threshold=0.85; repeatable",
     )
-    p.add_argument("--quiet", action="store_true", help="print only the final summary line of each stage")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="for schedulers: print only the final summary line of each stage, no progress bar, Spark logs at ERROR",
+    )
     return p
+
+
+def spark_config(cfg: WinnowConfig, quiet: bool) -> SparkConfig:
+    """The ``spark`` section with the console progress bar on (off with ``--quiet``) unless set explicitly.
+
+    Spark draws its stage progress bar on stderr only when ``spark.ui.showConsoleProgress`` is set when
+    the context starts; long stages then show how far they are.
+    """
+    conf = dict(cfg.spark.conf)
+    conf.setdefault("spark.ui.showConsoleProgress", "false" if quiet else "true")
+    return cfg.spark.model_copy(update={"conf": conf, "log_level": "ERROR" if quiet else cfg.spark.log_level})
 
 def parse_config(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> tuple[argparse.Namespace, WinnowConfig]:
     """Parse ``argv`` and load the config; a bad config exits with status 2 and the error message."""
@@ -38,21 +54,28 @@ def parse_config(parser: argparse.ArgumentParser, argv: Sequence[str] | None) ->
         parser.exit(2, f"{parser.prog}: {e}\n")
     return args, cfg
 
+def stage_parser(stage: str) -> argparse.ArgumentParser:
+    """The argument parser of ``jobs/<stage>.py`` (the common options)."""
+    return base_parser(f"{stage}.py", f"Winnow {stage} stage")
+
+
 def run_single_stage(stage: str, argv: Sequence[str] | None = None) -> int:
     """Entry point body of ``jobs/<stage>.py``: parse, build the session, run one stage, print a summary."""
+    from pipelines.runs import run_and_record
     from pipelines.session import get_spark
-    from pipelines.stage import run_stage
 
-    parser = base_parser(f"{stage}.py", f"Winnow {stage} stage")
-    args, cfg = parse_config(parser, argv)
-    spark = get_spark(f"winnow-{stage}", cfg.spark)
-    if args.quiet:
-        spark.sparkContext.setLogLevel("ERROR")
-    report = run_stage(spark, cfg, stage)
+    args, cfg = parse_config(stage_parser(stage), argv)
+    spark = get_spark(f"winnow-{stage}", spark_config(cfg, args.quiet))
+    # The completion record lets jobs/pipeline.py skip this stage later when nothing changed.
+    report = run_and_record(spark, cfg, stage, log=None if args.quiet else _say)
     print(report.summary_line(), flush=True)
     for name, loc in sorted(report.outputs.items()):
         print(f"  {name}: {loc}", flush=True)
     return 0
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit("jobs/_cli.py is a helper module; run jobs/<stage>.py")

@@ -1,6 +1,8 @@
-"""Run the configured chain of stages (``pipeline.stages``) in one SparkSession.
+"""Run the configured chain of stages (``pipeline.stages``) in one SparkSession, resuming where it stopped.
 
-``python jobs/pipeline.py --conf conf/local.yaml`` or ``spark-submit jobs/pipeline.py ...``.
+``python jobs/pipeline.py --conf conf/local.yaml`` or ``spark-submit jobs/pipeline.py ...``. Stages
+whose completion record matches the current config and inputs are skipped (see pipelines/runs.py);
+``--from STAGE`` reruns from a stage, ``--force`` reruns everything, ``--dry-run`` prints the plan only.
 """
 
 import os
@@ -11,26 +13,50 @@ import sys
 if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
     sys.path[0] = os.path.dirname(sys.path[0])
 
+import argparse
 from collections.abc import Sequence
 
-from jobs._cli import base_parser, parse_config
+from jobs._cli import base_parser, parse_config, spark_config
+from pipelines.config import STAGES
+
+
+def parser() -> argparse.ArgumentParser:
+    """The pipeline's argument parser: the common options plus ``--from``, ``--force``, ``--dry-run``."""
+    p = base_parser("pipeline.py", "Run the Winnow chain of stages, skipping the ones already complete")
+    p.add_argument("--from", dest="from_stage", choices=STAGES, metavar="STAGE",
+                   help=f"rerun this stage and every later one, whatever their records say; one of {list(STAGES)}")
+    p.add_argument("--force", action="store_true", help="rerun every configured stage")
+    p.add_argument("--dry-run", action="store_true", help="print the plan (run/skip and why) and exit")
+    return p
+
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from pipelines.runs import plan, run_and_record
     from pipelines.session import get_spark
-    from pipelines.stage import run_stage
 
-    parser = base_parser("pipeline.py", "Run the Winnow chain of stages")
-    args, cfg = parse_config(parser, argv)
-    spark = get_spark("winnow-pipeline", cfg.spark)
+    p = parser()
+    args, cfg = parse_config(p, argv)
     stages = cfg.pipeline.stages
-    print(f"winnow: stages {stages} -> {cfg.run.root} (config {cfg.fingerprint()[:12]})", flush=True)
-    for stage in stages:
-        if not args.quiet:
-            print(f"[{stage}] start", flush=True)
-        report = run_stage(spark, cfg, stage)
+    if args.from_stage and args.from_stage not in stages:
+        p.exit(2, f"{p.prog}: --from {args.from_stage!r} is not one of pipeline.stages {stages}\n")
+    spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet))
+    steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
+    say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+    say(f"winnow: stages {stages} -> {cfg.run.root} (config {cfg.fingerprint()[:12]})")
+    say("plan:\n" + "\n".join(s.line() for s in steps))
+    if args.dry_run:
+        if args.quiet:
+            print("\n".join(s.line() for s in steps), flush=True)
+        return 0
+    for step in steps:
+        if step.action == "skip":
+            say(f"[{step.stage}] skip: {step.why}")
+            continue
+        report = run_and_record(spark, cfg, step.stage, log=say)
         print(report.summary_line(), flush=True)
-    print(f"winnow: done. Outputs under {cfg.run.root}/ (tables/, shards/, report/, config/)", flush=True)
+    say(f"winnow: done. Outputs under {cfg.run.root}/ (tables/, shards/, report/, config/)")
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -15,6 +15,8 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # Python workers run this interpreter (the venv with pyarrow/tokenizers), not whatever python3 is on PATH.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+# Python workers must run this interpreter (the venv with numpy/pyarrow), not whatever python3 is on PATH.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 SHARED_DATA = Path(os.environ.get("WINNOW_SHARED_DATA", REPO.parent / "shared" / "data"))
 

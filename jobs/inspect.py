@@ -1,0 +1,67 @@
+"""Look at documents before training on them.
+
+``python jobs/inspect.py --run OUT --stage filter --reason gopher_repetition -n 5`` prints a seeded
+sample of documents the filter removed for that reason (or family), with their signals and cut text;
+``--kept`` samples what a stage kept; ``--doc-id ID`` shows one document's path through every stage.
+"""
+
+import os
+import sys
+
+# Python puts this script's folder first on sys.path, where jobs/tokenize.py and jobs/inspect.py would
+# shadow the standard library modules of the same names; put the project root there instead.
+if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+    sys.path[0] = os.path.dirname(sys.path[0])
+
+import argparse
+from collections.abc import Sequence
+
+from jobs._cli import base_parser, parse_config, spark_config
+from pipelines.config import STAGES
+
+
+def parser() -> argparse.ArgumentParser:
+    """The inspect job's parser: the common options plus what to look at."""
+    p = base_parser("inspect.py", "Show sampled removed/kept documents with their signals, or one document's path")
+    p.add_argument("--run", metavar="ROOT", help="the run root to inspect (same as --set run.root=ROOT)")
+    p.add_argument("--stage", choices=STAGES, metavar="STAGE", help=f"stage to sample from; one of {list(STAGES)}")
+    p.add_argument("--reason", help="reason id or family prefix, e.g. gopher_repetition or dedup.near")
+    p.add_argument("--kept", action="store_true", help="sample documents the stage kept instead of removed")
+    p.add_argument("-n", type=int, default=5, help="documents to show (default 5)")
+    p.add_argument("--chars", type=int, default=600, help="characters of text per document (default 600)")
+    p.add_argument("--doc-id", help="show this document's path through every stage instead of sampling")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from pipelines import inspect
+    from pipelines.session import get_spark
+    from pipelines.tables import MissingTableError
+
+    p = parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pre, _ = p.parse_known_args(argv)
+    if pre.run:
+        argv += ["--set", f"run.root={pre.run}"]
+    args, cfg = parse_config(p, argv)
+    if not args.doc_id and not args.stage:
+        p.error("give --stage STAGE (with --reason or --kept) or --doc-id ID")
+    if args.n < 1 or args.chars < 20:
+        p.error(f"-n must be >= 1 and --chars >= 20; got -n {args.n}, --chars {args.chars}")
+    spark = get_spark("winnow-inspect", spark_config(cfg, quiet=True))
+    try:
+        if args.doc_id:
+            for step in inspect.doc_path(spark, cfg, args.doc_id):
+                print(f"{step['stage']:<9} {step['status']:<8} {step['detail']}")
+            return 0
+        rows = inspect.sample(spark, cfg, args.stage, reason=args.reason, kept=args.kept, n=args.n, text_chars=args.chars)
+    except (ValueError, MissingTableError) as e:
+        p.exit(2, f"{p.prog}: {e}\n")
+    what = "kept by" if args.kept else "removed by"
+    why = f" for {args.reason}" if args.reason else ""
+    print(inspect.format_sample(rows, f"{len(rows)} documents {what} {args.stage}{why} (seed {cfg.run.seed}) in {cfg.run.root}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

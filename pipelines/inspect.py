@@ -1,0 +1,129 @@
+"""Look at the data: seeded samples of removed or kept documents with their signals, one document's path.
+
+Used by ``jobs/inspect.py``. Samples are ordered by a keyed hash of ``(seed, doc_id)``, so the same
+command shows the same documents whatever the partitioning; text is cut to head and tail with the cut
+marked (:func:`pipelines.report.truncate`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import tables
+from pipelines.config import STAGES, WinnowConfig
+from pipelines.report import read_if_exists, row_signals, seeded_order, truncate
+from pipelines.runs import STAGE_TABLES
+
+
+def reason_matches(reason: str) -> Any:
+    """Column predicate: the ``reason`` array holds ``reason`` or a reason in its family
+    (``gopher_repetition`` matches ``gopher_repetition.top_2gram``)."""
+    return F.exists("reason", lambda r: (r == F.lit(reason)) | r.startswith(reason + "."))
+
+
+def sample(
+    spark: SparkSession,
+    cfg: WinnowConfig,
+    stage: str,
+    *,
+    reason: str | None = None,
+    kept: bool = False,
+    n: int = 5,
+    text_chars: int = 600,
+) -> list[dict[str, Any]]:
+    """``n`` documents removed by ``stage`` (for ``reason`` if given) or kept by it, seeded by ``run.seed``.
+
+    Args:
+        stage: a stage of the chain after ingest (ingest has no removals; ``kept`` works for it).
+        reason: a reason id or family prefix; None = any.
+        kept: sample the stage's output table instead of its removals.
+        n: documents to return.
+        text_chars: characters of text shown per document.
+
+    Returns:
+        Rows ``{doc_id, reason, duplicate_of, signals: {column: value}, text, n_chars}``.
+
+    Raises:
+        ValueError: unknown stage, or ``reason`` given with ``kept``.
+        tables.MissingTableError: the table to sample does not exist in this run.
+    """
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; allowed: {list(STAGES)}")
+    if kept and reason:
+        raise ValueError("--reason selects removed documents; it cannot be combined with --kept")
+    if kept:
+        if not STAGE_TABLES[stage]:
+            raise ValueError(f"stage {stage!r} writes no document table; allowed: {[s for s in STAGES if STAGE_TABLES[s]]}")
+        df = tables.read_table(spark, cfg, STAGE_TABLES[stage][0], written_by=stage)
+    else:
+        df = tables.read_table(spark, cfg, "removed", written_by=stage).where(F.col("stage") == stage)
+        if reason:
+            df = df.where(reason_matches(reason))
+    rows = df.orderBy(seeded_order(cfg.run.seed), "doc_id").limit(n).collect()
+    out = []
+    for r in rows:
+        d = r.asDict(recursive=True)
+        text = d.get("text") or ""
+        out.append({
+            "doc_id": d["doc_id"], "reason": d.get("reason") or [], "duplicate_of": d.get("duplicate_of"),
+            "signals": row_signals(d, None if kept else ([reason] if reason else d.get("reason") or [])),
+            "text": truncate(text, text_chars), "n_chars": len(text),
+        })
+    return out
+
+
+def doc_path(spark: SparkSession, cfg: WinnowConfig, doc_id: str) -> list[dict[str, Any]]:
+    """Where document ``doc_id`` went at each stage whose table exists.
+
+    Returns:
+        One row per stage in chain order: ``{stage, status, detail}`` with status ``kept`` (in the
+        stage's output table), ``removed`` (reasons and ``duplicate_of`` in detail), ``absent`` (in
+        neither: removed earlier, or not in this run) or ``not run`` (no table).
+    """
+    removed = read_if_exists(spark, cfg, "removed")
+    removals = {}
+    if removed is not None:
+        for r in removed.where(F.col("doc_id") == doc_id).select("stage", "reason", "duplicate_of").collect():
+            removals[r["stage"]] = r
+    out = []
+    for stage in STAGES:
+        names = STAGE_TABLES[stage]
+        if not names:
+            continue
+        df = read_if_exists(spark, cfg, names[0])
+        if stage in removals:
+            r = removals[stage]
+            detail = ", ".join(r["reason"] or []) + (f"; duplicate of {r['duplicate_of']}" if r["duplicate_of"] else "")
+            out.append({"stage": stage, "status": "removed", "detail": detail})
+        elif df is None:
+            out.append({"stage": stage, "status": "not run", "detail": f"no {names[0]} table"})
+        elif df.where(F.col("doc_id") == doc_id).limit(1).count():
+            out.append({"stage": stage, "status": "kept", "detail": names[0]})
+        else:
+            out.append({"stage": stage, "status": "absent", "detail": f"not in {names[0]}"})
+    return out
+
+
+def format_sample(rows: list[dict[str, Any]], header: str) -> str:
+    """Plain-text rendering of :func:`sample` for a terminal."""
+    lines = [header, ""]
+    for i, r in enumerate(rows, 1):
+        reasons = ", ".join(r["reason"]) if r["reason"] else "-"
+        dup = f"  duplicate_of={r['duplicate_of']}" if r["duplicate_of"] else ""
+        lines.append(f"--- {i}. {r['doc_id']}  reason: {reasons}{dup}  ({r['n_chars']} chars)")
+        lines.append("    " + "  ".join(f"{k}={_fmt(v)}" for k, v in sorted(r["signals"].items())))
+        lines.extend("    | " + ln for ln in r["text"].splitlines() or [""])
+        lines.append("")
+    if not rows:
+        lines.append("(no documents match)")
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    s = str(v)
+    return s if len(s) <= 60 else s[:57] + "..."

@@ -1,0 +1,454 @@
+"""The run report: ``<run.root>/report/stats.json`` (machine-readable) and ``report.html`` (one static page).
+
+Every part is drawn only from what exists under ``run.root``: a run of ingest alone gets a funnel of
+one step and its quarantine counts; each later stage's table adds its part (removals by reason,
+quality-signal histograms with the configured thresholds, language mix, duplicate-cluster sizes,
+broken references by kind, token lengths, shard balance and shuffle quality from ``manifest.json``,
+per-stage figures from the completion records, sampled removed documents per reason).
+
+All figures come from Spark aggregations; only histogram inputs (a seeded sample of at most
+``report.hist_sample_rows`` rows) and the sampled documents reach the driver.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from pipelines import tables
+from pipelines.config import WinnowConfig
+from pipelines.runs import delta_version, latest_records, marker_files, read_bytes
+from pipelines.stage import StageReport
+
+CHAIN_TABLES: tuple[tuple[str, str], ...] = (
+    ("ingest", "documents"),
+    ("dedup", "deduped"),
+    ("filter", "filtered"),
+    ("refs", "refs_checked"),
+    ("tokenize", "tokenized"),
+)
+"""(stage, main output table) in chain order: the steps of the funnel before the shards."""
+
+DOCUMENT_COLUMNS = frozenset(
+    {"doc_id", "text", "source", "url", "meta", "input_file", "n_chars", "n_bytes", "n_replaced"}
+)
+"""Columns of ``documents``; numeric columns added by later stages are treated as signals."""
+
+NOT_SIGNALS = frozenset({"cluster_size", "stage", "n_tokens", "duplicate_of"})
+
+
+_LOADED: dict[tuple[int, str, int], DataFrame] = {}
+
+
+def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str) -> DataFrame | None:
+    """The Delta table ``name`` of this run at its latest version, or None when it does not exist."""
+    # One load per table version: each part of the report reads the same few tables, and resolving a
+    # Delta snapshot costs a Spark job; the _delta_log listing that finds the version does not.
+    path = cfg.table_path(name)
+    version = delta_version(spark, path)
+    if version is None:
+        return None
+    key = (id(spark), path, version)
+    if key not in _LOADED:
+        _LOADED[key] = spark.read.format("delta").option("versionAsOf", version).load(path)
+    return _LOADED[key]
+
+
+def _bytes_col(df: DataFrame) -> Column | None:
+    if "n_bytes" in df.columns:
+        return F.col("n_bytes")
+    if "text" in df.columns:
+        return F.octet_length("text")
+    return None
+
+
+def seeded_order(seed: int, key: str = "doc_id") -> Column:
+    """A sort key that orders rows by a keyed hash of ``(seed, key)``: the same sample on any partitioning."""
+    return F.xxhash64(F.lit(seed), F.col(key))
+
+
+# --------------------------------------------------------------------------------------------- parts
+def funnel(spark: SparkSession, cfg: WinnowConfig, manifest: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Documents, bytes (UTF-8) and tokens after each stage whose table exists, in chain order.
+
+    Returns:
+        Rows ``{step, table, documents, bytes, tokens}``; ``bytes``/``tokens`` are None where the table
+        does not carry them. The first row, ``read``, counts ingest's records (documents + quarantined).
+    """
+    rows: list[dict[str, Any]] = []
+    docs, quarantine = read_if_exists(spark, cfg, "documents"), read_if_exists(spark, cfg, "quarantine")
+    if docs is not None:
+        n_q = quarantine.count() if quarantine is not None else 0
+        rows.append({"step": "read", "table": "input records", "documents": None, "records": None, "quarantined": n_q})
+    for stage, name in CHAIN_TABLES:
+        df = read_if_exists(spark, cfg, name)
+        if df is None:
+            continue
+        aggs = [F.count(F.lit(1)).alias("documents")]
+        b = _bytes_col(df)
+        aggs.append((F.sum(b) if b is not None else F.lit(None).cast("long")).alias("bytes"))
+        aggs.append((F.sum("n_tokens") if "n_tokens" in df.columns else F.lit(None).cast("long")).alias("tokens"))
+        r = df.agg(*aggs).collect()[0]
+        rows.append({"step": stage, "table": name, "documents": int(r["documents"]),
+                     "bytes": _int(r["bytes"]), "tokens": _int(r["tokens"])})
+    if rows and rows[0]["step"] == "read":
+        first = rows[1]["documents"] if len(rows) > 1 else 0
+        rows[0]["records"] = first + rows[0]["quarantined"]
+        rows[0]["documents"] = rows[0]["records"]
+    if manifest is not None:
+        totals = manifest.get("totals", manifest)
+        # Shard bytes are on-disk bytes of token files, not text bytes: kept apart from the text column.
+        rows.append({"step": "shard", "table": "shards", "documents": _int(totals.get("documents")),
+                     "bytes": None, "tokens": _int(totals.get("tokens")), "shard_bytes": _int(totals.get("bytes"))})
+    return rows
+
+
+def _int(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def removals(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
+    """Removed documents by stage and reason (a document with several reasons counts under each).
+
+    Returns:
+        Rows ``{stage, reason, documents, bytes}`` sorted by stage order then reason; quarantined
+        ingest records appear with stage ``ingest``.
+    """
+    out: list[dict[str, Any]] = []
+    q = read_if_exists(spark, cfg, "quarantine")
+    if q is not None:
+        for r in q.groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect():
+            out.append({"stage": "ingest", "reason": f"quarantine.{r['reason']}", "documents": int(r["n"]), "bytes": None})
+    removed = read_if_exists(spark, cfg, "removed")
+    if removed is not None:
+        b = _bytes_col(removed)
+        g = (
+            removed.select("stage", F.explode_outer("reason").alias("reason"), (b if b is not None else F.lit(None)).alias("b"))
+            .groupBy("stage", "reason")
+            .agg(F.count(F.lit(1)).alias("n"), F.sum("b").alias("bytes"))
+            .collect()
+        )
+        out += [{"stage": r["stage"], "reason": r["reason"] or "(none)", "documents": int(r["n"]), "bytes": _int(r["bytes"])} for r in g]
+    from pipelines.config import STAGES
+
+    return sorted(out, key=lambda r: (STAGES.index(r["stage"]) if r["stage"] in STAGES else 99, r["reason"]))
+
+
+_NUMERIC = (T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.ShortType)
+
+
+def signal_columns(df: DataFrame) -> list[str]:
+    """Numeric signals a stage added to the documents columns, sorted: top-level numeric columns and the
+    numeric fields of struct columns (one struct per signal family), the latter as ``family.field``."""
+    out = []
+    for f in df.schema.fields:
+        if f.name in DOCUMENT_COLUMNS or f.name in NOT_SIGNALS:
+            continue
+        if isinstance(f.dataType, _NUMERIC):
+            out.append(f.name)
+        elif isinstance(f.dataType, T.StructType):
+            out += [f"{f.name}.{g.name}" for g in f.dataType.fields if isinstance(g.dataType, _NUMERIC)]
+    return sorted(out)
+
+
+def _threshold_names(column: str) -> tuple[str, list[str]]:
+    # (config subsection prefix, candidate key suffixes) for a signal: ``gopher_quality.word_count`` is
+    # checked by ``gopher_quality.min_words`` (a count named by its plural), ``lang_score`` by
+    # ``langid.min_score``.
+    family, _, name = column.rpartition(".")
+    names = [name]
+    if name.endswith("_count"):
+        names.append(name[: -len("_count")] + "s")
+    if not family and name.endswith("_score"):
+        return name[: -len("_score")], ["score"]
+    return family, names
+
+
+def thresholds(section: dict[str, Any], column: str) -> list[dict[str, Any]]:
+    """Configured thresholds that apply to signal ``column``, null (disabled) ones left out.
+
+    A threshold is a ``min_<name>`` / ``max_<name>`` key in the subsection named by the signal's family
+    (``gopher_quality.word_count`` -> ``gopher_quality.min_words``/``min_word_count``), or for a
+    top-level ``<x>_score`` column, ``min_score``/``max_score`` in the subsection whose name starts with
+    ``<x>`` (``lang_score`` -> ``langid.min_score``); a top-level column also matches keys anywhere.
+
+    Returns:
+        ``[{key, value, keeps}]`` with ``keeps`` ``">="`` for ``min_`` and ``"<="`` for ``max_`` keys.
+    """
+    family, names = _threshold_names(column)
+    wanted = {f"{b}_{n}" for b in ("min", "max") for n in names}
+    found: list[dict[str, Any]] = []
+
+    def walk(node: Any, path: str) -> None:
+        if not isinstance(node, dict):
+            return
+        for k, v in node.items():
+            key = f"{path}.{k}" if path else k
+            in_family = not family or key.split(".")[0].startswith(family)
+            if in_family and k in wanted and isinstance(v, int | float) and not isinstance(v, bool):
+                found.append({"key": key, "value": float(v), "keeps": ">=" if k.startswith("min_") else "<="})
+            else:
+                walk(v, key)
+
+    walk(section, "")
+    return found
+
+
+def signal_sample(spark: SparkSession, cfg: WinnowConfig) -> tuple[dict[str, list[float]], dict[str, list[dict[str, Any]]]]:
+    """A seeded sample of the filter's signals, over kept and filter-removed documents together.
+
+    Returns:
+        ``(values, thresholds)``: signal -> sampled values (nulls dropped), signal -> its thresholds.
+    """
+    kept = read_if_exists(spark, cfg, "filtered")
+    if kept is None:
+        return {}, {}
+    cols = signal_columns(kept)
+    sel = [F.col(c).alias(c) for c in cols]
+    frames = [kept.select("doc_id", *sel)]
+    removed = read_if_exists(spark, cfg, "removed")
+    if removed is not None and set(signal_columns(removed)) >= set(cols):
+        frames.append(removed.where(F.col("stage") == "filter").select("doc_id", *sel))
+    both = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    pdf = both.orderBy(seeded_order(cfg.run.seed)).limit(cfg.report.hist_sample_rows).select(*[f"`{c}`" for c in cols]).toPandas()
+    section = cfg.filter.model_dump(mode="json")
+    values = {c: [float(x) for x in pdf[c].dropna().tolist()] for c in cols}
+    return values, {c: thresholds(section, c) for c in cols}
+
+
+def row_signals(row: dict[str, Any], reasons: list[str] | None = None) -> dict[str, Any]:
+    """The signals of one collected row: scalar non-text columns, plus the fields of struct columns
+    named by a reason's family (``gopher_repetition.dup_5gram`` -> the ``gopher_repetition`` struct),
+    or of every struct column when ``reasons`` is None."""
+    skip = {"doc_id", "text", "stage", "duplicate_of", "input_file", "url", "source", "meta", "r", "_rank"}
+    families = None if reasons is None else {r.split(".")[0] for r in reasons if r}
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if k in skip or v is None:
+            continue
+        if isinstance(v, dict):
+            if families is None or k in families:
+                out.update({f"{k}.{f}": x for f, x in v.items() if x is not None and not isinstance(x, list | dict)})
+        elif isinstance(v, int | float | str | bool):
+            out[k] = v
+    return out
+
+
+def counts_by(df: DataFrame | None, col: str, limit: int = 30) -> list[dict[str, Any]]:
+    """``[{value, documents}]`` for the ``limit`` most frequent values of ``col`` (ties by value)."""
+    if df is None or col not in df.columns:
+        return []
+    rows = df.groupBy(col).agg(F.count(F.lit(1)).alias("n")).orderBy(F.desc("n"), F.asc(col)).limit(limit).collect()
+    return [{"value": None if r[col] is None else str(r[col]), "documents": int(r["n"])} for r in rows]
+
+
+def language_mix(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[str, Any]]]:
+    """Documents per language among kept and filter-removed documents (column ``lang``)."""
+    removed = read_if_exists(spark, cfg, "removed")
+    return {
+        "kept": counts_by(read_if_exists(spark, cfg, "filtered"), "lang"),
+        "removed": counts_by(removed.where(F.col("stage") == "filter") if removed is not None else None, "lang"),
+    }
+
+
+def cluster_sizes(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
+    """Duplicate clusters per size: ``[{kind, size, clusters}]`` from ``dup_clusters``."""
+    df = read_if_exists(spark, cfg, "dup_clusters")
+    if df is None or "cluster_id" not in df.columns:
+        return []
+    kind = F.first("kind") if "kind" in df.columns else F.lit("all")
+    per = df.groupBy("cluster_id").agg(F.count(F.lit(1)).alias("size"), kind.alias("kind"))
+    rows = per.groupBy("kind", "size").agg(F.count(F.lit(1)).alias("clusters")).orderBy("kind", "size").collect()
+    return [{"kind": r["kind"], "size": int(r["size"]), "clusters": int(r["clusters"])} for r in rows]
+
+
+def broken_refs(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
+    """Dangling reference mentions by kind, over kept and refs-removed documents (``ref_mentions``)."""
+    frames = []
+    kept = read_if_exists(spark, cfg, "refs_checked")
+    removed = read_if_exists(spark, cfg, "removed")
+    for df in (kept, removed.where(F.col("stage") == "refs") if removed is not None else None):
+        if df is not None and "ref_mentions" in df.columns:
+            frames.append(df.select(F.explode("ref_mentions").alias("m")))
+    if not frames:
+        return []
+    m = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    rows = (
+        m.where(F.col("m.dangling"))
+        .groupBy(F.col("m.kind").alias("kind"))
+        .agg(F.count(F.lit(1)).alias("n"))
+        .orderBy("kind")
+        .collect()
+    )
+    return [{"kind": r["kind"], "dangling_mentions": int(r["n"])} for r in rows]
+
+
+def token_lengths(spark: SparkSession, cfg: WinnowConfig) -> list[int]:
+    """``n_tokens`` of a seeded sample of at most ``report.hist_sample_rows`` tokenized documents."""
+    df = read_if_exists(spark, cfg, "tokenized")
+    if df is None or "n_tokens" not in df.columns:
+        return []
+    rows = df.orderBy(seeded_order(cfg.run.seed)).limit(cfg.report.hist_sample_rows).select("n_tokens").collect()
+    return [int(r[0]) for r in rows]
+
+
+def samples(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
+    """For each (stage, reason) of ``removed``, ``report.samples_per_reason`` documents chosen by a
+    keyed hash of ``(run.seed, doc_id)``, with their scalar signal columns and truncated text.
+
+    Returns:
+        Rows ``{stage, reason, doc_id, duplicate_of, signals: {column: value}, text, n_chars}``.
+    """
+    from pyspark.sql.window import Window
+
+    removed = read_if_exists(spark, cfg, "removed")
+    k = cfg.report.samples_per_reason
+    if removed is None or k == 0:
+        return []
+    w = Window.partitionBy("stage", "r").orderBy(seeded_order(cfg.run.seed), F.col("doc_id"))
+    picked = (
+        removed.select("*", F.explode_outer("reason").alias("r"))
+        .withColumn("_rank", F.row_number().over(w))
+        .where(F.col("_rank") <= k)
+        .orderBy("stage", "r", "_rank")
+        .collect()
+    )
+    out = []
+    for row in picked:
+        d = row.asDict(recursive=True)
+        out.append({
+            "stage": d["stage"], "reason": d["r"] or "(none)", "doc_id": d["doc_id"],
+            "duplicate_of": d.get("duplicate_of"), "source": d.get("source"), "url": d.get("url"),
+            "signals": row_signals(d, [d["r"]] if d["r"] else []),
+            "text": truncate(d.get("text") or "", cfg.report.text_chars),
+            "n_chars": len(d.get("text") or ""),
+        })
+    return out
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` if at most ``limit`` characters, else its head and tail around a marker naming the cut.
+
+    >>> truncate("abcdefghij", 6)
+    'abcd … [4 chars cut] … ij'
+    """
+    if len(text) <= limit:
+        return text
+    head = max(1, (limit * 2) // 3)
+    tail = max(0, limit - head)
+    cut = len(text) - head - tail
+    return f"{text[:head]} … [{cut} chars cut] … {text[len(text) - tail:] if tail else ''}".rstrip()
+
+
+def read_manifest(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] | None:
+    """``<run.root>/shards/manifest.json`` parsed, or None when the shard stage has not completed."""
+    data = read_bytes(spark, marker_files(cfg, "shard")["manifest.json"], cfg)
+    return None if data is None else json.loads(data)
+
+
+def stage_records(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
+    """The latest completion record of each stage (counts, elapsed, stage-specific ``extra`` figures)."""
+    out = []
+    for stage, r in latest_records(spark, cfg).items():
+        out.append({
+            "stage": stage, "rows_in": r["rows_in"], "rows_out": r["rows_out"], "removed": r["removed"],
+            "quarantined": r["quarantined"], "elapsed_s": round(r["elapsed_s"], 3),
+            "finished_at": r["finished_at"].isoformat() + "Z", "extra": json.loads(r["extra"] or "{}"),
+        })
+    from pipelines.config import STAGES
+
+    return sorted(out, key=lambda r: STAGES.index(r["stage"]))
+
+
+def find_key(obj: Any, fragment: str) -> dict[str, Any]:
+    """Every entry of a nested JSON object whose key contains ``fragment``, by dotted path."""
+    found: dict[str, Any] = {}
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                p = f"{path}.{k}" if path else str(k)
+                if fragment in str(k):
+                    found[p] = v
+                else:
+                    walk(v, p)
+
+    walk(obj, "")
+    return found
+
+
+# ---------------------------------------------------------------------------------------- assemble
+def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
+    """Everything the report shows, as one JSON-serialisable dict (the content of ``stats.json``)."""
+    manifest = read_manifest(spark, cfg)
+    values, thr = signal_sample(spark, cfg)
+    records = stage_records(spark, cfg)
+    tokenized = read_if_exists(spark, cfg, "tokenized")
+    tok_props = tables.table_properties(spark, cfg.table_path("tokenized")) if tokenized is not None else {}
+    return {
+        "run": {"root": cfg.run.root, "seed": cfg.run.seed, "config_fingerprint": cfg.fingerprint()},
+        "stages": records,
+        "funnel": funnel(spark, cfg, manifest),
+        "removals": removals(spark, cfg),
+        "signals": {c: {"n": len(v), "thresholds": thr[c]} for c, v in values.items()},
+        "signal_values": values,
+        "language_mix": language_mix(spark, cfg),
+        "cluster_sizes": cluster_sizes(spark, cfg),
+        "broken_refs": broken_refs(spark, cfg),
+        "token_lengths": token_lengths(spark, cfg),
+        "shards": _shard_part(manifest),
+        "tokenizer_round_trip": {
+            **find_key(tok_props, "roundtrip"),
+            **{f"{r['stage']}.{k}": v for r in records for k, v in find_key(r["extra"], "roundtrip").items()},
+        },
+        "samples": samples(spark, cfg),
+    }
+
+
+def _shard_part(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Shard balance and shuffle quality from the manifest (tokens per shard from its file list)."""
+    if manifest is None:
+        return None
+    files = manifest.get("files") or []
+    fmt = "megatron" if any(f.get("format") == "megatron" for f in files) else "mds"
+    per_shard: dict[int, int] = {}
+    for f in files:
+        if f.get("format") == fmt and f.get("kind") in ("bin", "mds") and "shard" in f:
+            per_shard[int(f["shard"])] = per_shard.get(int(f["shard"]), 0) + int(f.get("tokens", 0))
+    tokens = [per_shard[k] for k in sorted(per_shard)]
+    mean = sum(tokens) / len(tokens) if tokens else 0.0
+    return {
+        "n_shards": len(tokens),
+        "tokens_per_shard": tokens,
+        "max_over_mean": (max(tokens) / mean) if mean else None,
+        "balance": manifest.get("balance"),
+        "shuffle_quality": manifest.get("shuffle_quality"),
+        "token_share_by_source": manifest.get("token_share_by_source"),
+        "dtype": manifest.get("dtype"),
+        "formats": sorted({str(f) for f in manifest.get("formats", [])}),
+    }
+
+
+def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
+    """Write ``stats.json`` and ``report.html`` under ``<run.root>/report/`` from whatever tables exist.
+
+    Returns:
+        A report with ``rows_in == rows_out`` = documents in the last table of the funnel (the report
+        removes nothing) and the two files as outputs.
+    """
+    from pipelines.report_html import render_html
+
+    stats = collect_stats(spark, cfg)
+    html = render_html(stats, cfg)
+    stats_path = f"{cfg.report_path}/stats.json"
+    html_path = f"{cfg.report_path}/report.html"
+    tables.write_text(spark, html_path, html)
+    # stats.json last: its digest is the report's completion marker (pipelines/runs.py).
+    tables.write_text(spark, stats_path, json.dumps(stats, indent=1, sort_keys=True, default=str) + "\n")
+    tables.write_effective_config(spark, cfg, "report")
+    last = next((r["documents"] for r in reversed(stats["funnel"]) if r["documents"] is not None), 0)
+    return StageReport(stage="report", rows_in=last, rows_out=last, outputs={"stats": stats_path, "html": html_path})

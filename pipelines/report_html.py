@@ -1,0 +1,205 @@
+"""Render the run report's statistics (:func:`pipelines.report.collect_stats`) as one static HTML page.
+
+The page opens from disk with no network: plots are matplotlib figures embedded as ``data:`` images
+(SVG or PNG, ``report.plot_format``), the style sheet is inline. Document text is untrusted, so every
+value that reaches the page goes through :func:`html.escape`, and a Content-Security-Policy forbids
+scripts, remote loads and inline event handlers, should anything ever slip through.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from typing import Any
+
+from pipelines.config import WinnowConfig
+
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'none'"
+"""No script of any origin, images only from ``data:`` URIs, inline CSS only."""
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}
+th{background:#f4f4f4}td.l,th.l{text-align:left}.muted{color:#777}
+pre{white-space:pre-wrap;word-break:break-word;background:#f8f8f8;border:1px solid #e4e4e4;padding:.6em;max-height:18em;overflow:auto}
+.sample{margin:1em 0 1.5em}.plots img{max-width:49%;vertical-align:top}
+"""
+
+
+def esc(value: Any) -> str:
+    """HTML-escape ``value`` (quotes included); None becomes an empty string."""
+    return "" if value is None else html.escape(str(value), quote=True)
+
+
+def _num(v: Any) -> str:
+    if v is None:
+        return '<span class="muted">–</span>'
+    if isinstance(v, float):
+        return esc(f"{v:,.4g}")
+    if isinstance(v, int):
+        return esc(f"{v:,}")
+    return esc(v)
+
+
+def table(rows: list[dict[str, Any]], columns: list[str], left: tuple[str, ...] = ()) -> str:
+    """An HTML table of ``rows`` with the given ``columns``; every cell escaped."""
+    if not rows:
+        return '<p class="muted">nothing to show</p>'
+    head = "".join(f'<th class="{"l" if c in left else ""}">{esc(c)}</th>' for c in columns)
+    body = "".join(
+        "<tr>" + "".join(
+            f'<td class="l">{esc(r.get(c))}</td>' if c in left else f"<td>{_num(r.get(c))}</td>" for c in columns
+        ) + "</tr>"
+        for r in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+# ------------------------------------------------------------------------------------------- plots
+def _figure_uri(fig: Any, fmt: str) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    # metadata Date=None keeps the SVG free of a timestamp, so the same stats give the same page.
+    fig.savefig(buf, format=fmt, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None, dpi=110)
+    plt.close(fig)
+    mime = "image/svg+xml" if fmt == "svg" else "image/png"
+    return f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode()}"
+
+
+def _img(uri: str, alt: str) -> str:
+    return f'<img src="{esc(uri)}" alt="{esc(alt)}">'
+
+
+def histogram(values: list[float], title: str, fmt: str, bins: int, lines: list[dict[str, Any]] = (), log_y: bool = False) -> str:
+    """An ``<img>`` of a histogram of ``values`` with a vertical line per threshold in ``lines``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.2, 2.8))
+    ax.hist(values, bins=bins, color="#4C78A8")
+    for t in lines:
+        ax.axvline(t["value"], color="#E45756", linestyle="--", linewidth=1.2)
+        ax.annotate(f"{t['key']} ({t['keeps']} {t['value']:g} kept)", (t["value"], 0.95), xycoords=("data", "axes fraction"),
+                    fontsize=7, color="#E45756", rotation=90, ha="right", va="top")
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_title(title, fontsize=9)
+    ax.set_ylabel("documents", fontsize=8)
+    ax.tick_params(labelsize=7)
+    return _img(_figure_uri(fig, fmt), title)
+
+
+def bars(labels: list[str], values: list[float], title: str, fmt: str, ylabel: str = "documents") -> str:
+    """An ``<img>`` of a bar chart (one bar per label, in the given order)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.2, 2.8))
+    ax.bar(range(len(values)), values, color="#4C78A8")
+    ax.set_xticks(range(len(values)), [str(x)[:24] for x in labels], rotation=60, ha="right", fontsize=7)
+    ax.set_title(title, fontsize=9)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.tick_params(axis="y", labelsize=7)
+    return _img(_figure_uri(fig, fmt), title)
+
+
+# ---------------------------------------------------------------------------------------- sections
+def _section(title: str, body: str) -> str:
+    return f"<h2>{esc(title)}</h2>\n{body}\n"
+
+
+def _samples_html(samples: list[dict[str, Any]]) -> str:
+    if not samples:
+        return '<p class="muted">no removed documents</p>'
+    parts, current = [], None
+    for s in samples:
+        key = (s["stage"], s["reason"])
+        if key != current:
+            parts.append(f"<h3>{esc(s['stage'])} · {esc(s['reason'])}</h3>")
+            current = key
+        signals = ", ".join(f"{esc(k)}={esc(_fmt(v))}" for k, v in sorted(s["signals"].items()))
+        dup = f" · duplicate of <code>{esc(s['duplicate_of'])}</code>" if s.get("duplicate_of") else ""
+        parts.append(
+            f'<div class="sample"><div><code>{esc(s["doc_id"])}</code> · {esc(s.get("source"))} · '
+            f'{esc(s["n_chars"])} chars{dup}</div><div class="muted">{signals}</div>'
+            f"<pre>{esc(s['text'])}</pre></div>"
+        )
+    return "\n".join(parts)
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
+    """The report page for ``stats``: one self-contained HTML document (UTF-8 text)."""
+    fmt, bins = cfg.report.plot_format, cfg.report.hist_bins
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">',
+        f"<title>Winnow run report: {esc(stats['run']['root'])}</title><style>{STYLE}</style></head><body>",
+        f"<h1>Winnow run report</h1><p>root <code>{esc(stats['run']['root'])}</code> · seed {esc(stats['run']['seed'])}"
+        f" · config <code>{esc(stats['run']['config_fingerprint'][:12])}</code></p>",
+    ]
+    funnel = stats["funnel"]
+    body = table(funnel, ["step", "table", "documents", "bytes", "tokens", "shard_bytes"], left=("step", "table"))
+    body += '<p class="muted">bytes: UTF-8 text; shard_bytes: token files on disk.</p>'
+    if funnel:
+        body += '<div class="plots">' + bars([r["step"] for r in funnel], [r["documents"] or 0 for r in funnel],
+                                             "documents after each stage", fmt) + "</div>"
+    out.append(_section("Funnel", body))
+    out.append(_section("Stages", table(
+        [{**r, "removed": sum(r["removed"].values()), "quarantined": sum(r["quarantined"].values())} for r in stats["stages"]],
+        ["stage", "rows_in", "rows_out", "removed", "quarantined", "elapsed_s", "finished_at"], left=("stage", "finished_at"))))
+    out.append(_section("Removals by stage and reason", table(stats["removals"], ["stage", "reason", "documents", "bytes"], left=("stage", "reason"))))
+
+    if stats["signal_values"]:
+        plots = [histogram(v, c, fmt, bins, stats["signals"][c]["thresholds"]) for c, v in sorted(stats["signal_values"].items()) if v]
+        out.append(_section("Quality signals (kept and filter-removed, seeded sample; dashed: thresholds)",
+                            '<div class="plots">' + "".join(plots) + "</div>"))
+    mix = stats["language_mix"]
+    if mix["kept"] or mix["removed"]:
+        body = "".join(
+            f"<h3>{esc(k)}</h3>" + table(v, ["value", "documents"], left=("value",))
+            + ('<div class="plots">' + bars([r["value"] for r in v], [r["documents"] for r in v], f"language mix ({k})", fmt) + "</div>" if v else "")
+            for k, v in mix.items()
+        )
+        out.append(_section("Language mix", body))
+    if stats["cluster_sizes"]:
+        cs = stats["cluster_sizes"]
+        out.append(_section("Duplicate clusters by size", table(cs, ["kind", "size", "clusters"], left=("kind",))
+                            + '<div class="plots">' + bars([f"{r['kind']}:{r['size']}" for r in cs], [r["clusters"] for r in cs],
+                                                           "clusters per size", fmt, "clusters") + "</div>"))
+    if stats["broken_refs"]:
+        out.append(_section("Broken references by kind", table(stats["broken_refs"], ["kind", "dangling_mentions"], left=("kind",))))
+    if stats["token_lengths"]:
+        out.append(_section("Token length per document (seeded sample)",
+                            '<div class="plots">' + histogram(stats["token_lengths"], "tokens per document", fmt, bins, log_y=True) + "</div>"))
+    if stats["tokenizer_round_trip"]:
+        out.append(_section("Tokenizer round trip", f"<pre>{esc(json.dumps(stats['tokenizer_round_trip'], indent=1, sort_keys=True, default=str))}</pre>"))
+    sh = stats["shards"]
+    if sh:
+        body = table([{"shards": sh["n_shards"], "dtype": sh["dtype"], "formats": ", ".join(sh["formats"]),
+                       "max/mean tokens": sh["max_over_mean"]}], ["shards", "dtype", "formats", "max/mean tokens"], left=("dtype", "formats"))
+        if sh["tokens_per_shard"]:
+            body += '<div class="plots">' + bars([str(i) for i in range(sh["n_shards"])], sh["tokens_per_shard"],
+                                                 "tokens per shard", fmt, "tokens") + "</div>"
+        for title, key in (("Balance", "balance"), ("Shuffle quality", "shuffle_quality"), ("Token share by source", "token_share_by_source")):
+            body += f"<h3>{title}</h3><pre>{esc(json.dumps(sh[key], indent=1, sort_keys=True, default=str))}</pre>"
+        out.append(_section("Shards", body))
+    figures = {r["stage"]: r["extra"] for r in stats["stages"] if r["extra"]}
+    if figures:
+        out.append(_section("Stage figures", f"<pre>{esc(json.dumps(figures, indent=1, sort_keys=True, default=str))}</pre>"))
+    out.append(_section(f"Sampled removed documents (seed {stats['run']['seed']}, up to {cfg.report.samples_per_reason} per reason)",
+                        _samples_html(stats["samples"])))
+    out.append("</body></html>\n")
+    return "\n".join(out)

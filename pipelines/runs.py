@@ -1,0 +1,364 @@
+"""Completion records and the resume plan: which stages of a run are up to date and which must run.
+
+After a stage has committed its outputs, :func:`record_completion` appends one row to the Delta table
+``<run.root>/tables/_runs`` (one atomic Delta commit): stage name, stage config fingerprint
+(:meth:`WinnowConfig.stage_fingerprint`), the state of its inputs (Delta versions of the upstream tables,
+a digest of the raw input files for ingest), the state of its outputs (Delta versions, sha256 of
+``manifest.json`` / ``stats.json``), row counts and timings.
+
+Why a table of its own rather than the outputs' table properties: a stage writes several things (two
+tables and a slice of the shared ``removed`` table, or shard files), each committed on its own; one
+record written after all of them is the single point at which the stage counts as complete. A crash
+before that commit leaves no record, so the stage runs again, which is safe because every output is
+written idempotently (``createOrReplace``, ``replaceWhere stage = ...``, shards then manifest last).
+Recording the output versions as well catches a stage rerun alone (``jobs/<stage>.py``) or an output
+replaced by hand after the record was written.
+
+:func:`plan` compares the latest record of each stage with the current config and table state and
+marks the first stage that differs, and every stage after it, to run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from pipelines.config import STAGES, WinnowConfig
+from pipelines.stage import StageReport
+
+RUNS_TABLE = "_runs"
+"""Name of the completion-record table under ``<run.root>/tables/``."""
+
+STAGE_TABLES: dict[str, tuple[str, ...]] = {
+    "ingest": ("documents", "quarantine"),
+    "dedup": ("deduped", "dup_clusters"),
+    "filter": ("filtered",),
+    "refs": ("refs_checked",),
+    "tokenize": ("tokenized",),
+    "shard": (),
+    "report": (),
+}
+"""Delta tables each stage replaces (besides its slice of ``removed``), per ARCHITECTURE.md."""
+
+def marker_files(cfg: WinnowConfig, stage: str) -> dict[str, str]:
+    """Files whose presence and sha256 mark a stage's file outputs complete, as ``label -> location``.
+
+    The shard stage writes ``manifest.json`` last, after every shard (and removes the old one first),
+    so its digest stands for all shards; the report writes ``stats.json`` last.
+    """
+    if stage == "shard":
+        return {"manifest.json": f"{(cfg.shard.output or cfg.shards_path).rstrip('/')}/manifest.json"}
+    if stage == "report":
+        return {"report/stats.json": f"{cfg.report_path}/stats.json"}
+    return {}
+
+
+RUNS_SCHEMA = T.StructType(
+    [
+        T.StructField("stage", T.StringType(), False),
+        T.StructField("stage_fingerprint", T.StringType(), False),
+        T.StructField("config_fingerprint", T.StringType(), False),
+        T.StructField("inputs", T.MapType(T.StringType(), T.StringType()), False),
+        T.StructField("outputs", T.MapType(T.StringType(), T.StringType()), False),
+        T.StructField("rows_in", T.LongType(), False),
+        T.StructField("rows_out", T.LongType(), False),
+        T.StructField("removed", T.MapType(T.StringType(), T.LongType()), False),
+        T.StructField("quarantined", T.MapType(T.StringType(), T.LongType()), False),
+        T.StructField("elapsed_s", T.DoubleType(), False),
+        T.StructField("started_at", T.TimestampType(), False),
+        T.StructField("finished_at", T.TimestampType(), False),
+        T.StructField("extra", T.StringType(), False),
+    ]
+)
+"""Schema of ``_runs``: one row per completed stage run; the latest row of a stage is its record."""
+
+
+# --------------------------------------------------------------------------------- filesystem state
+def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    return hpath.getFileSystem(spark._jsc.hadoopConfiguration()), hpath  # type: ignore[attr-defined]
+
+
+def read_bytes(spark: SparkSession, path: str, cfg: WinnowConfig | None = None) -> bytes | None:
+    """Bytes of the file at ``path`` (local path, ``s3://`` through the shard storage settings of
+    ``cfg``, or a Hadoop URI), or None when it does not exist."""
+    if path.startswith("s3://") and cfg is not None:
+        from pipelines import storage
+
+        root, _, name = path.rpartition("/")
+        try:
+            return storage.get_bytes(root, name, cfg.shard.storage)
+        except Exception:  # botocore's NoSuchKey and friends: treat as absent, the stage reruns
+            return None
+    if "://" not in path and not path.startswith("dbfs:"):
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+    fs, hpath = _hadoop_path(spark, path)
+    if not fs.exists(hpath):
+        return None
+    stream = fs.open(hpath)
+    try:
+        jvm = spark._jvm  # type: ignore[attr-defined]
+        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+    finally:
+        stream.close()
+
+
+def delta_version(spark: SparkSession, path: str) -> int | None:
+    """Latest committed version of the Delta table at ``path``, or None when there is none.
+
+    Reads the file names of ``_delta_log/`` (the newest commit is always a ``NNN.json`` file, whatever
+    checkpoints exist), which costs one listing instead of a Spark job per table.
+    """
+    fs, log = _hadoop_path(spark, path.rstrip("/") + "/_delta_log")
+    if not fs.exists(log):
+        return None
+    versions = [
+        int(name[:-5])
+        for name in (st.getPath().getName() for st in fs.listStatus(log))
+        if name.endswith(".json") and name[:-5].isdigit()
+    ]
+    return max(versions) if versions else None
+
+
+def input_files_digest(spark: SparkSession, globs: list[str]) -> str:
+    """sha256 over (path, length, modification time) of every file matching ``globs``, sorted.
+
+    Stands for the raw inputs of ingest: a file added, removed, grown or touched changes it.
+    """
+    entries: list[str] = []
+    for pattern in globs:
+        fs, hpath = _hadoop_path(spark, pattern)
+        for st in fs.globStatus(hpath) or []:
+            if st.isFile():
+                entries.append(f"{st.getPath().toString()}\t{st.getLen()}\t{st.getModificationTime()}")
+    return "sha256:" + hashlib.sha256("\n".join(sorted(entries)).encode()).hexdigest()
+
+
+def _file_state(spark: SparkSession, cfg: WinnowConfig, path: str) -> str:
+    data = read_bytes(spark, path, cfg)
+    return "missing" if data is None else "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _table_state(spark: SparkSession, cfg: WinnowConfig, name: str) -> str:
+    v = delta_version(spark, cfg.table_path(name))
+    return "missing" if v is None else f"v{v}"
+
+
+def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str) -> dict[str, str]:
+    """What ``stage`` reads, as ``name -> state``: the tables of every upstream stage that exist.
+
+    A superset of what the stage really reads (e.g. dedup's ``dup_clusters`` for filter): it may rerun
+    a stage that would not have changed, never skip one that would. The shared ``removed`` table is an
+    input of the report only, since every other stage writes its own slice of it. Ingest's input is
+    the digest of its raw files (:func:`input_files_digest`).
+    """
+    state: dict[str, str] = {}
+    if stage == "ingest":
+        state["files"] = input_files_digest(spark, cfg.ingest.inputs)
+    for up in STAGES[: STAGES.index(stage)]:
+        for name in STAGE_TABLES[up]:
+            s = _table_state(spark, cfg, name)
+            if s != "missing":
+                state[name] = s
+        for label, path in marker_files(cfg, up).items():
+            s = _file_state(spark, cfg, path)
+            if s != "missing":
+                state[label] = s
+    if stage == "report":
+        state["removed"] = _table_state(spark, cfg, "removed")
+    return state
+
+
+def output_state(spark: SparkSession, cfg: WinnowConfig, stage: str) -> dict[str, str]:
+    """The state of what ``stage`` writes: its Delta tables' versions and its marker files' sha256."""
+    state = {name: _table_state(spark, cfg, name) for name in STAGE_TABLES[stage]}
+    for label, path in marker_files(cfg, stage).items():
+        state[label] = _file_state(spark, cfg, path)
+    return state
+
+
+# ----------------------------------------------------------------------------------------- records
+def record_completion(
+    spark: SparkSession,
+    cfg: WinnowConfig,
+    report: StageReport,
+    inputs: dict[str, str],
+    started_at: dt.datetime,
+) -> dict[str, Any]:
+    """Append the completion record of one finished stage to ``_runs`` (one atomic Delta commit).
+
+    Args:
+        report: the stage's checked report.
+        inputs: :func:`input_state` taken just before the stage ran.
+        started_at: UTC wall-clock start of the stage.
+
+    Returns:
+        The record as a dict (the row written).
+    """
+    row = {
+        "stage": report.stage,
+        "stage_fingerprint": cfg.stage_fingerprint(report.stage),
+        "config_fingerprint": cfg.fingerprint(),
+        "inputs": inputs,
+        "outputs": output_state(spark, cfg, report.stage),
+        "rows_in": int(report.rows_in),
+        "rows_out": int(report.rows_out),
+        "removed": {k: int(v) for k, v in report.removed.items()},
+        "quarantined": {k: int(v) for k, v in report.quarantined.items()},
+        "elapsed_s": float(report.elapsed_s),
+        "started_at": started_at.replace(tzinfo=None),
+        "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        "extra": json.dumps(report.extra, sort_keys=True, default=str),
+    }
+    df = spark.createDataFrame([row], RUNS_SCHEMA).coalesce(1)
+    df.write.format("delta").mode("append").save(cfg.table_path(RUNS_TABLE))
+    return row
+
+
+def latest_records(spark: SparkSession, cfg: WinnowConfig) -> dict[str, dict[str, Any]]:
+    """The latest completion record of every stage of this run (``{}`` when none was ever written)."""
+    path = cfg.table_path(RUNS_TABLE)
+    version = delta_version(spark, path)
+    if version is None:
+        return {}
+    # Records of one table version never change: read each version once (a plan checks every stage).
+    key = (path, version)
+    if key not in _RECORDS:
+        rows = spark.read.format("delta").option("versionAsOf", version).load(path).orderBy(F.col("finished_at").asc()).collect()
+        _RECORDS[key] = {r["stage"]: r.asDict(recursive=True) for r in rows}
+    return {k: dict(v) for k, v in _RECORDS[key].items()}
+
+
+_RECORDS: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
+
+
+# -------------------------------------------------------------------------------------------- plan
+@dataclass(frozen=True)
+class PlanStep:
+    """One stage of the plan: ``action`` is ``run`` or ``skip``; ``why`` says which rule decided."""
+
+    stage: str
+    action: str
+    why: str
+
+    def line(self) -> str:
+        return f"  {self.stage:<9} {self.action:<4}  {self.why}"
+
+
+def _diff(recorded: dict[str, str], current: dict[str, str]) -> str | None:
+    for name in sorted(set(recorded) | set(current)):
+        a, b = recorded.get(name, "missing"), current.get(name, "missing")
+        if a != b:
+            return f"{name}: {_short(a)} -> {_short(b)}"
+    return None
+
+
+def _short(state: str) -> str:
+    return state[:19] if state.startswith("sha256:") else state
+
+
+def plan(
+    spark: SparkSession,
+    cfg: WinnowConfig,
+    stages: list[str],
+    *,
+    from_stage: str | None = None,
+    force: bool = False,
+) -> list[PlanStep]:
+    """Decide, for each of ``stages`` in order, whether it runs or is skipped.
+
+    A stage is skipped when its latest record has the current stage fingerprint, the inputs it
+    recorded are unchanged and its outputs are still the ones it wrote. The first stage that fails
+    one of these runs, and so does every stage after it (their inputs are about to change).
+
+    Args:
+        stages: the stages to consider, in chain order (``pipeline.stages``).
+        from_stage: run this stage and every later one whatever their records say; earlier stages
+            are never run (the plan says when one of them is stale).
+        force: run every stage.
+
+    Returns:
+        One :class:`PlanStep` per stage, in order.
+
+    Raises:
+        ValueError: ``from_stage`` is not one of ``stages``.
+    """
+    if from_stage is not None and from_stage not in stages:
+        raise ValueError(f"--from {from_stage!r} is not one of the configured stages {stages}")
+    records = latest_records(spark, cfg)
+    steps: list[PlanStep] = []
+    rerun = False
+    for stage in stages:
+        stale = _staleness(spark, cfg, stage, records.get(stage))
+        if from_stage is not None and STAGES.index(stage) < STAGES.index(from_stage):
+            why = "before --from" + (f" (stale: {stale})" if stale else "")
+            steps.append(PlanStep(stage, "skip", why))
+            continue
+        if force:
+            why = "--force"
+        elif from_stage is not None:
+            why = f"--from {from_stage}"
+        elif rerun:
+            why = "an upstream stage runs"
+        elif stale:
+            why = stale
+        else:
+            rec = records[stage]
+            steps.append(PlanStep(stage, "skip", f"up to date (completed {rec['finished_at']:%Y-%m-%d %H:%M:%S} UTC)"))
+            continue
+        rerun = True
+        steps.append(PlanStep(stage, "run", why))
+    return steps
+
+
+def _staleness(spark: SparkSession, cfg: WinnowConfig, stage: str, rec: dict[str, Any] | None) -> str | None:
+    if rec is None:
+        return "no completion record"
+    if rec["stage_fingerprint"] != cfg.stage_fingerprint(stage):
+        return "config changed"
+    changed = _diff(rec["inputs"], input_state(spark, cfg, stage))
+    if changed:
+        return f"input changed ({changed})"
+    changed = _diff(rec["outputs"], output_state(spark, cfg, stage))
+    if changed:
+        return f"output changed since completion ({changed})"
+    return None
+
+
+# --------------------------------------------------------------------------------------------- run
+def start_line(stage: str, inputs: dict[str, str]) -> str:
+    """One human line announcing a stage: ``[dedup] start reads documents@v3, quarantine@v3``."""
+    reads = ", ".join(f"{k}@{_short(v)}" for k, v in sorted(inputs.items())) or "nothing"
+    return f"[{stage}] start reads {reads}"
+
+
+def run_and_record(spark: SparkSession, cfg: WinnowConfig, stage: str, *, log: Any = None) -> StageReport:
+    """Run one stage (:func:`pipelines.stage.run_stage`) and append its completion record.
+
+    Args:
+        log: callable taking one line (e.g. ``print``); None = silent. Gets the start line.
+
+    Returns:
+        The stage's checked report.
+    """
+    from pipelines.stage import run_stage
+
+    inputs = input_state(spark, cfg, stage)
+    if log is not None:
+        log(start_line(stage, inputs))
+    started = dt.datetime.now(dt.UTC)
+    report = run_stage(spark, cfg, stage)
+    record_completion(spark, cfg, report, inputs, started)
+    return report

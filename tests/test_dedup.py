@@ -1,0 +1,98 @@
+"""The dedup stage end to end: exact + near clusters, representatives, outputs, pass-through, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from bench.corpus import generate_texts
+from pipelines import dedup, tables
+from pipelines.stage import run_stage
+from tests.neardup_gen import documents_df
+
+BASE = generate_texts(3, seed=11, mean_words=300)
+
+
+def _near(text: str) -> str:
+    words = text.split(" ")
+    words[len(words) // 2] = "zzzchanged"  # one substitution: J ~ 0.97
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return [
+        ("a", BASE[0]),
+        ("b", BASE[0]),  # exact copy of a
+        ("c", _near(BASE[0])),  # near copy of a
+        ("d", BASE[1]),  # unique
+        ("e", BASE[2] + "  \n"),  # whitespace variant of f: same shingles, J = 1
+        ("f", BASE[2]),
+        ("g", "single"),  # single word
+    ]
+
+
+def test_run_writes_survivors_clusters_and_removed(spark, make_cfg, corpus):
+    cfg = make_cfg()
+    tables.write_table(documents_df(spark, corpus), cfg, "documents")
+    report = run_stage(spark, cfg, "dedup")
+    assert (report.rows_in, report.rows_out, report.removed) == (7, 4, {"dedup.exact": 1, "dedup.near": 2})
+    assert report.extra["s_curve"] == {"J=0.50": 0.027, "J=0.70": 0.4382, "J=0.80": 0.867, "J=0.90": 0.999}
+    deduped = tables.read_table(spark, cfg, "deduped").select("doc_id")
+    assertDataFrameEqual(deduped, [("a",), ("d",), ("e",), ("g",)], checkRowOrder=False)
+    clusters = tables.read_table(spark, cfg, "dup_clusters")
+    assertDataFrameEqual(
+        clusters,
+        [
+            ("a", "a", 3, True, "representative", None),
+            ("b", "a", 3, False, "exact", "a"),
+            ("c", "a", 3, False, "near", "a"),
+            ("e", "e", 2, True, "representative", None),
+            ("f", "e", 2, False, "near", "e"),
+        ],
+        checkRowOrder=False,
+    )
+    removed = spark.read.format("delta").load(cfg.table_path("removed"))
+    assertDataFrameEqual(
+        removed.select("doc_id", "stage", "reason", "duplicate_of", F.col("text") == F.lit(BASE[0])),
+        [("b", "dedup", ["dedup.exact"], "a", True), ("c", "dedup", ["dedup.near"], "a", False),
+         ("f", "dedup", ["dedup.near"], "e", False)],
+        checkRowOrder=False,
+    )
+    props = tables.table_properties(spark, cfg.table_path("dedup_bands"))
+    assert json.loads(props["signature"])["bands"] == 14 and json.loads(props["signature"])["scheme"] == "fast"
+    assertDataFrameEqual(tables.read_table(spark, cfg, "dedup_bands").select("doc_id"), deduped, checkRowOrder=False)
+
+
+def test_whitespace_insensitive_key_and_longest_policy(spark, corpus):
+    from pipelines.config import DedupConfig
+
+    df = documents_df(spark, corpus)
+    d = DedupConfig(exact_key="collapsed_whitespace", near=False, representative="longest")
+    got = dedup.annotate(df, d, seed=42).where("cluster_size > 1").select("doc_id", "cluster_id", "is_representative", "kind")
+    # e is longer (trailing whitespace) so it represents {e, f}; a and b tie on length -> smaller doc_id
+    assertDataFrameEqual(
+        got,
+        [("a", "a", True, "representative"), ("b", "a", False, "exact"),
+         ("e", "e", True, "representative"), ("f", "e", False, "exact")],
+        checkRowOrder=False,
+    )
+
+
+def test_disabled_passes_documents_through(spark, make_cfg, corpus):
+    cfg = make_cfg("dedup.enabled=false")
+    tables.write_table(documents_df(spark, corpus), cfg, "documents")
+    report = run_stage(spark, cfg, "dedup")
+    assert (report.rows_in, report.rows_out, report.n_removed) == (7, 7, 0)
+    assertDataFrameEqual(tables.read_table(spark, cfg, "deduped"), tables.read_table(spark, cfg, "documents"))
+
+
+def test_missing_columns_are_named(spark):
+    from pipelines.config import DedupConfig
+
+    df = spark.createDataFrame([("a",)], "doc_id string")
+    with pytest.raises(ValueError, match=r"missing: \['text', 'n_chars'\]"):
+        dedup.annotate(df, DedupConfig(representative="longest"), seed=1)

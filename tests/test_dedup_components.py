@@ -1,0 +1,33 @@
+"""pipelines/components.py: large-star/small-star connected components against known graphs."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from pipelines.components import ComponentsDidNotConverge, connected_components
+
+
+def test_components_of_chain_star_cycle_and_pair(spark):
+    edges = [
+        # a long chain in scrambled order: needs several rounds
+        ("n5", "n3"), ("n3", "n9"), ("n9", "n1"), ("n1", "n7"), ("n7", "n2"), ("n2", "n8"),
+        # a star whose centre is not the smallest node
+        ("s5", "s1"), ("s5", "s2"), ("s5", "s3"),
+        # a cycle, duplicates both ways and a self-loop
+        ("c2", "c3"), ("c3", "c1"), ("c1", "c2"), ("c2", "c1"), ("c3", "c3"),
+        ("p2", "p1"),
+    ]
+    df = spark.createDataFrame(edges, "src string, dst string")
+    expected = [(n, "n1") for n in ("n1", "n2", "n3", "n5", "n7", "n8", "n9")]
+    expected += [(n, "s1") for n in ("s1", "s2", "s3", "s5")]
+    expected += [(n, "c1") for n in ("c1", "c2", "c3")] + [("p1", "p1"), ("p2", "p1")]
+    assertDataFrameEqual(connected_components(df), expected, checkRowOrder=False)
+
+
+def test_not_converged_and_missing_columns(spark):
+    chain = spark.createDataFrame([(f"x{i:02d}", f"x{i + 1:02d}") for i in range(20)], "src string, dst string")
+    with pytest.raises(ComponentsDidNotConverge, match="max_cc_iterations=1"):
+        connected_components(chain, max_iterations=1)
+    with pytest.raises(ValueError, match=r"missing: \['dst'\]"):
+        connected_components(chain.select("src"))

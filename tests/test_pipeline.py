@@ -1,0 +1,110 @@
+"""Resume and idempotence of jobs/pipeline.py: completion records, the plan, --from/--force/--dry-run."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs import pipeline
+from pipelines import tables
+from pipelines.config import load_config
+from pipelines.runs import PlanStep, latest_records, plan
+
+DOC_SCHEMA = (
+    "doc_id string, text string, source string, url string, meta map<string,string>, input_file string, "
+    "n_chars int, n_bytes int, n_replaced int"
+)
+
+
+def _docs(spark, cfg, texts):
+    rows = [(f"d{i}", t, "web", None, {}, "in.jsonl", len(t), len(t.encode()), 0) for i, t in enumerate(texts)]
+    tables.write_table(spark.createDataFrame(rows, DOC_SCHEMA), cfg, "documents")
+
+
+def _args(root, *extra):
+    # spark.shuffle_partitions=4: main() applies it to the suite's shared session.
+    return ["--set", f"run.root={root}", "--set", "pipeline.stages=[report]", "--set", "report.samples_per_reason=0",
+            "--set", "spark.shuffle_partitions=4", *extra]
+
+
+def test_rerun_skips_and_reruns_on_config_input_or_output_change(spark, tmp_path, capsys):
+    root = tmp_path / "run"
+    cfg = load_config(overrides=[f"run.root={root}", "pipeline.stages=[report]", "report.samples_per_reason=0"])
+    _docs(spark, cfg, ["one two three", "four five"])
+
+    assert pipeline.main(_args(root)) == 0
+    out = capsys.readouterr().out
+    assert "  report    run   no completion record" in out
+    assert "[report] start reads documents@v0, quarantine@missing" not in out  # absent tables are not inputs
+    assert "[report] start reads documents@v0, removed@missing" in out
+    assert "[report] in=2 out=2" in out
+    rec = latest_records(spark, cfg)["report"]
+    assert (rec["rows_in"], rec["rows_out"], rec["inputs"]) == (2, 2, {"documents": "v0", "removed": "missing"})
+    assert rec["stage_fingerprint"] == cfg.stage_fingerprint("report")
+    assert rec["outputs"]["report/stats.json"].startswith("sha256:")
+
+    # Same config, same inputs, outputs untouched: skipped.
+    assert plan(spark, cfg, ["report"])[0].action == "skip"
+    # --force and --from override the record.
+    assert plan(spark, cfg, ["report"], force=True) == [PlanStep("report", "run", "--force")]
+    assert plan(spark, cfg, ["report"], from_stage="report") == [PlanStep("report", "run", "--from report")]
+    # The stage's own config section changes: run. Another stage's section does not matter.
+    assert plan(spark, cfg.model_copy(update={"report": cfg.report.model_copy(update={"hist_bins": 7})}), ["report"]) == [
+        PlanStep("report", "run", "config changed")]
+    other = load_config(overrides=[f"run.root={root}", "shard.num_shards=9", "report.samples_per_reason=0"])
+    assert plan(spark, other, ["report"])[0].action == "skip"
+    # Its output vanishes: run.
+    stats = root / "report" / "stats.json"
+    kept = stats.read_bytes()
+    stats.unlink()
+    step = plan(spark, cfg, ["report"])[0]
+    assert step.action == "run" and step.why.startswith("output changed since completion (report/stats.json: sha256:")
+    stats.write_bytes(kept)
+    assert plan(spark, cfg, ["report"])[0].action == "skip"
+    # An input table gets a new version: run.
+    _docs(spark, cfg, ["one two three"])
+    assert plan(spark, cfg, ["report"]) == [PlanStep("report", "run", "input changed (documents: v0 -> v1)")]
+
+
+def test_dry_run_prints_plan_and_runs_nothing(spark, tmp_path, capsys):
+    root = tmp_path / "run"
+    cfg = load_config(overrides=[f"run.root={root}"])
+    _docs(spark, cfg, ["a b"])
+    assert pipeline.main([*_args(root), "--dry-run", "--quiet"]) == 0
+    assert capsys.readouterr().out == "  report    run   no completion record\n"
+    assert not (root / "report").exists() and latest_records(spark, cfg) == {}
+
+
+def test_from_must_be_a_configured_stage(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        pipeline.main([*_args(tmp_path), "--from", "dedup"])
+    assert e.value.code == 2
+    assert "--from 'dedup' is not one of pipeline.stages ['report']" in capsys.readouterr().err
+
+
+def test_plan_cascades_and_from_never_runs_earlier_stages(spark, tmp_path):
+    cfg = load_config(overrides=[f"run.root={tmp_path / 'run'}"])
+    steps = plan(spark, cfg, ["ingest", "report"], from_stage="report")
+    assert steps == [PlanStep("ingest", "skip", "before --from (stale: no completion record)"),
+                     PlanStep("report", "run", "--from report")]
+    assert [s.why for s in plan(spark, cfg, ["ingest", "report"])] == ["no completion record", "an upstream stage runs"]
+
+
+def test_ingest_reruns_when_its_input_files_change(spark, tmp_path, capsys):
+    from tests.chain import SAMPLE_DATA, has_sample_data, implemented_chain
+
+    if "ingest" not in implemented_chain() or not has_sample_data():
+        pytest.skip("needs the ingest stage and sample_data/")
+    src = sorted(p for p in SAMPLE_DATA.iterdir() if p.name.endswith(".jsonl.gz"))[0]
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / src.name).write_bytes(src.read_bytes())
+    root = tmp_path / "run"
+    args = ["--set", f"run.root={root}", "--set", "pipeline.stages=[ingest]", "--set", f"ingest.inputs=[{inputs}/*]",
+            "--set", "spark.shuffle_partitions=4"]
+    assert pipeline.main(args) == 0
+    assert "[ingest] start reads files@sha256:" in capsys.readouterr().out
+    cfg = load_config(overrides=args[1::2])
+    assert plan(spark, cfg, ["ingest"])[0].action == "skip"
+    (inputs / "more.jsonl").write_text('{"id": "x", "text": "one more document"}\n')
+    step = plan(spark, cfg, ["ingest"])[0]
+    assert step.action == "run" and step.why.startswith("input changed (files: sha256:")
