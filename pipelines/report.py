@@ -260,7 +260,13 @@ def cluster_sizes(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]
     df = read_if_exists(spark, cfg, "dup_clusters")
     if df is None or "cluster_id" not in df.columns:
         return []
-    kind = F.first("kind") if "kind" in df.columns else F.lit("all")
+    # A cluster is "near" when any member was removed as a near duplicate, else "exact" (the
+    # representative's own kind says nothing about the cluster).
+    if "kind" in df.columns:
+        rank = F.max(F.when(F.col("kind") == "near", 2).when(F.col("kind") == "exact", 1).otherwise(0))
+        kind = F.element_at(F.array(F.lit("other"), F.lit("exact"), F.lit("near")), rank + 1)
+    else:
+        kind = F.lit("all")
     per = df.groupBy("cluster_id").agg(F.count(F.lit(1)).alias("size"), kind.alias("kind"))
     rows = per.groupBy("kind", "size").agg(F.count(F.lit(1)).alias("clusters")).orderBy("kind", "size").collect()
     return [{"kind": r["kind"], "size": int(r["size"]), "clusters": int(r["clusters"])} for r in rows]

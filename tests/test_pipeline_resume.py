@@ -23,15 +23,16 @@ pytestmark = pytest.mark.slow
 
 def _kill_when(root: Path, chain: list[str], stage: str, ready, timeout: float = 600) -> list[str]:
     """Run jobs/pipeline.py in its own process group; SIGKILL the group (driver and JVM) once the
-    ``[stage] start`` line has been printed and ``ready()`` holds. Returns the lines printed."""
+    ``[stage] start`` line has been printed and ``ready()`` holds (waited for at most ``timeout`` s
+    after that line). Returns the lines printed."""
     p = subprocess.Popen([sys.executable, str(REPO / "jobs" / "pipeline.py"), *chain_args(root, chain)], cwd=REPO,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     lines: list[str] = []
-    deadline = time.monotonic() + timeout
     try:
         for line in p.stdout:
             lines.append(line.rstrip("\n"))
             if line.startswith(f"[{stage}] start"):
+                deadline = time.monotonic() + timeout
                 while not ready():
                     assert time.monotonic() < deadline and p.poll() is None, "\n".join(lines)
                     time.sleep(0.02)

@@ -50,7 +50,8 @@ def report_run(spark, tmp_path_factory):
     )
     tables.write_removed(removed, cfg, "filter")
     tables.write_table(
-        spark.createDataFrame([("a", "k1", "exact"), ("x", "k1", "exact"), ("y", "k1", "exact"), ("b", "k2", "near"), ("z", "k2", "near")],
+        spark.createDataFrame([("a", "k1", "representative"), ("x", "k1", "exact"), ("y", "k1", "exact"),
+                               ("b", "k2", "representative"), ("z", "k2", "near"), ("w", "k2", "exact")],
                               "doc_id string, cluster_id string, kind string"),
         cfg, "dup_clusters",
     )
@@ -91,7 +92,7 @@ def test_stats_from_existing_tables(report_run):
     assert sorted(stats["signal_values"]["gopher_quality.word_count"]) == [2.0, 3.0, 4.0, 12.0]
     assert stats["language_mix"] == {"kept": [{"value": "en", "documents": 2}],
                                      "removed": [{"value": "de", "documents": 1}, {"value": "en", "documents": 1}]}
-    assert stats["cluster_sizes"] == [{"kind": "exact", "size": 3, "clusters": 1}, {"kind": "near", "size": 2, "clusters": 1}]
+    assert stats["cluster_sizes"] == [{"kind": "exact", "size": 3, "clusters": 1}, {"kind": "near", "size": 3, "clusters": 1}]
     assert stats["token_lengths"] == [] and stats["broken_refs"] == []
     assert [(s["reason"], s["doc_id"]) for s in stats["samples"]] == [
         ("c4.javascript", "c"), ("gopher_quality.word_count", "c"), ("lang.score", "b")]
