@@ -171,7 +171,8 @@ def decompress(data: bytes, codec: str | None) -> tuple[bytes, str | None]:
         if not d.eof:
             parts.append(d.flush())
             return b"".join(parts), "gzip: truncated stream (no end-of-stream marker)"
-        buf = d.unused_data
+        # The next member starts in the chunk just fed (unused_data) and runs on past it.
+        buf = d.unused_data + buf[pos:]
         if not buf.strip(b"\x00"):  # zero padding after the last member (tape-style writers)
             break
     return b"".join(parts), None
@@ -404,6 +405,33 @@ def _decode(payload: bytes, charset: str) -> tuple[str, int]:
     return text, text.count(T.REPLACEMENT)
 
 
+def _gzip_error(data: bytes) -> str | None:
+    """Why the gzip stream ``data`` is damaged (``None`` when intact or not gzip), output discarded.
+
+    Streams 1 MiB at a time, so a multi-GB WARC is checked without holding its decompressed bytes.
+    """
+    if data[:2] != b"\x1f\x8b":
+        return None
+    buf = data
+    while buf:
+        d = zlib.decompressobj(wbits=31)
+        pos = 0
+        try:
+            while pos < len(buf) and not d.eof:
+                d.decompress(buf[pos : pos + (1 << 20)], 1 << 20)
+                while d.unconsumed_tail and not d.eof:
+                    d.decompress(d.unconsumed_tail, 1 << 20)
+                pos += 1 << 20
+        except zlib.error as e:
+            return f"gzip: {e}"
+        if not d.eof:
+            return "gzip: truncated stream (no end-of-stream marker)"
+        buf = d.unused_data + buf[pos:]
+        if not buf.strip(b"\x00"):
+            break
+    return None
+
+
 def _html_to_text(html: str, url: str | None) -> str | None:
     import trafilatura
 
@@ -416,9 +444,14 @@ def _warc(c: _Collector, data: bytes) -> Iterator[pa.RecordBatch]:
     from warcio.archiveiterator import ArchiveIterator
 
     n = 0
+    truncated = False
     try:
         for rec in ArchiveIterator(io.BytesIO(data), check_digests=False):
             n += 1
+            if rec.length is None:  # Content-Length is mandatory (WARC 1.1 section 5.3): headers cut short
+                truncated = True
+                c.quarantine(n, "unreadable_file", None, "record truncated: its headers end before Content-Length")
+                continue
             kind = rec.rec_type
             if kind not in ("conversion", "response"):
                 c.skipped[f"warc_{kind}"] += 1
@@ -431,6 +464,16 @@ def _warc(c: _Collector, data: bytes) -> Iterator[pa.RecordBatch]:
             if lang:
                 meta["language"] = lang
             payload = rec.content_stream().read()
+            # warcio stops quietly at the end of the bytes: a record cut short (a truncated download,
+            # or a gzip member without its end) leaves part of its Content-Length unread. Its text is
+            # a fragment, so it is quarantined rather than shipped as a (shorter) document.
+            missing = getattr(rec.raw_stream, "limit", 0)
+            if missing:
+                truncated = True
+                declared = h.get_header("Content-Length")
+                c.quarantine(n, "unreadable_file", payload,
+                             f"record truncated: {missing} of {declared} Content-Length bytes missing")
+                continue
             if kind == "conversion":
                 meta["content_type"] = h.get_header("Content-Type")
                 text, n_rep = T.decode_utf8(payload)
@@ -463,6 +506,9 @@ def _warc(c: _Collector, data: bytes) -> Iterator[pa.RecordBatch]:
     else:
         if n == 0 and data.strip():  # warcio yields nothing, without an error, for non-WARC bytes
             c.quarantine(1, "unreadable_file", data[:200], f"no WARC record in {len(data)} bytes")
+        elif not truncated and (error := _gzip_error(data)):
+            # warcio also ends quietly when a gzip member is cut inside a record's headers.
+            c.quarantine(n + 1, "unreadable_file", None, f"{error}; records before the damage were kept")
     yield from c.flush()
 
 
