@@ -20,7 +20,7 @@ import io
 import json
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,24 +158,36 @@ def decompress(data: bytes, codec: str | None) -> tuple[bytes, str | None]:
             return out.getvalue(), f"zstd: {e}"
         return out.getvalue(), None
     parts: list[bytes] = []
+    error = _gunzip(data, parts.append)
+    return b"".join(parts), error
+
+
+def _gunzip(data: bytes, sink: Callable[[bytes], Any]) -> str | None:
+    """Feed the decompressed bytes of every gzip member of ``data`` to ``sink``, 1 MiB at a time.
+
+    Returns:
+        ``None``, or why the stream is damaged (``sink`` then got everything before the damage).
+    """
     buf = data
     while buf:
         d = zlib.decompressobj(wbits=31)
         pos = 0
         try:
             while pos < len(buf) and not d.eof:
-                parts.append(d.decompress(buf[pos : pos + (1 << 20)]))
+                sink(d.decompress(buf[pos : pos + (1 << 20)], 1 << 20))
+                while d.unconsumed_tail and not d.eof:  # bounded output: highly compressible input
+                    sink(d.decompress(d.unconsumed_tail, 1 << 20))
                 pos += 1 << 20
         except zlib.error as e:
-            return b"".join(parts), f"gzip: {e}"
+            return f"gzip: {e}"
         if not d.eof:
-            parts.append(d.flush())
-            return b"".join(parts), "gzip: truncated stream (no end-of-stream marker)"
+            sink(d.flush())
+            return "gzip: truncated stream (no end-of-stream marker)"
         # The next member starts in the chunk just fed (unused_data) and runs on past it.
         buf = d.unused_data + buf[pos:]
         if not buf.strip(b"\x00"):  # zero padding after the last member (tape-style writers)
             break
-    return b"".join(parts), None
+    return None
 
 
 # ---------------------------------------------------------------------------------- collecting
@@ -410,26 +422,7 @@ def _gzip_error(data: bytes) -> str | None:
 
     Streams 1 MiB at a time, so a multi-GB WARC is checked without holding its decompressed bytes.
     """
-    if data[:2] != b"\x1f\x8b":
-        return None
-    buf = data
-    while buf:
-        d = zlib.decompressobj(wbits=31)
-        pos = 0
-        try:
-            while pos < len(buf) and not d.eof:
-                d.decompress(buf[pos : pos + (1 << 20)], 1 << 20)
-                while d.unconsumed_tail and not d.eof:
-                    d.decompress(d.unconsumed_tail, 1 << 20)
-                pos += 1 << 20
-        except zlib.error as e:
-            return f"gzip: {e}"
-        if not d.eof:
-            return "gzip: truncated stream (no end-of-stream marker)"
-        buf = d.unused_data + buf[pos:]
-        if not buf.strip(b"\x00"):
-            break
-    return None
+    return _gunzip(data, lambda chunk: None) if data[:2] == b"\x1f\x8b" else None
 
 
 def _html_to_text(html: str, url: str | None) -> str | None:
