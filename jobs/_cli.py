@@ -3,10 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from pipelines.config import ConfigError, SparkConfig, WinnowConfig, load_config
+
+USER_ERRORS = (
+    "pipelines.tables.MissingTableError",
+    "pipelines.ingest.NoInputFilesError",
+    "pipelines.dedup.SignatureSettingsMismatch",
+    "udfs.tokenize.TokenizerError",
+)
+"""Errors that mean "fix the input or the config", by dotted class name: their message says what to do,
+so a job prints it without a traceback (``WINNOW_TRACEBACK=1`` shows it) and exits non-zero."""
+
+
+def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> None:
+    names = {f"{c.__module__}.{c.__qualname__}" for c in kind.__mro__}
+    if names.isdisjoint(USER_ERRORS) or os.environ.get("WINNOW_TRACEBACK"):
+        sys.__excepthook__(kind, err, tb)
+    else:
+        print(f"{os.path.basename(sys.argv[0] or 'winnow')}: error: {err}", file=sys.stderr, flush=True)
+
+
+# Installed on import: jobs/<stage>.py and jobs/pipeline.py (under python or spark-submit) all import
+# this module, and an uncaught exception still exits with status 1.
+sys.excepthook = _user_error_hook
 
 
 def base_parser(prog: str, description: str) -> argparse.ArgumentParser:

@@ -38,6 +38,14 @@ class RunConfig(Section):
     root: str = "out"
     seed: int = Field(default=42, ge=0, lt=2**63)
 
+    @field_validator("root")
+    @classmethod
+    def _root_not_blank(cls, v: str) -> str:
+        # Outputs go to "<root>/tables/...": a blank root would write to /tables at the filesystem root.
+        if not v.strip():
+            raise ValueError("run.root must be a folder or URI (e.g. out/run1, s3://bucket/run1), not blank")
+        return v
+
 
 # ------------------------------------------------------------------------------------------- spark
 class SparkConfig(Section):

@@ -44,6 +44,12 @@ RECORD_DDL = (
     "excerpt string, detail string"
 )
 """Spark schema of :data:`udfs.formats.RECORD_SCHEMA` (a test keeps the two equal)."""
+
+
+class NoInputFilesError(FileNotFoundError):
+    """A glob of ``ingest.inputs`` matches no file (a typo, or the data is not where the config says)."""
+
+
 _HASH_SEP = "\x1f"  # ASCII unit separator: cannot occur in a path and rarely in a source name
 _GLOB_CHARS = re.compile(r"[*?\[{]")
 
@@ -155,7 +161,7 @@ def list_files(spark: SparkSession, cfg: IngestConfig) -> list[tuple[str, str, i
         full path where two files would share one). A file matched by several globs appears once.
 
     Raises:
-        ValueError: a glob matches no file (names the glob).
+        NoInputFilesError: a glob matches no file (names the glob).
     """
     jvm = spark._jvm  # type: ignore[attr-defined]
     hconf = spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
@@ -179,7 +185,7 @@ def list_files(spark: SparkSession, cfg: IngestConfig) -> list[tuple[str, str, i
                 found.setdefault(path, (_key_path(path, base), int(f.getLen())))
                 n += 1
         if n == 0:
-            raise ValueError(f"ingest.inputs: {glob!r} matches no file")
+            raise NoInputFilesError(f"ingest.inputs: {glob!r} matches no file; fix the glob or the path (--set 'ingest.inputs=[...]')")
     shared = {k for k, n in Counter(k for k, _ in found.values()).items() if n > 1}
     return sorted((p, p if k in shared else k, size) for p, (k, size) in found.items())
 
@@ -218,7 +224,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         written tables), ``extra`` = files, bytes, formats, skipped non-document records, chars.
 
     Raises:
-        ValueError: a glob of ``ingest.inputs`` matches no file.
+        NoInputFilesError: a glob of ``ingest.inputs`` matches no file.
     """
     icfg = cfg.ingest
     listing = list_files(spark, icfg)

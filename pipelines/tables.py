@@ -24,7 +24,13 @@ class MissingTableError(FileNotFoundError):
     """An input table does not exist: the stage that writes it has not run for this ``run.root``."""
 
 
-def _delta_ident(path: str) -> str:
+def _delta_ident(spark: SparkSession, path: str) -> str:
+    # Delta takes delta.`p` for a path only when p is absolute; a relative one (run.root: out, the
+    # default) would name a table in a schema "delta" (SCHEMA_NOT_FOUND). Qualify it as Spark's
+    # readers do: against the driver's working directory / the filesystem's home.
+    hpath = spark._jvm.org.apache.hadoop.fs.Path(path)  # type: ignore[attr-defined]
+    if not hpath.isAbsolute():
+        path = str(hpath.getFileSystem(spark._jsc.hadoopConfiguration()).makeQualified(hpath).toString())  # type: ignore[attr-defined]
     return "delta.`" + path.replace("`", "``") + "`"
 
 
@@ -71,7 +77,7 @@ def write_table(
         The table path.
     """
     path = cfg.table_path(name)
-    writer = df.writeTo(_delta_ident(path)).using("delta")
+    writer = df.writeTo(_delta_ident(df.sparkSession, path)).using("delta")
     for k, v in (properties or {}).items():
         key = k if k.startswith(PROPERTY_PREFIX) else PROPERTY_PREFIX + k
         writer = writer.tableProperty(key, v if isinstance(v, str) else json.dumps(v, sort_keys=True))
@@ -107,7 +113,7 @@ def write_removed(df: DataFrame, cfg: WinnowConfig, stage: str) -> str:
 
 def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
     """All ``winnow.*`` table properties of the Delta table at ``path``, prefix stripped."""
-    detail = spark.sql(f"DESCRIBE DETAIL {_delta_ident(path)}").collect()[0]
+    detail = spark.sql(f"DESCRIBE DETAIL {_delta_ident(spark, path)}").collect()[0]
     props = detail["properties"] or {}
     return {k[len(PROPERTY_PREFIX):]: v for k, v in props.items() if k.startswith(PROPERTY_PREFIX)}
 

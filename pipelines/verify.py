@@ -57,6 +57,10 @@ def _mds_samples(data: bytes, seq_len: int, dtype: np.dtype) -> np.ndarray:
     return out
 
 
+MANIFEST_KEYS = ("dtype", "tokenizer", "seq_len", "files", "formats", "totals")
+"""Top-level keys of ``manifest.json`` that :func:`verify` reads."""
+
+
 def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -> VerifyResult:
     """Verify every shard listed in ``<root>/manifest.json`` (local path or ``s3://``).
 
@@ -74,6 +78,11 @@ def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -
         manifest = json.loads(storage.get_bytes(root, "manifest.json", scfg))
     except Exception as e:
         res.problems.append(f"cannot read {root}/manifest.json: {e}")
+        return res
+    # A manifest from another tool, or cut short by hand, is a problem to list, not a KeyError.
+    missing = [k for k in MANIFEST_KEYS if k not in manifest] if isinstance(manifest, dict) else list(MANIFEST_KEYS)
+    if missing:
+        res.problems.append(f"{root}/manifest.json is not a Winnow manifest: keys {missing} missing; re-run the shard stage")
         return res
     dtype = np.dtype(manifest["dtype"])
     tk = manifest["tokenizer"]

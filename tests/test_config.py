@@ -73,6 +73,14 @@ def test_out_of_range_value():
         load_config(overrides=["run.seed=-1"])
 
 
+
+@pytest.mark.parametrize("root", ["run.root=", "run.root='  '"])
+def test_blank_root_is_refused_not_the_filesystem_root(root):
+    with pytest.raises(ConfigError, match=r"run.root.*not blank"):
+        load_config(overrides=[root])
+    assert load_config(overrides=["run.root=x"]).table_path("documents") == "x/tables/documents"
+
+
 def test_bad_stage_order():
     with pytest.raises(ConfigError, match="chain order"):
         load_config(overrides=["pipeline.stages=[dedup, ingest]"])

@@ -160,7 +160,7 @@ def test_same_contents_with_4_partitions_elsewhere_and_on_rerun(spark, sample_ru
 
 def test_missing_glob_fails_naming_it(spark, make_cfg, tmp_path):
     cfg = make_cfg(f"ingest.inputs=['{tmp_path}/nothing-*.jsonl']")
-    with pytest.raises(ValueError, match=r"ingest.inputs: '.*nothing-\*.jsonl' matches no file"):
+    with pytest.raises(ingest.NoInputFilesError, match=r"ingest.inputs: '.*nothing-\*.jsonl' matches no file"):
         ingest.run(spark, cfg)
 
 

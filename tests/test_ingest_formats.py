@@ -5,13 +5,14 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from udfs.formats import QUARANTINE_REASONS, ParseOptions, decompress, explode_file, split_name
+from udfs.formats import QUARANTINE_REASONS, ParseOptions, _gzip_error, decompress, explode_file, split_name
 
 OPTS = ParseOptions()
 
@@ -84,6 +85,23 @@ def test_wet_gzip_per_record_with_multibyte_utf8():
     assert ("skipped.warc_warcinfo", "1") in rows[-1]["meta"]
 
 
+@pytest.mark.parametrize("gz", [True, False])
+def test_wet_truncated_mid_record_quarantines_the_partial_record(gz):
+    # A download cut short: the last record's payload is shorter than its Content-Length. Keeping the
+    # partial text as a document would silently ship a truncated page; the records before it are whole.
+    texts = ["First whole record.", "Second record, cut after this sentence. The rest never arrived."]
+    recs = [_warc_record({"WARC-Type": "conversion", "WARC-Record-ID": f"<urn:uuid:{i}>"}, t.encode())
+            for i, t in enumerate(texts)]
+    whole = recs[0] if gz else gzip.decompress(recs[0])
+    last = gzip.decompress(recs[1])
+    cut = last[: last.index(b"this sentence") + 4]
+    data = whole + (gzip.compress(last)[:-40] if gz else cut)
+    rows = _rows("CC-1.warc.wet" + (".gz" if gz else ""), data)
+    assert _docs(rows) == [(1, "urn:uuid:0", texts[0])]
+    assert _bad(rows) == [(2, "unreadable_file")]
+    assert "truncated" in next(r["detail"] for r in rows if r["kind"] == "quarantine")
+
+
 def _response(url: str, ctype: str, body: bytes) -> bytes:
     http = f"HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
     return _warc_record({"WARC-Type": "response", "WARC-Target-URI": url, "WARC-Record-ID": f"<urn:uuid:{url}>",
@@ -148,6 +166,17 @@ def test_decompress_salvages_the_prefix_of_a_truncated_gzip():
     out, err = decompress(blob[: len(blob) // 2], "gz")
     assert err is not None and "truncated" in err and payload.startswith(out) and len(out) > 0
 
+
+
+def test_decompress_reads_gzip_members_that_span_several_input_chunks():
+    # `cat a.jsonl.gz b.jsonl.gz`: each member over the 1 MiB read chunk, so the second one starts in
+    # the middle of a chunk and runs past it; nothing may be lost and the file is not "damaged".
+    member = random.Random(0).randbytes(1_200_000)  # incompressible: the member stays over 1 MiB
+    blob = gzip.compress(member, compresslevel=1, mtime=0)
+    assert len(blob) > 1 << 20
+    out, err = decompress(blob + gzip.compress(b"x\n") + blob + b"\0" * 64, "gz")
+    assert (err, out) == (None, member + b"x\n" + member)
+    assert _gzip_error(blob + blob) is None and "truncated" in _gzip_error(blob + blob[:-100])
 
 @pytest.mark.parametrize("path, expected", [
     ("s3://b/CC-MAIN-x-00001.warc.wet.gz", ("CC-MAIN-x-00001", "wet", "gz")),

@@ -26,3 +26,21 @@ def test_help_lists_conf_and_set():
     r = subprocess.run([sys.executable, str(REPO / "jobs" / "pipeline.py"), "--help"], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0
     assert "--conf" in r.stdout and "--set" in r.stdout
+
+
+def test_user_errors_print_their_message_without_a_traceback(capsys, monkeypatch):
+    from jobs._cli import _user_error_hook
+    from pipelines.ingest import NoInputFilesError
+    from pipelines.tables import MissingTableError
+
+    monkeypatch.delenv("WINNOW_TRACEBACK", raising=False)
+    monkeypatch.setattr(sys, "argv", ["jobs/filter.py"])
+    for err in (MissingTableError("Delta table 'deduped' not found at 'out/tables/deduped'; run the 'dedup' stage first"),
+                NoInputFilesError("ingest.inputs: 'x/*.jsonl' matches no file")):
+        _user_error_hook(type(err), err, None)
+        assert capsys.readouterr().err == f"filter.py: error: {err}\n"
+    _user_error_hook(KeyError, KeyError("bug"), None)  # anything else keeps its traceback
+    assert "KeyError: 'bug'" in capsys.readouterr().err
+    monkeypatch.setenv("WINNOW_TRACEBACK", "1")
+    _user_error_hook(NoInputFilesError, NoInputFilesError("x"), None)
+    assert "NoInputFilesError: x" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from pyspark.sql import functions as F
@@ -20,6 +21,14 @@ def test_write_table_replaces_and_records_properties(spark, make_cfg):
     assert tables.table_properties(spark, path) == {"scheme": "s2"}
     assert tables.table_version(spark, path) == 1
     assertDataFrameEqual(tables.read_table(spark, cfg, "documents"), [("a", "x")], checkRowOrder=False)
+
+
+def test_relative_run_root_is_a_path_not_a_table_name(spark, make_cfg, tmp_path):
+    # run.root defaults to the relative "out": Delta reads delta.`out/...` as a table in schema "delta".
+    cfg = make_cfg(root=os.path.relpath(tmp_path / "rel", os.getcwd()))
+    path = tables.write_table(spark.createDataFrame([("a",)], "doc_id string"), cfg, "documents", properties={"k": "v"})
+    assert tables.table_properties(spark, path) == {"k": "v"}
+    assert (tmp_path / "rel" / "tables" / "documents" / "_delta_log").is_dir()
 
 
 def test_write_removed_replaces_only_its_stage(spark, make_cfg):

@@ -20,7 +20,7 @@ import io
 import json
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,23 +158,36 @@ def decompress(data: bytes, codec: str | None) -> tuple[bytes, str | None]:
             return out.getvalue(), f"zstd: {e}"
         return out.getvalue(), None
     parts: list[bytes] = []
+    error = _gunzip(data, parts.append)
+    return b"".join(parts), error
+
+
+def _gunzip(data: bytes, sink: Callable[[bytes], Any]) -> str | None:
+    """Feed the decompressed bytes of every gzip member of ``data`` to ``sink``, 1 MiB at a time.
+
+    Returns:
+        ``None``, or why the stream is damaged (``sink`` then got everything before the damage).
+    """
     buf = data
     while buf:
         d = zlib.decompressobj(wbits=31)
         pos = 0
         try:
             while pos < len(buf) and not d.eof:
-                parts.append(d.decompress(buf[pos : pos + (1 << 20)]))
+                sink(d.decompress(buf[pos : pos + (1 << 20)], 1 << 20))
+                while d.unconsumed_tail and not d.eof:  # bounded output: highly compressible input
+                    sink(d.decompress(d.unconsumed_tail, 1 << 20))
                 pos += 1 << 20
         except zlib.error as e:
-            return b"".join(parts), f"gzip: {e}"
+            return f"gzip: {e}"
         if not d.eof:
-            parts.append(d.flush())
-            return b"".join(parts), "gzip: truncated stream (no end-of-stream marker)"
-        buf = d.unused_data
+            sink(d.flush())
+            return "gzip: truncated stream (no end-of-stream marker)"
+        # The next member starts in the chunk just fed (unused_data) and runs on past it.
+        buf = d.unused_data + buf[pos:]
         if not buf.strip(b"\x00"):  # zero padding after the last member (tape-style writers)
             break
-    return b"".join(parts), None
+    return None
 
 
 # ---------------------------------------------------------------------------------- collecting
@@ -404,6 +417,14 @@ def _decode(payload: bytes, charset: str) -> tuple[str, int]:
     return text, text.count(T.REPLACEMENT)
 
 
+def _gzip_error(data: bytes) -> str | None:
+    """Why the gzip stream ``data`` is damaged (``None`` when intact or not gzip), output discarded.
+
+    Streams 1 MiB at a time, so a multi-GB WARC is checked without holding its decompressed bytes.
+    """
+    return _gunzip(data, lambda chunk: None) if data[:2] == b"\x1f\x8b" else None
+
+
 def _html_to_text(html: str, url: str | None) -> str | None:
     import trafilatura
 
@@ -416,9 +437,14 @@ def _warc(c: _Collector, data: bytes) -> Iterator[pa.RecordBatch]:
     from warcio.archiveiterator import ArchiveIterator
 
     n = 0
+    truncated = False
     try:
         for rec in ArchiveIterator(io.BytesIO(data), check_digests=False):
             n += 1
+            if rec.length is None:  # Content-Length is mandatory (WARC 1.1 section 5.3): headers cut short
+                truncated = True
+                c.quarantine(n, "unreadable_file", None, "record truncated: its headers end before Content-Length")
+                continue
             kind = rec.rec_type
             if kind not in ("conversion", "response"):
                 c.skipped[f"warc_{kind}"] += 1
@@ -431,6 +457,16 @@ def _warc(c: _Collector, data: bytes) -> Iterator[pa.RecordBatch]:
             if lang:
                 meta["language"] = lang
             payload = rec.content_stream().read()
+            # warcio stops quietly at the end of the bytes: a record cut short (a truncated download,
+            # or a gzip member without its end) leaves part of its Content-Length unread. Its text is
+            # a fragment, so it is quarantined rather than shipped as a (shorter) document.
+            missing = getattr(rec.raw_stream, "limit", 0)
+            if missing:
+                truncated = True
+                declared = h.get_header("Content-Length")
+                c.quarantine(n, "unreadable_file", payload,
+                             f"record truncated: {missing} of {declared} Content-Length bytes missing")
+                continue
             if kind == "conversion":
                 meta["content_type"] = h.get_header("Content-Type")
                 text, n_rep = T.decode_utf8(payload)
@@ -463,6 +499,9 @@ def _warc(c: _Collector, data: bytes) -> Iterator[pa.RecordBatch]:
     else:
         if n == 0 and data.strip():  # warcio yields nothing, without an error, for non-WARC bytes
             c.quarantine(1, "unreadable_file", data[:200], f"no WARC record in {len(data)} bytes")
+        elif not truncated and (error := _gzip_error(data)):
+            # warcio also ends quietly when a gzip member is cut inside a record's headers.
+            c.quarantine(n + 1, "unreadable_file", None, f"{error}; records before the damage were kept")
     yield from c.flush()
 
 
