@@ -406,6 +406,8 @@ class ShardConfig(Section):
     @field_validator("tokens_per_shard")
     @classmethod
     def _one_shard_count(cls, v: int | None, info: Any) -> int | None:
+        if "num_shards" not in info.data:  # num_shards itself failed validation: that error says enough
+            return v
         if (info.data.get("num_shards") is None) == (v is None):
             raise ValueError(
                 "set exactly one of shard.num_shards and shard.tokens_per_shard (the other null); "
