@@ -13,8 +13,9 @@ How shards are written deterministically, in parallel, with the tokens moved onc
    into ``S`` contiguous shards whose token counts differ by at most the longest document
    (:func:`udfs.shard_balance.balanced_boundaries`). A second slim job returns the key of each shard's
    first document (``S - 1`` rows).
-4. **Write.** The full rows are read once; a ``mapInArrow`` pass gives each document its shard by a
-   binary search of its key among the ``S - 1`` boundary keys, one shuffle groups the rows by shard, and
+4. **Write.** The full rows are read once; a JVM expression gives each document its shard by a binary
+   search (a ``when`` tree of depth log2 S) of its key among the ``S - 1`` boundary keys, so tokens never
+   enter Python before the shuffle; one shuffle groups the rows by shard, and
    one ``applyInArrow`` task per shard sorts them by key and writes ``.bin`` (the flattened
    ``list<int32>`` buffer cast to the shard dtype), ``.idx`` and the MDS samples, returning only file
    sizes, sha256 and shuffle statistics.
@@ -34,7 +35,6 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,8 @@ _RESULT_SCHEMA = T.StructType(
     ]
 )
 _BUCKET_SCHEMA = T.StructType([T.StructField("_bucket", T.IntegerType()), T.StructField("n_docs", T.LongType()),
-                               T.StructField("lengths", T.BinaryType())])
+                               T.StructField("lengths", T.BinaryType()), T.StructField("duplicate", T.StringType()),
+                               T.StructField("bad_counts", T.LongType())])
 _BOUNDARY_SCHEMA = T.StructType([T.StructField("shard_id", T.IntegerType()), T.StructField("_key", T.StringType())])
 
 
@@ -111,19 +112,20 @@ def _keys_as_bytes(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def _summarise_bucket(table: pa.Table) -> pa.Table:
-    """One bucket (slim rows) -> its token counts in stream order; fails on a duplicated doc_id or bad count."""
+    """One bucket (slim rows) -> its token counts in stream order, a duplicated doc_id and bad counts (if any).
+
+    Problems are returned, not raised, so the driver raises one clear ``ValueError`` (not a worker trace).
+    """
     table = _sorted_by_key(table)
     keys = _keys_as_bytes(table.column("_key"))
     dup = np.flatnonzero(keys[1:] == keys[:-1])
-    if dup.size:
-        doc = table.column("doc_id")[int(dup[0])].as_py()
-        raise ValueError(f"shard: doc_id {doc!r} occurs more than once in 'tokenized'; doc ids must be unique")
     n = table.column("n_tokens")
-    if n.null_count or (len(n) and pc.min(n).as_py() < 1):
-        raise ValueError("shard: every document needs n_tokens >= 1 (EOS included); found a null or smaller count")
-    lengths = n.to_numpy().astype("<i4")
+    bad = n.null_count + (pc.sum(pc.less(n, 1)).as_py() or 0)
+    lengths = pc.fill_null(n, 0).to_numpy().astype("<i4")
     return pa.table({"_bucket": pa.array([table.column("_bucket")[0].as_py()], pa.int32()),
-                     "n_docs": pa.array([len(lengths)], pa.int64()), "lengths": pa.array([lengths.tobytes()], pa.binary())})
+                     "n_docs": pa.array([len(lengths)], pa.int64()), "lengths": pa.array([lengths.tobytes()], pa.binary()),
+                     "duplicate": pa.array([table.column("doc_id")[int(dup[0])].as_py() if dup.size else None], pa.string()),
+                     "bad_counts": pa.array([bad], pa.int64())})
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,12 @@ def plan_shards(df: DataFrame, seed: int, num_shards: int | None, tokens_per_sha
     slim = slim.withColumn("_bucket", key_bucket(buckets))
     rows = slim.groupBy("_bucket").applyInArrow(_summarise_bucket, _BUCKET_SCHEMA).collect()
     rows.sort(key=lambda r: r["_bucket"])
+    dups = [r["duplicate"] for r in rows if r["duplicate"] is not None]
+    if dups:
+        raise ValueError(f"shard: doc_id {dups[0]!r} occurs more than once in 'tokenized'; doc ids must be unique")
+    if any(r["bad_counts"] for r in rows):
+        bad = sum(int(r["bad_counts"]) for r in rows)
+        raise ValueError(f"shard: {bad} documents have a null n_tokens or n_tokens < 1 (EOS included, so >= 1 expected)")
     lengths = np.concatenate([np.frombuffer(r["lengths"], dtype="<i4") for r in rows]) if rows else np.zeros(0, np.int32)
     docs = int(lengths.size)
     if docs == 0:
@@ -207,16 +215,20 @@ def plan_shards(df: DataFrame, seed: int, num_shards: int | None, tokens_per_sha
                      shard_tokens=np.diff(prefix[starts]), boundary_keys=boundary_keys)
 
 
-def _with_shard_id(boundary_keys: np.ndarray):
-    """The ``mapInArrow`` function adding ``shard_id`` = number of boundary keys <= the document's key."""
+def shard_id_column(boundary_keys: np.ndarray):
+    """Spark column: number of boundary keys <= ``_key``, as a balanced tree of comparisons (depth log2 S).
 
-    def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            keys = _keys_as_bytes(b.column(b.schema.get_field_index("_key")))
-            shard = np.searchsorted(boundary_keys, keys, side="right").astype(np.int32)
-            yield pa.RecordBatch.from_arrays([*b.columns, pa.array(shard)], names=[*b.schema.names, "shard_id"])
+    Evaluated in the JVM, so the token column never crosses into Python before the shuffle.
+    """
+    keys = [k.decode("ascii") for k in boundary_keys.tolist()]
 
-    return add
+    def node(lo: int, hi: int):
+        if lo == hi:
+            return F.lit(lo)
+        mid = (lo + hi + 1) // 2  # shard ``mid`` starts at keys[mid - 1]
+        return F.when(F.col("_key") < F.lit(keys[mid - 1]), node(lo, mid - 1)).otherwise(node(mid, hi))
+
+    return node(0, len(keys)).cast("int")
 
 
 def _write_file(path: Path, data: bytes | memoryview) -> tuple[int, str]:
@@ -349,7 +361,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         seq_len=scfg.seq_len, size_limit=scfg.mds_size_limit, window=scfg.shuffle_window_docs,
     )
     keyed = df.select(*INPUT_COLUMNS, shuffle_key(cfg.run.seed).alias("_key"))
-    with_shard = keyed.mapInArrow(_with_shard_id(sp.boundary_keys), T.StructType([*keyed.schema.fields, T.StructField("shard_id", T.IntegerType())]))
+    with_shard = keyed.withColumn("shard_id", shard_id_column(sp.boundary_keys))
     results = sorted(with_shard.groupBy("shard_id").applyInArrow(writer, _RESULT_SCHEMA).collect(), key=lambda r: r["shard_id"])
 
     manifest, files = build_manifest(cfg, results, totals, props=props, version=version, dtype=dtype.name, vocab=vocab,
