@@ -1,24 +1,30 @@
 """Shard stage: ``tokenized`` -> seeded global shuffle -> token-balanced Megatron / MDS shards + manifest.
 
-How shards are written deterministically, in parallel, without collecting tokens to the driver:
+How shards are written deterministically, in parallel, with the tokens moved once and no token per row:
 
-1. **Order.** Every document gets ``shuffle_key = sha256("<seed>:<doc_id>")``
+1. **Order.** Every document gets ``shuffle_key = sha256("<seed>:<doc_id>")`` as hex
    (:func:`udfs.shuffle_quality.shuffle_key`); the stream order is ``(shuffle_key, doc_id)``, which
    depends on neither input order, partitioning nor executors.
-2. **Positions.** Only the slim metadata (``doc_id``, ``n_tokens``, key) is range-partitioned and sorted;
-   per-partition document and token counts (one row per partition) go to the driver, which turns them
-   into offsets; a ``mapInArrow`` pass then gives every document its global position and token start
-   (running sums over the sorted partition).
-3. **Balance.** With ``T`` tokens and ``S`` shards a document goes to shard
-   ``floor((start + n/2) * S / T)``: the shard whose ideal token range holds the document's midpoint.
-   Shards are contiguous runs of the stream, documents are never split, and every shard holds
-   ``T/S +- L`` tokens (``L`` the longest document).
-4. **Write.** Tokens are joined to their positions and grouped by shard; each shard is written by one
-   ``applyInArrow`` task (sort by position, one ``.bin`` write, one ``.idx``, MDS samples), returning
-   only file sizes, sha256 and shuffle statistics.
+2. **Buckets.** The first 8 hex digits of the key (uniform, as sha256 is) give a *range* bucket
+   ``floor(prefix * B / 2^32)``: bucket ``b`` holds a contiguous slice of the stream, without the
+   sampling job of ``repartitionByRange``. ``B`` (``spark.shuffle_partitions``) changes no byte of output.
+3. **Plan (slim columns only).** One Spark job sorts each bucket's ``(key, doc_id, n_tokens)`` and
+   returns its token counts in stream order (4 bytes per document) to the driver, which cuts the stream
+   into ``S`` contiguous shards whose token counts differ by at most the longest document
+   (:func:`udfs.shard_balance.balanced_boundaries`). A second slim job returns the key of each shard's
+   first document (``S - 1`` rows).
+4. **Write.** The full rows are read once; a JVM expression gives each document its shard by a binary
+   search (a ``when`` tree of depth log2 S) of its key among the ``S - 1`` boundary keys, so tokens never
+   enter Python before the shuffle; one shuffle groups the rows by shard, and
+   one ``applyInArrow`` task per shard sorts them by key and writes ``.bin`` (the flattened
+   ``list<int32>`` buffer cast to the shard dtype), ``.idx`` and the MDS samples, returning only file
+   sizes, sha256 and shuffle statistics.
 5. **Publish.** The driver writes ``mds/index.json``, uploads to ``s3://`` when asked (verified
    remotely), and writes ``manifest.json`` last. A stale manifest is removed first, so a failed run
    never leaves a manifest that describes other shards.
+
+The driver holds 4 bytes per document during planning (400 MB for 100 M documents); above that, shard
+the corpus in several runs (e.g. by source) or raise the driver memory.
 """
 
 from __future__ import annotations
@@ -29,14 +35,13 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -46,12 +51,13 @@ from pipelines.config import WinnowConfig
 from pipelines.stage import StageReport
 from udfs import mds, megatron
 from udfs import shuffle_quality as sq
+from udfs.shard_balance import balanced_boundaries
 
 STAGE = "shard"
 INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "source", "tokens", "n_tokens")
-POSITION_COLUMNS: tuple[str, ...] = ("doc_id", "n_tokens", "position", "token_start", "shard_id")
 MANIFEST = "manifest.json"
 MDS_INDEX = "mds/index.json"
+KEY_HEX = 64  # sha256 hex digits
 
 _RESULT_SCHEMA = T.StructType(
     [
@@ -66,6 +72,10 @@ _RESULT_SCHEMA = T.StructType(
         T.StructField("max_doc_tokens", T.LongType()),
     ]
 )
+_BUCKET_SCHEMA = T.StructType([T.StructField("_bucket", T.IntegerType()), T.StructField("n_docs", T.LongType()),
+                               T.StructField("lengths", T.BinaryType()), T.StructField("duplicate", T.StringType()),
+                               T.StructField("bad_counts", T.LongType())])
+_BOUNDARY_SCHEMA = T.StructType([T.StructField("shard_id", T.IntegerType()), T.StructField("_key", T.StringType())])
 
 
 def _check_input(df: DataFrame) -> None:
@@ -79,78 +89,146 @@ def shuffle_key(seed: int):
     return F.sha2(F.concat(F.lit(f"{seed}:"), F.col("doc_id")), 256)
 
 
-def assign_positions(df: DataFrame, seed: int, num_shards: int | None, tokens_per_shard: int | None, partitions: int) -> tuple[DataFrame, dict[str, int]]:
-    """Global shuffled position, token start and shard of every document (metadata only).
+def key_bucket(buckets: int):
+    """Spark column: range bucket ``floor(int(key[:8], 16) * buckets / 2^32)`` of the ``_key`` column."""
+    prefix = F.conv(F.substring("_key", 1, 8), 16, 10).cast("long")
+    return F.shiftright(prefix * F.lit(buckets).cast("long"), 32).cast("int")
+
+
+def _sorted_by_key(table: pa.Table) -> pa.Table:
+    return table.take(pc.sort_indices(table, [("_key", "ascending"), ("doc_id", "ascending")]))
+
+
+def _keys_as_bytes(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The hex keys as a numpy ``S64`` array (zero-copy view of the Arrow string buffer)."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if arr.null_count:
+        raise ValueError("shard: null doc_id (its shuffle key is null)")
+    offs = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + len(arr) + 1]
+    if len(arr) and not np.all(np.diff(offs) == KEY_HEX):
+        raise ValueError("shard: shuffle keys must be 64 hex digits")
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offs[0] : offs[-1]] if len(arr) else np.zeros(0, np.uint8)
+    return data.view(f"S{KEY_HEX}")
+
+
+def _summarise_bucket(table: pa.Table) -> pa.Table:
+    """One bucket (slim rows) -> its token counts in stream order, a duplicated doc_id and bad counts (if any).
+
+    Problems are returned, not raised, so the driver raises one clear ``ValueError`` (not a worker trace).
+    """
+    table = _sorted_by_key(table)
+    keys = _keys_as_bytes(table.column("_key"))
+    dup = np.flatnonzero(keys[1:] == keys[:-1])
+    n = table.column("n_tokens")
+    bad = n.null_count + (pc.sum(pc.less(n, 1)).as_py() or 0)
+    lengths = pc.fill_null(n, 0).to_numpy().astype("<i4")
+    return pa.table({"_bucket": pa.array([table.column("_bucket")[0].as_py()], pa.int32()),
+                     "n_docs": pa.array([len(lengths)], pa.int64()), "lengths": pa.array([lengths.tobytes()], pa.binary()),
+                     "duplicate": pa.array([table.column("doc_id")[int(dup[0])].as_py() if dup.size else None], pa.string()),
+                     "bad_counts": pa.array([bad], pa.int64())})
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """Where the stream is cut.
+
+    Attributes:
+        docs: documents in the stream (N).
+        tokens: tokens in the stream (T).
+        max_doc_tokens: the longest document (L).
+        starts: int64 [S + 1], stream index of each shard's first document, then N.
+        shard_tokens: int64 [S], tokens per shard.
+        boundary_keys: the shuffle key of the first document of shards 1..S-1, as ``S64`` bytes (sorted).
+    """
+
+    docs: int
+    tokens: int
+    max_doc_tokens: int
+    starts: np.ndarray
+    shard_tokens: np.ndarray
+    boundary_keys: np.ndarray
+
+    @property
+    def shards(self) -> int:
+        return len(self.shard_tokens)
+
+
+def plan_shards(df: DataFrame, seed: int, num_shards: int | None, tokens_per_shard: int | None, buckets: int) -> ShardPlan:
+    """Cut the shuffled stream into token-balanced contiguous shards (two slim Spark jobs, no token moved).
 
     Args:
-        df: documents with ``doc_id`` (string) and ``n_tokens`` (int, EOS included).
+        df: documents with ``doc_id`` (string, unique) and ``n_tokens`` (int >= 1, EOS included).
         seed: ``run.seed``.
         num_shards: shard count, or None to derive it from ``tokens_per_shard``.
         tokens_per_shard: target tokens per shard (``ceil(T / this)`` shards), when ``num_shards`` is None.
-        partitions: range partitions for the sort.
+        buckets: range buckets of the key (parallelism of the slim sort; no effect on the result).
 
     Returns:
-        ``(positions, totals)``: ``positions`` has ``doc_id``, ``n_tokens`` (long), ``position`` (long, 0-based stream index),
-        ``token_start`` (long), ``shard_id`` (int); ``totals`` = ``{"docs", "tokens", "shards", "max_doc_tokens"}``.
-        The caller unpersists ``positions`` (it is cached).
+        The :class:`ShardPlan`.
 
     Raises:
-        ValueError: no documents, or more shards than documents.
+        ValueError: no documents, more shards than documents, a duplicated ``doc_id`` or ``n_tokens < 1``.
     """
-    meta = df.select("doc_id", F.col("n_tokens").cast("long").alias("n_tokens"), shuffle_key(seed).alias("_key"))
-    ranged = (
-        meta.repartitionByRange(partitions, "_key", "doc_id")
-        .sortWithinPartitions("_key", "doc_id")
-        .withColumn("_pid", F.spark_partition_id())
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    parts = ranged.groupBy("_pid").agg(F.count(F.lit(1)).alias("n"), F.sum("n_tokens").alias("t"), F.max("n_tokens").alias("m")).collect()
-    docs = sum(int(r["n"]) for r in parts)
-    total = sum(int(r["t"] or 0) for r in parts)
+    slim = df.select("doc_id", F.col("n_tokens").cast("long").alias("n_tokens"), shuffle_key(seed).alias("_key"))
+    slim = slim.withColumn("_bucket", key_bucket(buckets))
+    rows = slim.groupBy("_bucket").applyInArrow(_summarise_bucket, _BUCKET_SCHEMA).collect()
+    rows.sort(key=lambda r: r["_bucket"])
+    dups = [r["duplicate"] for r in rows if r["duplicate"] is not None]
+    if dups:
+        raise ValueError(f"shard: doc_id {dups[0]!r} occurs more than once in 'tokenized'; doc ids must be unique")
+    if any(r["bad_counts"] for r in rows):
+        bad = sum(int(r["bad_counts"]) for r in rows)
+        raise ValueError(f"shard: {bad} documents have a null n_tokens or n_tokens < 1 (EOS included, so >= 1 expected)")
+    lengths = np.concatenate([np.frombuffer(r["lengths"], dtype="<i4") for r in rows]) if rows else np.zeros(0, np.int32)
+    docs = int(lengths.size)
     if docs == 0:
-        ranged.unpersist()
         raise ValueError("shard: the input table 'tokenized' holds no documents; refusing to write empty shards")
+    total = int(lengths.sum(dtype=np.int64))
     shards = num_shards if num_shards is not None else max(1, math.ceil(total / int(tokens_per_shard or 1)))
     if shards > docs:
-        ranged.unpersist()
         raise ValueError(f"shard: {shards} shards requested (shard.num_shards/tokens_per_shard) but only {docs} documents")
-    if 2 * total * shards >= 1 << 62:
-        ranged.unpersist()
-        raise ValueError("shard: total tokens x shards too large for int64 shard assignment")
-    offsets: dict[int, tuple[int, int]] = {}
-    d = t = 0
-    for r in sorted(parts, key=lambda r: r["_pid"]):
-        offsets[int(r["_pid"])] = (d, t)
-        d += int(r["n"])
-        t += int(r["t"] or 0)
+    starts = balanced_boundaries(lengths, shards)
+    prefix = np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths, dtype=np.int64)])
 
-    schema = T.StructType(
-        [T.StructField("doc_id", T.StringType()), T.StructField("n_tokens", T.LongType()), T.StructField("position", T.LongType()),
-         T.StructField("token_start", T.LongType()), T.StructField("shard_id", T.IntegerType())]
-    )
+    # The key of each shard's first document: (bucket, index inside the bucket) -> one slim job.
+    bucket_ids = np.array([int(r["_bucket"]) for r in rows], dtype=np.int64)
+    bucket_first = np.concatenate([np.zeros(1, np.int64), np.cumsum([int(r["n_docs"]) for r in rows])])
+    wanted: dict[int, list[tuple[int, int]]] = {}
+    for k in range(1, shards):
+        b = int(np.searchsorted(bucket_first, starts[k], side="right")) - 1
+        wanted.setdefault(int(bucket_ids[b]), []).append((int(starts[k] - bucket_first[b]), k))
 
-    def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        doc_off = tok_off = None
-        for b in batches:
-            if b.num_rows == 0:
-                continue
-            if doc_off is None:
-                doc_off, tok_off = offsets[int(b.column("_pid")[0].as_py())]
-            n = b.column("n_tokens").to_numpy(zero_copy_only=False).astype(np.int64)
-            ends = tok_off + np.cumsum(n)
-            starts = ends - n
-            shard = np.minimum(shards - 1, ((2 * starts + n) * shards) // (2 * total)).astype(np.int32)
-            pos = doc_off + np.arange(b.num_rows, dtype=np.int64)
-            doc_off += b.num_rows
-            tok_off = int(ends[-1])
-            yield pa.RecordBatch.from_arrays([b.column("doc_id"), pa.array(n), pa.array(pos), pa.array(starts), pa.array(shard)],
-                                             names=list(POSITION_COLUMNS))
+    def pick(table: pa.Table) -> pa.Table:
+        todo = wanted.get(int(table.column("_bucket")[0].as_py()), [])
+        if not todo:
+            return pa.table({"shard_id": pa.array([], pa.int32()), "_key": pa.array([], pa.string())})
+        keys = _sorted_by_key(table.select(["_key", "doc_id"])).column("_key")
+        return pa.table({"shard_id": pa.array([k for _, k in todo], pa.int32()),
+                         "_key": keys.take(pa.array([i for i, _ in todo]))})
 
-    positions = ranged.mapInArrow(assign, schema).persist(StorageLevel.MEMORY_AND_DISK)
-    positions.count()
-    ranged.unpersist()
-    max_doc = max(int(r["m"] or 0) for r in parts)
-    return positions, {"docs": docs, "tokens": total, "shards": shards, "max_doc_tokens": max_doc}
+    boundary_keys = np.zeros(0, dtype=f"S{KEY_HEX}")
+    if shards > 1:
+        got = slim.filter(F.col("_bucket").isin(list(wanted))).groupBy("_bucket").applyInArrow(pick, _BOUNDARY_SCHEMA).collect()
+        by_shard = {int(r["shard_id"]): r["_key"] for r in got}
+        boundary_keys = np.array([by_shard[k].encode("ascii") for k in range(1, shards)], dtype=f"S{KEY_HEX}")
+    return ShardPlan(docs=docs, tokens=total, max_doc_tokens=int(lengths.max()), starts=starts,
+                     shard_tokens=np.diff(prefix[starts]), boundary_keys=boundary_keys)
+
+
+def shard_id_column(boundary_keys: np.ndarray):
+    """Spark column: number of boundary keys <= ``_key``, as a balanced tree of comparisons (depth log2 S).
+
+    Evaluated in the JVM, so the token column never crosses into Python before the shuffle.
+    """
+    keys = [k.decode("ascii") for k in boundary_keys.tolist()]
+
+    def node(lo: int, hi: int):
+        if lo == hi:
+            return F.lit(lo)
+        mid = (lo + hi + 1) // 2  # shard ``mid`` starts at keys[mid - 1]
+        return F.when(F.col("_key") < F.lit(keys[mid - 1]), node(lo, mid - 1)).otherwise(node(mid, hi))
+
+    return node(0, len(keys)).cast("int")
 
 
 def _write_file(path: Path, data: bytes | memoryview) -> tuple[int, str]:
@@ -166,16 +244,20 @@ def make_shard_writer(out_dir: str, plan: dict[int, dict[str, int]], *, prefix: 
                       vocab_size: int, seq_len: int, size_limit: int, window: int):
     """The per-shard ``applyInArrow`` function: write one shard's files, return their facts (one row).
 
-    ``plan[shard]`` holds the driver's expectations (``docs``, ``tokens``, ``mds_first_file``); a mismatch
-    raises inside the task, failing the job before any manifest exists.
+    ``plan[shard]`` holds the driver's expectations (``docs``, ``tokens``, ``first_doc`` = stream index of
+    the shard's first document, ``mds_first_file``); a mismatch raises inside the task, failing the job
+    before any manifest exists. Tokens are handled as the flat Arrow value buffer of the ``list<int32>``
+    column (one cast, one write), never per token or per document in Python.
     """
     np_dtype = np.dtype(dtype)
     per_file = mds.samples_per_file(seq_len, np_dtype, size_limit)
 
     def write(table: pa.Table) -> pa.Table:
-        table = table.take(pc.sort_indices(table, [("position", "ascending")]))
+        table = _sorted_by_key(table)
         k = int(table.column("shard_id")[0].as_py())
         tokens = table.column("tokens").combine_chunks()
+        if tokens.null_count:
+            raise ValueError(f"shard {k}: a document has null tokens")
         lengths = pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
         flat = tokens.flatten().to_numpy(zero_copy_only=False)
         expect = plan[k]
@@ -183,7 +265,7 @@ def make_shard_writer(out_dir: str, plan: dict[int, dict[str, int]], *, prefix: 
             raise RuntimeError(f"shard {k}: got {len(lengths)} docs / {int(lengths.sum())} tokens, planned {expect}")
         if flat.size and (flat.min() < 0 or flat.max() >= vocab_size):
             raise ValueError(f"shard {k}: token id outside [0, {vocab_size})")
-        data = flat.astype(np_dtype.newbyteorder("<"))
+        data = flat.astype(np_dtype.newbyteorder("<"), copy=False)
         files: list[dict[str, Any]] = []
         root = Path(out_dir)
         if "megatron" in formats:
@@ -204,16 +286,15 @@ def make_shard_writer(out_dir: str, plan: dict[int, dict[str, int]], *, prefix: 
                 files.append({"path": f"mds/{name}", "format": "mds", "kind": "mds", "shard": k, "samples": len(chunk),
                               "tokens": int(chunk.size), "bytes": size, "sha256": sha})
                 entries.append(mds.index_entry(blob, name, len(chunk), np_dtype, size_limit))
-        sources = table.column("source").to_pylist()
-        sources = ["" if s is None else s for s in sources]
-        by_src: dict[str, int] = {}
-        for s, n in zip(sources, lengths.tolist(), strict=True):
-            by_src[s] = by_src.get(s, 0) + n
-        positions = table.column("position").to_numpy()
+        source = pc.fill_null(table.column("source"), "")
+        per_src = pa.table({"s": source, "n": pa.array(lengths)}).group_by("s").aggregate([("n", "sum")])
+        by_src = dict(zip(per_src.column("s").to_pylist(), per_src.column("n_sum").to_pylist(), strict=True))
+        sources = source.to_pylist()
+        positions = expect["first_doc"] + np.arange(len(lengths), dtype=np.int64)
         row = {
             "shard_id": [k], "n_docs": [len(lengths)], "n_tokens": [int(lengths.sum())],
             "files": [json.dumps(files)], "mds_entries": [json.dumps(entries)],
-            "tokens_by_source": [json.dumps(by_src)],
+            "tokens_by_source": [json.dumps(by_src, sort_keys=True)],
             "windows": [json.dumps(sq.window_counts(positions, sources, window))],
             "runs": [json.dumps(sq.runs(sources))], "max_doc_tokens": [int(lengths.max())],
         }
@@ -265,27 +346,23 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     for sub in ("megatron", "mds"):
         shutil.rmtree(local / sub, ignore_errors=True)
 
-    positions, totals = assign_positions(df, cfg.run.seed, scfg.num_shards, scfg.tokens_per_shard, cfg.spark.shuffle_partitions)
-    try:
-        per_shard = positions.groupBy("shard_id").agg(
-            F.count(F.lit(1)).alias("docs"), F.sum("n_tokens").alias("tokens")).collect()
-        tok_map = {int(r["shard_id"]): int(r["tokens"]) for r in per_shard}
-        per_file = mds.samples_per_file(scfg.seq_len, dtype, scfg.mds_size_limit)
-        plan: dict[int, dict[str, int]] = {}
-        next_file = 0
-        for r in sorted(per_shard, key=lambda r: r["shard_id"]):
-            k = int(r["shard_id"])
-            n_samples = tok_map[k] // scfg.seq_len if "mds" in scfg.formats else 0
-            plan[k] = {"docs": int(r["docs"]), "tokens": tok_map[k], "mds_first_file": next_file}
-            next_file += math.ceil(n_samples / per_file)
-        writer = make_shard_writer(
-            str(local), plan, prefix=scfg.name_prefix, formats=list(scfg.formats), dtype=dtype.name, vocab_size=vocab,
-            seq_len=scfg.seq_len, size_limit=scfg.mds_size_limit, window=scfg.shuffle_window_docs,
-        )
-        joined = df.select(*INPUT_COLUMNS).join(positions.select("doc_id", "position", "shard_id"), "doc_id")
-        results = sorted(joined.groupBy("shard_id").applyInArrow(writer, _RESULT_SCHEMA).collect(), key=lambda r: r["shard_id"])
-    finally:
-        positions.unpersist()
+    sp = plan_shards(df, cfg.run.seed, scfg.num_shards, scfg.tokens_per_shard, cfg.spark.shuffle_partitions)
+    totals = {"docs": sp.docs, "tokens": sp.tokens, "shards": sp.shards, "max_doc_tokens": sp.max_doc_tokens}
+    per_file = mds.samples_per_file(scfg.seq_len, dtype, scfg.mds_size_limit)
+    plan: dict[int, dict[str, int]] = {}
+    next_file = 0
+    for k in range(sp.shards):
+        tokens_k = int(sp.shard_tokens[k])
+        plan[k] = {"docs": int(sp.starts[k + 1] - sp.starts[k]), "tokens": tokens_k, "first_doc": int(sp.starts[k]),
+                   "mds_first_file": next_file}
+        next_file += math.ceil(tokens_k // scfg.seq_len / per_file) if "mds" in scfg.formats else 0
+    writer = make_shard_writer(
+        str(local), plan, prefix=scfg.name_prefix, formats=list(scfg.formats), dtype=dtype.name, vocab_size=vocab,
+        seq_len=scfg.seq_len, size_limit=scfg.mds_size_limit, window=scfg.shuffle_window_docs,
+    )
+    keyed = df.select(*INPUT_COLUMNS, shuffle_key(cfg.run.seed).alias("_key"))
+    with_shard = keyed.withColumn("shard_id", shard_id_column(sp.boundary_keys))
+    results = sorted(with_shard.groupBy("shard_id").applyInArrow(writer, _RESULT_SCHEMA).collect(), key=lambda r: r["shard_id"])
 
     manifest, files = build_manifest(cfg, results, totals, props=props, version=version, dtype=dtype.name, vocab=vocab,
                                      eos_id=eos_id, bos_id=bos_id, root=root)
