@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 import zipfile
 from pathlib import Path
@@ -90,24 +91,46 @@ def standalone_cluster(tmp_path_factory):
                 p.wait()
 
 
+def zip_only_python(dest: Path) -> Path:
+    """A python for the driver and executors that cannot see this checkout or the venv's editable install.
+
+    ``-S`` skips site processing, so the ``__editable__`` finder the venv's ``.pth`` file installs (it
+    maps ``pipelines``/``udfs``/``jobs`` to whichever checkout ran ``pip install -e``) never loads;
+    the venv's site-packages is appended to the ``PYTHONPATH`` Spark sets (pyspark, py4j, the
+    ``--py-files`` zip), so third-party packages still import and Winnow comes from the zip alone.
+    """
+    site = sysconfig.get_paths()["purelib"]
+    dest.write_text(f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{site}" exec {sys.executable} -S "$@"\n')
+    dest.chmod(0o755)
+    return dest
+
+
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_standalone_cluster_matches_local_mode(spark, reference_run, standalone_cluster, tmp_path):
     from pipelines.session import delta_coordinates
 
-    _, chain, expected = reference_run
+    ref = reference_run
     url, env = standalone_cluster
 
+    # A clean copy of the code: the zip for executors, the zip's own files for the driver script.
     zip_path = build_zip(tmp_path / "dist" / "winnow.zip")
+    app = tmp_path / "app"
+    zipfile.ZipFile(zip_path).extractall(app)
+    python = str(zip_only_python(tmp_path / "python"))
+    probe = subprocess.run([python, "-c", "import pyarrow, pyspark, delta; import pipelines"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True)
+    assert "No module named 'pipelines'" in probe.stderr, probe.stderr  # only the zip can provide Winnow
+
     cluster_root = tmp_path / "cluster"
     cmd = [str(BIN / "spark-submit"), "--master", url, "--packages", delta_coordinates(), "--py-files", str(zip_path),
-           "--driver-memory", "1g", "--executor-memory", "700m", "--conf", f"spark.pyspark.python={sys.executable}",
-           "--conf", "spark.ui.enabled=false",
-           str(REPO / "jobs" / "pipeline.py"), *chain_args(cluster_root, chain), "--quiet"]
+           "--driver-memory", "1g", "--executor-memory", "700m", "--conf", f"spark.pyspark.python={python}",
+           "--conf", f"spark.pyspark.driver.python={python}", "--conf", "spark.ui.enabled=false",
+           str(app / "jobs" / "pipeline.py"), *chain_args(cluster_root, ref.chain, ref.inputs), "--quiet"]
     r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
-    assert [ln.split("]")[0] + "]" for ln in r.stdout.splitlines() if ln.startswith("[")] == [f"[{s}]" for s in chain]
-    assert output_fingerprint(spark, cluster_root, chain) == expected
+    assert [ln.split("]")[0] + "]" for ln in r.stdout.splitlines() if ln.startswith("[")] == [f"[{s}]" for s in ref.chain]
+    assert output_fingerprint(spark, cluster_root, ref.chain) == ref.fingerprint
 
 
 def test_zip_holds_every_module(tmp_path):

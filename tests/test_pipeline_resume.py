@@ -1,5 +1,6 @@
 """Crash and resume: SIGKILL the pipeline mid-dedup, then mid-shard, rerun, and get the shards of an
-uninterrupted run byte for byte; a killed shard stage never leaves a manifest behind."""
+uninterrupted run byte for byte; a killed stage never has a completion record, and a killed shard stage
+never leaves a manifest behind."""
 
 from __future__ import annotations
 
@@ -8,71 +9,85 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
+import threading
 
 import pytest
 
 from tests import chain
-from tests.chain import REPO, chain_args, output_fingerprint
+from tests.chain import PAUSE, REPO, chain_args, output_fingerprint, session_conf_kept
 
 reference_run = chain.reference_run  # the shared session fixture
 
 pytestmark = pytest.mark.slow
 
+# Named pause points (see tests/chain.py): dedup has committed `deduped` but not `dup_clusters`,
+# `removed` or its record; shard has written every shard file but not the manifest.
+MID_DEDUP = "pipelines.tables:write_table:dup_clusters"
+MID_SHARD = "pipelines.shard:build_manifest"
 
-def _kill_when(root: Path, chain: list[str], stage: str, ready, timeout: float = 600) -> list[str]:
-    """Run jobs/pipeline.py in its own process group; SIGKILL the group (driver and JVM) once the
-    ``[stage] start`` line has been printed and ``ready()`` holds (waited for at most ``timeout`` s
-    after that line). Returns the lines printed."""
-    p = subprocess.Popen([sys.executable, str(REPO / "jobs" / "pipeline.py"), *chain_args(root, chain)], cwd=REPO,
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+
+def _kill_at(target: str, args: list[str], timeout: float = 900) -> list[str]:
+    """Run the pipeline (``python -m tests.chain target args``) in its own process group and SIGKILL the
+    group (driver and JVM) when it prints the pause line, or after ``timeout`` s. Returns the lines printed."""
+    p = subprocess.Popen([sys.executable, "-m", "tests.chain", target, *args], cwd=REPO, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     lines: list[str] = []
+    # A run that hangs or never reaches the pause point is killed too, and fails the assertion below.
+    watchdog = threading.Timer(timeout, lambda: p.poll() is None and os.killpg(p.pid, signal.SIGKILL))
+    watchdog.start()
     try:
         for line in p.stdout:
             lines.append(line.rstrip("\n"))
-            if line.startswith(f"[{stage}] start"):
-                deadline = time.monotonic() + timeout
-                while not ready():
-                    assert time.monotonic() < deadline and p.poll() is None, "\n".join(lines)
-                    time.sleep(0.02)
+            if line.startswith(PAUSE):
                 os.killpg(p.pid, signal.SIGKILL)
                 break
     finally:
+        watchdog.cancel()
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
         p.wait()
-    assert p.returncode == -signal.SIGKILL, "\n".join(lines)
+    assert p.returncode == -signal.SIGKILL and lines[-1] == PAUSE + target, "\n".join(lines)
     return lines
+
+
+def _starts(lines: list[str]) -> list[str]:
+    return [ln.split("]")[0] + "]" for ln in lines if "] start" in ln]
 
 
 def test_sigkill_mid_dedup_and_mid_shard_then_resume(spark, reference_run, tmp_path, capsys):
     from jobs import pipeline
     from pipelines.config import load_config
-    from pipelines.runs import latest_records
+    from pipelines.runs import delta_version, latest_records
 
-    ref_root, chain, expected = reference_run
-    if not {"dedup", "shard"} <= set(chain):
-        pytest.skip(f"needs dedup and shard on this branch (chain here: {chain})")
+    ref = reference_run
+    if not {"dedup", "shard"} <= set(ref.chain):
+        pytest.skip(f"needs dedup and shard on this branch (chain here: {ref.chain})")
     root = tmp_path / "crashed"
-    cfg = load_config(overrides=[f"run.root={root}"])
+    args = chain_args(root, ref.chain, ref.inputs)
+    cfg = load_config(overrides=args[1::2])
 
-    # 1. Killed as soon as dedup starts: ingest is recorded complete, dedup is not.
-    _kill_when(root, chain, "dedup", lambda: True)
+    # 1. Killed inside dedup, after it committed one of its tables: ingest is complete, dedup is not.
+    lines = _kill_at(MID_DEDUP, args)
+    assert _starts(lines) == ["[ingest]", "[dedup]"]
+    assert delta_version(spark, cfg.table_path("deduped")) is not None
     assert set(latest_records(spark, cfg)) == {"ingest"}
 
-    # 2. The rerun skips ingest and is killed while shard files are being written: no manifest.
-    megatron = root / "shards" / "megatron"
-    lines = _kill_when(root, chain, "shard", lambda: megatron.is_dir() and any(megatron.iterdir()))
+    # 2. The rerun skips ingest, redoes dedup, and is killed with every shard file written, before the
+    #    manifest: no manifest, no shard record.
+    lines = _kill_at(MID_SHARD, args)
     assert "[ingest] skip: up to date" in "\n".join(lines)
+    assert _starts(lines) == [f"[{s}]" for s in ref.chain[1:]]
+    assert any((root / "shards" / "megatron").iterdir())
     assert not (root / "shards" / "manifest.json").exists()
-    assert "shard" not in latest_records(spark, cfg)
+    assert set(latest_records(spark, cfg)) == set(ref.chain) - {"shard"}
 
     # 3. The second rerun runs shard alone and ends with the uninterrupted run's shards.
     capsys.readouterr()
-    assert pipeline.main(chain_args(root, chain)) == 0
-    out = capsys.readouterr().out
-    assert [ln.split()[0] for ln in out.splitlines() if "] start" in ln] == ["[shard]"]
-    assert output_fingerprint(spark, root, chain) == expected
-    assert json.loads((root / "shards" / "manifest.json").read_text())["totals"] == json.loads(
-        (ref_root / "shards" / "manifest.json").read_text())["totals"]
+    with session_conf_kept(spark):
+        assert pipeline.main(args) == 0
+    assert _starts(capsys.readouterr().out.splitlines()) == ["[shard]"]
+    assert output_fingerprint(spark, root, ref.chain) == ref.fingerprint
+    manifest = json.loads((root / "shards" / "manifest.json").read_text())
+    assert manifest["totals"] == json.loads((ref.root / "shards" / "manifest.json").read_text())["totals"]
+    assert set(latest_records(spark, cfg)) == set(ref.chain)
+
