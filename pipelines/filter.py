@@ -132,11 +132,11 @@ def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
             qscore = pa.nulls(n, pa.float64())
         return pa.StructArray.from_arrays([*fields, lang, score, topk, qscore], fields=list(arrow_type))
 
-    udf = arrow_udf(signals, _spark_type(arrow_type)).asNondeterministic()
+    signals_arrow_udf = arrow_udf(signals, _spark_type(arrow_type)).asNondeterministic()
     # Non-deterministic only to stop the optimiser from evaluating the UDF once per extracted field;
     # the function itself is deterministic.
     tmp = "__filter_signals"
-    out = df.withColumn(tmp, udf(F.col("text")))
+    out = df.withColumn(tmp, signals_arrow_udf(F.col("text")))
     return out.select(*[F.col(c) for c in df.columns], *[F.col(f"{tmp}.{c}").alias(c) for c in SIGNAL_COLUMNS])
 
 
