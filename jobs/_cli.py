@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -63,20 +64,48 @@ def spark_config(cfg: WinnowConfig, quiet: bool) -> SparkConfig:
     """The ``spark`` section with the console progress bar on (off with ``--quiet``) unless set explicitly.
 
     Spark draws its stage progress bar on stderr only when ``spark.ui.showConsoleProgress`` is set when
-    the context starts; long stages then show how far they are.
+    the context starts; long stages then show how far they are. The bar redraws itself with carriage
+    returns, which turn a log file (a scheduler's, or ``make run > log``) into noise, so it is on only
+    when stderr is a terminal.
     """
     conf = dict(cfg.spark.conf)
-    conf.setdefault("spark.ui.showConsoleProgress", "false" if quiet else "true")
+    show = not quiet and sys.stderr.isatty()
+    conf.setdefault("spark.ui.showConsoleProgress", "true" if show else "false")
     return cfg.spark.model_copy(update={"conf": conf, "log_level": "ERROR" if quiet else cfg.spark.log_level})
+
+def configure_logging(quiet: bool) -> None:
+    """Send the ``pipelines.*`` loggers' INFO lines (e.g. dedup's LSH settings) to stdout; WARNING with ``--quiet``.
+
+    Only Winnow's own loggers: py4j and pyspark log at INFO too, and their lines are noise here.
+    """
+    logger = logging.getLogger("pipelines")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+
 
 def parse_config(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> tuple[argparse.Namespace, WinnowConfig]:
     """Parse ``argv`` and load the config; a bad config exits with status 2 and the error message."""
     args = parser.parse_args(argv)
+    configure_logging(getattr(args, "quiet", False))
     try:
         cfg = load_config(args.conf, args.overrides)
     except ConfigError as e:
         parser.exit(2, f"{parser.prog}: {e}\n")
     return args, cfg
+
+def preflight_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, stages: Sequence[str]) -> None:
+    """Run :func:`pipelines.preflight.check` before Spark starts; a failure exits with status 2."""
+    from pipelines.preflight import PreflightError, check
+
+    try:
+        check(cfg, stages)
+    except PreflightError as e:
+        parser.exit(2, f"{parser.prog}: {e}\n")
+
 
 def stage_parser(stage: str) -> argparse.ArgumentParser:
     """The argument parser of ``jobs/<stage>.py`` (the common options)."""
@@ -88,7 +117,9 @@ def run_single_stage(stage: str, argv: Sequence[str] | None = None) -> int:
     from pipelines.runs import run_and_record
     from pipelines.session import get_spark
 
-    args, cfg = parse_config(stage_parser(stage), argv)
+    p = stage_parser(stage)
+    args, cfg = parse_config(p, argv)
+    preflight_or_exit(p, cfg, [stage])
     spark = get_spark(f"winnow-{stage}", spark_config(cfg, args.quiet))
     # The completion record lets jobs/pipeline.py skip this stage later when nothing changed.
     report = run_and_record(spark, cfg, stage, log=None if args.quiet else _say)

@@ -16,7 +16,7 @@ if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(
 import argparse
 from collections.abc import Sequence
 
-from jobs._cli import base_parser, parse_config, spark_config
+from jobs._cli import base_parser, parse_config, preflight_or_exit, spark_config
 from pipelines.config import STAGES
 
 
@@ -39,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stages = cfg.pipeline.stages
     if args.from_stage and args.from_stage not in stages:
         p.exit(2, f"{p.prog}: --from {args.from_stage!r} is not one of pipeline.stages {stages}\n")
+    preflight_or_exit(p, cfg, stages)
     spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet))
     steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
     say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))

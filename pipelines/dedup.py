@@ -371,8 +371,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
 
     s = SignatureSettings.from_config(d, cfg.run.seed)
     curve = lsh.s_curve(s.bands, s.rows)
-    print(f"[dedup] LSH {s.bands} bands x {s.rows} rows (threshold {d.threshold}); candidate probability " +
-          ", ".join(f"{k}: {v}" for k, v in curve.items()), flush=True)
+    log.info(f"[dedup] LSH {s.bands} bands x {s.rows} rows (threshold {d.threshold}); candidate probability " +
+             ", ".join(f"{k}: {v}" for k, v in curve.items()))
     reference = _read_reference(spark, d.reference, s) if d.reference else None
     near = NearResult()
     docs = docs.persist(StorageLevel.MEMORY_AND_DISK)

@@ -1,0 +1,85 @@
+"""Preflight: a run whose root cannot be written, or whose tokenizer does not load, fails before Spark starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipelines.config import load_config
+from pipelines.preflight import PreflightError, check, check_writable_root, local_path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_local_path_only_for_plain_paths_and_file_uris():
+    assert local_path("out/run1") == "out/run1"
+    assert local_path("file:///tmp/run") == "/tmp/run"
+    assert local_path("s3://bucket/run") is None
+    assert local_path("dbfs:/mnt/run") is None
+
+
+def test_root_that_can_be_created_passes_and_is_not_created(tmp_path):
+    root = tmp_path / "a" / "b"
+    check_writable_root(str(root))
+    assert not root.exists()
+
+
+def test_root_under_a_file_names_the_key(tmp_path):
+    f = tmp_path / "f"
+    f.write_text("x")
+    with pytest.raises(PreflightError, match=r"run\.root=.*is not a folder"):
+        check_writable_root(str(f / "out"))
+
+
+def test_unwritable_root_names_the_key():
+    # /sys refuses new files even to root (sysfs); os.access would have said yes.
+    if os.access("/sys", os.W_OK) and os.geteuid() != 0:
+        pytest.skip("/sys is writable here")
+    with pytest.raises(PreflightError, match=r"run\.root='/sys/winnow/out' cannot be created"):
+        check_writable_root("/sys/winnow/out")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through folder permissions")
+def test_read_only_folder(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        with pytest.raises(PreflightError, match="is not writable"):
+            check_writable_root(str(ro))
+    finally:
+        ro.chmod(0o700)
+
+
+def test_unknown_tokenizer_fails_only_when_tokenize_runs(tmp_path):
+    cfg = load_config([], [f"run.root={tmp_path}", "tokenize.tokenizer=nope"])
+    with pytest.raises(PreflightError, match=r"tokenize\.tokenizer='nope'"):
+        check(cfg, ["ingest", "tokenize"])
+    check(cfg, ["ingest", "dedup"])
+
+
+def test_unknown_eos_token_names_the_key(tmp_path):
+    cfg = load_config([], [f"run.root={tmp_path}", "tokenize.eos_token=<|nope|>"])
+    with pytest.raises(PreflightError, match=r"tokenize\.eos_token"):
+        check(cfg, ["tokenize"])
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [("tokenize.tokenizer=nope", "tokenize.tokenizer='nope'"), ("run.root=/sys/winnow", "run.root='/sys/winnow'")],
+)
+def test_pipeline_dry_run_exits_2_before_spark(tmp_path, override, expected):
+    """The plan needs Spark (it reads completion records); a bad setting must stop the job before that."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "jobs" / "pipeline.py"), "--conf", str(ROOT / "conf" / "local.yaml"),
+         "--set", f"run.root={tmp_path}", "--set", override, "--dry-run"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert expected in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "SparkContext" not in proc.stderr + proc.stdout
