@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 import pyarrow as pa
 
+from bench.common import time_best
+
 
 def _timed(fn, repeat: int = 1) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    """Best wall seconds of ``repeat`` runs (no warm-up run: the first call's cost is part of the figure)."""
+    return time_best(fn, warmup=0, repeat=repeat)["best_s"]
 
 
 def _datatrove_seconds(texts: list[str]) -> float:

@@ -17,12 +17,12 @@ import json
 import re
 import sys
 import tempfile
-import time
 import unicodedata
 from pathlib import Path
 
 import pyarrow as pa
 
+from bench.common import time_best
 from bench.corpus import generate_texts
 from udfs.formats import ParseOptions, explode_file
 from udfs.text import normalize
@@ -48,12 +48,8 @@ def _dirty(texts: list[str], every: int = 10) -> list[str]:
 
 
 def _best(fn, repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    """Best wall seconds of ``repeat`` runs (no warm-up run: the first call's cost is part of the figure)."""
+    return time_best(fn, warmup=0, repeat=repeat)["best_s"]
 
 
 def run(n_docs: int, seed: int = 0) -> dict:
