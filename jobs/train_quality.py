@@ -35,7 +35,12 @@ def main(argv=None) -> int:
         texts, pos = [r[a.text_field] for r in good + bad], [True] * len(good) + [False] * len(bad)
     else:
         p.exit(2, "train_quality.py: give --labelled, or both --positive and --negative\n")
-    print(json.dumps(train(texts, pos, a.out, seed=a.seed, holdout=a.holdout), sort_keys=True))
+    metrics = train(texts, pos, a.out, seed=a.seed, holdout=a.holdout)
+    print(json.dumps(metrics, sort_keys=True))
+    if "best_f1_min_score" in metrics:
+        print(f"held-out: {metrics['kept_at_0.5']:.0%} of documents score >= 0.5; set "
+              f"filter.quality_model.min_score={metrics['best_f1_min_score']} (best F1 {metrics['best_f1']}) or "
+              f"{metrics['keep_fraction_min_score']['0.1']} to keep the top 10%", file=sys.stderr)
     return 0
 
 

@@ -41,7 +41,8 @@ def train(texts: list[str], positive: list[bool], out_model: str, seed: int = 42
 
     Returns:
         Metrics: ``n_train``, ``n_heldout``, ``accuracy``, ``precision``, ``recall`` (positive class at
-        score >= 0.5), ``auc`` (held-out ranking), written next to the model as ``<model>.metrics.json``.
+        score >= 0.5), ``auc`` (held-out ranking), and :func:`threshold_guide`'s figures for choosing
+        ``filter.quality_model.min_score``; written next to the model as ``<model>.metrics.json``.
 
     Raises:
         ValueError: one class is missing, or ``holdout`` is not in (0, 1).
@@ -75,9 +76,45 @@ def train(texts: list[str], positive: list[bool], out_model: str, seed: int = 42
         "accuracy": float((pred == hy).mean()) if len(hy) else 0.0,
         "precision": tp / max(1, int(pred.sum())), "recall": tp / max(1, int(hy.sum())),
         "auc": _auc(scores, hy),
+        **threshold_guide(scores, hy),
     }
     Path(out_model + ".metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     return metrics
+
+
+def threshold_guide(scores: np.ndarray, labels: np.ndarray) -> dict:
+    """Figures for choosing ``filter.quality_model.min_score`` from held-out scores.
+
+    fastText's probabilities are not calibrated to the filter's purpose: with balanced training data
+    most web text can score above 0.5, so 0.5 may keep nearly everything. DCLM (Li et al. 2024, sec. 4.4)
+    instead keeps a top fraction of documents by score; ``keep_fraction_min_score`` gives the score that
+    keeps the top 10 / 20 / 50 % of the held-out documents, and ``best_f1_min_score`` the threshold
+    that maximises F1 of the positive class.
+
+    Args:
+        scores: float array, shape (n,), positive-class probabilities.
+        labels: bool array, shape (n,), True = positive.
+
+    Returns:
+        ``best_f1_min_score``, ``best_f1``, ``keep_fraction_min_score`` ({"0.1": s, ...}) and
+        ``kept_at_0.5`` (fraction of held-out documents scoring >= 0.5). Empty dict when n = 0.
+    """
+    if not len(scores):
+        return {}
+    order = np.argsort(-scores, kind="stable")
+    s, y = scores[order], labels[order]
+    tp = np.cumsum(y)
+    k = np.arange(1, len(s) + 1)
+    f1 = 2 * tp / (k + max(1, int(y.sum())))
+    # Only thresholds between distinct scores can be set; take the last index of each tie run.
+    last = np.r_[s[1:] != s[:-1], True]
+    i = int(np.argmax(np.where(last, f1, -1)))
+    return {
+        "best_f1_min_score": round(float(s[i]), 6),
+        "best_f1": round(float(f1[i]), 4),
+        "keep_fraction_min_score": {str(q): round(float(np.quantile(scores, 1 - q)), 6) for q in (0.1, 0.2, 0.5)},
+        "kept_at_0.5": round(float((scores >= 0.5).mean()), 4),
+    }
 
 
 def _auc(scores: np.ndarray, labels: np.ndarray) -> float:
