@@ -73,14 +73,22 @@ def spark_config(cfg: WinnowConfig, quiet: bool) -> SparkConfig:
     conf.setdefault("spark.ui.showConsoleProgress", "true" if show else "false")
     return cfg.spark.model_copy(update={"conf": conf, "log_level": "ERROR" if quiet else cfg.spark.log_level})
 
+class _StdoutHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stdout`` is at the time of the record (pytest swaps it per test)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stdout
+        super().emit(record)
+
+
 def configure_logging(quiet: bool) -> None:
     """Send the ``pipelines.*`` loggers' INFO lines (e.g. dedup's LSH settings) to stdout; WARNING with ``--quiet``.
 
     Only Winnow's own loggers: py4j and pyspark log at INFO too, and their lines are noise here.
     """
     logger = logging.getLogger("pipelines")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stdout)
+    if not any(isinstance(h, _StdoutHandler) for h in logger.handlers):
+        handler = _StdoutHandler()
         handler.setFormatter(logging.Formatter("%(message)s"))
         logger.addHandler(handler)
         logger.propagate = False
