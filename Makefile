@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Winnow needs $(PYTHON) (Python 3.11) on PATH" >&2; exit 1; }
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[spark,dev]"
 	@touch $(STAMP)
 
 run: java-check $(STAMP)

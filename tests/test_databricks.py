@@ -73,3 +73,16 @@ def test_task_parameters_parse_with_the_jobs_own_parser(job, stage):
     assert cfg.pipeline.stages == list(STAGES)
     if stage == "ingest":
         assert cfg.ingest.inputs == ["dbfs:/winnow/raw/*.jsonl.gz"]
+
+
+def test_wheel_leaves_the_runtime_spark_alone(job):
+    """The bundle installs the bare wheel on a Databricks runtime, which brings its own pyspark and
+    Delta: the wheel may require them only through the ``spark`` extra."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    names = {re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
+    assert not names & {"pyspark", "delta-spark"}
+    assert any(d.startswith("pyspark==") for d in project["optional-dependencies"]["spark"])
+    libs = [lib for t in job["tasks"] for lib in t.get("libraries", [])]
+    assert libs and all(set(lib) == {"whl"} and "[" not in lib["whl"] for lib in libs)
