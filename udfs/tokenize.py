@@ -17,6 +17,7 @@ Source: Radford et al. 2019 (GPT-2) ``encoder.py`` for the BPE files and split r
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -44,14 +45,22 @@ class LoadedTokenizer:
     Attributes:
         tokenizer: the ``tokenizers.Tokenizer`` (special tokens encoded as text).
         spec: the spec it was loaded from (``builtin:gpt2``, a path, or a hub name).
-        fingerprint: sha256 hex of the tokenizer's canonical JSON (sorted keys, no whitespace).
         vocab_size: number of ids including added tokens; every id is < this.
     """
 
     tokenizer: object
     spec: str
-    fingerprint: str
     vocab_size: int
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """sha256 hex of the tokenizer's canonical JSON (sorted keys, no whitespace).
+
+        Computed on first use (~0.2 s for GPT-2): the driver records it, executors never need it.
+        """
+        canonical = json.dumps(json.loads(self.tokenizer.to_str()), sort_keys=True, separators=(",", ":"),  # type: ignore[attr-defined]
+                               ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     def token_id(self, token: str) -> int | None:
         """Id of ``token`` in the vocabulary (or added tokens), None when unknown."""
@@ -124,13 +133,7 @@ def load_tokenizer(spec: str, *, allow_download: bool = False) -> LoadedTokenize
                 raise TokenizerError(f"tokenize.tokenizer={spec!r}: Hub download failed: {e}") from None
         # Special-token strings in documents are text, never control ids (one EOS per document).
         tok.encode_special_tokens = True
-        canonical = json.dumps(json.loads(tok.to_str()), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        loaded = LoadedTokenizer(
-            tokenizer=tok,
-            spec=spec,
-            fingerprint=hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
-            vocab_size=int(tok.get_vocab_size(with_added_tokens=True)),
-        )
+        loaded = LoadedTokenizer(tokenizer=tok, spec=spec, vocab_size=int(tok.get_vocab_size(with_added_tokens=True)))
         _CACHE[key] = loaded
         return loaded
 
