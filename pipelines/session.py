@@ -72,6 +72,8 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
         # Python workers are reused across tasks, so models and tokenizers loaded into a module-level
         # cache are loaded once per worker process, not once per batch.
         .config("spark.python.worker.reuse", "true")
+        # Off unless asked for (jobs/_cli.py turns it on for a terminal): in logs it is noise.
+        .config("spark.ui.showConsoleProgress", "false")
     )
     for k, v in cfg.conf.items():
         builder = builder.config(k, v)
