@@ -160,7 +160,9 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
     out.append(_section("Stages", table(
         [{**r, "removed": sum(r["removed"].values()), "quarantined": sum(r["quarantined"].values())} for r in stats["stages"]],
         ["stage", "rows_in", "rows_out", "removed", "quarantined", "elapsed_s", "finished_at"], left=("stage", "finished_at"))))
-    out.append(_section("Removals by stage and reason", table(stats["removals"], ["stage", "reason", "documents", "bytes"], left=("stage", "reason"))))
+    out.append(_section("Removals by stage and reason", table(stats["removals"], ["stage", "reason", "documents", "bytes"], left=("stage", "reason"))
+                        + '<p class="muted">A document failing several rules counts under each of them here, so the rows'
+                        " can add up to more than the stage removed (Stages: removed).</p>"))
 
     if stats["signal_values"]:
         plots = [histogram(v, c, fmt, bins, stats["signals"][c]["thresholds"]) for c, v in sorted(stats["signal_values"].items()) if v]
