@@ -84,9 +84,11 @@ def histogram(values: list[float], title: str, fmt: str, bins: int, lines: list[
     fig, ax = plt.subplots(figsize=(5.2, 2.8))
     ax.hist(values, bins=bins, color="#4C78A8")
     for t in lines:
-        ax.axvline(t["value"], color="#E45756", linestyle="--", linewidth=1.2)
-        ax.annotate(f"{t['key']} ({t['keeps']} {t['value']:g} kept)", (t["value"], 0.95), xycoords=("data", "axes fraction"),
-                    fontsize=7, color="#E45756", rotation=90, ha="right", va="top")
+        # A legend, not text along the line: rotated labels ran over the bars and off the axes.
+        ax.axvline(t["value"], color="#E45756", linestyle="--", linewidth=1.2,
+                   label=f"{t['key'].rsplit('.', 1)[-1]}: {t['keeps']} {t['value']:g} kept")
+    if lines:
+        ax.legend(fontsize=7, loc="best", frameon=True, framealpha=0.85)
     if log_y:
         ax.set_yscale("log")
     ax.set_title(title, fontsize=9)
