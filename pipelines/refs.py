@@ -1,7 +1,7 @@
 """Refs stage: ``filtered`` -> ``refs_checked`` (+ ``removed`` rows with stage 'refs').
 
 Signals first, decision second: :func:`check_refs` adds the per-document reference signals of
-:func:`udfs.refs.refs_signals` (computed per Arrow batch with ``mapInArrow``) and one decision column,
+:func:`udfs.refs.refs_signals` (computed per Arrow batch by a scalar Arrow UDF over ``text`` and ``lang``) and one decision column,
 ``refs_action``; :func:`run` writes the documents that stay to ``refs_checked`` and those the ``drop``
 policy removes to ``removed``.
 
@@ -19,8 +19,6 @@ policy removes to ``removed``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -30,7 +28,7 @@ from pyspark.sql import types as T
 from pipelines import tables
 from pipelines.config import RefsConfig, WinnowConfig
 from pipelines.stage import StageReport
-from udfs.refs import SIGNAL_SCHEMA, refs_signals
+from udfs.refs import refs_signals
 
 STAGE = "refs"
 INPUT_TABLE = "filtered"
@@ -99,43 +97,42 @@ def check_refs(df: DataFrame, cfg: RefsConfig) -> DataFrame:
     vocabs = {lang: v.model_dump() for lang, v in cfg.vocab.items()}
     default_lang, policy = cfg.default_language, cfg.policy
     max_dangling = cfg.max_dangling
-    has_lang = "lang" in df.columns
-    in_schema = df.schema
-    out_schema = T.StructType(
-        [f for f in in_schema.fields] + [T.StructField(c, t) for c, t in SIGNAL_TYPES.items()]
-        + [T.StructField("refs_action", T.StringType(), False)]
+    result_type = T.StructType(
+        [T.StructField(c, t) for c, t in SIGNAL_TYPES.items()]
+        + [T.StructField("repaired_text", T.StringType()), T.StructField("refs_action", T.StringType(), False)]
     )
-    text_idx = in_schema.fieldNames().index("text")
 
-    def per_batch(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            sig = refs_signals(
-                batch.column("text"), batch.column("lang") if has_lang else None, vocabs, default_lang,
-                repair_sentences=policy == "repair",
-            )
-            yield _decide(batch, sig, text_idx, policy, max_dangling)
+    # A scalar Arrow UDF over (text, lang) rather than mapInArrow over whole rows: only the two input
+    # columns travel to Python and only the signals come back, not every column of `filtered` (its
+    # signal structs included) twice.
+    def signals(text: pa.Array, lang: pa.Array) -> pa.Array:
+        sig = refs_signals(text, lang, vocabs, default_lang, repair_sentences=policy == "repair")
+        arrays = [sig.column(n) for n in result_type.fieldNames()[:-1]] + [_action(sig, policy, max_dangling)]
+        return pa.StructArray.from_arrays(arrays, names=result_type.fieldNames())
 
-    return df.mapInArrow(per_batch, out_schema)
+    udf = F.arrow_udf(signals, result_type)
+    lang = F.col("lang") if "lang" in df.columns else F.lit(None).cast("string")
+    checked = df.withColumn("_refs", udf(F.col("text"), lang))
+    text = F.coalesce(F.col("_refs.repaired_text"), F.col("text")) if policy == "repair" else F.col("text")
+    return checked.select(
+        *[text.alias("text") if c == "text" else F.col(c) for c in df.columns],
+        *[F.col(f"_refs.{c}").alias(c) for c in SIGNAL_TYPES],
+        F.col("_refs.refs_action").alias("refs_action"),
+    )
 
 
-def _decide(batch: pa.RecordBatch, sig: pa.RecordBatch, text_idx: int, policy: str, max_dangling: int | None) -> pa.RecordBatch:
+def _action(sig: pa.RecordBatch, policy: str, max_dangling: int | None) -> pa.Array:
+    """``refs_action`` of every row of a :func:`udfs.refs.refs_signals` batch (see the module doc)."""
     import pyarrow.compute as pc
 
     n_dangling = sig.column("n_dangling")
     has_dangling = pc.greater(n_dangling, 0)
     if policy == "drop" and max_dangling is not None:
-        action = pc.if_else(pc.greater(n_dangling, max_dangling), "drop", pc.if_else(has_dangling, "flag", "none"))
-    elif policy == "repair":
-        emptied = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(sig.column("repaired_text")), ""), False)
-        action = pc.if_else(emptied, "drop", pc.if_else(has_dangling, "repair", "none"))
-    else:
-        action = pc.if_else(has_dangling, "flag", "none")
-    columns = list(batch.columns)
+        return pc.if_else(pc.greater(n_dangling, max_dangling), "drop", pc.if_else(has_dangling, "flag", "none"))
     if policy == "repair":
-        columns[text_idx] = pc.coalesce(sig.column("repaired_text"), batch.column(text_idx))
-    names = [*batch.schema.names, *(n for n in SIGNAL_SCHEMA.names if n != "repaired_text"), "refs_action"]
-    columns += [sig.column(n) for n in SIGNAL_SCHEMA.names if n != "repaired_text"] + [action]
-    return pa.RecordBatch.from_arrays(columns, names=names)
+        emptied = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(sig.column("repaired_text")), ""), False)
+        return pc.if_else(emptied, "drop", pc.if_else(has_dangling, "repair", "none"))
+    return pc.if_else(has_dangling, "flag", "none")
 
 
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
