@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from pyspark import StorageLevel
@@ -163,31 +164,41 @@ def list_files(spark: SparkSession, cfg: IngestConfig) -> list[tuple[str, str, i
     Raises:
         NoInputFilesError: a glob matches no file (names the glob).
     """
+    found: dict[str, tuple[str, int]] = {}
+    for glob, base, entries in _matches(spark, cfg.inputs):
+        if not entries:
+            raise NoInputFilesError(f"ingest.inputs: {glob!r} matches no file; fix the glob or the path (--set 'ingest.inputs=[...]')")
+        for path, size, _ in entries:
+            found.setdefault(path, (_key_path(path, base), size))
+    shared = {k for k, n in Counter(k for k, _ in found.values()).items() if n > 1}
+    return sorted((p, p if k in shared else k, size) for p, (k, size) in found.items())
+
+
+def input_files(spark: SparkSession, globs: list[str]) -> list[tuple[str, int, int]]:
+    """Every file :func:`list_files` would read, as sorted ``(path, size_bytes, mtime_ms)``; no error
+    when a glob matches nothing (the completion records use this to notice changed inputs)."""
+    return sorted({e for _, _, entries in _matches(spark, globs) for e in entries})
+
+
+def _matches(spark: SparkSession, globs: list[str]) -> Iterator[tuple[str, str, list[tuple[str, int, int]]]]:
+    """Per glob: the glob, its fixed prefix qualified, and its files ``(path, size, mtime_ms)``."""
     jvm = spark._jvm  # type: ignore[attr-defined]
     hconf = spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
-    found: dict[str, tuple[str, int]] = {}
-    for glob in cfg.inputs:
+    for glob in globs:
         gpath = jvm.org.apache.hadoop.fs.Path(glob)
         fs = gpath.getFileSystem(hconf)
         m = _GLOB_CHARS.search(glob)
         base_raw = glob[: m.start()].rsplit("/", 1)[0] if m else glob.rstrip("/")
         base_path = jvm.org.apache.hadoop.fs.Path(base_raw or "/")
         base = str(fs.makeQualified(base_path).toString())
-        statuses = fs.globStatus(gpath) or []
-        n = 0
-        for st in statuses:
+        entries = []
+        for st in fs.globStatus(gpath) or []:
             children = fs.listStatus(st.getPath()) if st.isDirectory() else [st]
             for f in children:
-                name = f.getPath().getName()
-                if f.isDirectory() or name.startswith(("_", ".")):
+                if f.isDirectory() or f.getPath().getName().startswith(("_", ".")):
                     continue
-                path = str(f.getPath().toString())
-                found.setdefault(path, (_key_path(path, base), int(f.getLen())))
-                n += 1
-        if n == 0:
-            raise NoInputFilesError(f"ingest.inputs: {glob!r} matches no file; fix the glob or the path (--set 'ingest.inputs=[...]')")
-    shared = {k for k, n in Counter(k for k, _ in found.values()).items() if n > 1}
-    return sorted((p, p if k in shared else k, size) for p, (k, size) in found.items())
+                entries.append((str(f.getPath().toString()), int(f.getLen()), int(f.getModificationTime())))
+        yield glob, base, entries
 
 
 def _hadoop_literal(path: str) -> str:

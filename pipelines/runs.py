@@ -133,17 +133,16 @@ def delta_version(spark: SparkSession, path: str) -> int | None:
 
 
 def input_files_digest(spark: SparkSession, globs: list[str]) -> str:
-    """sha256 over (path, length, modification time) of every file matching ``globs``, sorted.
+    """sha256 over (path, length, modification time) of every file ingest would read, sorted.
 
-    Stands for the raw inputs of ingest: a file added, removed, grown or touched changes it.
+    Stands for the raw inputs of ingest: a file added, removed, grown or touched changes it. The
+    files are those of :func:`pipelines.ingest.input_files` (a glob naming a folder stands for the
+    files in it), so what the digest covers is exactly what ingest reads.
     """
-    entries: list[str] = []
-    for pattern in globs:
-        fs, hpath = _hadoop_path(spark, pattern)
-        for st in fs.globStatus(hpath) or []:
-            if st.isFile():
-                entries.append(f"{st.getPath().toString()}\t{st.getLen()}\t{st.getModificationTime()}")
-    return "sha256:" + hashlib.sha256("\n".join(sorted(entries)).encode()).hexdigest()
+    from pipelines.ingest import input_files
+
+    entries = [f"{path}\t{size}\t{mtime}" for path, size, mtime in input_files(spark, globs)]
+    return "sha256:" + hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
 
 def _file_state(spark: SparkSession, cfg: WinnowConfig, path: str) -> str:

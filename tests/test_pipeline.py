@@ -108,3 +108,18 @@ def test_ingest_reruns_when_its_input_files_change(spark, tmp_path, capsys):
     (inputs / "more.jsonl").write_text('{"id": "x", "text": "one more document"}\n')
     step = plan(spark, cfg, ["ingest"])[0]
     assert step.action == "run" and step.why.startswith("input changed (files: sha256:")
+
+
+def test_input_digest_covers_the_files_of_a_folder_glob(spark, tmp_path):
+    """``ingest.inputs=[folder]`` reads the files in the folder, so the digest must change with them."""
+    from pipelines.runs import input_files_digest
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text('{"text": "a"}\n')
+    (folder / "_SUCCESS").write_text("")
+    before = input_files_digest(spark, [str(folder)])
+    assert before != input_files_digest(spark, [str(tmp_path / "nothing-here")])
+    (folder / "b.jsonl").write_text('{"text": "b"}\n')
+    assert input_files_digest(spark, [str(folder)]) != before
+    assert input_files_digest(spark, [str(folder)]) == input_files_digest(spark, [f"{folder}/*.jsonl"])
