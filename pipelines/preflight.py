@@ -8,6 +8,7 @@ tokenizer error after ingest, dedup and filter have already run.
 
 from __future__ import annotations
 
+import glob as globlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -34,8 +35,12 @@ def local_path(uri: str) -> str | None:
     return uri
 
 
-def check_writable_root(root: str) -> None:
+def check_writable_root(root: str, key: str = "run.root") -> None:
     """Raise unless ``root`` (a local folder) exists and is writable, or can be created.
+
+    Args:
+        root: the folder or URI; non-local URIs are not checked.
+        key: the config key that named it, for the message.
 
     Raises:
         PreflightError: ``root`` is a file, or the folder (or its nearest existing parent) is not
@@ -52,16 +57,17 @@ def check_writable_root(root: str) -> None:
             break
         probe = parent
     if not os.path.isdir(probe):
-        raise PreflightError(f"run.root={root!r}: {probe!r} exists and is not a folder")
+        raise PreflightError(f"{key}={root!r}: {probe!r} exists and is not a folder")
     try:
         # A real write, not os.access: root passes os.access on any folder, yet a read-only mount
         # (EROFS) or a full disk still refuses it.
         with tempfile.TemporaryFile(dir=probe, prefix=".winnow-preflight-"):
             pass
     except OSError as e:
-        what = "is not writable" if probe == path else f"cannot be created: {probe!r} is not writable"
+        where = "" if probe == path else f" inside {probe!r}"
         raise PreflightError(
-            f"run.root={root!r} {what} ({e.strerror}); choose another folder (--set run.root=...)"
+            f"{key}={root!r} cannot be written: creating a file{where} failed ({e.strerror}); "
+            f"choose another folder (--set {key}=...)"
         ) from None
 
 
@@ -80,6 +86,25 @@ def check_tokenizer(cfg: WinnowConfig) -> None:
         raise PreflightError(str(e)) from None
 
 
+def check_local_inputs(inputs: Sequence[str]) -> None:
+    """Raise when a local glob of ``ingest.inputs`` matches nothing (remote globs: ingest checks them).
+
+    Hadoop globs also know ``{a,b}``, which Python's :mod:`glob` does not: such patterns are left to
+    ingest, as are URIs with a scheme.
+
+    Raises:
+        PreflightError: names the glob.
+    """
+    for pattern in inputs:
+        path = local_path(pattern)
+        if path is None or "{" in path:
+            continue
+        if not globlib.glob(path) and not os.path.isdir(path):
+            raise PreflightError(
+                f"ingest.inputs: {pattern!r} matches no file; fix the glob or the path (--set 'ingest.inputs=[...]')"
+            )
+
+
 def check(cfg: WinnowConfig, stages: Sequence[str]) -> None:
     """Run every check that applies to a run of ``stages``.
 
@@ -87,5 +112,11 @@ def check(cfg: WinnowConfig, stages: Sequence[str]) -> None:
         PreflightError: the first failed check.
     """
     check_writable_root(cfg.run.root)
-    if "tokenize" in stages and not cfg.tokenize.allow_download:
+    if "ingest" in stages:
+        check_local_inputs(cfg.ingest.inputs)
+    if "shard" in stages and cfg.shard.output:
+        check_writable_root(cfg.shard.output, "shard.output")
+    if "tokenize" in stages:
+        # With tokenize.allow_download the driver downloads the tokenizer here, once, as the stage
+        # would; better now than after ingest, dedup and filter have run.
         check_tokenizer(cfg)

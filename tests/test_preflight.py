@@ -39,7 +39,7 @@ def test_unwritable_root_names_the_key():
     # /sys refuses new files even to root (sysfs); os.access would have said yes.
     if os.access("/sys", os.W_OK) and os.geteuid() != 0:
         pytest.skip("/sys is writable here")
-    with pytest.raises(PreflightError, match=r"run\.root='/sys/winnow/out' cannot be created"):
+    with pytest.raises(PreflightError, match=r"run\.root='/sys/winnow/out' cannot be written: creating a file inside '/sys'"):
         check_writable_root("/sys/winnow/out")
 
 
@@ -49,7 +49,7 @@ def test_read_only_folder(tmp_path):
     ro.mkdir()
     ro.chmod(0o500)
     try:
-        with pytest.raises(PreflightError, match="is not writable"):
+        with pytest.raises(PreflightError, match="cannot be written"):
             check_writable_root(str(ro))
     finally:
         ro.chmod(0o700)
@@ -83,3 +83,24 @@ def test_pipeline_dry_run_exits_2_before_spark(tmp_path, override, expected):
     assert expected in proc.stderr
     assert "Traceback" not in proc.stderr
     assert "SparkContext" not in proc.stderr + proc.stdout
+
+
+def test_shard_output_and_local_inputs_are_checked_when_their_stage_runs(tmp_path):
+    cfg = load_config([], [f"run.root={tmp_path}", "shard.output=/sys/winnow-shards",
+                           f"ingest.inputs=[{tmp_path}/none/*.jsonl]"])
+    with pytest.raises(PreflightError, match=r"shard\.output='/sys/winnow-shards' cannot be written"):
+        check(cfg, ["shard"])
+    with pytest.raises(PreflightError, match=r"ingest\.inputs: .*none/\*\.jsonl' matches no file"):
+        check(cfg, ["ingest"])
+    check(cfg, ["dedup", "filter"])
+    folder = tmp_path / "in"
+    folder.mkdir()
+    check(load_config([], [f"run.root={tmp_path}", f"ingest.inputs=['{folder}', 's3://bucket/x/*', '{tmp_path}/{{a,b}}.jsonl']"]), ["ingest"])
+
+
+def test_malformed_tokenizer_json_names_the_key(tmp_path):
+    bad = tmp_path / "tokenizer.json"
+    bad.write_text('{"x": 1')
+    cfg = load_config([], [f"run.root={tmp_path}", f"tokenize.tokenizer={bad}"])
+    with pytest.raises(PreflightError, match=r"tokenize\.tokenizer=.*is not a valid tokenizer\.json"):
+        check(cfg, ["tokenize"])

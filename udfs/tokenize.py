@@ -120,7 +120,10 @@ def load_tokenizer(spec: str, *, allow_download: bool = False) -> LoadedTokenize
         elif spec.startswith("builtin:"):
             raise TokenizerError(f"tokenize.tokenizer: unknown builtin {spec!r}; allowed builtins: ['{BUILTIN_GPT2}']")
         elif Path(spec).is_file():
-            tok = Tokenizer.from_file(spec)
+            try:
+                tok = Tokenizer.from_file(spec)
+            except Exception as e:  # tokenizers raises a bare Exception for malformed JSON
+                raise TokenizerError(f"tokenize.tokenizer={spec!r} is not a valid tokenizer.json: {e}") from None
         elif not allow_download:
             raise TokenizerError(
                 f"tokenize.tokenizer={spec!r} is neither {BUILTIN_GPT2!r} nor an existing tokenizer.json file; "
