@@ -37,7 +37,8 @@ def sample(
     """``n`` documents removed by ``stage`` (for ``reason`` if given) or kept by it, seeded by ``run.seed``.
 
     Args:
-        stage: a stage of the chain after ingest (ingest has no removals; ``kept`` works for it).
+        stage: a stage of the chain; for ``ingest`` "removed" means the ``quarantine`` table (bad
+            records, identified by ``input_file:record``, with their excerpt and detail).
         reason: a reason id or family prefix; None = any.
         kept: sample the stage's output table instead of its removals.
         n: documents to return.
@@ -54,6 +55,8 @@ def sample(
         raise ValueError(f"unknown stage {stage!r}; allowed: {list(STAGES)}")
     if kept and reason:
         raise ValueError("--reason selects removed documents; it cannot be combined with --kept")
+    if stage == "ingest" and not kept:
+        return _sample_quarantine(spark, cfg, reason, n, text_chars)
     if kept:
         if not STAGE_TABLES[stage]:
             raise ValueError(f"stage {stage!r} writes no document table; allowed: {[s for s in STAGES if STAGE_TABLES[s]]}")
@@ -73,6 +76,21 @@ def sample(
             "text": truncate(text, text_chars), "n_chars": len(text),
         })
     return out
+
+
+def _sample_quarantine(spark: SparkSession, cfg: WinnowConfig, reason: str | None, n: int, text_chars: int) -> list[dict[str, Any]]:
+    """Seeded sample of ``quarantine`` rows in :func:`sample`'s shape (``doc_id`` = ``input_file:record``)."""
+    df = tables.read_table(spark, cfg, "quarantine", written_by="ingest")
+    df = df.withColumn("doc_id", F.concat_ws(":", "input_file", F.col("record").cast("string")))
+    if reason:
+        # The report names these reasons "quarantine.<reason>"; the table stores the bare reason.
+        df = df.where(F.col("reason") == reason.removeprefix("quarantine."))
+    rows = df.orderBy(seeded_order(cfg.run.seed), "doc_id").limit(n).collect()
+    return [{
+        "doc_id": r["doc_id"], "reason": [f"quarantine.{r['reason']}"], "duplicate_of": None,
+        "signals": {"detail": r["detail"]} if r["detail"] else {},
+        "text": truncate(r["excerpt"] or "", text_chars), "n_chars": len(r["excerpt"] or ""),
+    } for r in rows]
 
 
 def doc_path(spark: SparkSession, cfg: WinnowConfig, doc_id: str) -> list[dict[str, Any]]:

@@ -30,6 +30,10 @@ def run_root(spark, tmp_path_factory):
     removed = [(*docs[i], 0.3 + i / 10, ["gopher_repetition.top_2gram"]) for i in range(1, 5)]
     removed.append((*docs[5], 0.9, ["gopher_quality.word_count"]))
     tables.write_removed(spark.createDataFrame(removed, f"{FILT}, reason array<string>"), cfg, "filter")
+    quarantine = [("file:/in/a.jsonl", 3, "malformed_json", '{"text": "oops', "Expecting ',' delimiter: line 1"),
+                  ("file:/in/a.jsonl", 7, "text_missing", '{"title": "no text"}', None)]
+    tables.write_table(spark.createDataFrame(quarantine, "input_file string, record bigint, reason string, excerpt string, "
+                                                         "detail string"), cfg, "quarantine")
     return root
 
 
@@ -79,3 +83,15 @@ def test_script_runs_without_shadowing_stdlib_and_fails_fast_on_bad_config():
     r = subprocess.run([sys.executable, str(script), "--set", "report.plot_format=gif", "--stage", "filter"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "report.plot_format" in r.stderr and "'gif'" in r.stderr, r.stderr
+
+
+def test_ingest_removals_are_the_quarantined_records(run_root, capsys):
+    assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "ingest", "-n", "5"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 documents removed by ingest")
+    assert "--- " in out and "file:/in/a.jsonl:3  reason: quarantine.malformed_json" in out
+    assert "detail=Expecting ',' delimiter" in out and '| {"text": "oops' in out
+    assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "ingest", "--reason", "quarantine.text_missing"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("1 documents removed by ingest for quarantine.text_missing")
+    assert "file:/in/a.jsonl:7" in out
