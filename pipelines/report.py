@@ -445,9 +445,18 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     Returns:
         A report with ``rows_in == rows_out`` = documents in the last table of the funnel (the report
         removes nothing) and the two files as outputs.
+
+    Raises:
+        tables.MissingTableError: no ``documents`` table under ``run.root`` (ingest never ran there,
+            or the root is mistyped): an empty report would look like a run that kept nothing.
     """
     from pipelines.report_html import render_html
 
+    if not tables.table_exists(spark, cfg.table_path("documents")):
+        raise tables.MissingTableError(
+            f"report: no 'documents' table under run.root={cfg.run.root!r}; run the 'ingest' stage first "
+            "(or check run.root)"
+        )
     stats = collect_stats(spark, cfg)
     html = render_html(stats, cfg)
     stats_path = f"{cfg.report_path}/stats.json"

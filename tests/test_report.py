@@ -165,3 +165,11 @@ def test_report_job_fails_fast_on_bad_config():
     script = Path(__file__).resolve().parents[1] / "jobs" / "report.py"
     r = subprocess.run([sys.executable, str(script), "--set", "report.hist_bins=1"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "report.hist_bins" in r.stderr, r.stderr
+
+
+def test_report_of_a_root_without_tables_fails(spark, make_cfg):
+    from pipelines import report, tables
+
+    cfg = make_cfg()
+    with pytest.raises(tables.MissingTableError, match="no 'documents' table under run.root="):
+        report.run(spark, cfg)
