@@ -224,6 +224,15 @@ class GopherQualityConfig(RuleFamily):
     min_alpha_words_ratio: float | None = Field(default=0.8, ge=0, le=1)
     min_stop_words: int | None = Field(default=2, ge=0, le=8)
 
+    @model_validator(mode="after")
+    def _ranges_not_empty(self) -> GopherQualityConfig:
+        # min > max would drop every document; almost certainly two keys swapped or a typo.
+        for lo, hi in (("min_words", "max_words"), ("min_mean_word_length", "max_mean_word_length")):
+            a, b = getattr(self, lo), getattr(self, hi)
+            if a is not None and b is not None and a > b:
+                raise ValueError(f"{lo}={a} is greater than {hi}={b}: every document would be dropped")
+        return self
+
 
 class GopherRepetitionConfig(RuleFamily):
     """Gopher repetition rules (Rae et al. 2021, table A1); defaults are the paper's."""

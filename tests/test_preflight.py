@@ -104,3 +104,21 @@ def test_malformed_tokenizer_json_names_the_key(tmp_path):
     cfg = load_config([], [f"run.root={tmp_path}", f"tokenize.tokenizer={bad}"])
     with pytest.raises(PreflightError, match=r"tokenize\.tokenizer=.*is not a valid tokenizer\.json"):
         check(cfg, ["tokenize"])
+
+
+def test_filter_languages_and_models_are_checked(tmp_path):
+    bad = load_config([], [f"run.root={tmp_path}", "filter.langid.allowed=[en, xx, english]"])
+    with pytest.raises(PreflightError, match=r"filter\.langid\.allowed: \['english', 'xx'\] not among the 17\d languages"):
+        check(bad, ["filter"])
+    check(load_config([], [f"run.root={tmp_path}", "filter.langid.allowed=[en, de, nb, zh]"]), ["filter"])
+    missing = load_config([], [f"run.root={tmp_path}", f"filter.quality_model.model={tmp_path}/q.bin"])
+    with pytest.raises(PreflightError, match=r"filter\.quality_model\.model=.*no such file"):
+        check(missing, ["filter"])
+    check(missing, ["ingest", "dedup"])
+
+
+def test_swapped_word_limits_fail_at_load():
+    from pipelines.config import ConfigError
+
+    with pytest.raises(ConfigError, match="min_words=500 is greater than max_words=10"):
+        load_config([], ["filter.gopher_quality.min_words=500", "filter.gopher_quality.max_words=10"])
