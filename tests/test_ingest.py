@@ -82,7 +82,7 @@ def test_excerpts_are_truncated_raw_records(spark, bad_run):
     cfg, _ = bad_run
     rows = {r["record"]: r for r in _read(spark, cfg, "quarantine").where("input_file like '%bad.jsonl'").collect()}
     assert rows[2]["excerpt"] == '{"id": "cut", "text": "truncated in the mid'
-    assert rows[10]["excerpt"] == "x" * 200 and "5000000 characters > max_doc_bytes 4000000" in rows[10]["detail"]
+    assert rows[10]["excerpt"] == "x" * 200 and "5000000 characters (so at least as many UTF-8 bytes) > max_doc_bytes 4000000" in rows[10]["detail"]
 
 
 def test_repaired_documents(spark, bad_run, bad_dir):

@@ -207,7 +207,7 @@ class _Collector:
             url: Any = None, source: Any = None, meta: dict[str, str] | None = None) -> None:
         text, n_fixed = T.repair_surrogates(text, escaped)
         if len(text) > self.opts.max_doc_bytes:  # bytes >= code points: over the limit already
-            self.quarantine(record, "too_large", text, f"{len(text)} characters > max_doc_bytes {self.opts.max_doc_bytes}")
+            self.quarantine(record, "too_large", text, f"{len(text)} characters (so at least as many UTF-8 bytes) > max_doc_bytes {self.opts.max_doc_bytes}")
             return
         d = self.docs
         d["record"].append(record)
@@ -544,6 +544,7 @@ def explode_file(path: str, content: bytes, opts: ParseOptions, key_path: str | 
     if error is not None:
         c.quarantine(0, "unreadable_file", None, f"{error}; records before the damage were kept")
     elif c.emitted == 0 and not c.docs["text"] and not c.bad["record"]:
-        c.quarantine(0, "empty_file", content[:200], f"{size} bytes, no record")
+        # The decompressed bytes (an empty .gz has a 20-byte header that means nothing to a reader).
+        c.quarantine(0, "empty_file", data[:200] or None, f"{size} bytes, no record")
     yield from c.flush()
     yield c.summary(fmt, size)
