@@ -296,6 +296,7 @@ def _write(spark: SparkSession, cfg: WinnowConfig, decided: DataFrame, rows_in_c
         removed=removed,
         outputs={OUTPUT_TABLE: out_path, "removed": removed_path},
         extra={"mode": mode, "failing_by_rule": {row["r"]: int(row["count"]) for row in per_rule}},
+        first_reason_only=True,
     )
 
 

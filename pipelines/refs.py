@@ -168,6 +168,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         removed={reason: n_drop} if n_drop else {},
         outputs={OUTPUT_TABLE: out_path, "removed": removed_path},
         extra={k: v for k, v in stats.items() if k != "rows"},
+        notes={"flagged": stats["actions"].get("flag", 0), "repaired": stats["actions"].get("repair", 0),
+               "dangling_mentions": sum(stats["dangling_by_kind"].values())},
     )
 
 

@@ -163,6 +163,8 @@ def _threshold_names(column: str) -> tuple[str, list[str]]:
     names = [name]
     if name.endswith("_count"):
         names.append(name[: -len("_count")] + "s")
+    if name in ("hash_word_ratio", "ellipsis_word_ratio"):
+        names.append("symbol_word_ratio")  # Gopher's symbol rule checks both against one threshold
     if not family and name.endswith("_score"):
         return name[: -len("_score")], ["score"]
     return family, names

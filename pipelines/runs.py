@@ -338,9 +338,13 @@ def _staleness(spark: SparkSession, cfg: WinnowConfig, stage: str, rec: dict[str
 
 # --------------------------------------------------------------------------------------------- run
 def start_line(stage: str, inputs: dict[str, str]) -> str:
-    """One human line announcing a stage: ``[dedup] start reads documents@v3, quarantine@v3``."""
-    reads = ", ".join(f"{k}@{_short(v)}" for k, v in sorted(inputs.items())) or "nothing"
-    return f"[{stage}] start reads {reads}"
+    """One human line announcing a stage: ``[dedup] start; upstream: documents@v3, quarantine@v3``.
+
+    ``inputs`` is what the completion record compares (:func:`input_state`): every upstream table,
+    a superset of the tables the stage reads, hence "upstream" rather than "reads".
+    """
+    state = ", ".join(f"{k}@{_short(v)}" for k, v in sorted(inputs.items())) or "nothing"
+    return f"[{stage}] start; upstream: {state}"
 
 
 def run_and_record(spark: SparkSession, cfg: WinnowConfig, stage: str, *, log: Any = None) -> StageReport:

@@ -41,6 +41,9 @@ class StageReport:
         outputs: output table name (or path) -> location.
         extra: stage-specific figures (e.g. LSH S-curve, shard balance), JSON-serialisable.
         elapsed_s: wall time in seconds.
+        first_reason_only: a document can fail several rules and ``removed`` counts its first only
+            (filter); the summary line says so.
+        notes: kept-but-notable counts for the summary line, e.g. refs' ``{"flagged": 5}``.
     """
 
     stage: str
@@ -51,6 +54,8 @@ class StageReport:
     outputs: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    first_reason_only: bool = False
+    notes: dict[str, int] = field(default_factory=dict)
 
     @property
     def n_removed(self) -> int:
@@ -74,16 +79,22 @@ class StageReport:
         return self
 
     def summary_line(self) -> str:
-        """One human line: ``[dedup] in=… out=… removed=… (reason=n, …) 12.3s``."""
+        """One human line: ``[dedup] in=… out=… removed=… (reason=n, …) 12.3s``.
+
+        With several reasons per document (filter), each document counts under its first failing rule
+        and the line says so; the report's removals table counts every failing rule.
+        """
         parts = [f"[{self.stage}] in={self.rows_in} out={self.rows_out}"]
         if self.removed:
-            parts.append(f"removed={self.n_removed} (" + ", ".join(f"{k}={v}" for k, v in sorted(self.removed.items())) + ")")
+            by = "by first failing rule: " if self.first_reason_only and len(self.removed) > 1 else ""
+            parts.append(f"removed={self.n_removed} ({by}" + ", ".join(f"{k}={v}" for k, v in sorted(self.removed.items())) + ")")
         if self.quarantined:
             parts.append(
                 f"quarantined={self.n_quarantined} ("
                 + ", ".join(f"{k}={v}" for k, v in sorted(self.quarantined.items()))
                 + ")"
             )
+        parts += [f"{k}={v}" for k, v in self.notes.items() if v]
         parts.append(f"{self.elapsed_s:.1f}s")
         return " ".join(parts)
 

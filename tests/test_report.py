@@ -110,6 +110,8 @@ def test_thresholds_found_by_name():
     assert thresholds(section, "lang_score") == [{"key": "langid.min_score", "value": 0.65, "keeps": ">="}]
     assert thresholds(section, "ratio") == [{"key": "min_ratio", "value": 0.2, "keeps": ">="}]
     assert thresholds(section, "gopher_quality.other") == []
+    symbol = {"gopher_quality": {"max_symbol_word_ratio": 0.1}}
+    assert thresholds(symbol, "gopher_quality.hash_word_ratio") == [{"key": "gopher_quality.max_symbol_word_ratio", "value": 0.1, "keeps": "<="}]
 
 
 def test_html_escapes_document_text(report_run):
