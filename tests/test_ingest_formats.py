@@ -193,3 +193,13 @@ def test_excerpt_is_truncated_and_detail_names_the_problem():
     rows = _rows("b.jsonl", b'{"text": 5, "pad": "' + b"p" * 1000 + b'"}\n', ParseOptions(excerpt_chars=20))
     assert rows[0]["excerpt"] == '{"text": 5, "pad": "' and rows[0]["detail"] == "field 'text' holds int"
     assert json.loads(b'{"a": 1}')  # sanity: json module in use
+
+
+def test_plain_jsonl_named_gz_is_read_and_labelled():
+    from udfs.formats import ParseOptions, explode_file
+
+    content = b'{"id": "a", "text": "first document"}\n{"id": "b", "text": "second document"}\n'
+    rows = [r for b in explode_file("in/x.jsonl.gz", content, ParseOptions()) for r in b.to_pylist()]
+    assert [r["text"] for r in rows if r["kind"] == "doc"] == ["first document", "second document"]
+    summary = dict(next(r for r in rows if r["kind"] == "file")["meta"])
+    assert summary["format"] == "jsonl (plain, named .gz)"

@@ -505,6 +505,9 @@ def _warc(c: _Collector, data: bytes) -> Iterator[pa.RecordBatch]:
     yield from c.flush()
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+"""First two bytes of every gzip member (RFC 1952, section 2.3.1)."""
+
 _READERS = {"jsonl": _jsonl, "parquet": _parquet, "text": _text, "wet": _warc, "warc": _warc}
 
 
@@ -535,6 +538,11 @@ def explode_file(path: str, content: bytes, opts: ParseOptions, key_path: str | 
         yield c.summary(fmt, size)
         return
     data, error = content, None
+    label = fmt
+    if codec == "gz" and content and not content.startswith(_GZIP_MAGIC):
+        # A plain file named .gz (a common upload slip): read it as it is rather than quarantining
+        # every record as undecompressable; the file summary's format says so (report: ingest formats).
+        codec, label = None, f"{fmt} (plain, named .gz)"
     if fmt not in ("wet", "warc") or codec == "zst":  # warcio reads gzip-per-record files itself
         data, error = decompress(content, codec)
     try:
@@ -547,4 +555,4 @@ def explode_file(path: str, content: bytes, opts: ParseOptions, key_path: str | 
         # The decompressed bytes (an empty .gz has a 20-byte header that means nothing to a reader).
         c.quarantine(0, "empty_file", data[:200] or None, f"{size} bytes, no record")
     yield from c.flush()
-    yield c.summary(fmt, size)
+    yield c.summary(label, size)
