@@ -203,3 +203,11 @@ def test_plain_jsonl_named_gz_is_read_and_labelled():
     assert [r["text"] for r in rows if r["kind"] == "doc"] == ["first document", "second document"]
     summary = dict(next(r for r in rows if r["kind"] == "file")["meta"])
     assert summary["format"] == "jsonl (plain, named .gz)"
+
+
+def test_leading_utf8_bom_is_not_part_of_the_first_record():
+    from udfs.formats import ParseOptions, explode_file
+
+    content = b'\xef\xbb\xbf{"text": "first"}\r\n{"text": "second"}\r\n'
+    rows = [r for b in explode_file("in/bom.jsonl", content, ParseOptions()) for r in b.to_pylist()]
+    assert [r["text"] for r in rows if r["kind"] == "doc"] == ["first", "second"]

@@ -505,6 +505,7 @@ def _warc(c: _Collector, data: bytes) -> Iterator[pa.RecordBatch]:
     yield from c.flush()
 
 
+_UTF8_BOM = b"\xef\xbb\xbf"
 _GZIP_MAGIC = b"\x1f\x8b"
 """First two bytes of every gzip member (RFC 1952, section 2.3.1)."""
 
@@ -545,6 +546,8 @@ def explode_file(path: str, content: bytes, opts: ParseOptions, key_path: str | 
         codec, label = None, f"{fmt} (plain, named .gz)"
     if fmt not in ("wet", "warc") or codec == "zst":  # warcio reads gzip-per-record files itself
         data, error = decompress(content, codec)
+    if fmt in ("jsonl", "text") and data.startswith(_UTF8_BOM):
+        data = data[len(_UTF8_BOM):]  # Windows tools write one; JSON (RFC 8259 sec. 8.1) must not start with it
     try:
         yield from _READERS[fmt](c, data)
     except Exception as e:  # a corrupt Parquet footer, or a reader bug: never lose the file silently
