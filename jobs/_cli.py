@@ -6,7 +6,7 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pipelines.config import ConfigError, SparkConfig, WinnowConfig, load_config
@@ -98,7 +98,7 @@ def configure_logging(quiet: bool) -> None:
 def parse_config(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> tuple[argparse.Namespace, WinnowConfig]:
     """Parse ``argv`` and load the config; a bad config exits with status 2 and the error message."""
     args = parser.parse_args(argv)
-    configure_logging(getattr(args, "quiet", False))
+    configure_logging(args.quiet)
     try:
         cfg = load_config(args.conf, args.overrides)
     except ConfigError as e:
@@ -120,17 +120,27 @@ def stage_parser(stage: str) -> argparse.ArgumentParser:
     return base_parser(f"{stage}.py", f"Winnow {stage} stage")
 
 
-def run_single_stage(stage: str, argv: Sequence[str] | None = None) -> int:
-    """Entry point body of ``jobs/<stage>.py``: parse, build the session, run one stage, print a summary."""
+def run_single_stage(
+    stage: str,
+    argv: Sequence[str] | None = None,
+    parser: argparse.ArgumentParser | None = None,
+    options: Callable[[argparse.Namespace], dict[str, Any]] | None = None,
+) -> int:
+    """Entry point body of ``jobs/<stage>.py``: parse, build the session, run one stage, print a summary.
+
+    Args:
+        parser: the job's parser when it has options of its own (default :func:`stage_parser`).
+        options: maps the parsed arguments to keyword arguments of the stage's ``run``.
+    """
     from pipelines.runs import run_and_record
     from pipelines.session import get_spark
 
-    p = stage_parser(stage)
+    p = parser or stage_parser(stage)
     args, cfg = parse_config(p, argv)
     preflight_or_exit(p, cfg, [stage])
     spark = get_spark(f"winnow-{stage}", spark_config(cfg, args.quiet))
     # The completion record lets jobs/pipeline.py skip this stage later when nothing changed.
-    report = run_and_record(spark, cfg, stage, log=None if args.quiet else _say)
+    report = run_and_record(spark, cfg, stage, log=None if args.quiet else _say, **(options(args) if options else {}))
     print(report.summary_line(), flush=True)
     for name, loc in sorted(report.outputs.items()):
         print(f"  {name}: {loc}", flush=True)

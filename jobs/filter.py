@@ -14,32 +14,18 @@ if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(
 
 from collections.abc import Sequence
 
-from jobs._cli import base_parser, parse_config
+from jobs._cli import run_single_stage, stage_parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pipelines import filter as filter_stage
-    from pipelines.session import get_spark
-    from pipelines.stage import Timer
-
-    parser = base_parser("filter.py", "Winnow filter stage: quality signals, language ID, quality classifier")
+    parser = stage_parser("filter")
+    parser.description = "Winnow filter stage: quality signals, language ID, quality classifier"
     parser.add_argument(
         "--decide-only",
         action="store_true",
         help="re-decide from the signals stored in `filtered` and `removed` (no signal recomputation)",
     )
-    args, cfg = parse_config(parser, argv)
-    spark = get_spark("winnow-filter", cfg.spark)
-    if args.quiet:
-        spark.sparkContext.setLogLevel("ERROR")
-    with Timer() as t:
-        report = filter_stage.run(spark, cfg, decide_only=args.decide_only)
-    report.elapsed_s = t.elapsed
-    report.check()
-    print(report.summary_line(), flush=True)
-    for name, loc in sorted(report.outputs.items()):
-        print(f"  {name}: {loc}", flush=True)
-    return 0
+    return run_single_stage("filter", argv, parser, lambda args: {"decide_only": args.decide_only})
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Checks that need no Spark and fail a run before it starts, naming the config key to fix.
 
 The config model (:mod:`pipelines.config`) checks values in isolation; these check them against the
-machine: that ``run.root`` can be written and that the tokenizer named by ``tokenize.tokenizer`` loads.
-Without them the first symptom is a Java stack trace from Delta half-way through the chain, or a
-tokenizer error after ingest, dedup and filter have already run.
+machine, for the stages about to run: ``run.root`` / ``shard.output`` can be written, local input
+globs match files, the LID and quality models exist and know the configured labels, and the tokenizer
+loads. Without them the first symptom is a Java stack trace from Delta half-way through the chain, or
+a tokenizer error after ingest, dedup and filter have already run.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Refs stage: ``filtered`` -> ``refs_checked`` (+ ``removed`` rows with stage 'refs').
 
 Signals first, decision second: :func:`check_refs` adds the per-document reference signals of
-:func:`udfs.refs.refs_signals` (computed per Arrow batch by a scalar Arrow UDF over ``text`` and ``lang``) and one decision column,
-``refs_action``; :func:`run` writes the documents that stay to ``refs_checked`` and those the ``drop``
-policy removes to ``removed``.
+:func:`udfs.refs.refs_signals` (computed per Arrow batch by a scalar Arrow UDF over ``text`` and
+``lang``) and one decision column, ``refs_action``; :func:`run` writes the documents that stay to
+``refs_checked`` and those the ``drop`` policy removes to ``removed``.
 
 ``refs_action`` (string):
 
@@ -110,9 +110,9 @@ def check_refs(df: DataFrame, cfg: RefsConfig) -> DataFrame:
         arrays = [sig.column(n) for n in result_type.fieldNames()[:-1]] + [_action(sig, policy, max_dangling)]
         return pa.StructArray.from_arrays(arrays, names=result_type.fieldNames())
 
-    udf = F.arrow_udf(signals, result_type)
+    signals_per_batch = F.arrow_udf(signals, result_type)  # scalar Arrow UDF: one call per Arrow batch
     lang = F.col("lang") if "lang" in df.columns else F.lit(None).cast("string")
-    checked = df.withColumn("_refs", udf(F.col("text"), lang))
+    checked = df.withColumn("_refs", signals_per_batch(F.col("text"), lang))
     text = F.coalesce(F.col("_refs.repaired_text"), F.col("text")) if policy == "repair" else F.col("text")
     return checked.select(
         *[text.alias("text") if c == "text" else F.col(c) for c in df.columns],

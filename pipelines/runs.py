@@ -347,11 +347,12 @@ def start_line(stage: str, inputs: dict[str, str]) -> str:
     return f"[{stage}] start; upstream: {state}"
 
 
-def run_and_record(spark: SparkSession, cfg: WinnowConfig, stage: str, *, log: Any = None) -> StageReport:
+def run_and_record(spark: SparkSession, cfg: WinnowConfig, stage: str, *, log: Any = None, **options: Any) -> StageReport:
     """Run one stage (:func:`pipelines.stage.run_stage`) and append its completion record.
 
     Args:
         log: callable taking one line (e.g. ``print``); None = silent. Gets the start line.
+        options: passed to the stage's ``run`` (:func:`pipelines.stage.run_stage`).
 
     Returns:
         The stage's checked report.
@@ -362,6 +363,6 @@ def run_and_record(spark: SparkSession, cfg: WinnowConfig, stage: str, *, log: A
     if log is not None:
         log(start_line(stage, inputs))
     started = dt.datetime.now(dt.UTC)
-    report = run_stage(spark, cfg, stage)
+    report = run_stage(spark, cfg, stage, **options)
     record_completion(spark, cfg, report, inputs, started)
     return report

@@ -135,9 +135,12 @@ def stage_runner(stage: str) -> StageRun:
     return run
 
 
-def run_stage(spark: Any, cfg: WinnowConfig, stage: str) -> StageReport:
-    """Run one stage, time it, check its accounting invariant, and return its report."""
+def run_stage(spark: Any, cfg: WinnowConfig, stage: str, **options: Any) -> StageReport:
+    """Run one stage, time it, check its accounting invariant, and return its report.
+
+    ``options`` go to the stage's ``run`` (e.g. filter's ``decide_only``).
+    """
     with Timer() as t:
-        report = stage_runner(stage)(spark, cfg)
+        report = stage_runner(stage)(spark, cfg, **options)
     report.elapsed_s = t.elapsed
     return report.check()
