@@ -16,6 +16,7 @@ USER_ERRORS = (
     "pipelines.ingest.NoInputFilesError",
     "pipelines.dedup.SignatureSettingsMismatch",
     "udfs.tokenize.TokenizerError",
+    "pipelines.eval_sets.EvalSetError",
 )
 """Errors that mean "fix the input or the config", by dotted class name: their message says what to do,
 so a job prints it without a traceback (``WINNOW_TRACEBACK=1`` shows it) and exits non-zero."""

@@ -365,6 +365,54 @@ class RefsConfig(Section):
         return self
 
 
+# ---------------------------------------------------------------------------------------- decontam
+class EvalSetConfig(Section):
+    """One evaluation set whose text must not be in the training data (pipelines/decontam.py)."""
+
+    # Reason ids are decontam.<name>: stable snake_case.
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)
+    paths: list[str] = Field(default_factory=list)
+    table: str | None = None
+    format: Literal["auto", "jsonl", "parquet"] = "auto"
+    fields: list[str] = Field(min_length=1)
+    id_field: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EvalSetConfig:
+        if bool(self.paths) == (self.table is not None):
+            raise ValueError(
+                f"eval set {self.name!r}: give exactly one of paths (JSONL/Parquet files) and table (a Delta "
+                f"table path); got paths={self.paths!r}, table={self.table!r}"
+            )
+        if any(not f.strip() for f in self.fields):
+            raise ValueError(f"eval set {self.name!r}: fields must be non-blank column names; got {self.fields!r}")
+        return self
+
+
+class DecontamConfig(Section):
+    """Evaluation-overlap removal (issue 16): ``refs_checked`` -> ``decontaminated``."""
+
+    eval_sets: list[EvalSetConfig] = Field(default_factory=list)
+    # GPT-3 (Brown et al. 2020, appendix C) used 13-grams; 8 is common too.
+    ngram_size: int = Field(default=13, ge=1, le=64)
+    min_item_words: int = Field(default=3, ge=1)
+    min_matches: int = Field(default=1, ge=1)
+    min_item_fraction: float | None = Field(default=0.5, gt=0.0, le=1.0)
+    action: Literal["flag", "drop", "cut"] = "cut"
+    cut_margin_chars: int = Field(default=200, ge=0)
+    min_chars_after_cut: int = Field(default=200, ge=0)
+    broadcast_max_ngrams: int = Field(default=5_000_000, ge=0)
+
+    @field_validator("eval_sets")
+    @classmethod
+    def _unique_names(cls, v: list[EvalSetConfig]) -> list[EvalSetConfig]:
+        names = [s.name for s in v]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"eval set names must be unique; repeated: {dup}")
+        return v
+
+
 # ---------------------------------------------------------------------------------------- tokenize
 class TokenizeConfig(Section):
     """Owned by the tokenize stage (issue 6): ``refs_checked`` (or the last table of the chain) -> ``tokenized``."""
@@ -445,6 +493,7 @@ class WinnowConfig(Section):
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     filter: FilterConfig = Field(default_factory=FilterConfig)
     refs: RefsConfig = Field(default_factory=RefsConfig)
+    decontam: DecontamConfig = Field(default_factory=DecontamConfig)
     tokenize: TokenizeConfig = Field(default_factory=TokenizeConfig)
     shard: ShardConfig = Field(default_factory=ShardConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)

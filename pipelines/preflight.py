@@ -2,8 +2,8 @@
 
 The config model (:mod:`pipelines.config`) checks values in isolation; these check them against the
 machine, for the stages about to run: ``run.root`` / ``shard.output`` can be written, local input
-globs match files, the LID and quality models exist and know the configured labels, and the tokenizer
-loads. Without them the first symptom is a Java stack trace from Delta half-way through the chain, or
+globs match files, the LID and quality models exist and know the configured labels, local evaluation
+sets of the decontam stage can be read and hold items, and the tokenizer loads. Without them the first symptom is a Java stack trace from Delta half-way through the chain, or
 a tokenizer error after ingest, dedup and filter have already run.
 """
 
@@ -145,6 +145,18 @@ def check_filter_models(cfg: WinnowConfig) -> None:
             )
 
 
+def check_eval_sets(cfg: WinnowConfig) -> None:
+    """Every local evaluation set of ``decontam.eval_sets`` exists, is UTF-8 (JSONL) or Parquet, has
+    each field in some row and at least one item with text (:func:`pipelines.eval_sets.check_local`).
+
+    Raises:
+        PreflightError: names the key (``decontam.eval_sets[i].paths`` / ``.fields``).
+    """
+    from pipelines.eval_sets import check_local
+
+    check_local(cfg.decontam)
+
+
 def check(cfg: WinnowConfig, stages: Sequence[str]) -> None:
     """Run every check that applies to a run of ``stages``.
 
@@ -158,6 +170,8 @@ def check(cfg: WinnowConfig, stages: Sequence[str]) -> None:
         check_filter_models(cfg)
     if "shard" in stages and cfg.shard.output:
         check_writable_root(cfg.shard.output, "shard.output")
+    if "decontam" in stages:
+        check_eval_sets(cfg)
     if "tokenize" in stages:
         # With tokenize.allow_download the driver downloads the tokenizer here, once, as the stage
         # would; better now than after ingest, dedup and filter have run.
