@@ -38,7 +38,7 @@ from bench.common import TreeSampler, flatten, format_table, loadavg, machine_fa
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
-STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "tokenize", "shard")
+STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "decontam", "tokenize", "shard")
 """``bench/<name>.py`` modules the harness looks for, in chain order."""
 PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling")
 """Everything the harness runs, in order: the references alone (:mod:`bench.references`), each stage
@@ -108,6 +108,8 @@ def _goals(parts: list[str]) -> list[Goal]:
         Goal("tokenize_vs_raw", "tokenize stage vs raw `tokenizers` GPT-2 `encode_batch` (tokens/s per core)", "tokenize",
              (r"^goals\.tokenize_vs_raw$", r"^ratio_stage_vs_encode_batch$", r"vs_raw", r"(ratio|speedup).*(raw|encode_batch)", r"(raw|encode_batch).*ratio"),
              ">=", 0.8),
+        Goal("decontam_vs_python_set", "decontam stage (broadcast join) MB/s per core vs a plain Python set of 13-gram tuples",
+             "decontam", (r"^goals\.decontam_vs_python_set$",), ">=", 1.0),
         Goal("scaling_exponent", "whole pipeline N -> 4N: exponent log(t4N/tN)/log 4", "scaling", (r"^exponent$",), "<=", 1.1),
     ]
     goals += [Goal(f"spark_overhead.{p}", f"{p}: Spark stage core-seconds / plain Arrow batch core-seconds", p,

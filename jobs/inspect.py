@@ -19,12 +19,16 @@ from collections.abc import Sequence
 from jobs._cli import base_parser, parse_config, spark_config
 from pipelines.config import STAGES
 
+# decontam samples its matched documents (spans marked) until it is a row of the chain declaration.
+INSPECT_STAGES = tuple(dict.fromkeys((*STAGES, "decontam")))
+
 
 def parser() -> argparse.ArgumentParser:
     """The inspect job's parser: the common options plus what to look at."""
     p = base_parser("inspect.py", "Show sampled removed/kept documents with their signals, or one document's path")
     p.add_argument("--run", metavar="ROOT", help="the run root to inspect (same as --set run.root=ROOT)")
-    p.add_argument("--stage", choices=STAGES, metavar="STAGE", help=f"stage to sample from; one of {list(STAGES)}")
+    p.add_argument("--stage", choices=INSPECT_STAGES, metavar="STAGE",
+                   help=f"stage to sample from; one of {list(INSPECT_STAGES)} (decontam: matched documents, spans marked)")
     p.add_argument("--reason", help="reason id or family prefix, e.g. gopher_repetition or dedup.near")
     p.add_argument("--kept", action="store_true", help="sample documents the stage kept instead of removed")
     p.add_argument("-n", type=int, default=5, help="documents to show (default 5)")
@@ -53,6 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.doc_id:
             for step in inspect.doc_path(spark, cfg, args.doc_id):
                 print(f"{step['stage']:<9} {step['status']:<8} {step['detail']}")
+            return 0
+        if args.stage == "decontam" and not args.kept and not args.reason:
+            from pipelines.decontam_report import format_matches, matched_samples
+
+            rows = matched_samples(spark, cfg, n=args.n, text_chars=args.chars)
+            print(format_matches(rows, f"{len(rows)} documents matching an evaluation item (seed {cfg.run.seed}) in {cfg.run.root}"))
             return 0
         rows = inspect.sample(spark, cfg, args.stage, reason=args.reason, kept=args.kept, n=args.n, text_chars=args.chars)
     except (ValueError, MissingTableError) as e:

@@ -392,6 +392,8 @@ def find_key(obj: Any, fragment: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------- assemble
 def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
     """Everything the report shows, as one JSON-serialisable dict (the content of ``stats.json``)."""
+    from pipelines.decontam_report import contamination  # it reads this module's helpers
+
     manifest = read_manifest(spark, cfg)
     values, thr = signal_sample(spark, cfg)
     records = stage_records(spark, cfg)
@@ -407,6 +409,7 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
         "language_mix": language_mix(spark, cfg),
         "cluster_sizes": cluster_sizes(spark, cfg),
         "broken_refs": broken_refs(spark, cfg),
+        "contamination": contamination(spark, cfg),
         "token_lengths": token_lengths(spark, cfg),
         "shards": _shard_part(manifest),
         "tokenizer_round_trip": {

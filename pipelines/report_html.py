@@ -141,6 +141,16 @@ def _fmt(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+def _contamination_html(c: dict[str, Any]) -> str:
+    rows = [{**s, "skipped": sum(s["skipped"].values()),
+             "top items (documents)": ", ".join(f"{t['item_id']} ({t['docs']})" for t in s["top_items"])} for s in c["sets"]]
+    body = table(rows, ["set", "items", "indexed", "skipped", "items_found", "docs_matched", "ngrams_matched",
+                        "top items (documents)"], left=("set", "top items (documents)"))
+    actions = ", ".join(f"{k}: {v}" for k, v in c["actions"].items())
+    return body + (f'<p class="muted">documents by action: {esc(actions)}; join: {esc(c["join"] or "-")}. '
+                   "n-grams matched counts (document, n-gram) pairs.</p>")
+
+
 def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
     """The report page for ``stats``: one self-contained HTML document (UTF-8 text)."""
     fmt, bins = cfg.report.plot_format, cfg.report.hist_bins
@@ -185,6 +195,8 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
                                                            "clusters per size", fmt, "clusters") + "</div>"))
     if stats["broken_refs"]:
         out.append(_section("Broken references by kind", table(stats["broken_refs"], ["kind", "dangling_mentions"], left=("kind",))))
+    if stats.get("contamination"):
+        out.append(_section("Contamination (evaluation overlap, decontam stage)", _contamination_html(stats["contamination"])))
     if stats["token_lengths"]:
         out.append(_section("Token length per document (seeded sample)",
                             '<div class="plots">' + histogram(stats["token_lengths"], "tokens per document", fmt, bins, log_y=True) + "</div>"))

@@ -139,3 +139,14 @@ def test_run_drop_writes_tables_and_balances(spark, make_cfg, qa_set):
         "items": 3, "indexed": 3, "items_found": 3, "docs_matched": 4}
     assert qa["top_items"][0] == {"item_id": "q1", "docs": 2, "ngrams": 8 + 5}
     assert qa["ngrams_matched"] == 8 + 5 + 5 + 1
+    # the report's section and the inspection sample (spans marked in the input text)
+    from pipelines.decontam_report import OPEN, contamination, format_matches, matched_samples
+
+    c = contamination(spark, cfg)
+    assert c["actions"] == {"drop": 4, "none": 2} and c["join"] == "broadcast"
+    assert [(s["set"], s["items_found"], s["docs_matched"]) for s in c["sets"]] == [("qa", 3, 4)]
+    rows = {r["doc_id"]: r for r in matched_samples(spark, cfg, n=10, text_chars=100_000)}
+    assert sorted(rows) == ["all_eval", "rewrapped", "short", "verbatim"]
+    assert f"{OPEN}{Q1} {A1}]]" in rows["verbatim"]["text"]
+    assert f"{OPEN}capital of NORLAND: vesk]]" in rows["short"]["text"]
+    assert "qa/q1 (8 n-grams)" in format_matches(list(rows.values()), "hdr")
