@@ -17,18 +17,15 @@ import argparse
 from collections.abc import Sequence
 
 from jobs._cli import base_parser, parse_config, spark_config
-from pipelines.config import STAGES
-
-# decontam samples its matched documents (spans marked) until it is a row of the chain declaration.
-INSPECT_STAGES = tuple(dict.fromkeys((*STAGES, "decontam")))
+from pipelines.chain import STAGES
 
 
 def parser() -> argparse.ArgumentParser:
     """The inspect job's parser: the common options plus what to look at."""
     p = base_parser("inspect.py", "Show sampled removed/kept documents with their signals, or one document's path")
     p.add_argument("--run", metavar="ROOT", help="the run root to inspect (same as --set run.root=ROOT)")
-    p.add_argument("--stage", choices=INSPECT_STAGES, metavar="STAGE",
-                   help=f"stage to sample from; one of {list(INSPECT_STAGES)} (decontam: matched documents, spans marked)")
+    p.add_argument("--stage", choices=STAGES, metavar="STAGE",
+                   help=f"stage to sample from; one of {list(STAGES)} (decontam: matched documents, spans marked)")
     p.add_argument("--reason", help="reason id or family prefix, e.g. gopher_repetition or dedup.near")
     p.add_argument("--kept", action="store_true", help="sample documents the stage kept instead of removed")
     p.add_argument("-n", type=int, default=5, help="documents to show (default 5)")

@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipelines import tables
+from pipelines.chain import require_columns
 from pipelines.config import DecontamConfig, WinnowConfig, canonical_json
 from pipelines.eval_sets import read_items
 from pipelines.stage import StageReport
@@ -108,7 +109,7 @@ def build_eval_ngrams(spark: SparkSession, cfg: WinnowConfig) -> EvalIndex:
     path = cfg.table_path(EVAL_TABLE)
     if tables.table_exists(spark, path) and tables.table_properties(spark, path).get("eval_fingerprint") == fingerprint:
         props = tables.table_properties(spark, path)
-        df = spark.read.format("delta").load(path)
+        df = tables.read_path(spark, path)
         keys = df.select("hash", "item_ngrams", "item_words").toArrow()
         words = keys.column("item_words").to_numpy()
         hashes = keys.column("hash").to_numpy().view(np.uint64)
@@ -140,12 +141,12 @@ def build_eval_ngrams(spark: SparkSession, cfg: WinnowConfig) -> EvalIndex:
         "item_words": pa.array(cols["item_words"], pa.int32()),
     })
     df = spark.createDataFrame(table.to_pandas(), EVAL_SCHEMA) if table.num_rows else spark.createDataFrame([], EVAL_SCHEMA)
-    tables.write_table(df, cfg, EVAL_TABLE, properties={"stage": STAGE, "eval_fingerprint": fingerprint,
-                                                         "eval_summary": summary})
+    tables.write_table(df, cfg, EVAL_TABLE, properties={**tables.standard_properties(cfg, STAGE),
+                                                         "eval_fingerprint": fingerprint, "eval_summary": summary})
     words = np.asarray(cols["item_words"], dtype=np.int64)
     short = words < dc.ngram_size
     uh = hashes.view(np.uint64)
-    return EvalIndex(spark.read.format("delta").load(path), np.unique(uh[~short]), np.unique(uh[short]),
+    return EvalIndex(tables.read_path(spark, path), np.unique(uh[~short]), np.unique(uh[short]),
                      sorted(set(words[short].tolist())), summary, fingerprint, False)
 
 
@@ -204,9 +205,7 @@ def decontaminate(docs: DataFrame, matches: DataFrame, cfg: DecontamConfig, shor
         ``docs``' columns (``text`` cut where ``decontam_action = 'cut'``) plus :data:`OUTPUT_COLUMNS`;
         rows with ``decontam_action = 'drop'`` are still present (the caller routes them to ``removed``).
     """
-    missing = [c for c in INPUT_COLUMNS if c not in docs.columns]
-    if missing:
-        raise ValueError(f"decontam: input is missing columns {missing}; required: {list(INPUT_COLUMNS)}, got {docs.columns}")
+    require_columns(docs, INPUT_COLUMNS, STAGE)
     clash = [c for c in OUTPUT_COLUMNS if c in docs.columns]
     if clash:
         raise ValueError(f"decontam: input already has output columns {clash}; was the decontam stage run twice?")
@@ -273,26 +272,6 @@ def set_summary(matches: DataFrame, index: EvalIndex) -> dict[str, Any]:
     return out
 
 
-def stage_fingerprint(cfg: WinnowConfig) -> str:
-    """sha256 over the ``decontam`` section and ``run.seed`` (what :meth:`WinnowConfig.stage_fingerprint`
-    computes for the stages of the chain)."""
-    payload = {"stage": STAGE, "seed": cfg.run.seed, STAGE: cfg.decontam.model_dump(mode="json")}
-    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
-
-
-def _write_effective_config(spark: SparkSession, cfg: WinnowConfig) -> None:
-    # Until the stage is a row of the chain declaration, WinnowConfig.stage_fingerprint does not
-    # know it; the file then carries this module's fingerprint of the same payload.
-    from pipelines.config import STAGES
-
-    if STAGE in STAGES:
-        tables.write_effective_config(spark, cfg, STAGE)
-        return
-    doc = {"stage": STAGE, "fingerprint": cfg.fingerprint(), "stage_fingerprint": stage_fingerprint(cfg),
-           "config": cfg.model_dump(mode="json")}
-    tables.write_text(spark, f"{cfg.config_path}/{STAGE}.json", json.dumps(doc, indent=2, sort_keys=True) + "\n")
-
-
 def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> StageReport:
     """Read ``refs_checked``, find evaluation overlap, write ``decontaminated`` and ``removed`` rows.
 
@@ -305,9 +284,7 @@ def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> Stag
         summary (:func:`set_summary`).
     """
     dc = cfg.decontam
-    src = tables.read_table(spark, cfg, INPUT_TABLE, written_by="refs")
-    props: dict[str, Any] = {"stage": STAGE, "config_fingerprint": cfg.fingerprint(),
-                             "stage_fingerprint": stage_fingerprint(cfg), "action": dc.action}
+    src = tables.read_table(spark, cfg, INPUT_TABLE)
     if not dc.eval_sets:
         out = src.select("*", F.array().cast(OUTPUT_TYPES["contaminated_by"]).alias("contaminated_by"),
                          F.array().cast(OUTPUT_TYPES["decontam_items"]).alias("decontam_items"),
@@ -315,11 +292,10 @@ def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> Stag
                          F.lit(None).cast(OUTPUT_TYPES["decontam_cuts"]).alias("decontam_cuts"),
                          F.lit("none").alias("decontam_action"))
         rows = src.count()
-        out_path = tables.write_table(out, cfg, OUTPUT_TABLE, properties={**props, "eval_sets": "none"})
-        removed_path = tables.write_removed(out.limit(0).withColumn("reason", F.array().cast("array<string>")), cfg, STAGE)
-        _write_effective_config(spark, cfg)
-        return StageReport(stage=STAGE, rows_in=rows, rows_out=rows,
-                           outputs={OUTPUT_TABLE: out_path, "removed": removed_path},
+        none = out.limit(0).withColumn("reason", F.array().cast("array<string>"))
+        outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: out}, removed=none,
+                                 properties={"action": dc.action, "eval_sets": "none"})
+        return StageReport(stage=STAGE, rows_in=rows, rows_out=rows, outputs=outputs,
                            extra={"actions": {"none": rows}, "sets": {}})
     index = build_eval_ngrams(spark, cfg)
     path = join or join_path(index, dc)
@@ -334,11 +310,9 @@ def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> Stag
             reasons = F.transform("contaminated_by", lambda s: F.concat(F.lit(REASON_PREFIX), s))
             dropped = checked.where(F.col("decontam_action") == "drop").withColumn("reason", reasons)
             first = {r[0]: r[1] for r in dropped.groupBy(F.element_at("reason", 1)).count().collect()}
-            out_path = tables.write_table(
-                checked.where(F.col("decontam_action") != "drop"), cfg, OUTPUT_TABLE,
-                properties={**props, "eval_fingerprint": index.fingerprint, "join": path, "summary": summary})
-            removed_path = tables.write_removed(dropped, cfg, STAGE)
-            _write_effective_config(spark, cfg)
+            outputs = tables.publish(
+                spark, cfg, STAGE, {OUTPUT_TABLE: checked.where(F.col("decontam_action") != "drop")}, removed=dropped,
+                properties={"action": dc.action, "eval_fingerprint": index.fingerprint, "join": path, "summary": summary})
         finally:
             checked.unpersist()
     finally:
@@ -347,7 +321,7 @@ def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> Stag
     n_drop = by_action.get("drop", 0)
     return StageReport(
         stage=STAGE, rows_in=rows, rows_out=rows - n_drop, removed=dict(sorted(first.items())),
-        outputs={OUTPUT_TABLE: out_path, "removed": removed_path, EVAL_TABLE: cfg.table_path(EVAL_TABLE)},
+        outputs={**outputs, EVAL_TABLE: cfg.table_path(EVAL_TABLE)},
         extra={"actions": dict(sorted(by_action.items())), "join": path, "eval_ngrams_reused": index.reused,
                "eval_ngrams": int(index.ngram_keys.size), "short_items": int(index.short_keys.size), "sets": summary},
         notes={"flagged": by_action.get("flag", 0), "cut": by_action.get("cut", 0)},

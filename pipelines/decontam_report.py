@@ -18,7 +18,8 @@ from pyspark.sql import functions as F
 from pipelines import tables
 from pipelines.config import WinnowConfig
 from pipelines.decontam import EVAL_TABLE, INPUT_TABLE, OUTPUT_TABLE, STAGE
-from pipelines.report import read_if_exists, seeded_order
+from pipelines.samples import seeded_order
+from pipelines.tables import read_if_exists
 from udfs.decontam import cut_spans
 
 OPEN, CLOSE = "[[", "]]"
@@ -82,7 +83,7 @@ def matched_samples(spark: SparkSession, cfg: WinnowConfig, n: int = 5, text_cha
     Raises:
         MissingTableError: the stage has not run.
     """
-    kept = tables.read_table(spark, cfg, OUTPUT_TABLE, written_by=STAGE).where(F.col("decontam_action") != "none")
+    kept = tables.read_table(spark, cfg, OUTPUT_TABLE).where(F.col("decontam_action") != "none")
     cols = ["doc_id", "decontam_items", "decontam_action", "decontam_cuts"]
     docs = kept.select(*cols)
     removed = read_if_exists(spark, cfg, "removed")
@@ -92,9 +93,9 @@ def matched_samples(spark: SparkSession, cfg: WinnowConfig, n: int = 5, text_cha
     if not picked:
         return []
     ids = [r["doc_id"] for r in picked]
-    texts = {r["doc_id"]: r["text"] for r in tables.read_table(spark, cfg, INPUT_TABLE, written_by="refs")
+    texts = {r["doc_id"]: r["text"] for r in tables.read_table(spark, cfg, INPUT_TABLE)
              .where(F.col("doc_id").isin(ids)).select("doc_id", "text").collect()}
-    evals = spark.read.format("delta").load(cfg.table_path(EVAL_TABLE))
+    evals = tables.read_table(spark, cfg, EVAL_TABLE)
     items = {(m["set_name"], m["item_id"]) for r in picked for m in r["decontam_items"]}
     keys: dict[tuple[str, str], list[int]] = {}
     short_lengths: set[int] = set()

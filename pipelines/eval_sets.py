@@ -26,12 +26,13 @@ from typing import Any
 
 from pipelines.config import DecontamConfig, EvalSetConfig
 from pipelines.preflight import PreflightError, local_path
+from udfs.errors import UserError
 
 SKIP_REASONS = ("malformed_json", "not_an_object", "no_text", "not_text")
 """Why a row of an evaluation file gives no item (counts in the stage report)."""
 
 
-class EvalSetError(ValueError):
+class EvalSetError(UserError, ValueError):
     """An evaluation set cannot be used; the message names the config key."""
 
 
@@ -174,7 +175,7 @@ def read_items(es: EvalSetConfig, i: int, spark: Any = None) -> EvalItems:
 
         if not tables.table_exists(spark, es.table):
             raise EvalSetError(f"{_key(i, 'table')}: no Delta table at {es.table!r} (eval set {es.name!r})")
-        df = spark.read.format("delta").load(es.table)
+        df = tables.read_path(spark, es.table)
         missing = [f for f in es.fields if f not in df.columns]
         if missing:
             raise EvalSetError(f"{_key(i, 'fields')}: {missing} not columns of {es.table!r}; it has {df.columns}")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-JOBS = ["ingest", "dedup", "filter", "refs", "tokenize", "shard", "pipeline"]
+JOBS = ["ingest", "dedup", "filter", "refs", "decontam", "tokenize", "shard", "pipeline"]
 
 
 @pytest.mark.parametrize("job", JOBS)
