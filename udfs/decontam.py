@@ -46,6 +46,7 @@ _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _S33 = np.uint64(33)
 _ASCII_MAX = 0x7F
+_TOP = np.uint64(64 - 22)
 
 
 def fmix64(x: np.ndarray) -> np.ndarray:
@@ -90,42 +91,62 @@ def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return edges[0::2], edges[1::2]
 
 
-def _doc_words(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Normalised words of one text.
+def _batch_words(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Normalised words of a batch of texts, found in one pass over the texts joined by newlines.
 
     Returns:
         (code points uint32 [sum of word lengths], word lengths int64 [W], start int64 [W], end int64
-        [W]); start/end are code-point offsets of the word's run in ``text`` (end exclusive).
+        [W], words per text int64 [D]); start/end are code-point offsets of the word's run in its own
+        input text (end exclusive). Words never span two texts: the newline between them is a break.
     """
     is_word, lower = _tables()
-    cps = _code_points(text)
-    if cps.size and int(cps.max()) > sys.maxunicode:  # cannot happen for str; guards the table index
-        cps = np.minimum(cps, sys.maxunicode)
-    starts, ends = _runs(is_word[cps])
-    if unicodedata.is_normalized("NFKC", text) or not starts.size:
-        return lower[cps[is_word[cps]]], (ends - starts).astype(np.int64), starts, ends
-    # Not NFKC: ASCII words are stable under NFKC; only the others are normalised one by one.
-    non_ascii = np.maximum.reduceat(cps, starts) > _ASCII_MAX
-    parts, lens, s_out, e_out = [], [], [], []
-    for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
-        if not non_ascii[i]:
-            parts.append(lower[cps[s:e]])
-            lens.append(e - s)
-            s_out.append(s)
-            e_out.append(e)
-            continue
-        sub = _code_points(unicodedata.normalize("NFKC", text[s:e]))
+    n_docs = len(texts)
+    cps = _code_points("\n".join(texts))
+    doc_start = np.zeros(n_docs, np.int64)
+    if n_docs > 1:
+        doc_start[1:] = np.cumsum(np.fromiter((len(t) + 1 for t in texts[:-1]), np.int64, n_docs - 1))
+    mask = is_word[cps]
+    starts, ends = _runs(mask)
+    word_doc = np.searchsorted(doc_start, starts, side="right") - 1
+    # str.isascii is O(1) in CPython; ASCII text is NFKC already.
+    slow = [d for d, t in enumerate(texts) if not t.isascii() and not unicodedata.is_normalized("NFKC", t)]
+    if slow and starts.size:
+        needs = np.isin(word_doc, slow) & (np.maximum.reduceat(cps, starts) > _ASCII_MAX)
+    else:
+        needs = np.zeros(starts.size, dtype=bool)
+    if not needs.any():
+        counts = np.bincount(word_doc, minlength=n_docs).astype(np.int64)
+        return lower[cps[mask]], (ends - starts).astype(np.int64), starts - doc_start[word_doc], ends - doc_start[word_doc], counts
+    # Not NFKC: only the non-ASCII words of those texts are normalised, one by one.
+    parts, lens, s_out, e_out, d_out = [], [], [], [], []
+    prev = 0
+    for i in [*np.flatnonzero(needs).tolist(), starts.size]:
+        if i > prev:  # words prev..i-1 need nothing: one slice
+            parts.append(lower[cps[starts[prev]:ends[i - 1]][mask[starts[prev]:ends[i - 1]]]])
+            lens.append(ends[prev:i] - starts[prev:i])
+            s_out.append(starts[prev:i])
+            e_out.append(ends[prev:i])
+            d_out.append(word_doc[prev:i])
+        if i == starts.size:
+            break
+        s, e = int(starts[i]), int(ends[i])
+        sub = _code_points(unicodedata.normalize("NFKC", _decode(cps[s:e])))
         sub_starts, sub_ends = _runs(is_word[sub])
         for a, b in zip(sub_starts.tolist(), sub_ends.tolist(), strict=True):
             parts.append(lower[sub[a:b]])
-            lens.append(b - a)
-            s_out.append(s)
-            e_out.append(e)
-    if not parts:
-        empty = np.zeros(0, np.int64)
-        return np.zeros(0, np.uint32), empty, empty, empty
-    return (np.concatenate(parts), np.asarray(lens, np.int64), np.asarray(s_out, np.int64),
-            np.asarray(e_out, np.int64))
+            lens.append(np.array([b - a]))
+            s_out.append(np.array([s]))
+            e_out.append(np.array([e]))
+            d_out.append(word_doc[i:i + 1])
+        prev = i + 1
+    word_doc = np.concatenate(d_out).astype(np.int64)
+    counts = np.bincount(word_doc, minlength=n_docs).astype(np.int64)
+    return (np.concatenate(parts), np.concatenate(lens).astype(np.int64),
+            np.concatenate(s_out) - doc_start[word_doc], np.concatenate(e_out) - doc_start[word_doc], counts)
+
+
+def _decode(cps: np.ndarray) -> str:
+    return cps.astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
 
 
 def normalized_words(text: str) -> list[str]:
@@ -134,8 +155,8 @@ def normalized_words(text: str) -> list[str]:
     >>> normalized_words("The Ｑuick_brown fox: x[1] = 2.5!")
     ['the', 'quick', 'brown', 'fox', 'x', '1', '2', '5']
     """
-    cps, lens, _, _ = _doc_words(text)
-    flat = cps.astype("<u4").tobytes().decode("utf-32-le")
+    cps, lens, _, _, _ = _batch_words([text])
+    flat = _decode(cps)
     offsets = np.concatenate(([0], np.cumsum(lens))).tolist()
     return [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
 
@@ -159,7 +180,11 @@ def _hash_words(cps: np.ndarray, lens: np.ndarray) -> np.ndarray:
     if not lens.size:
         return np.zeros(0, np.uint64)
     starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
-    pos_in_word = np.arange(cps.size, dtype=np.int64) - np.repeat(starts, lens)
+    # position of each code point inside its word: a running count reset at every word start
+    step = np.ones(cps.size, dtype=np.int64)
+    step[starts[1:]] = 1 - lens[:-1]
+    step[0] = 0
+    pos_in_word = np.cumsum(step)
     with np.errstate(over="ignore"):
         terms = cps.astype(np.uint64) * _Powers.upto(int(lens.max()))[pos_in_word]
         sums = np.add.reduceat(terms, starts)
@@ -176,20 +201,9 @@ def word_hashes(texts: Iterable[str | None]) -> tuple[np.ndarray, np.ndarray, np
         (hashes uint64 [W], doc offsets int64 [D+1] (words of text d are ``offsets[d]:offsets[d+1]``),
         start int64 [W], end int64 [W]): code-point offsets of each word in its input text.
     """
-    cps_parts, len_parts, s_parts, e_parts, counts = [], [], [], [], []
-    for t in texts:
-        cps, lens, s, e = _doc_words(t or "")
-        cps_parts.append(cps)
-        len_parts.append(lens)
-        s_parts.append(s)
-        e_parts.append(e)
-        counts.append(lens.size)
+    cps, lens, starts, ends, counts = _batch_words([t or "" for t in texts])
     offsets = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
-    if not counts or offsets[-1] == 0:
-        empty = np.zeros(0, np.int64)
-        return np.zeros(0, np.uint64), offsets, empty, empty
-    hashes = _hash_words(np.concatenate(cps_parts), np.concatenate(len_parts))
-    return hashes, offsets, np.concatenate(s_parts), np.concatenate(e_parts)
+    return _hash_words(cps, lens), offsets, starts, ends
 
 
 def ngram_windows(hashes: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -214,9 +228,14 @@ def ngram_windows(hashes: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.n
             acc = acc * _Q + hashes[k:k + total]
         acc = fmix64(acc + np.uint64(n) * _K)
     first = np.arange(total, dtype=np.int64)
-    doc_of_first = np.searchsorted(offsets, first, side="right") - 1
-    inside = first + n <= offsets[doc_of_first + 1]
+    word_doc = word_docs(offsets)
+    inside = word_doc[:total] == word_doc[n - 1:]
     return acc[inside], first[inside]
+
+
+def word_docs(offsets: np.ndarray) -> np.ndarray:
+    """Text index (int64 [W]) of every word, from the doc offsets of :func:`word_hashes`."""
+    return np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
 
 
 def text_hash(text: str) -> tuple[int, int]:
@@ -246,7 +265,7 @@ def item_hashes(texts: Sequence[str], n: int) -> list[tuple[np.ndarray, int]]:
     hashes, offsets, _, _ = word_hashes(texts)
     out = []
     grams, first = ngram_windows(hashes, offsets, n)
-    doc_of = np.searchsorted(offsets, first, side="right") - 1
+    doc_of = word_docs(offsets)[first]
     for d in range(len(texts)):
         words = int(offsets[d + 1] - offsets[d])
         if words >= n:
@@ -263,9 +282,16 @@ def _member(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     """Element-wise ``values in sorted_keys`` (both uint64) by binary search."""
     if not sorted_keys.size or not values.size:
         return np.zeros(values.size, dtype=bool)
-    idx = np.searchsorted(sorted_keys, values)
+    # A 2**22-bit table over the top hash bits first: with 1e5 keys ~2% of the values go on to the
+    # binary search, which would otherwise dominate the batch.
+    bits = np.zeros(1 << 22, dtype=bool)
+    bits[sorted_keys >> _TOP] = True
+    out = bits[values >> _TOP]
+    cand = np.flatnonzero(out)
+    idx = np.searchsorted(sorted_keys, values[cand])
     idx[idx == sorted_keys.size] = 0
-    return sorted_keys[idx] == values
+    out[cand] = sorted_keys[idx] == values[cand]
+    return out
 
 
 def doc_hashes(
@@ -304,7 +330,7 @@ def doc_hashes(
             all_grams.append(g[keep])
             all_first.append(f[keep])
     grams = np.concatenate(all_grams)
-    doc_of = np.searchsorted(offsets, np.concatenate(all_first), side="right") - 1
+    doc_of = word_docs(offsets)[np.concatenate(all_first)]
     # distinct (doc, hash) pairs, grouped by doc: sort by (doc, hash)
     order = np.lexsort((grams, doc_of))
     grams, doc_of = grams[order], doc_of[order]
