@@ -45,6 +45,7 @@ EXPECTED = {
     }, "n_replaced": 3},
     "web_multi-00001.jsonl.gz": {"records": 32, "documents": 32, "quarantine": {}, "n_replaced": 0},
     "crawl-00000.warc.wet.gz": {"records": 12, "documents": 12, "quarantine": {}, "n_replaced": 0},
+    "web_evals-00002.jsonl.gz": {"records": 4, "documents": 4, "quarantine": {}, "n_replaced": 0},
 }
 """Per file: records read, documents written, quarantined by reason, total U+FFFD substitutions."""
 
@@ -238,12 +239,52 @@ def wet(rng: random.Random) -> bytes:
     return b"".join(out)
 
 
+EVAL_ITEMS = [
+    {"id": "trivia-1", "question": "Which lighthouse keeper on the island of Marrowby logged forty storms in a single "
+     "winter and then painted the tower blue?", "answer": "Old Tamsin Greave, in the winter the harbour froze"},
+    {"id": "trivia-2", "question": "In the board game Quarrels of Ashfen, how many copper tokens does a player collect "
+     "after crossing the marsh bridge twice?", "answer": "Seven copper tokens and one river card"},
+    {"id": "trivia-3", "question": "What did the clockmakers of Vellin hide inside the great bell before the flood of "
+     "the eleventh year?", "answer": "A brass key wrapped in waxed linen and a letter to the mayor"},
+    {"id": "trivia-4", "question": "Who founded Corrowmere?", "answer": "Ysolde Pell"},
+    {"id": "trivia-5", "question": "What colour is the Drennick moth?", "answer": "Pale green"},
+]
+"""An invented evaluation set (``evals/trivia.jsonl``, ``decontam.eval_sets`` in conf/local.yaml): three long
+items and two shorter than 13 words."""
+
+
+def evals() -> bytes:
+    """``evals/trivia.jsonl``: :data:`EVAL_ITEMS`, one JSON object per line (not an ingest input)."""
+    return b"".join(_line(r) + b"\n" for r in EVAL_ITEMS)
+
+
+def web_evals(rng: random.Random) -> bytes:
+    """``web_evals-00002.jsonl.gz``: four prose documents that hold evaluation items (decontam cuts three
+    and drops one, whose text is little more than the item)."""
+    it = EVAL_ITEMS
+    q1 = it[0]["question"] + " " + it[0]["answer"] + "."
+    w2 = (it[1]["question"] + " " + it[1]["answer"]).lower().split(" ")
+    q2 = "\n    ".join(" ".join(w2[i:i + 8]) for i in range(0, len(w2), 8))  # re-wrapped, lowercased
+    q4 = f"Pub quiz, round two: {it[3]['question']} {it[3]['answer']}."
+    q3 = it[2]["question"] + " " + it[2]["answer"] + "."
+    docs = [
+        ("quiz_verbatim", prose(rng, ["cooking"], 12) + "\n\n" + q1 + "\n\n" + prose(rng, ["cooking"], 10)),
+        ("quiz_rewrapped", prose(rng, ["gardening"], 12) + "\n\n" + q2 + "\n\n" + prose(rng, ["gardening"], 10)),
+        ("quiz_short_item", prose(rng, ["cycling"], 12) + " " + q4 + "\n\n" + prose(rng, ["cycling"], 10)),
+        ("quiz_mostly_item", prose(rng, ["cooking"], 3) + "\n\n" + q3 + "\n\n" + prose(rng, ["cooking"], 3)),
+    ]
+    return _gz(b"".join(_line({"id": k, "text": t, "source": "web_evals"}) + b"\n" for k, t in docs))
+
+
 def generate(out: Path, seed: int = 7) -> dict[str, str]:
     """Write the sample files into ``out``; returns file name -> sha256 of its bytes."""
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     files = {"web_en-00000.jsonl.gz": web_en(rng), "web_multi-00001.jsonl.gz": web_multi(rng),
-             "crawl-00000.warc.wet.gz": wet(rng)}
+             "crawl-00000.warc.wet.gz": wet(rng),
+             # its own seed, so that adding it left the files above byte-identical
+             "web_evals-00002.jsonl.gz": web_evals(random.Random(seed + 16)), "evals/trivia.jsonl": evals()}
+    (out / "evals").mkdir(exist_ok=True)
     for name, data in files.items():
         (out / name).write_bytes(data)
     return {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}

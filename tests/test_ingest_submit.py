@@ -25,7 +25,7 @@ def test_spark_submit_ingest(tmp_path):
     ]
     r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    # 324 records: 318 documents + 6 quarantined (sample_data/generate.py EXPECTED)
-    assert "[ingest] in=324 out=318 quarantined=6 (" in r.stdout, r.stdout
+    # 328 records: 322 documents + 6 quarantined (sample_data/generate.py EXPECTED)
+    assert "[ingest] in=328 out=322 quarantined=6 (" in r.stdout, r.stdout
     assert (tmp_path / "tables" / "documents" / "_delta_log").is_dir()
     assert (tmp_path / "config" / "ingest.json").is_file()
