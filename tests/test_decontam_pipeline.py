@@ -58,8 +58,10 @@ def _docs(spark, texts=DOCS):
 def test_matches_are_the_same_on_both_join_paths(spark, make_cfg, qa_set, join):
     cfg = _cfg(make_cfg, qa_set)
     index = decontam.build_eval_ngrams(spark, cfg)
-    got = decontam.find_matches(_docs(spark), index, cfg.decontam, join).select(
-        "doc_id", "contaminated_by", "decontam_items.item_id")
+    matches = decontam.find_matches(_docs(spark), index, cfg.decontam, join)
+    plan = matches._jdf.queryExecution().executedPlan().toString()
+    assert ("ShuffledHashJoin" in plan) == (join == "shuffle")  # the shuffle path really shuffles
+    got = matches.select("doc_id", "contaminated_by", "decontam_items.item_id")
     assertDataFrameEqual(got, [
         Row("verbatim", ["qa"], ["q1"]), Row("rewrapped", ["qa"], ["q2"]), Row("short", ["qa"], ["q3"]),
         Row("all_eval", ["qa"], ["q1"]),
