@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines import decontam, tables
-from pipelines.stage import InvariantError  # noqa: F401  (report.check raises it)
 
 DOCS_SCHEMA = "doc_id string, text string, source string, n_chars int"
 Q1 = "Which river flows through the ancient city that hosted the first recorded chariot race in the valley?"
@@ -152,3 +152,9 @@ def test_run_drop_writes_tables_and_balances(spark, make_cfg, qa_set):
     assert f"{OPEN}{Q1} {A1}]]" in rows["verbatim"]["text"]
     assert f"{OPEN}capital of NORLAND: vesk]]" in rows["short"]["text"]
     assert "qa/q1 (8 n-grams)" in format_matches(list(rows.values()), "hdr")
+
+
+def test_join_path_follows_the_broadcast_threshold(make_cfg):
+    index = decontam.EvalIndex(None, np.arange(10, dtype=np.uint64), np.zeros(0, np.uint64), [], {}, "fp", False)
+    assert decontam.join_path(index, make_cfg("decontam.broadcast_max_ngrams=10").decontam) == "broadcast"
+    assert decontam.join_path(index, make_cfg("decontam.broadcast_max_ngrams=9").decontam) == "shuffle"
