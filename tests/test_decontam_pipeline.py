@@ -158,3 +158,16 @@ def test_join_path_follows_the_broadcast_threshold(make_cfg):
     index = decontam.EvalIndex(None, np.arange(10, dtype=np.uint64), np.zeros(0, np.uint64), [], {}, "fp", False)
     assert decontam.join_path(index, make_cfg("decontam.broadcast_max_ngrams=10").decontam) == "broadcast"
     assert decontam.join_path(index, make_cfg("decontam.broadcast_max_ngrams=9").decontam) == "shuffle"
+
+
+def test_eval_set_from_a_delta_table(spark, make_cfg, tmp_path):
+    path = str(tmp_path / "qa_table")
+    spark.createDataFrame([("t1", Q1, A1), ("t2", Q2, None)], "id string, question string, answer string") \
+        .write.format("delta").save(path)
+    sets = json.dumps([{"name": "qa", "table": path, "fields": ["question", "answer"], "id_field": "id"}])
+    cfg = make_cfg(f"decontam.eval_sets={sets}")
+    index = decontam.build_eval_ngrams(spark, cfg)
+    assert index.summary["qa"] == {"items": 2, "indexed": 2, "rows": 2, "skipped": {}, "missing_fields": {"answer": 1}}
+    got = decontam.find_matches(_docs(spark), index, cfg.decontam).select("doc_id", "decontam_items.item_id")
+    assertDataFrameEqual(got, [Row("verbatim", ["t1"]), Row("rewrapped", ["t2"]), Row("all_eval", ["t1"])],
+                         checkRowOrder=False)
