@@ -306,7 +306,7 @@ class FilterConfig(Section):
 
 # -------------------------------------------------------------------------------------------- refs
 class RefsVocab(Section):
-    """One language's reference vocabulary (see :data:`udfs.refs_vocab.DEFAULT_VOCAB` for the fields)."""
+    """One language's reference vocabulary (see :data:`udfs.refs.vocab.DEFAULT_VOCAB` for the fields)."""
 
     table: list[str]
     figure: list[str]
@@ -333,7 +333,7 @@ class RefsVocab(Section):
 
 
 def _default_refs_vocab() -> dict[str, RefsVocab]:
-    from udfs.refs_vocab import DEFAULT_VOCAB
+    from udfs.refs.vocab import DEFAULT_VOCAB
 
     return {lang: RefsVocab(**v) for lang, v in DEFAULT_VOCAB.items()}
 
