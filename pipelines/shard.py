@@ -144,6 +144,7 @@ class ShardPlan:
 
     @property
     def shards(self) -> int:
+        """Number of shards planned."""
         return len(self.shard_tokens)
 
 

@@ -34,6 +34,7 @@ class VerifyResult:
 
     @property
     def ok(self) -> bool:
+        """True when every check passed."""
         return not self.problems
 
 

@@ -15,9 +15,9 @@ Shared definitions (:class:`Parsed`):
 * **paragraph**: a run of non-blank lines between blank lines.
 * **word** (token): the text split on whitespace after runs of Unicode punctuation or symbol
   characters (``\\p{P}``, ``\\p{S}``) at the edges of a piece are set apart (:func:`tokenize_spacing`),
-  so ``"(end)."`` is ``(`` + ``end`` + ``).``. This follows the tokens of datatrove's English word tokenizer (spaCy, whose
-  punctuation tokens are words too) closely enough for the rules to agree (see the cross-check test)
-  at a fraction of its cost. A *symbol word* is made only of punctuation or symbols.
+  so ``"(end)."`` is ``(`` + ``end`` + ``).``. This follows the tokens of datatrove's English word
+  tokenizer (spaCy, whose punctuation tokens are words too) closely enough for the rules to agree (see
+  the cross-check test) at a fraction of its cost. A *symbol word* is made only of punctuation or symbols.
 
 Sources: Rae et al. 2021, "Scaling Language Models: Methods, Analysis & Insights from Training Gopher",
 appendix A.1.1 and table A1; Raffel et al. 2020, "Exploring the Limits of Transfer Learning with a Unified
@@ -37,7 +37,8 @@ from udfs.quality.gopher import GOPHER_QUALITY_TYPE, GOPHER_REPETITION_TYPE, gop
 from udfs.quality.parse import Parsed, parse, tokenize_spacing
 
 __all__ = [
-    "C4_TYPE", "FAMILIES", "FINEWEB_TYPE", "GOPHER_QUALITY_TYPE", "GOPHER_REPETITION_TYPE", "SIGNALS_TYPE", "Parsed", "c4",
+    "C4_TYPE", "FAMILIES", "FINEWEB_TYPE", "GOPHER_QUALITY_TYPE", "GOPHER_REPETITION_TYPE", "SIGNALS_TYPE",
+    "Parsed", "c4",
     "fineweb", "gopher_quality", "gopher_repetition", "parse", "quality_signals", "tokenize_spacing",
 ]
 
@@ -53,7 +54,9 @@ FAMILIES = {
 SIGNALS_TYPE = pa.struct([(name, t) for name, (_, t) in FAMILIES.items()])
 
 
-def quality_signals(texts: pa.Array | pa.ChunkedArray, families: tuple[str, ...] | None = None) -> pa.StructArray:
+def quality_signals(
+    texts: pa.Array | pa.ChunkedArray, families: tuple[str, ...] | None = None
+) -> pa.StructArray:
     """All heuristic signal families for a batch of texts, parsing the batch once.
 
     Args:

@@ -102,7 +102,9 @@ def refs_signals(
     """
     vocabs = vocabs or DEFAULT_VOCAB
     if default_lang not in vocabs:
-        raise ValueError(f"refs default language {default_lang!r} has no vocabulary; allowed: {sorted(vocabs)}")
+        raise ValueError(
+            f"refs default language {default_lang!r} has no vocabulary; allowed: {sorted(vocabs)}"
+        )
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
     n = len(texts)
@@ -142,8 +144,11 @@ def refs_signals(
         else:
             cols["repaired_text"].append(None)
             cols["refs_repairs"].append(None)
-    cols["ref_mentions"] = [[dict(zip(MENTION_TYPE.names, r, strict=True)) for r in row] for row in cols["ref_mentions"]]
+    cols["ref_mentions"] = [
+        [dict(zip(MENTION_TYPE.names, r, strict=True)) for r in row] for row in cols["ref_mentions"]
+    ]
     cols["refs_repairs"] = [
-        None if row is None else [dict(zip(REPAIR_TYPE.names, r, strict=True)) for r in row] for row in cols["refs_repairs"]
+        None if row is None else [dict(zip(REPAIR_TYPE.names, r, strict=True)) for r in row]
+        for row in cols["refs_repairs"]
     ]
     return pa.record_batch([pa.array(cols[f.name], f.type) for f in SIGNAL_SCHEMA], schema=SIGNAL_SCHEMA)
