@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from udfs.refs.matcher import (
     _MONTHS,
@@ -50,6 +51,17 @@ class Mention:
     dangling: bool
 
 
+class Candidate(NamedTuple):
+    """A mention as found, before it is resolved: ``kind``, normalised ``label``, ``[start, end)``
+    code-point span, and ``ordinal``: written as an ordinal before the keyword ("the second figure")."""
+
+    kind: str
+    label: str
+    start: int
+    end: int
+    ordinal: bool
+
+
 def _lower(text: str) -> str:
     low = text.lower()
     # a few characters change length when lower-cased ("İ"); keep offsets by lowering ASCII only then
@@ -77,8 +89,8 @@ def _candidates(text: str, m: Matcher) -> tuple[list[re.Match[str]], list[re.Mat
     return mentions, ordinals
 
 
-def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> list[tuple[str, str, int, int, bool]]:
-    out: list[tuple[str, str, int, int, bool]] = []
+def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> list[Candidate]:
+    out: list[Candidate] = []
     for mt in matches:
         kw_start = mt.start()
         if kw_start and (text[kw_start - 1].isalnum() or text[kw_start - 1] in "_§\\"):
@@ -111,24 +123,24 @@ def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
             start = kw_start if first else lt.start()
             if pending_range and last_n is not None and n is not None and 0 < n - last_n <= MAX_RANGE and lab.isdigit():
                 for k in range(last_n + 1, n):
-                    out.append((kind, str(k), lt.start(), lt.end(), False))
-            out.append((kind, lab, start, lt.end(), False))
+                    out.append(Candidate(kind, str(k), lt.start(), lt.end(), False))
+            out.append(Candidate(kind, lab, start, lt.end(), False))
             last_n = n if lab.isdigit() else None
             first = False
     return out
 
 
-def _ordinal_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> list[tuple[str, str, int, int, bool]]:
+def _ordinal_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> list[Candidate]:
     return [
-        (_kind(mt), str(m.ordinals[mt.group("ord").lower()]), mt.start("ord"), mt.end(), True)
+        Candidate(_kind(mt), str(m.ordinals[mt.group("ord").lower()]), mt.start("ord"), mt.end(), True)
         for mt in matches
         if not (mt.start() and text[mt.start() - 1].isalnum())
         and m.ordinal_before.search(text, max(0, mt.start() - 16), mt.start())
     ]
 
 
-def _citation_mentions(text: str) -> list[tuple[str, str, int, int, bool]]:
-    out: list[tuple[str, str, int, int, bool]] = []
+def _citation_mentions(text: str) -> list[Candidate]:
+    out: list[Candidate] = []
     navigation = [(p.start(), p.end()) for p in _PAGINATION.finditer(text)] if "] [" in text else []
     if "[" not in text:
         return _author_year_mentions(text, out)
@@ -149,19 +161,19 @@ def _citation_mentions(text: str) -> list[tuple[str, str, int, int, bool]]:
                 values.extend(range(a, b + 1) if 0 < b - a <= MAX_RANGE else (a, b))
         if not values or any(v == 0 for v in values) or all(1800 <= v <= 2100 for v in values):
             continue  # "[0]" indices, "[2019]" years
-        out.extend(("citation", str(v), mt.start(), mt.end(), False) for v in dict.fromkeys(values))
+        out.extend(Candidate("citation", str(v), mt.start(), mt.end(), False) for v in dict.fromkeys(values))
     for mt in _PLACEHOLDER_CITE.finditer(text):
-        out.append(("citation", "?", mt.start(), mt.end(), False))
+        out.append(Candidate("citation", "?", mt.start(), mt.end(), False))
     if "[^" in text:
         for mt in _FOOTNOTE_REF.finditer(text):
-            out.append(("footnote", mt.group("n").lower(), mt.start(), mt.end(), False))
+            out.append(Candidate("footnote", mt.group("n").lower(), mt.start(), mt.end(), False))
     return _author_year_mentions(text, out)
 
 
 _YEAR_HINT = re.compile(r"(?:19|20)\d\d[a-z]?\s*[);,]")
 
 
-def _author_year_mentions(text: str, out: list[tuple[str, str, int, int, bool]]) -> list[tuple[str, str, int, int, bool]]:
+def _author_year_mentions(text: str, out: list[Candidate]) -> list[Candidate]:
     if not _YEAR_HINT.search(text):
         return out
     scholarly = "et al" in text
@@ -171,7 +183,7 @@ def _author_year_mentions(text: str, out: list[tuple[str, str, int, int, bool]])
             continue
         if mt.group("a") and not mt.group("many") and not (name[1:].islower() and scholarly):
             continue  # "(Island, 1976)", "(EG, 1974)": a lone "(Name, year)" counts only in scholarly text
-        out.append(("citation", f"{name} {year}", mt.start(), mt.end(), False))
+        out.append(Candidate("citation", f"{name} {year}", mt.start(), mt.end(), False))
     return out
 
 
@@ -206,7 +218,7 @@ def _analyse(text: str, m: Matcher) -> list[Mention]:
     out: list[Mention] = []
     seen: set[tuple[str, str, int]] = set()
     captions = targets.caption_starts
-    for kind, label, start, end, is_ordinal in sorted(raw, key=lambda r: (r[2], r[3], r[0], r[1])):
+    for kind, label, start, end, is_ordinal in sorted(raw, key=lambda r: (r.start, r.end, r.kind, r.label)):
         if (kind, label, start) in seen or start in captions:
             continue
         seen.add((kind, label, start))
