@@ -11,7 +11,8 @@ loop over documents, lines or words.
 Shared definitions (:class:`Parsed`):
 
 * **line**: a piece of the text between ``\\n`` characters (ingest normalised ``\\r\\n`` and ``\\r``);
-  a line that is empty or whitespace-only is *blank*, and blank lines are not lines (issue 4).
+  a line that is empty or whitespace-only is *blank*, and blank lines are not lines
+  (they only separate paragraphs).
 * **paragraph**: a run of non-blank lines between blank lines.
 * **word** (token): the text split on whitespace after runs of Unicode punctuation or symbol
   characters (``\\p{P}``, ``\\p{S}``) at the edges of a piece are set apart (:func:`tokenize_spacing`),
