@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipelines.chain import stage as chain_stage
 from pipelines.chain import writer_of
 from pipelines.config import WinnowConfig
 from udfs.errors import UserError
@@ -243,6 +244,8 @@ def publish(
         props = {**standard_properties(cfg, stage), **(properties or {}), **own}
         written[name] = write_table(df, cfg, name, properties=props)
     if removed is not None:
+        if not chain_stage(stage).removes:
+            raise ValueError(f"stage {stage!r} is declared in pipelines/chain.py as removing nothing")
         written["removed"] = write_removed(removed, cfg, stage)
     write_effective_config(spark, cfg, stage)
     return written
