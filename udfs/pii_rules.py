@@ -60,9 +60,11 @@ _SKIP_FIRST = [
             r"\d{3}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?!\w)"
             r"|\d?[./-]\d{1,2}[./-](?:1[6-9]|20)\d{2}(?!\w|\.\d)"
             r"|(?<!:.)\d?:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?![\w:])"),
-    # Version strings: "v1.2.3.4", "version 1.2.3.4", "1.2.3.4-beta", "pkg@1.3.0", "==1.2.3.4".
-    _branch("[vVrR]", r"\w", "skip_version", r"(?i:(?<=v)(?:ersion\s?|er\.?\s?)?|(?<=r)(?:elease\s|ev\.?\s?))\d+(?:\.\d+){1,5}[\w.+-]*"),
-    _branch(r"\d", None, "skip_pin", r"(?<=[@=~^]\d)\d*(?:\.\d+){1,5}[\w.+-]*"),
+    # Version strings: "v1.2.3.4", "version 1.2.3.4", "tag: 1.2.3.4", "1.2.3.4-beta", "pkg@1.3.0", "==1.2.3.4".
+    _branch("[vVrRtT]", "[A-Za-z0-9]", "skip_version",
+            r"(?i:(?<=v)(?:ersion(?:__)?|er\.?)?|(?<=r)(?:elease|ev\.?)|(?<=t)ag)[\"']?[ \t]*[:=]?[ \t]*[\"']?v?"
+            r"\d+(?:\.\d+){1,5}[\w.+-]*"),
+    _branch(r"\d", None, "skip_pin", r"(?:(?<=[=~<>]=.)|(?<=[@^].))\d*(?:\.\d+){1,5}[\w.+-]*"),
     _branch(r"\d", r"[\w.]", "skip_prerelease",
             r"\d*(?:\.\d+){2,5}-(?i:alpha|beta|rc|dev|pre|snapshot|final|post|b|a)[\w.]*"),
 ]
@@ -74,7 +76,7 @@ _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _OCTET_REST = r"(?:(?<=2)(?:5[0-5]|[0-4]\d)|(?<=1)\d\d|(?<=[1-9])\d|)"  # an octet after its first digit
 _AT = r" ?[\[({] ?(?i:at) ?[\])}] ?"
 _DOT = r" ?[\[({] ?(?i:dot) ?[\])}] ?"
-_PHONE_END = r"(?![\w]|[.,:/-]\d)"
+_PHONE_END = r"(?![\w]|[ .,:/-]\d)"  # never a prefix of a longer digit sequence
 _PHONE_NB = r"[\w+/.,:-]"
 _PHONE_LABEL = r"(?i:(?<=t)el|(?<=f)ax|(?<=p)hone|(?<=m)obile|(?<=c)ell|(?<=h)andy|(?<=t)elefon|(?<=t)éléphone|" \
                r"(?<=t)eléfono|(?<=t)elefono|(?<=т)ел)|(?<=電)話"
@@ -119,7 +121,7 @@ DETECTORS: dict[str, str] = {
     # Phone candidates: "+CC ...", "(area) ...", national trunk-0 and NANP shapes with separators (a bare
     # digit run only after a label, above); libphonenumber then decides (udfs.pii.phone_ok).
     "phone_intl": _branch(r"\+", _PHONE_NB, "phone_intl",
-                          r"\d{1,3}[ .-]?(?:\(0?\d{1,4}\)[ .-]?)?\d{1,12}(?:[ .-]\d{1,5}){0,5}" + _PHONE_END),
+                          r"\d{1,3}[ .-]?(?:\(0?\d{1,4}\)[ .-]?)?\d{1,12}(?:[ .-]\d{1,8}){0,5}" + _PHONE_END),
     "phone_paren": _branch(r"\(", _PHONE_NB, "phone_paren", r"\d{2,5}\)[ .-]?\d{2,5}(?:[ .-]\d{2,5}){1,3}" + _PHONE_END),
     "phone_trunk": _branch("0", _PHONE_NB, "phone_trunk", r"\d{1,4}[ ./-]\d{2,8}(?:[ ./-]\d{2,5}){0,4}" + _PHONE_END),
     "phone_nanp": _branch("[2-9]", _PHONE_NB, "phone_nanp", r"\d{2}[ .-]\d{3}[ .-]\d{4}" + _PHONE_END),
@@ -151,7 +153,8 @@ def combined_pattern(detectors: tuple[str, ...]) -> re.Pattern[str]:
     order = [d for d in DETECTORS if d in detectors]
     # Secrets and e-mail go before the look-alikes: a hash-like token inside a key is still a key.
     parts = [DETECTORS[d] for d in order if d in _EARLY] + _SKIP_FIRST + [DETECTORS[d] for d in order if d not in _EARLY]
-    return re.compile("|".join(parts))
+    # ASCII classes: an address glued to Japanese or Cyrillic text ("連絡はjane@…") is still found.
+    return re.compile("|".join(parts), re.ASCII)
 
 
 # ----------------------------------------------------------------------------------- validators
