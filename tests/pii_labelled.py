@@ -307,7 +307,7 @@ def _switch_doc(doc: Doc, v: Values) -> None:
     """Shell prompts and obfuscated addresses: found only with their switches on."""
     user, host = v.word(2), v.word(2) + "-" + str(v.r.randint(1, 9))
     if v.r.random() < 0.5:
-        doc.add("").add(f"{user}@{host}", switched_kind="shell_user").add(f":~/src$ make test\n")
+        doc.add("").add(f"{user}@{host}", switched_kind="shell_user").add(":~/src$ make test\n")
         doc.add("[").add(f"{v.word(1)}@{v.word(2)}", switched_kind="shell_user").add(" build]$ ls -la\n")
     doc.add(FILLER["en"] + "Mail me at ")
     obf = f"{v.word(2)} [at] {v.word(2)} [dot] {v.r.choice(['org', 'net', 'com'])}"
