@@ -30,7 +30,7 @@ N_DOCS = 360
 @dataclass
 class Doc:
     """One labelled document: ``gold`` holds ``(kind, start, end)`` with the default switches,
-    ``gold_switched`` with ``email_obfuscated`` and ``shell_prompt_users`` on."""
+    ``gold_switched`` with ``email_obfuscated`` on and ``shell_user`` among the kinds."""
 
     id: str
     genre: str
@@ -362,11 +362,11 @@ def score(docs: list[Doc], found: list[list[tuple[str, int, int]]], switched: bo
 
 
 if __name__ == "__main__":  # pragma: no cover
-    from udfs.pii import PiiOptions, find_pii
+    from udfs.pii import DEFAULT_KINDS, PiiOptions, find_pii
 
     docs = build()
     for switched in (False, True):
-        opts = PiiOptions(kinds=KINDS, email_obfuscated=switched, shell_prompt_users=switched)
+        opts = PiiOptions(kinds=KINDS if switched else DEFAULT_KINDS, email_obfuscated=switched)
         res = score(docs, [find_pii(d.text, opts) for d in docs], switched)
         print("switches on" if switched else "defaults")
         for kind in sorted(res, key=KINDS.index):

@@ -6,10 +6,10 @@ import pyarrow as pa
 import pytest
 
 from tests import pii_labelled
-from udfs.pii import PiiOptions, find_pii, pii_batch
+from udfs.pii import DEFAULT_KINDS, PiiOptions, find_pii, pii_batch
 from udfs.pii_rules import KINDS, card_issuer, iban_ok, ip_kind, luhn_ok
 
-ALL = PiiOptions(kinds=KINDS)
+ALL = PiiOptions()  # every kind but shell_user
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def labelled() -> list[pii_labelled.Doc]:
 @pytest.mark.parametrize("switched", [False, True], ids=["defaults", "switches_on"])
 def test_labelled_set_precision_and_recall_per_kind(labelled, switched):
     assert len(labelled) >= 300
-    opts = PiiOptions(kinds=KINDS, email_obfuscated=switched, shell_prompt_users=switched)
+    opts = PiiOptions(kinds=KINDS if switched else DEFAULT_KINDS, email_obfuscated=switched)
     res = pii_labelled.score(labelled, [find_pii(d.text, opts) for d in labelled], switched)
     expected = set(KINDS) if switched else set(KINDS) - {"shell_user"}
     assert set(res) == expected
@@ -76,7 +76,7 @@ def test_each_kind_is_found(text, kind, value):
 
 def test_switches_turn_on_prompts_obfuscated_and_example_domains():
     text = "alice@devbox:~/src$ make\nwrite jane [at] corvid [dot] org or ops@example.com\n"
-    opts = PiiOptions(kinds=KINDS, email_obfuscated=True, shell_prompt_users=True, email_example_domains=True)
+    opts = PiiOptions(kinds=KINDS, email_obfuscated=True, email_example_domains=True)
     assert [(k, text[s:e]) for k, s, e in find_pii(text, opts)] == [
         ("shell_user", "alice@devbox"), ("email", "jane [at] corvid [dot] org"), ("email", "ops@example.com")]
 

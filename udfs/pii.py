@@ -29,6 +29,9 @@ from udfs.pii_rules import DETECTOR_KIND, KINDS, VALUE_GROUP
 DEFAULT_REPLACEMENTS: dict[str, str] = {k: f"<{k.upper()}>" for k in KINDS}
 """Replacement token per kind, e.g. ``<EMAIL>``, ``<IPV4>``, ``<AWS_SECRET>``."""
 
+DEFAULT_KINDS: tuple[str, ...] = tuple(k for k in KINDS if k != "shell_user")
+"""Kinds reported by default: all but ``shell_user`` (prompts are left alone unless asked)."""
+
 SPAN_TYPE = pa.struct([("kind", pa.string()), ("start", pa.int32()), ("end", pa.int32()), ("value_hash", pa.string())])
 RESULT_SCHEMA = pa.schema([
     ("redacted_text", pa.string()),  # null when nothing was replaced
@@ -52,29 +55,27 @@ class PiiOptions:
     """What to find and what to replace.
 
     Attributes:
-        kinds: kinds to report (see :data:`udfs.pii_rules.KINDS`).
+        kinds: kinds to report (see :data:`udfs.pii_rules.KINDS`). Without ``shell_user``, the
+            ``user@host`` of a shell prompt (``alice@box:~$``) is left alone, never reported as e-mail.
         replacements: kind -> replacement token, for the kinds whose matches are replaced in the text;
             a reported kind missing here is reported but left in the text (e.g. ``ip_private``).
         email_obfuscated: also find ``name [at] domain [dot] org`` forms (reported as ``email``).
-        shell_prompt_users: report ``user@host`` of a shell prompt (``alice@box:~$``) as ``shell_user``;
-            off, prompts are left alone (and never reported as e-mail).
         email_example_domains: report addresses at RFC 2606/6761 reserved domains (``example.com``).
         phone_regions: ISO 3166 regions tried, in order, for numbers written without ``+``.
         hash_salt: prefix of every hashed value.
     """
 
-    kinds: tuple[str, ...] = tuple(k for k in KINDS if k != "shell_user")
+    kinds: tuple[str, ...] = DEFAULT_KINDS
     replacements: dict[str, str] = field(default_factory=lambda: {k: v for k, v in DEFAULT_REPLACEMENTS.items()
                                                                     if k != "ip_private"})
     email_obfuscated: bool = False
-    shell_prompt_users: bool = False
     email_example_domains: bool = False
     phone_regions: tuple[str, ...] = ("US", "GB", "DE", "FR")
     hash_salt: str = ""
 
     def __hash__(self) -> int:
         return hash((self.kinds, tuple(sorted(self.replacements.items())), self.email_obfuscated,
-                     self.shell_prompt_users, self.email_example_domains, self.phone_regions, self.hash_salt))
+                     self.email_example_domains, self.phone_regions, self.hash_salt))
 
 
 @lru_cache(maxsize=8)
@@ -115,8 +116,6 @@ def _kind_of(detector: str, value: str, m, opts: PiiOptions) -> str | None:
     if detector == "password":
         ok = pii_rules.password_ok(value, bool(m.group("password_q")), m.group("password_op"))
         return "password" if ok else None
-    if detector == "shell_user":
-        return "shell_user" if opts.shell_prompt_users else None
     return DETECTOR_KIND[detector]
 
 
