@@ -111,3 +111,34 @@ def test_run_writes_tables_and_balances(spark, make_cfg):
     assertDataFrameEqual(removed.select("doc_id", "text", "reason"), [
         Row("dump", "<EMAIL> <EMAIL> <EMAIL>\n", ["pii.email"]),  # redacted: no personal data stored again
     ])
+
+
+def test_mark_pii_hides_values_redacted_or_flagged():
+    from pipelines.inspect import mark_pii
+
+    text = "a jane@corvid-mail.net b 10.0.0.1 c"
+    spans = [{"kind": "email", "start": 2, "end": 22, "value_hash": "0123456789abcdef"},
+             {"kind": "ip_private", "start": 25, "end": 33, "value_hash": "fedcba9876543210"}]
+    stored = "a <EMAIL> b 10.0.0.1 c"  # ip_private is report_only: left in the text
+    assert mark_pii(stored, spans, {"email": "<EMAIL>"}) == "a ⟦email #01234567⟧ b ⟦ip_private #fedcba98⟧ c"
+    assert mark_pii(text, spans, {}) == "a ⟦email #01234567⟧ b ⟦ip_private #fedcba98⟧ c"
+
+
+def test_report_and_inspect_after_run(spark, make_cfg):
+    from pipelines.inspect import sample_pii
+    from pipelines.report import pii_summary
+
+    cfg = make_cfg("pii.action=drop")
+    tables.write_table(_docs(spark), cfg, "refs_checked")
+    run(spark, cfg)
+    assert pii_summary(spark, cfg) == {
+        "by_kind": [{"kind": "email", "findings": 4, "documents": 2}, {"kind": "ip_private", "findings": 1, "documents": 1}],
+        "documents": {"drop": 1, "flag": 1, "none": 2, "redact": 1},
+        "dropped": [{"reason": "pii.email", "documents": 1}],
+    }
+    rows = {r["doc_id"]: r for r in sample_pii(spark, cfg, n=10)}
+    assert sorted(rows) == ["lan", "mail"]
+    assert rows["mail"]["text"] == f'Write to "⟦email #{_h("jane.roe@corvid-mail.net")[:8]}⟧" (office).'
+    assert rows["lan"]["text"] == f"The router answers on ⟦ip_private #{_h('192.168.1.1')[:8]}⟧ only."
+    dropped = sample_pii(spark, cfg, reason="pii.email")
+    assert [r["doc_id"] for r in dropped] == ["dump"] and "@" not in dropped[0]["text"]
