@@ -17,7 +17,7 @@ import argparse
 from collections.abc import Sequence
 
 from jobs._cli import base_parser, parse_config, spark_config
-from pipelines.config import STAGES
+from pipelines.chain import STAGES
 
 # pii is sampled on its own (text shown with findings marked by kind and hash) until the chain lists it.
 INSPECT_STAGES = [*STAGES, *(["pii"] if "pii" not in STAGES else [])]
