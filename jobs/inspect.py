@@ -19,16 +19,13 @@ from collections.abc import Sequence
 from jobs._cli import base_parser, parse_config, spark_config
 from pipelines.chain import STAGES
 
-# pii is sampled on its own (text shown with findings marked by kind and hash) until the chain lists it.
-INSPECT_STAGES = [*STAGES, *(["pii"] if "pii" not in STAGES else [])]
-
 
 def parser() -> argparse.ArgumentParser:
     """The inspect job's parser: the common options plus what to look at."""
     p = base_parser("inspect.py", "Show sampled removed/kept documents with their signals, or one document's path")
     p.add_argument("--run", metavar="ROOT", help="the run root to inspect (same as --set run.root=ROOT)")
-    p.add_argument("--stage", choices=INSPECT_STAGES, metavar="STAGE",
-                   help=f"stage to sample from; one of {INSPECT_STAGES} (pii: documents with findings, marked; "
+    p.add_argument("--stage", choices=STAGES, metavar="STAGE",
+                   help=f"stage to sample from; one of {list(STAGES)} (pii: documents with findings, marked; "
                         "with --reason, its removals)")
     p.add_argument("--reason", help="reason id or family prefix, e.g. gopher_repetition or dedup.near")
     p.add_argument("--kept", action="store_true", help="sample documents the stage kept instead of removed")

@@ -374,8 +374,9 @@ class PiiConfig(Section):
     """Owned by the pii stage (issue 17): personal data and secrets found, redacted, counted."""
 
     enabled: bool = True
-    # The table pii reads (the stage before it in the chain writes it).
-    input_table: str = Field(default="refs_checked", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # null = the last document table that pipeline.stages produces before pii (pipelines/chain.py);
+    # a name forces that table.
+    input_table: Literal[tuple(document_tables_before("pii"))] | None = None  # type: ignore[valid-type]
     action: Literal["redact", "flag", "drop"] = "redact"
     kinds: list[str] = Field(default_factory=lambda: [
         "email", "ipv4", "ipv6", "ip_private", "phone", "card", "iban", "aws_key_id", "aws_secret",

@@ -1,4 +1,4 @@
-"""PII stage: ``pii.input_table`` (``refs_checked``) -> ``pii_redacted`` (+ ``removed`` rows with stage 'pii').
+"""PII stage: the previous document table (``refs_checked``) -> ``pii_redacted`` (+ ``removed`` rows, stage 'pii').
 
 Signals first, decision second: :func:`redact_pii` runs :func:`udfs.pii.pii_batch` through a scalar
 Arrow UDF over ``text`` only (only that column travels to Python; only the findings and the redacted
@@ -18,21 +18,19 @@ of each value, never the value: the original text stays only in the earlier tabl
 
 from __future__ import annotations
 
-import hashlib
-
 import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines import tables
-from pipelines.config import PiiConfig, WinnowConfig, canonical_json
-from pipelines.stage import StageReport, check_columns
+from pipelines import chain, tables
+from pipelines.config import PiiConfig, WinnowConfig
+from pipelines.stage import StageReport
 from udfs.pii import PiiOptions, pii_batch
 
 STAGE = "pii"
-OUTPUT_TABLE = "pii_redacted"
+OUTPUT_TABLE = chain.stage(STAGE).main_table
 INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "text")
 OUTPUT_COLUMNS: tuple[str, ...] = ("pii_counts", "pii_spans", "pii_action")
 """Columns :func:`redact_pii` adds (``text`` is rewritten under ``redact`` and ``drop``)."""
@@ -84,7 +82,10 @@ def redact_pii(df: DataFrame, cfg: PiiConfig, with_top_kind: bool = False) -> Da
     Raises:
         ValueError: a required input column is missing (named), or an output column already exists.
     """
-    check_columns(df.columns, STAGE, INPUT_COLUMNS, OUTPUT_COLUMNS)
+    chain.require_columns(df, INPUT_COLUMNS, STAGE)
+    clash = [c for c in OUTPUT_COLUMNS if c in df.columns]
+    if clash:
+        raise ValueError(f"{STAGE}: input already has output columns {clash}; was the {STAGE} stage run twice?")
     if not cfg.enabled:
         return df.select("*", F.create_map().cast(SIGNAL_TYPES["pii_counts"]).alias("pii_counts"),
                          F.array().cast(SIGNAL_TYPES["pii_spans"]).alias("pii_spans"), F.lit("skipped").alias("pii_action"),
@@ -115,34 +116,26 @@ def redact_pii(df: DataFrame, cfg: PiiConfig, with_top_kind: bool = False) -> Da
     )
 
 
-def stage_fingerprint(cfg: WinnowConfig) -> str:
-    """sha256 hex over what decides this stage's output: the ``pii`` section plus ``run.seed``."""
-    payload = {"stage": STAGE, "seed": cfg.run.seed, STAGE: cfg.pii.model_dump(mode="json")}
-    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
-
-
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
-    """Read ``pii.input_table``, find and redact PII, write ``pii_redacted`` and this stage's ``removed`` rows.
+    """Read the input table, find and redact PII, write ``pii_redacted`` and this stage's ``removed`` rows.
+
+    The input is ``pii.input_table``, else the document table of the last stage before pii in
+    ``pipeline.stages`` (:func:`pipelines.tables.previous_document_table`).
 
     Returns:
         The :class:`StageReport`; ``removed`` counts documents by reason ``pii.<kind>``; ``extra``
         holds documents by ``pii_action``, findings and affected documents by kind.
     """
-    src = tables.read_table(spark, cfg, cfg.pii.input_table)
+    name = tables.previous_document_table(cfg, STAGE, cfg.pii.input_table, spark)
+    src = tables.read_table(spark, cfg, name)
     checked = redact_pii(src, cfg.pii, with_top_kind=True).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         stats = _stats(checked)
         kept = checked.where(F.col("pii_action") != "drop").drop(_TOP)
         dropped = (checked.where(F.col("pii_action") == "drop")
                    .withColumn("reason", F.array(F.concat(F.lit(REASON_PREFIX), F.col(_TOP)))).drop(_TOP))
-        props = {
-            "stage": STAGE,
-            "config_fingerprint": cfg.fingerprint(),
-            "stage_fingerprint": stage_fingerprint(cfg),
-            "action": cfg.pii.action if cfg.pii.enabled else "skipped",
-        }
-        out_path = tables.write_table(kept, cfg, OUTPUT_TABLE, properties=props)
-        removed_path = tables.write_removed(dropped, cfg, STAGE)
+        props = {"action": cfg.pii.action if cfg.pii.enabled else "skipped", "input_table": name}
+        outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=dropped, properties=props)
     finally:
         checked.unpersist()
     removed = stats.pop("removed")
@@ -151,7 +144,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         rows_in=stats["rows"],
         rows_out=stats["rows"] - sum(removed.values()),
         removed=removed,
-        outputs={OUTPUT_TABLE: out_path, "removed": removed_path},
+        outputs=outputs,
         extra={k: v for k, v in stats.items() if k != "rows"},
         notes={"redacted": stats["actions"].get("redact", 0), "flagged": stats["actions"].get("flag", 0),
                "findings": sum(stats["findings_by_kind"].values())},

@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 
 from pipelines import chain, tables
 from pipelines.config import RefsConfig, WinnowConfig
-from pipelines.stage import StageReport, check_columns
+from pipelines.stage import StageReport
 from udfs.refs import refs_signals
 
 STAGE = "refs"
@@ -83,7 +83,12 @@ def check_refs(df: DataFrame, cfg: RefsConfig) -> DataFrame:
     Raises:
         ValueError: a required input column is missing (named), or an output column already exists.
     """
-    check_columns(df.columns, STAGE, INPUT_COLUMNS, OUTPUT_COLUMNS)
+    missing = [c for c in INPUT_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"refs: input is missing columns {missing}; required: {list(INPUT_COLUMNS)}, got {df.columns}")
+    clash = [c for c in OUTPUT_COLUMNS if c in df.columns]
+    if clash:
+        raise ValueError(f"refs: input already has output columns {clash}; was the refs stage run twice?")
     if not cfg.enabled:
         return df.select(
             "*", *[F.lit(None).cast(t).alias(c) for c, t in SIGNAL_TYPES.items()], F.lit("skipped").alias("refs_action")

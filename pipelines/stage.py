@@ -115,21 +115,6 @@ class Timer:
         self.elapsed = time.perf_counter() - self._t0
 
 
-def check_columns(df_columns: list[str], stage: str, required: tuple[str, ...], outputs: tuple[str, ...]) -> None:
-    """Check a stage transform's input columns on entry.
-
-    Raises:
-        ValueError: a required column is missing (named, with the columns found), or an output
-            column already exists (the stage ran twice).
-    """
-    missing = [c for c in required if c not in df_columns]
-    if missing:
-        raise ValueError(f"{stage}: input is missing columns {missing}; required: {list(required)}, got {df_columns}")
-    clash = [c for c in outputs if c in df_columns]
-    if clash:
-        raise ValueError(f"{stage}: input already has output columns {clash}; was the {stage} stage run twice?")
-
-
 def stage_runner(stage: str) -> StageRun:
     """Return ``pipelines.<stage>.run``.
 
