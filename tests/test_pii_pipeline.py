@@ -142,3 +142,16 @@ def test_report_and_inspect_after_run(spark, make_cfg):
     assert rows["lan"]["text"] == f"The router answers on ⟦ip_private #{_h('192.168.1.1')[:8]}⟧ only."
     dropped = sample_pii(spark, cfg, reason="pii.email")
     assert [r["doc_id"] for r in dropped] == ["dump"] and "@" not in dropped[0]["text"]
+
+
+@pytest.mark.parametrize(("stage", "stages", "forced", "expected"), [
+    ("pii", "[ingest, dedup, filter, refs, pii]", None, "refs_checked"),
+    ("pii", "[ingest, filter, pii, tokenize]", None, "filtered"),
+    ("pii", "[ingest, refs, pii]", "deduped", "deduped"),
+    ("tokenize", "[ingest, dedup, filter, refs, pii, tokenize]", None, "pii_redacted"),
+])
+def test_pii_reads_the_previous_document_table_and_tokenize_reads_its_output(stage, stages, forced, expected):
+    from pipelines.config import load_config
+
+    cfg = load_config(overrides=[f"pipeline.stages={stages}"] + ([f"pii.input_table={forced}"] if forced else []))
+    assert tables.previous_document_table(cfg, stage, getattr(cfg, stage).input_table) == expected
