@@ -173,7 +173,7 @@ PII_SENTENCES = {
     23: "The old wiki still shows password=Tomato2024! on its admin page, next to release 2.4.1.",
 }
 """Document index -> sentence with invented values (the documentation card and IBAN numbers, a UK
-drama-range and a US 555-01xx phone number); the pii stage finds 8 values in these 4 documents."""
+drama-range and a US 555-01xx phone number); the pii stage finds 7 values in these 4 documents."""
 
 
 def web_en(rng: random.Random) -> bytes:
