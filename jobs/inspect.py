@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows = inspect.sample(spark, cfg, args.stage, reason=args.reason, kept=args.kept, n=args.n, text_chars=args.chars)
     except (ValueError, MissingTableError) as e:
         p.exit(2, f"{p.prog}: {e}\n")
-    what = "kept by" if args.kept else "removed by"
+    what = "kept by" if args.kept else "with findings kept by" if args.stage == "pii" and not args.reason else "removed by"
     why = f" for {args.reason}" if args.reason else ""
     print(inspect.format_sample(rows, f"{len(rows)} documents {what} {args.stage}{why} (seed {cfg.run.seed}) in {cfg.run.root}"))
     return 0

@@ -7,6 +7,7 @@ marked (:func:`pipelines.samples.truncate`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -169,6 +170,27 @@ def mark_pii(text: str, spans: list[dict[str, Any]], replaced: dict[str, str]) -
     return "".join(out)
 
 
+def excerpt_around_marks(marked: str, limit: int) -> str:
+    """``marked`` when at most ``limit`` characters, else windows of context around each ``⟦...⟧`` mark.
+
+    >>> excerpt_around_marks("a" * 50 + "⟦email #01234567⟧" + "b" * 50, 60)
+    '… aaaaaaaaaaaaaaaaaaaaa⟦email #01234567⟧bbbbbbbbbbbbbbbbbbbbb …'
+    """
+    marks = [m.span() for m in re.finditer("⟦[^⟧]*⟧", marked)]
+    if len(marked) <= limit or not marks:
+        return truncate(marked, limit)
+    ctx = max(10, (limit - sum(e - s for s, e in marks)) // (2 * len(marks)))
+    windows: list[list[int]] = []
+    for s, e in marks:
+        a, b = max(0, s - ctx), min(len(marked), e + ctx)
+        if windows and a <= windows[-1][1]:
+            windows[-1][1] = b
+        else:
+            windows.append([a, b])
+    out = " … ".join(marked[a:b] for a, b in windows)
+    return ("… " if windows[0][0] else "") + out + (" …" if windows[-1][1] < len(marked) else "")
+
+
 def sample_pii(
     spark: SparkSession, cfg: WinnowConfig, *, reason: str | None = None, n: int = 5, text_chars: int = 600,
 ) -> list[dict[str, Any]]:
@@ -192,6 +214,6 @@ def sample_pii(
         out.append({
             "doc_id": d["doc_id"], "reason": d.get("reason") or [], "duplicate_of": None,
             "signals": {"pii_action": d["pii_action"], **{f"pii.{k}": v for k, v in sorted((d["pii_counts"] or {}).items())}},
-            "text": truncate(marked, text_chars), "n_chars": len(d["text"] or ""),
+            "text": excerpt_around_marks(marked, text_chars), "n_chars": len(d["text"] or ""),
         })
     return out
