@@ -1,4 +1,7 @@
-"""spark-submit entry point of the pii stage: `spark-submit jobs/pii.py --conf conf/local.yaml [--set k=v]`."""
+"""spark-submit entry point of the pii stage.
+
+`spark-submit jobs/pii.py --conf conf/local.yaml [--set k=v]`
+"""
 
 import os
 import sys

@@ -1,4 +1,4 @@
-"""PII stage: the previous document table (``refs_checked``) -> ``pii_redacted`` (+ ``removed`` rows, stage 'pii').
+"""PII stage: the previous document table (``refs_checked``) -> ``pii_redacted`` (+ ``removed`` rows).
 
 Signals first, decision second: :func:`redact_pii` runs :func:`udfs.pii.pii_batch` through a scalar
 Arrow UDF over ``text`` only (only that column travels to Python; only the findings and the redacted
@@ -85,10 +85,12 @@ def redact_pii(df: DataFrame, cfg: PiiConfig, with_top_kind: bool = False) -> Da
     chain.require_columns(df, INPUT_COLUMNS, STAGE)
     clash = [c for c in OUTPUT_COLUMNS if c in df.columns]
     if clash:
-        raise ValueError(f"{STAGE}: input already has output columns {clash}; was the {STAGE} stage run twice?")
+        raise ValueError(f"{STAGE}: input already has output columns {clash}; was the {STAGE} stage run "
+                         "twice?")
     if not cfg.enabled:
         return df.select("*", F.create_map().cast(SIGNAL_TYPES["pii_counts"]).alias("pii_counts"),
-                         F.array().cast(SIGNAL_TYPES["pii_spans"]).alias("pii_spans"), F.lit("skipped").alias("pii_action"),
+                         F.array().cast(SIGNAL_TYPES["pii_spans"]).alias("pii_spans"),
+                         F.lit("skipped").alias("pii_action"),
                          *([F.lit(None).cast("string").alias(_TOP)] if with_top_kind else []))
 
     opts, redact = pii_options(cfg), cfg.action != "flag"
@@ -102,7 +104,8 @@ def redact_pii(df: DataFrame, cfg: PiiConfig, with_top_kind: bool = False) -> Da
     rules = []
     if cfg.action == "drop" and cfg.max_per_1k_chars is not None:
         # n / chars * 1000 > max, multiplied out: no division by an empty text's zero length.
-        rules.append(((n >= cfg.drop_min_findings) & (n * 1000.0 > F.length("text") * cfg.max_per_1k_chars), "drop"))
+        dense = n * 1000.0 > F.length("text") * cfg.max_per_1k_chars
+        rules.append(((n >= cfg.drop_min_findings) & dense, "drop"))
     rules += [(F.size("_pii.pii_spans") == 0, "none"), (changed, "redact")]
     action = F.when(rules[0][0], F.lit(rules[0][1]))
     for cond, value in rules[1:]:

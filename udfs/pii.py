@@ -32,7 +32,9 @@ DEFAULT_REPLACEMENTS: dict[str, str] = {k: f"<{k.upper()}>" for k in KINDS}
 DEFAULT_KINDS: tuple[str, ...] = tuple(k for k in KINDS if k != "shell_user")
 """Kinds reported by default: all but ``shell_user`` (prompts are left alone unless asked)."""
 
-SPAN_TYPE = pa.struct([("kind", pa.string()), ("start", pa.int32()), ("end", pa.int32()), ("value_hash", pa.string())])
+SPAN_TYPE = pa.struct([
+    ("kind", pa.string()), ("start", pa.int32()), ("end", pa.int32()), ("value_hash", pa.string()),
+])
 RESULT_SCHEMA = pa.schema([
     ("redacted_text", pa.string()),  # null when nothing was replaced
     ("pii_counts", pa.map_(pa.string(), pa.int32())),
@@ -66,8 +68,8 @@ class PiiOptions:
     """
 
     kinds: tuple[str, ...] = DEFAULT_KINDS
-    replacements: dict[str, str] = field(default_factory=lambda: {k: v for k, v in DEFAULT_REPLACEMENTS.items()
-                                                                    if k != "ip_private"})
+    replacements: dict[str, str] = field(
+        default_factory=lambda: {k: v for k, v in DEFAULT_REPLACEMENTS.items() if k != "ip_private"})
     email_obfuscated: bool = False
     email_example_domains: bool = False
     phone_regions: tuple[str, ...] = ("US", "GB", "DE", "FR")
@@ -162,7 +164,8 @@ def _scan(texts: pa.Array, opts: PiiOptions) -> dict[int, list[tuple[str, int, i
     offsets = lines.offsets.to_numpy()
     doc_of = np.searchsorted(offsets, idx, side="right") - 1
     base = starts[idx] - starts[offsets[doc_of]]
-    for line, d, b in zip(pc.take(flat, pa.array(idx)).to_pylist(), doc_of.tolist(), base.tolist(), strict=True):
+    candidates = pc.take(flat, pa.array(idx)).to_pylist()
+    for line, d, b in zip(candidates, doc_of.tolist(), base.tolist(), strict=True):
         if whole[d]:
             continue
         found = find_pii(line, opts)

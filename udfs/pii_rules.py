@@ -50,7 +50,8 @@ def _branch(first: str, not_before: str | None, name: str, rest: str) -> str:
 _HEX = "[0-9A-Fa-f]"
 _SKIP_FIRST = [
     # UUID (RFC 9562) and hex digests (MD5 .. SHA-512): no digit run inside may become a card or phone.
-    _branch(_HEX, r"[\w-]", "skip_uuid", _HEX + r"{7}-" + _HEX + r"{4}-" + _HEX + r"{4}-" + _HEX + r"{4}-" + _HEX + r"{12}(?![\w-])"),
+    _branch(_HEX, r"[\w-]", "skip_uuid",
+            _HEX + r"{7}-" + _HEX + r"{4}-" + _HEX + r"{4}-" + _HEX + r"{4}-" + _HEX + r"{12}(?![\w-])"),
     _branch(_HEX, r"\w", "skip_hash", r"(?:(?<=0)x" + _HEX + r"{32,128}|" + _HEX + r"{31,127})(?!\w)"),
     # ISBN with or without its label (ISBN-13 prefixes 978/979 with hyphen groups).
     _branch("I", r"\w", "skip_isbn", r"SBN(?:-1[03])?:?[ \t]*[\dXx][\d\- Xx]{8,16}[\dXx]"),
@@ -60,9 +61,10 @@ _SKIP_FIRST = [
             r"\d{3}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?!\w)"
             r"|\d?[./-]\d{1,2}[./-](?:1[6-9]|20)\d{2}(?!\w|\.\d)"
             r"|(?<!:.)\d?:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?![\w:])"),
-    # Version strings: "v1.2.3.4", "version 1.2.3.4", "tag: 1.2.3.4", "1.2.3.4-beta", "pkg@1.3.0", "==1.2.3.4".
+    # Versions: "v1.2.3.4", "version 1.2.3.4", "tag: 1.2.3.4", "1.2.3.4-beta", "pkg@1.3.0", "==1.2.3.4".
     _branch("[vVrRtT]", "[A-Za-z0-9]", "skip_version",
-            r"(?i:(?<=v)(?:ersion(?:__)?|er\.?)?|(?<=r)(?:elease|ev\.?)|(?<=t)ag)[\"']?[ \t]*[:=]?[ \t]*[\"']?v?"
+            r"(?i:(?<=v)(?:ersion(?:__)?|er\.?)?|(?<=r)(?:elease|ev\.?)|(?<=t)ag)"
+            r"[\"']?[ \t]*[:=]?[ \t]*[\"']?v?"
             r"\d+(?:\.\d+){1,5}[\w.+-]*"),
     _branch(r"\d", None, "skip_pin", r"(?:(?<=[=~<>]=.)|(?<=[@^].))\d*(?:\.\d+){1,5}[\w.+-]*"),
     _branch(r"\d", r"[\w.]", "skip_prerelease",
@@ -78,52 +80,65 @@ _AT = r" ?[\[({] ?(?i:at) ?[\])}] ?"
 _DOT = r" ?[\[({] ?(?i:dot) ?[\])}] ?"
 _PHONE_END = r"(?![\w]|[ .,:/-]\d)"  # never a prefix of a longer digit sequence
 _PHONE_NB = r"[\w+/.,:-]"
-_PHONE_LABEL = r"(?i:(?<=t)el|(?<=f)ax|(?<=p)hone|(?<=m)obile|(?<=c)ell|(?<=h)andy|(?<=t)elefon|(?<=t)éléphone|" \
+_PHONE_LABEL = r"(?i:(?<=t)el|(?<=f)ax|(?<=p)hone|(?<=m)obile|(?<=c)ell|(?<=h)andy|(?<=t)elefon|" \
+               r"(?<=t)éléphone|" \
                r"(?<=t)eléfono|(?<=t)elefono|(?<=т)ел)|(?<=電)話"
 
 DETECTORS: dict[str, str] = {
     # Private keys first: a PEM block holds base64 lines that other detectors must not see.
-    "private_key": _branch("-", None, "private_key", r"----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"
+    "private_key": _branch("-", None, "private_key",
+                           r"----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"
                            r"[\s\S]{16,16384}?-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"),
     # user@host at a prompt: at a line start (or after "[" / a space), then ":path$ " or " dir]$ ".
     "shell_user": _branch("[a-z_]", r"[^\n\[ ]", "shell_user",
-                          r"[a-z0-9_.-]{0,31}@[A-Za-z0-9][\w.-]{0,62}(?=(?::[~/]\S*|[ \t][~/\w.-]+\]|\])[ \t]?[$#%](?:[ \t]|$))"),
+                          r"[a-z0-9_.-]{0,31}@[A-Za-z0-9][\w.-]{0,62}"
+                          r"(?=(?::[~/]\S*|[ \t][~/\w.-]+\]|\])[ \t]?[$#%](?:[ \t]|$))"),
     "aws_key_id": _branch("A", "[A-Za-z0-9]", "aws_key_id",
                           r"(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA)[A-Z2-7]{16}(?![A-Za-z0-9])"),
     "aws_secret": _branch("[aAsS]", r"\w", "aws_secret",
-                          r"(?i:(?<=a)ws.?secret.?(?:access.?)?key|(?<=s)ecret.?access.?key)[\"']?[ \t]{0,3}(?::|=|=>|[ \t])"
-                          r"[ \t]{0,3}[\"']?(?P<aws_secret_v>(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]))"),
+                          r"(?i:(?<=a)ws.?secret.?(?:access.?)?key|(?<=s)ecret.?access.?key)"
+                          r"[\"']?[ \t]{0,3}(?::|=|=>|[ \t])"
+                          r"[ \t]{0,3}[\"']?"
+                          r"(?P<aws_secret_v>(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]))"),
     "github_token": _branch("g", r"[A-Za-z0-9_]", "github_token",
                             r"(?:h[pousr]_[A-Za-z0-9]{36}|ithub_pat_[A-Za-z0-9_]{82})(?![A-Za-z0-9_])"),
-    "slack_token": _branch("x", r"[A-Za-z0-9-]", "slack_token", r"ox[abposr]-[A-Za-z0-9-]{10,80}(?![A-Za-z0-9-])"),
+    "slack_token": _branch("x", r"[A-Za-z0-9-]", "slack_token",
+                           r"ox[abposr]-[A-Za-z0-9-]{10,80}(?![A-Za-z0-9-])"),
     "slack_webhook": _branch("h", None, "slack_webhook",
                              r"ttps://hooks\.slack\.com/services/T[A-Z0-9]{6,12}/B[A-Z0-9]{6,12}/[A-Za-z0-9]{20,32}"),
     "google_api_key": _branch("A", r"[\w-]", "google_api_key", r"Iza[0-9A-Za-z_-]{35}(?![\w-])"),
     "password": _branch("[pPsScCaAdD]", r"[\w.]", "password",
                         r"(?i:(?<=p)(?:assword|asswd|wd|assphrase|ass)|(?<=s)ecret|(?<=c)lient_secret|"
                         r"(?<=a)(?:pi_?key|uth_?token|ccess_?token)|(?<=d)b_pass(?:word)?)[\"']?[ \t]{0,3}"
-                        r"(?P<password_op>:=|=>|=|:)[ \t]{0,3}(?P<password_q>[\"'`]?)(?P<password_v>[^\s\"'`,;]{4,200})"),
+                        r"(?P<password_op>:=|=>|=|:)[ \t]{0,3}(?P<password_q>[\"'`]?)"
+                        r"(?P<password_v>[^\s\"'`,;]{4,200})"),
     "email": _branch(_LOCAL_CH, r"[\w.+%-]", "email",
                      r"[A-Za-z0-9._%+-]{0,63}(?<!\.)@" + _DOMAIN + r"(?![\w-]|\.[A-Za-z0-9])"),
     "email_obfuscated": _branch(_LOCAL_CH, r"[\w.+%-]", "email_obfuscated",
                                 r"[A-Za-z0-9._%+-]{0,63}" + _AT + r"[A-Za-z0-9-]{1,63}(?:(?:" + _DOT
                                 + r"|\.)[A-Za-z0-9-]{1,63})*(?:" + _DOT + r")[A-Za-z]{2,24}(?!\w)"),
     "phone_labelled": _branch("[tTfFpPmMcChHтТ電]", r"\w", "phone_labelled",
-                              r"(?:" + _PHONE_LABEL + r")\.?:?[ \t]?(?P<phone_labelled_v>\+?\d{7,15})" + _PHONE_END),
-    "iban": _branch("[A-Z]", "[A-Za-z0-9]", "iban", r"[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])"),
+                              r"(?:" + _PHONE_LABEL + r")\.?:?[ \t]?(?P<phone_labelled_v>\+?\d{7,15})"
+                              + _PHONE_END),
+    "iban": _branch("[A-Z]", "[A-Za-z0-9]", "iban",
+                    r"[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])"),
     "ipv4": _branch(r"\d", r"[\w.:-]", "ipv4", _OCTET_REST + r"(?:\." + _OCTET + r"){3}(?!\w|[.-]\w)"),
     "ipv6": _branch("[0-9A-Fa-f:]", r"[\w:.]", "ipv6",
-                    r"(?:(?<=:)|" + _HEX + r"{0,3}:)(?:" + _HEX + r"{0,4}:){1,6}(?:" + _HEX + r"{1,4}|" + _OCTET
+                    r"(?:(?<=:)|" + _HEX + r"{0,3}:)(?:" + _HEX + r"{0,4}:){1,6}(?:" + _HEX + r"{1,4}|"
+                    + _OCTET
                     + r"(?:\." + _OCTET + r"){3})?(?![\w:]|\.\w)"),
     "card": _branch(r"\d", r"[\w.+-]", "card",
-                    r"(?:\d{3}(?P<card_sep>[ -])\d{4}(?P=card_sep)\d{4}(?P=card_sep)\d{4}(?:(?P=card_sep)\d{3})?"
+                    r"(?:\d{3}(?P<card_sep>[ -])\d{4}(?P=card_sep)\d{4}(?P=card_sep)\d{4}"
+                    r"(?:(?P=card_sep)\d{3})?"
                     r"|\d{3}(?P<amex_sep>[ -])\d{6}(?P=amex_sep)\d{4,5}|\d{12,18})(?!\w|[.,-]\d)"),
     # Phone candidates: "+CC ...", "(area) ...", national trunk-0 and NANP shapes with separators (a bare
     # digit run only after a label, above); libphonenumber then decides (udfs.pii.phone_ok).
     "phone_intl": _branch(r"\+", _PHONE_NB, "phone_intl",
                           r"\d{1,3}[ .-]?(?:\(0?\d{1,4}\)[ .-]?)?\d{1,12}(?:[ .-]\d{1,8}){0,5}" + _PHONE_END),
-    "phone_paren": _branch(r"\(", _PHONE_NB, "phone_paren", r"\d{2,5}\)[ .-]?\d{2,5}(?:[ .-]\d{2,5}){1,3}" + _PHONE_END),
-    "phone_trunk": _branch("0", _PHONE_NB, "phone_trunk", r"\d{1,4}[ ./-]\d{2,8}(?:[ ./-]\d{2,5}){0,4}" + _PHONE_END),
+    "phone_paren": _branch(r"\(", _PHONE_NB, "phone_paren",
+                           r"\d{2,5}\)[ .-]?\d{2,5}(?:[ .-]\d{2,5}){1,3}" + _PHONE_END),
+    "phone_trunk": _branch("0", _PHONE_NB, "phone_trunk",
+                           r"\d{1,4}[ ./-]\d{2,8}(?:[ ./-]\d{2,5}){0,4}" + _PHONE_END),
     "phone_nanp": _branch("[2-9]", _PHONE_NB, "phone_nanp", r"\d{2}[ .-]\d{3}[ .-]\d{4}" + _PHONE_END),
 }
 """Named-group pattern of each detector; ``<name>_v`` names the value when context (a key name, a
@@ -137,7 +152,8 @@ DETECTOR_KIND: dict[str, str] = {
     **{d: "phone" for d in ("phone_labelled", "phone_intl", "phone_paren", "phone_trunk", "phone_nanp")},
 }
 """The kind each detector reports."""
-_EARLY = ("private_key", "shell_user", "aws_key_id", "aws_secret", "github_token", "slack_token", "slack_webhook",
+_EARLY = ("private_key", "shell_user", "aws_key_id", "aws_secret", "github_token", "slack_token",
+          "slack_webhook",
           "google_api_key", "password", "email", "email_obfuscated", "phone_labelled")
 
 
@@ -152,13 +168,15 @@ def combined_pattern(detectors: tuple[str, ...]) -> re.Pattern[str]:
         raise ValueError(f"unknown PII detectors {unknown}; allowed: {list(DETECTORS)}")
     order = [d for d in DETECTORS if d in detectors]
     # Secrets and e-mail go before the look-alikes: a hash-like token inside a key is still a key.
-    parts = [DETECTORS[d] for d in order if d in _EARLY] + _SKIP_FIRST + [DETECTORS[d] for d in order if d not in _EARLY]
+    parts = [DETECTORS[d] for d in order if d in _EARLY] + _SKIP_FIRST
+    parts += [DETECTORS[d] for d in order if d not in _EARLY]
     # ASCII classes: an address glued to Japanese or Cyrillic text ("連絡はjane@…") is still found.
     return re.compile("|".join(parts), re.ASCII)
 
 
 # ----------------------------------------------------------------------------------- validators
-RESERVED_DOMAINS: tuple[str, ...] = ("example.com", "example.net", "example.org", "example", "test", "invalid", "localhost")
+RESERVED_DOMAINS: tuple[str, ...] = (
+    "example.com", "example.net", "example.org", "example", "test", "invalid", "localhost")
 """RFC 2606 / RFC 6761 names reserved for documentation and testing."""
 
 
@@ -169,7 +187,7 @@ def is_reserved_email(value: str) -> bool:
 
 
 def ip_kind(value: str) -> str | None:
-    """``ipv4`` / ``ipv6`` for a global address, ``ip_private`` for any other range, None if not an address."""
+    """``ipv4``/``ipv6`` for a global address, ``ip_private`` for any other range, None if not one."""
     try:
         addr = ipaddress.ip_address(value)
     except ValueError:
