@@ -1,4 +1,7 @@
-"""spark-submit entry point of the decontam stage: `spark-submit jobs/decontam.py --conf conf/local.yaml [--set k=v]`."""
+"""spark-submit entry point of the decontam stage.
+
+`spark-submit jobs/decontam.py --conf conf/local.yaml [--set k=v] [--join broadcast|shuffle]`
+"""
 
 import os
 import sys
@@ -14,8 +17,12 @@ from jobs._cli import run_single_stage, stage_parser
 def parser():
     """The decontam job's parser: the common options plus ``--join``."""
     p = stage_parser("decontam")
-    p.add_argument("--join", choices=["broadcast", "shuffle"], default=None,
-                   help="force a join path (default: by decontam.broadcast_max_ngrams)")
+    p.add_argument(
+        "--join",
+        choices=["broadcast", "shuffle"],
+        default=None,
+        help="force a join path (default: by decontam.broadcast_max_ngrams)",
+    )
     return p
 
 

@@ -83,6 +83,7 @@ CHAIN: tuple[Stage, ...] = (
     Stage("refs", input="filtered", outputs=("refs_checked",), removes=True),
     # eval_ngrams: the evaluation sets' n-gram hashes, rebuilt only when the sets or settings change.
     Stage("decontam", input="refs_checked", outputs=("decontaminated", "eval_ngrams"), removes=True),
+    Stage("pii", input=PREVIOUS, outputs=("pii_redacted",), removes=True),
     Stage("tokenize", input=PREVIOUS, outputs=("tokenized",), removes=True, documents=False),
     Stage("shard", input="tokenized", markers=(Marker(MANIFEST, "shard_root", MANIFEST),), documents=False),
     Stage("report", input=None, markers=(Marker(f"report/{STATS}", "report_path", STATS),), documents=False),
@@ -117,7 +118,7 @@ def document_tables_before(name: str, stages: Iterable[str] = STAGES) -> list[st
     """Main tables holding document text written by the stages of ``stages`` before ``name``, in order.
 
     >>> document_tables_before("tokenize")
-    ['documents', 'deduped', 'filtered', 'refs_checked', 'decontaminated']
+    ['documents', 'deduped', 'filtered', 'refs_checked', 'decontaminated', 'pii_redacted']
     >>> document_tables_before("tokenize", ["ingest", "filter", "shard"])
     ['documents', 'filtered']
     """

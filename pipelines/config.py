@@ -86,7 +86,8 @@ class IngestFields(Section):
 
 
 class NormalizeConfig(Section):
-    """Text normalisation steps (udfs/text.py), each switchable; defaults follow issue 2."""
+    """Text normalisation steps (udfs/text.py), each switchable; all on by default: newlines to ``\\n``,
+    invisible and control characters removed, NFC."""
 
     nfc: bool = True
     newlines: bool = True
@@ -109,7 +110,7 @@ class IngestConfig(Section):
 
 # ------------------------------------------------------------------------------------------- dedup
 class DedupConfig(Section):
-    """Exact + MinHash-LSH near-deduplication (issue 3; ``pipelines/dedup.py``, ``udfs/minhash.py``)."""
+    """Exact + MinHash-LSH near-deduplication (``pipelines/dedup.py``, ``udfs/minhash.py``)."""
 
     enabled: bool = True
     # exact dedup
@@ -293,7 +294,8 @@ class QualityModelConfig(Section):
 
 
 class FilterConfig(Section):
-    """Owned by the filter stage (issue 4)."""
+    """The filter stage: heuristic rule families, language ID and the quality classifier (``pipelines/filter.py``;
+    the rules themselves are rows of :data:`pipelines.filter_rules.RULES`)."""
 
     enabled: bool = True
     gopher_quality: GopherQualityConfig = Field(default_factory=GopherQualityConfig)
@@ -306,7 +308,7 @@ class FilterConfig(Section):
 
 # -------------------------------------------------------------------------------------------- refs
 class RefsVocab(Section):
-    """One language's reference vocabulary (see :data:`udfs.refs_vocab.DEFAULT_VOCAB` for the fields)."""
+    """One language's reference vocabulary (see :data:`udfs.refs.vocab.DEFAULT_VOCAB` for the fields)."""
 
     table: list[str]
     figure: list[str]
@@ -333,13 +335,13 @@ class RefsVocab(Section):
 
 
 def _default_refs_vocab() -> dict[str, RefsVocab]:
-    from udfs.refs_vocab import DEFAULT_VOCAB
+    from udfs.refs.vocab import DEFAULT_VOCAB
 
     return {lang: RefsVocab(**v) for lang, v in DEFAULT_VOCAB.items()}
 
 
 class RefsConfig(Section):
-    """Owned by the refs stage (issue 5): dangling table / figure / equation / citation mentions."""
+    """The refs stage: dangling table / figure / equation / citation mentions (``pipelines/refs.py``)."""
 
     enabled: bool = True
     policy: Literal["flag", "drop", "repair"] = "flag"
@@ -408,12 +410,69 @@ class DecontamConfig(Section):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"eval set names must be unique; repeated: {dup}")
+# --------------------------------------------------------------------------------------------- pii
+def _default_pii_replacements() -> dict[str, str]:
+    from udfs.pii import DEFAULT_REPLACEMENTS
+
+    return dict(DEFAULT_REPLACEMENTS)
+
+
+class PiiConfig(Section):
+    """Owned by the pii stage (issue 17): personal data and secrets found, redacted, counted."""
+
+    enabled: bool = True
+    # null = the last document table that pipeline.stages produces before pii (pipelines/chain.py);
+    # a name forces that table.
+    input_table: Literal[tuple(document_tables_before("pii"))] | None = None  # type: ignore[valid-type]
+    action: Literal["redact", "flag", "drop"] = "redact"
+    kinds: list[str] = Field(default_factory=lambda: [
+        "email", "ipv4", "ipv6", "ip_private", "phone", "card", "iban", "aws_key_id", "aws_secret",
+        "github_token", "slack_token", "google_api_key", "private_key", "password"])
+    report_only: list[str] = Field(default_factory=lambda: ["ip_private"])
+    replacements: dict[str, str] = Field(default_factory=_default_pii_replacements)
+    email_obfuscated: bool = False
+    email_example_domains: bool = False
+    phone_regions: list[str] = Field(default_factory=lambda: ["US", "GB", "DE", "FR"])
+    max_per_1k_chars: float | None = Field(default=10.0, gt=0)
+    drop_min_findings: int = Field(default=3, ge=1)
+    hash_salt: str = ""
+
+    @field_validator("kinds", "report_only")
+    @classmethod
+    def _known_kinds(cls, v: list[str]) -> list[str]:
+        from udfs.pii_rules import KINDS
+
+        unknown = [k for k in v if k not in KINDS]
+        if unknown:
+            raise ValueError(f"unknown PII kinds {unknown}; allowed: {list(KINDS)}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"kinds must be unique; got {v}")
+        return v
+
+    @field_validator("replacements")
+    @classmethod
+    def _every_kind_replaced(cls, v: dict[str, str]) -> dict[str, str]:
+        from udfs.pii_rules import KINDS
+
+        if sorted(v) != sorted(KINDS):
+            raise ValueError(f"needs one token for each kind {list(KINDS)}; missing {[k for k in KINDS if k not in v]},"
+                             f" unknown {[k for k in v if k not in KINDS]}")
+        return v
+
+    @field_validator("phone_regions")
+    @classmethod
+    def _known_regions(cls, v: list[str]) -> list[str]:
+        import phonenumbers
+
+        unknown = [r for r in v if r not in phonenumbers.SUPPORTED_REGIONS]
+        if unknown:
+            raise ValueError(f"unknown phone regions {unknown}; allowed: ISO 3166 alpha-2 codes such as US, GB, DE")
         return v
 
 
 # ---------------------------------------------------------------------------------------- tokenize
 class TokenizeConfig(Section):
-    """Owned by the tokenize stage (issue 6): ``refs_checked`` (or the last table of the chain) -> ``tokenized``."""
+    """The tokenize stage: the last document table of the chain -> ``tokenized`` (``pipelines/tokenize.py``)."""
 
     # null = the last document table that pipeline.stages produces before tokenize (pipelines/chain.py);
     # a name forces that table.
@@ -432,7 +491,7 @@ class TokenizeConfig(Section):
 
 # ------------------------------------------------------------------------------------------- shard
 class StorageConfig(Section):
-    """Object-store upload of shards when the shard output is ``s3://bucket/prefix`` (issue 6)."""
+    """Object-store upload of shards when the shard output is ``s3://bucket/prefix`` (``pipelines/storage.py``)."""
 
     endpoint_url: str | None = None
     region: str | None = None
@@ -445,7 +504,7 @@ class StorageConfig(Section):
 
 
 class ShardConfig(Section):
-    """Owned by the shard stage (issue 6): ``tokenized`` -> Megatron/MDS shards + ``manifest.json``."""
+    """The shard stage: ``tokenized`` -> Megatron/MDS shards + ``manifest.json`` (``pipelines/shard.py``)."""
 
     output: str | None = None
     formats: list[Literal["megatron", "mds"]] = Field(default_factory=lambda: ["megatron", "mds"], min_length=1)
@@ -473,7 +532,7 @@ class ShardConfig(Section):
 
 # ------------------------------------------------------------------------------------------ report
 class ReportConfig(Section):
-    """The run report (issue 7): ``report.html`` + ``stats.json`` under ``<run.root>/report/``."""
+    """The run report: ``report.html`` + ``stats.json`` under ``<run.root>/report/`` (``pipelines/report.py``)."""
 
     samples_per_reason: int = Field(default=5, ge=0)
     text_chars: int = Field(default=600, ge=20)
@@ -492,6 +551,7 @@ class WinnowConfig(Section):
     filter: FilterConfig = Field(default_factory=FilterConfig)
     refs: RefsConfig = Field(default_factory=RefsConfig)
     decontam: DecontamConfig = Field(default_factory=DecontamConfig)
+    pii: PiiConfig = Field(default_factory=PiiConfig)
     tokenize: TokenizeConfig = Field(default_factory=TokenizeConfig)
     shard: ShardConfig = Field(default_factory=ShardConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)

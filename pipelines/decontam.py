@@ -56,10 +56,13 @@ ACTIONS: tuple[str, ...] = ("none", "flag", "cut", "drop")
 REASON_PREFIX = "decontam."
 TOP_ITEMS = 5
 
-_ITEM = T.StructType([
-    T.StructField("set_name", T.StringType()), T.StructField("item_id", T.StringType()),
-    T.StructField("n_ngrams", T.IntegerType()),
-])
+_ITEM = T.StructType(
+    [
+        T.StructField("set_name", T.StringType()),
+        T.StructField("item_id", T.StringType()),
+        T.StructField("n_ngrams", T.IntegerType()),
+    ]
+)
 _SPAN = T.StructType([T.StructField("start", T.IntegerType()), T.StructField("end", T.IntegerType())])
 OUTPUT_TYPES: dict[str, T.DataType] = {
     "contaminated_by": T.ArrayType(T.StringType()),
@@ -87,10 +90,23 @@ class EvalIndex:
         reused: the table was already built for this fingerprint.
     """
 
-    def __init__(self, df: DataFrame, ngram_keys: np.ndarray, short_keys: np.ndarray, short_lengths: list[int],
-                 summary: dict[str, Any], fingerprint: str, reused: bool) -> None:
+    def __init__(
+        self,
+        df: DataFrame,
+        ngram_keys: np.ndarray,
+        short_keys: np.ndarray,
+        short_lengths: list[int],
+        summary: dict[str, Any],
+        fingerprint: str,
+        reused: bool,
+    ) -> None:
         self.df, self.ngram_keys, self.short_keys = df, ngram_keys, short_keys
-        self.short_lengths, self.summary, self.fingerprint, self.reused = short_lengths, summary, fingerprint, reused
+        self.short_lengths, self.summary, self.fingerprint, self.reused = (
+            short_lengths,
+            summary,
+            fingerprint,
+            reused,
+        )
 
 
 def build_eval_ngrams(spark: SparkSession, cfg: WinnowConfig) -> EvalIndex:
@@ -101,21 +117,39 @@ def build_eval_ngrams(spark: SparkSession, cfg: WinnowConfig) -> EvalIndex:
     """
     dc = cfg.decontam
     sets = [read_items(es, i, spark) for i, es in enumerate(dc.eval_sets)]
-    fingerprint = hashlib.sha256(canonical_json({
-        "normalization": kernels.NORMALIZATION_VERSION, "ngram_size": dc.ngram_size,
-        "min_item_words": dc.min_item_words,
-        "sets": [{"config": es.model_dump(mode="json"), "digest": s.digest} for es, s in zip(dc.eval_sets, sets, strict=True)],
-    }).encode()).hexdigest()
+    fingerprint = hashlib.sha256(
+        canonical_json(
+            {
+                "normalization": kernels.NORMALIZATION_VERSION,
+                "ngram_size": dc.ngram_size,
+                "min_item_words": dc.min_item_words,
+                "sets": [
+                    {"config": es.model_dump(mode="json"), "digest": s.digest}
+                    for es, s in zip(dc.eval_sets, sets, strict=True)
+                ],
+            }
+        ).encode()
+    ).hexdigest()
     path = cfg.table_path(EVAL_TABLE)
-    if tables.table_exists(spark, path) and tables.table_properties(spark, path).get("eval_fingerprint") == fingerprint:
+    if (
+        tables.table_exists(spark, path)
+        and tables.table_properties(spark, path).get("eval_fingerprint") == fingerprint
+    ):
         props = tables.table_properties(spark, path)
         df = tables.read_path(spark, path)
         keys = df.select("hash", "item_ngrams", "item_words").toArrow()
         words = keys.column("item_words").to_numpy()
         hashes = keys.column("hash").to_numpy().view(np.uint64)
         short = words < dc.ngram_size
-        return EvalIndex(df, np.unique(hashes[~short]), np.unique(hashes[short]), sorted(set(words[short].tolist())),
-                         json.loads(props["eval_summary"]), fingerprint, True)
+        return EvalIndex(
+            df,
+            np.unique(hashes[~short]),
+            np.unique(hashes[short]),
+            sorted(set(words[short].tolist())),
+            json.loads(props["eval_summary"]),
+            fingerprint,
+            True,
+        )
 
     cols: dict[str, list] = {c: [] for c in ("set_name", "item_id", "hash", "item_ngrams", "item_words")}
     summary: dict[str, Any] = {}
@@ -132,22 +166,50 @@ def build_eval_ngrams(spark: SparkSession, cfg: WinnowConfig) -> EvalIndex:
             cols["hash"].append(keys.view(np.int64))
             cols["item_ngrams"] += [int(keys.size)] * keys.size
             cols["item_words"] += [words] * keys.size
-        summary[s.name] = {"items": len(s.ids), "indexed": indexed, "rows": s.rows,
-                           "skipped": dict(sorted(skipped.items())), "missing_fields": dict(sorted(s.missing_fields.items()))}
+        summary[s.name] = {
+            "items": len(s.ids),
+            "indexed": indexed,
+            "rows": s.rows,
+            "skipped": dict(sorted(skipped.items())),
+            "missing_fields": dict(sorted(s.missing_fields.items())),
+        }
     hashes = np.concatenate(cols["hash"]) if cols["hash"] else np.zeros(0, np.int64)
-    table = pa.table({
-        "set_name": pa.array(cols["set_name"], pa.string()), "item_id": pa.array(cols["item_id"], pa.string()),
-        "hash": pa.array(hashes, pa.int64()), "item_ngrams": pa.array(cols["item_ngrams"], pa.int32()),
-        "item_words": pa.array(cols["item_words"], pa.int32()),
-    })
-    df = spark.createDataFrame(table.to_pandas(), EVAL_SCHEMA) if table.num_rows else spark.createDataFrame([], EVAL_SCHEMA)
-    tables.write_table(df, cfg, EVAL_TABLE, properties={**tables.standard_properties(cfg, STAGE),
-                                                         "eval_fingerprint": fingerprint, "eval_summary": summary})
+    table = pa.table(
+        {
+            "set_name": pa.array(cols["set_name"], pa.string()),
+            "item_id": pa.array(cols["item_id"], pa.string()),
+            "hash": pa.array(hashes, pa.int64()),
+            "item_ngrams": pa.array(cols["item_ngrams"], pa.int32()),
+            "item_words": pa.array(cols["item_words"], pa.int32()),
+        }
+    )
+    df = (
+        spark.createDataFrame(table.to_pandas(), EVAL_SCHEMA)
+        if table.num_rows
+        else spark.createDataFrame([], EVAL_SCHEMA)
+    )
+    tables.write_table(
+        df,
+        cfg,
+        EVAL_TABLE,
+        properties={
+            **tables.standard_properties(cfg, STAGE),
+            "eval_fingerprint": fingerprint,
+            "eval_summary": summary,
+        },
+    )
     words = np.asarray(cols["item_words"], dtype=np.int64)
     short = words < dc.ngram_size
     uh = hashes.view(np.uint64)
-    return EvalIndex(tables.read_path(spark, path), np.unique(uh[~short]), np.unique(uh[short]),
-                     sorted(set(words[short].tolist())), summary, fingerprint, False)
+    return EvalIndex(
+        tables.read_path(spark, path),
+        np.unique(uh[~short]),
+        np.unique(uh[short]),
+        sorted(set(words[short].tolist())),
+        summary,
+        fingerprint,
+        False,
+    )
 
 
 def join_path(index: EvalIndex, cfg: DecontamConfig) -> str:
@@ -155,7 +217,9 @@ def join_path(index: EvalIndex, cfg: DecontamConfig) -> str:
     return "broadcast" if index.ngram_keys.size <= cfg.broadcast_max_ngrams else "shuffle"
 
 
-def find_matches(docs: DataFrame, index: EvalIndex, cfg: DecontamConfig, path: str | None = None) -> DataFrame:
+def find_matches(
+    docs: DataFrame, index: EvalIndex, cfg: DecontamConfig, path: str | None = None
+) -> DataFrame:
     """Documents' matched items.
 
     Args:
@@ -180,20 +244,28 @@ def find_matches(docs: DataFrame, index: EvalIndex, cfg: DecontamConfig, path: s
     eval_df = index.df if path == "broadcast" else index.df.hint("shuffle_hash")
     pairs = grams.join(eval_df, "hash")
     per_item = pairs.groupBy("doc_id", "set_name", "item_id").agg(
-        F.count("*").cast("int").alias("n_ngrams"), F.first("item_ngrams").alias("item_ngrams"),
+        F.count("*").cast("int").alias("n_ngrams"),
+        F.first("item_ngrams").alias("item_ngrams"),
         F.collect_list("hash").alias("hashes"),
     )
     hit = F.col("n_ngrams") >= cfg.min_matches
     if cfg.min_item_fraction is not None:
         hit = hit | (F.col("n_ngrams") >= F.col("item_ngrams") * F.lit(cfg.min_item_fraction))
-    return per_item.where(hit).groupBy("doc_id").agg(
-        F.array_sort(F.collect_set("set_name")).alias("contaminated_by"),
-        F.array_sort(F.collect_list(F.struct("set_name", "item_id", "n_ngrams"))).alias("decontam_items"),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_list("hashes")))).alias("matched_hashes"),
-    ).withColumn("decontam_matched_ngrams", F.size("matched_hashes").cast("int"))
+    return (
+        per_item.where(hit)
+        .groupBy("doc_id")
+        .agg(
+            F.array_sort(F.collect_set("set_name")).alias("contaminated_by"),
+            F.array_sort(F.collect_list(F.struct("set_name", "item_id", "n_ngrams"))).alias("decontam_items"),
+            F.array_sort(F.array_distinct(F.flatten(F.collect_list("hashes")))).alias("matched_hashes"),
+        )
+        .withColumn("decontam_matched_ngrams", F.size("matched_hashes").cast("int"))
+    )
 
 
-def decontaminate(docs: DataFrame, matches: DataFrame, cfg: DecontamConfig, short_lengths: list[int]) -> DataFrame:
+def decontaminate(
+    docs: DataFrame, matches: DataFrame, cfg: DecontamConfig, short_lengths: list[int]
+) -> DataFrame:
     """Add the decontam columns to ``docs`` and apply ``cfg.action`` (``cut`` rewrites ``text``).
 
     Args:
@@ -208,11 +280,14 @@ def decontaminate(docs: DataFrame, matches: DataFrame, cfg: DecontamConfig, shor
     require_columns(docs, INPUT_COLUMNS, STAGE)
     clash = [c for c in OUTPUT_COLUMNS if c in docs.columns]
     if clash:
-        raise ValueError(f"decontam: input already has output columns {clash}; was the decontam stage run twice?")
+        raise ValueError(
+            f"decontam: input already has output columns {clash}; was the decontam stage run twice?"
+        )
     joined = docs.join(F.broadcast(matches), "doc_id", "left")
     matched = F.col("matched_hashes").isNotNull()
     n, margin, min_chars = cfg.ngram_size, cfg.cut_margin_chars, cfg.min_chars_after_cut
     if cfg.action == "cut":
+
         def cut(text: pa.Array, keys: pa.Array) -> pa.Array:
             texts, spans_out = [], []
             for t, k in zip(text.to_pylist(), keys.to_pylist(), strict=True):
@@ -224,16 +299,28 @@ def decontaminate(docs: DataFrame, matches: DataFrame, cfg: DecontamConfig, shor
                 texts.append(kernels.apply_cuts(t, spans))
                 spans_out.append([{"start": s, "end": e} for s, e in spans])
             return pa.StructArray.from_arrays(
-                [pa.array(texts, pa.string()), pa.array(spans_out, pa.list_(pa.struct([("start", pa.int32()), ("end", pa.int32())])))],
-                names=["text", "cuts"])
+                [
+                    pa.array(texts, pa.string()),
+                    pa.array(spans_out, pa.list_(pa.struct([("start", pa.int32()), ("end", pa.int32())]))),
+                ],
+                names=["text", "cuts"],
+            )
 
-        cut_type = T.StructType([T.StructField("text", T.StringType()), T.StructField("cuts", T.ArrayType(_SPAN))])
+        cut_type = T.StructType(
+            [T.StructField("text", T.StringType()), T.StructField("cuts", T.ArrayType(_SPAN))]
+        )
         # Only matched rows go through the UDF: Spark would evaluate a Python UDF under F.when for
         # every row, sending all text to Python a second time.
-        hits = joined.where(matched).withColumn("_cut", F.arrow_udf(cut, cut_type)(F.col("text"), F.col("matched_hashes")))
+        hits = joined.where(matched).withColumn(
+            "_cut", F.arrow_udf(cut, cut_type)(F.col("text"), F.col("matched_hashes"))
+        )
         rest = joined.where(~matched).withColumn("_cut", F.lit(None).cast(cut_type))
         joined = hits.unionByName(rest)
-        action = F.when(F.col("_cut").isNull(), "none").when(F.length("_cut.text") < min_chars, "drop").otherwise("cut")
+        action = (
+            F.when(F.col("_cut").isNull(), "none")
+            .when(F.length("_cut.text") < min_chars, "drop")
+            .otherwise("cut")
+        )
         text = F.when(action == "cut", F.col("_cut.text")).otherwise(F.col("text"))
         cuts = F.col("_cut.cuts")
     else:
@@ -241,7 +328,9 @@ def decontaminate(docs: DataFrame, matches: DataFrame, cfg: DecontamConfig, shor
         text, cuts = F.col("text"), F.lit(None).cast(OUTPUT_TYPES["decontam_cuts"])
     return joined.select(
         *[text.alias("text") if c == "text" else F.col(c) for c in docs.columns],
-        F.coalesce("contaminated_by", F.array().cast(OUTPUT_TYPES["contaminated_by"])).alias("contaminated_by"),
+        F.coalesce("contaminated_by", F.array().cast(OUTPUT_TYPES["contaminated_by"])).alias(
+            "contaminated_by"
+        ),
         F.coalesce("decontam_items", F.array().cast(OUTPUT_TYPES["decontam_items"])).alias("decontam_items"),
         F.coalesce("decontam_matched_ngrams", F.lit(0)).alias("decontam_matched_ngrams"),
         cuts.alias("decontam_cuts"),
@@ -255,19 +344,33 @@ def set_summary(matches: DataFrame, index: EvalIndex) -> dict[str, Any]:
     "n-grams matched" counts (document, key) pairs: a key found in two documents counts twice.
     """
     items = matches.select("doc_id", F.explode("decontam_items").alias("m")).select("doc_id", "m.*")
-    per_item = items.groupBy("set_name", "item_id").agg(
-        F.count("*").alias("docs"), F.sum("n_ngrams").alias("ngrams")).collect()
-    per_set = {r["set_name"]: r["docs"] for r in items.groupBy("set_name").agg(
-        F.countDistinct("doc_id").alias("docs")).collect()}
+    per_item = (
+        items.groupBy("set_name", "item_id")
+        .agg(F.count("*").alias("docs"), F.sum("n_ngrams").alias("ngrams"))
+        .collect()
+    )
+    per_set = {
+        r["set_name"]: r["docs"]
+        for r in items.groupBy("set_name").agg(F.countDistinct("doc_id").alias("docs")).collect()
+    }
     out: dict[str, Any] = {}
     for name, s in index.summary.items():
-        rows = sorted((r for r in per_item if r["set_name"] == name), key=lambda r: (-r["docs"], -r["ngrams"], r["item_id"]))
+        rows = sorted(
+            (r for r in per_item if r["set_name"] == name),
+            key=lambda r: (-r["docs"], -r["ngrams"], r["item_id"]),
+        )
         out[name] = {
-            "items": s["items"], "indexed": s["indexed"], "skipped": s["skipped"], "missing_fields": s["missing_fields"],
-            "items_found": len(rows), "docs_matched": int(per_set.get(name, 0)),
+            "items": s["items"],
+            "indexed": s["indexed"],
+            "skipped": s["skipped"],
+            "missing_fields": s["missing_fields"],
+            "items_found": len(rows),
+            "docs_matched": int(per_set.get(name, 0)),
             "ngrams_matched": int(sum(r["ngrams"] for r in rows)),
-            "top_items": [{"item_id": r["item_id"], "docs": int(r["docs"]), "ngrams": int(r["ngrams"])}
-                          for r in rows[:TOP_ITEMS]],
+            "top_items": [
+                {"item_id": r["item_id"], "docs": int(r["docs"]), "ngrams": int(r["ngrams"])}
+                for r in rows[:TOP_ITEMS]
+            ],
         }
     return out
 
@@ -286,21 +389,40 @@ def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> Stag
     dc = cfg.decontam
     src = tables.read_table(spark, cfg, INPUT_TABLE)
     if not dc.eval_sets:
-        out = src.select("*", F.array().cast(OUTPUT_TYPES["contaminated_by"]).alias("contaminated_by"),
-                         F.array().cast(OUTPUT_TYPES["decontam_items"]).alias("decontam_items"),
-                         F.lit(0).alias("decontam_matched_ngrams"),
-                         F.lit(None).cast(OUTPUT_TYPES["decontam_cuts"]).alias("decontam_cuts"),
-                         F.lit("none").alias("decontam_action"))
+        out = src.select(
+            "*",
+            F.array().cast(OUTPUT_TYPES["contaminated_by"]).alias("contaminated_by"),
+            F.array().cast(OUTPUT_TYPES["decontam_items"]).alias("decontam_items"),
+            F.lit(0).alias("decontam_matched_ngrams"),
+            F.lit(None).cast(OUTPUT_TYPES["decontam_cuts"]).alias("decontam_cuts"),
+            F.lit("none").alias("decontam_action"),
+        )
         rows = src.count()
         none = out.limit(0).withColumn("reason", F.array().cast("array<string>"))
-        outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: out}, removed=none,
-                                 properties={"action": dc.action, "eval_sets": "none"})
-        return StageReport(stage=STAGE, rows_in=rows, rows_out=rows, outputs=outputs,
-                           extra={"actions": {"none": rows}, "sets": {}})
+        outputs = tables.publish(
+            spark,
+            cfg,
+            STAGE,
+            {OUTPUT_TABLE: out},
+            removed=none,
+            properties={"action": dc.action, "eval_sets": "none"},
+        )
+        return StageReport(
+            stage=STAGE,
+            rows_in=rows,
+            rows_out=rows,
+            outputs=outputs,
+            extra={"actions": {"none": rows}, "sets": {}},
+        )
     index = build_eval_ngrams(spark, cfg)
     path = join or join_path(index, dc)
-    log.info("decontam: %d evaluation n-grams + %d short items (%s), %s join", index.ngram_keys.size,
-             index.short_keys.size, "eval_ngrams reused" if index.reused else "eval_ngrams built", path)
+    log.info(
+        "decontam: %d evaluation n-grams + %d short items (%s), %s join",
+        index.ngram_keys.size,
+        index.short_keys.size,
+        "eval_ngrams reused" if index.reused else "eval_ngrams built",
+        path,
+    )
     matches = find_matches(src, index, dc, path).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         checked = decontaminate(src, matches, dc, index.short_lengths).persist(StorageLevel.MEMORY_AND_DISK)
@@ -311,8 +433,18 @@ def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> Stag
             dropped = checked.where(F.col("decontam_action") == "drop").withColumn("reason", reasons)
             first = {r[0]: r[1] for r in dropped.groupBy(F.element_at("reason", 1)).count().collect()}
             outputs = tables.publish(
-                spark, cfg, STAGE, {OUTPUT_TABLE: checked.where(F.col("decontam_action") != "drop")}, removed=dropped,
-                properties={"action": dc.action, "eval_fingerprint": index.fingerprint, "join": path, "summary": summary})
+                spark,
+                cfg,
+                STAGE,
+                {OUTPUT_TABLE: checked.where(F.col("decontam_action") != "drop")},
+                removed=dropped,
+                properties={
+                    "action": dc.action,
+                    "eval_fingerprint": index.fingerprint,
+                    "join": path,
+                    "summary": summary,
+                },
+            )
         finally:
             checked.unpersist()
     finally:
@@ -320,9 +452,18 @@ def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> Stag
     rows = sum(by_action.values())
     n_drop = by_action.get("drop", 0)
     return StageReport(
-        stage=STAGE, rows_in=rows, rows_out=rows - n_drop, removed=dict(sorted(first.items())),
+        stage=STAGE,
+        rows_in=rows,
+        rows_out=rows - n_drop,
+        removed=dict(sorted(first.items())),
         outputs={**outputs, EVAL_TABLE: cfg.table_path(EVAL_TABLE)},
-        extra={"actions": dict(sorted(by_action.items())), "join": path, "eval_ngrams_reused": index.reused,
-               "eval_ngrams": int(index.ngram_keys.size), "short_items": int(index.short_keys.size), "sets": summary},
+        extra={
+            "actions": dict(sorted(by_action.items())),
+            "join": path,
+            "eval_ngrams_reused": index.reused,
+            "eval_ngrams": int(index.ngram_keys.size),
+            "short_items": int(index.short_keys.size),
+            "sets": summary,
+        },
         notes={"flagged": by_action.get("flag", 0), "cut": by_action.get("cut", 0)},
     )

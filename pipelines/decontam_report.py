@@ -67,10 +67,12 @@ def _window(marked: str, chars: int) -> str:
     first = marked.find(OPEN)
     start = max(0, first - chars // 4)
     head = "…" if start else ""
-    return head + marked[start:start + chars] + ("…" if start + chars < len(marked) else "")
+    return head + marked[start : start + chars] + ("…" if start + chars < len(marked) else "")
 
 
-def matched_samples(spark: SparkSession, cfg: WinnowConfig, n: int = 5, text_chars: int = 600) -> list[dict[str, Any]]:
+def matched_samples(
+    spark: SparkSession, cfg: WinnowConfig, n: int = 5, text_chars: int = 600
+) -> list[dict[str, Any]]:
     """``n`` seeded documents that matched an evaluation item, with the matched spans marked.
 
     The spans are found again in the stage's *input* text (``refs_checked``; a cut document's output no
@@ -93,13 +95,20 @@ def matched_samples(spark: SparkSession, cfg: WinnowConfig, n: int = 5, text_cha
     if not picked:
         return []
     ids = [r["doc_id"] for r in picked]
-    texts = {r["doc_id"]: r["text"] for r in tables.read_table(spark, cfg, INPUT_TABLE)
-             .where(F.col("doc_id").isin(ids)).select("doc_id", "text").collect()}
+    texts = {
+        r["doc_id"]: r["text"]
+        for r in tables.read_table(spark, cfg, INPUT_TABLE)
+        .where(F.col("doc_id").isin(ids))
+        .select("doc_id", "text")
+        .collect()
+    }
     evals = tables.read_table(spark, cfg, EVAL_TABLE)
     items = {(m["set_name"], m["item_id"]) for r in picked for m in r["decontam_items"]}
     keys: dict[tuple[str, str], list[int]] = {}
     short_lengths: set[int] = set()
-    for e in evals.where(F.concat_ws("\u0000", "set_name", "item_id").isin(["\u0000".join(k) for k in items])).collect():
+    for e in evals.where(
+        F.concat_ws("\u0000", "set_name", "item_id").isin(["\u0000".join(k) for k in items])
+    ).collect():
         keys.setdefault((e["set_name"], e["item_id"]), []).append(e["hash"])
         if e["item_words"] < cfg.decontam.ngram_size:
             short_lengths.add(e["item_words"])
@@ -107,13 +116,21 @@ def matched_samples(spark: SparkSession, cfg: WinnowConfig, n: int = 5, text_cha
     for r in picked:
         text = texts.get(r["doc_id"], "")
         mine = [h for m in r["decontam_items"] for h in keys.get((m["set_name"], m["item_id"]), [])]
-        spans = cut_spans(text, np.asarray(mine, dtype=np.int64), cfg.decontam.ngram_size, sorted(short_lengths), 0)
-        out.append({
-            "doc_id": r["doc_id"], "action": r["decontam_action"],
-            "items": [f"{m['set_name']}/{m['item_id']} ({m['n_ngrams']} n-grams)" for m in r["decontam_items"]],
-            "cuts": [(c["start"], c["end"]) for c in r["decontam_cuts"] or []],
-            "spans": spans, "text": _window(mark_spans(text, spans), text_chars),
-        })
+        spans = cut_spans(
+            text, np.asarray(mine, dtype=np.int64), cfg.decontam.ngram_size, sorted(short_lengths), 0
+        )
+        out.append(
+            {
+                "doc_id": r["doc_id"],
+                "action": r["decontam_action"],
+                "items": [
+                    f"{m['set_name']}/{m['item_id']} ({m['n_ngrams']} n-grams)" for m in r["decontam_items"]
+                ],
+                "cuts": [(c["start"], c["end"]) for c in r["decontam_cuts"] or []],
+                "spans": spans,
+                "text": _window(mark_spans(text, spans), text_chars),
+            }
+        )
     return out
 
 

@@ -71,8 +71,10 @@ def _format(path: str, es: EvalSetConfig) -> str:
         return "parquet"
     if name.endswith((".jsonl", ".json", ".ndjson")):
         return "jsonl"
-    raise EvalSetError(f"{path!r}: cannot tell the format from the name (.jsonl[.gz], .json, .ndjson, .parquet); "
-                       "set format: jsonl or parquet on the eval set")
+    raise EvalSetError(
+        f"{path!r}: cannot tell the format from the name (.jsonl[.gz], .json, .ndjson, .parquet); "
+        "set format: jsonl or parquet on the eval set"
+    )
 
 
 def _records(path: str, data: bytes, fmt: str) -> list[Any]:
@@ -86,7 +88,9 @@ def _records(path: str, data: bytes, fmt: str) -> list[Any]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise EvalSetError(f"{path!r} is not UTF-8 text (byte {e.start}: {data[e.start:e.start + 4]!r})") from None
+        raise EvalSetError(
+            f"{path!r} is not UTF-8 text (byte {e.start}: {data[e.start : e.start + 4]!r})"
+        ) from None
     rows: list[Any] = []
     for line in text.removeprefix("\ufeff").splitlines():
         if not line.strip():
@@ -178,7 +182,9 @@ def read_items(es: EvalSetConfig, i: int, spark: Any = None) -> EvalItems:
         df = tables.read_path(spark, es.table)
         missing = [f for f in es.fields if f not in df.columns]
         if missing:
-            raise EvalSetError(f"{_key(i, 'fields')}: {missing} not columns of {es.table!r}; it has {df.columns}")
+            raise EvalSetError(
+                f"{_key(i, 'fields')}: {missing} not columns of {es.table!r}; it has {df.columns}"
+            )
         cols = [*es.fields, *([es.id_field] if es.id_field in df.columns else [])]
         digest.update(f"{es.table}@{tables.table_version(spark, es.table)}".encode())
         _add_rows(items, es, os.path.basename(es.table.rstrip("/")), df.select(*cols).toArrow().to_pylist())
@@ -189,7 +195,13 @@ def read_items(es: EvalSetConfig, i: int, spark: Any = None) -> EvalItems:
             _add_file(items, es, i, path, data, digest)
         remote = [p for p in es.paths if local_path(p) is None]
         if remote and spark is not None:
-            for row in spark.read.format("binaryFile").load(remote).select("path", "content").orderBy("path").collect():
+            for row in (
+                spark.read.format("binaryFile")
+                .load(remote)
+                .select("path", "content")
+                .orderBy("path")
+                .collect()
+            ):
                 _add_file(items, es, i, row["path"], bytes(row["content"]), digest)
     items.digest = digest.hexdigest()
     _check_items(items, es, i)
@@ -212,7 +224,8 @@ def _check_items(items: EvalItems, es: EvalSetConfig, i: int) -> None:
     never = [f for f in es.fields if items.missing_fields[f] >= objects]
     if objects and never:
         raise EvalSetError(
-            f"{_key(i, 'fields')}: {never} in no row of eval set {es.name!r} ({items.rows} rows); check the names"
+            f"{_key(i, 'fields')}: {never} in no row of eval set {es.name!r} ({items.rows} rows); "
+            "check the names"
         )
     if not items.texts:
         raise EvalSetError(

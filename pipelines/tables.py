@@ -19,7 +19,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.chain import writer_of
+from pipelines.chain import document_tables_before, writer_of
+from pipelines.chain import stage as chain_stage
 from pipelines.config import WinnowConfig
 from udfs.errors import UserError
 
@@ -40,6 +41,28 @@ def _delta_ident(spark: SparkSession, path: str) -> str:
     return "delta.`" + path.replace("`", "``") + "`"
 
 
+def previous_document_table(cfg: WinnowConfig, stage: str, forced: str | None = None,
+                            spark: SparkSession | None = None) -> str:
+    """The table a stage declared with ``input=PREVIOUS`` reads (tokenize, pii).
+
+    ``forced`` (the stage's ``input_table`` setting) wins; else the last stage before ``stage`` in
+    ``pipeline.stages`` that writes a document table decides (:func:`pipelines.chain.document_tables_before`);
+    when ``pipeline.stages`` holds none (the stage submitted alone), the last existing document table
+    of the whole chain before it is used, else the last one declared.
+    """
+    if forced:
+        return forced
+    configured = document_tables_before(stage, cfg.pipeline.stages)
+    if configured:
+        return configured[-1]
+    declared = document_tables_before(stage)
+    if spark is not None:
+        for name in reversed(declared):
+            if table_exists(spark, cfg.table_path(name)):
+                return name
+    return declared[-1]
+
+
 def table_exists(spark: SparkSession, path: str) -> bool:
     """True when ``path`` holds a Delta table (local or any Hadoop filesystem URI)."""
     from delta.tables import DeltaTable
@@ -48,7 +71,12 @@ def table_exists(spark: SparkSession, path: str) -> bool:
 
 
 def read_table(
-    spark: SparkSession, cfg: WinnowConfig, name: str, *, written_by: str | None = None, version: int | None = None
+    spark: SparkSession,
+    cfg: WinnowConfig,
+    name: str,
+    *,
+    written_by: str | None = None,
+    version: int | None = None,
 ) -> DataFrame:
     """Read the Delta table ``name`` of this run (at ``version`` when given, else the latest).
 
@@ -202,7 +230,11 @@ def standard_properties(cfg: WinnowConfig, stage: str) -> dict[str, str]:
     """The table properties every stage stamps on every table it writes (``winnow.`` prefix added on
     write): ``stage``, ``config_fingerprint`` (the whole config) and ``stage_fingerprint``
     (:meth:`WinnowConfig.stage_fingerprint`)."""
-    return {"stage": stage, "config_fingerprint": cfg.fingerprint(), "stage_fingerprint": cfg.stage_fingerprint(stage)}
+    return {
+        "stage": stage,
+        "config_fingerprint": cfg.fingerprint(),
+        "stage_fingerprint": cfg.stage_fingerprint(stage),
+    }
 
 
 def publish(
@@ -230,9 +262,12 @@ def publish(
     """
     written: dict[str, str] = {}
     for name, df in outputs.items():
-        props = {**standard_properties(cfg, stage), **(properties or {}), **(table_properties or {}).get(name, {})}
+        own = (table_properties or {}).get(name, {})
+        props = {**standard_properties(cfg, stage), **(properties or {}), **own}
         written[name] = write_table(df, cfg, name, properties=props)
     if removed is not None:
+        if not chain_stage(stage).removes:
+            raise ValueError(f"stage {stage!r} is declared in pipelines/chain.py as removing nothing")
         written["removed"] = write_removed(removed, cfg, stage)
     write_effective_config(spark, cfg, stage)
     return written

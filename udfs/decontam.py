@@ -116,13 +116,19 @@ def _batch_words(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
         needs = np.zeros(starts.size, dtype=bool)
     if not needs.any():
         counts = np.bincount(word_doc, minlength=n_docs).astype(np.int64)
-        return lower[cps[mask]], (ends - starts).astype(np.int64), starts - doc_start[word_doc], ends - doc_start[word_doc], counts
+        return (
+            lower[cps[mask]],
+            (ends - starts).astype(np.int64),
+            starts - doc_start[word_doc],
+            ends - doc_start[word_doc],
+            counts,
+        )
     # Not NFKC: only the non-ASCII words of those texts are normalised, one by one.
     parts, lens, s_out, e_out, d_out = [], [], [], [], []
     prev = 0
     for i in [*np.flatnonzero(needs).tolist(), starts.size]:
         if i > prev:  # words prev..i-1 need nothing: one slice
-            parts.append(lower[cps[starts[prev]:ends[i - 1]][mask[starts[prev]:ends[i - 1]]]])
+            parts.append(lower[cps[starts[prev] : ends[i - 1]][mask[starts[prev] : ends[i - 1]]]])
             lens.append(ends[prev:i] - starts[prev:i])
             s_out.append(starts[prev:i])
             e_out.append(ends[prev:i])
@@ -137,12 +143,17 @@ def _batch_words(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
             lens.append(np.array([b - a]))
             s_out.append(np.array([s]))
             e_out.append(np.array([e]))
-            d_out.append(word_doc[i:i + 1])
+            d_out.append(word_doc[i : i + 1])
         prev = i + 1
     word_doc = np.concatenate(d_out).astype(np.int64)
     counts = np.bincount(word_doc, minlength=n_docs).astype(np.int64)
-    return (np.concatenate(parts), np.concatenate(lens).astype(np.int64),
-            np.concatenate(s_out) - doc_start[word_doc], np.concatenate(e_out) - doc_start[word_doc], counts)
+    return (
+        np.concatenate(parts),
+        np.concatenate(lens).astype(np.int64),
+        np.concatenate(s_out) - doc_start[word_doc],
+        np.concatenate(e_out) - doc_start[word_doc],
+        counts,
+    )
 
 
 def _decode(cps: np.ndarray) -> str:
@@ -171,7 +182,9 @@ class _Powers:
         if n > cls.table.size:
             size = max(n, 2 * cls.table.size)
             with np.errstate(over="ignore"):
-                cls.table = np.concatenate(([np.uint64(1)], np.cumprod(np.full(size - 1, _P, dtype=np.uint64))))
+                cls.table = np.concatenate(
+                    ([np.uint64(1)], np.cumprod(np.full(size - 1, _P, dtype=np.uint64)))
+                )
         return cls.table[:n]
 
 
@@ -225,11 +238,11 @@ def ngram_windows(hashes: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.n
     acc = np.zeros(total, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for k in range(n):  # n vectorised multiply-adds over all windows of the batch
-            acc = acc * _Q + hashes[k:k + total]
+            acc = acc * _Q + hashes[k : k + total]
         acc = fmix64(acc + np.uint64(n) * _K)
     first = np.arange(total, dtype=np.int64)
     word_doc = word_docs(offsets)
-    inside = word_doc[:total] == word_doc[n - 1:]
+    inside = word_doc[:total] == word_doc[n - 1 :]
     return acc[inside], first[inside]
 
 
@@ -271,7 +284,7 @@ def item_hashes(texts: Sequence[str], n: int) -> list[tuple[np.ndarray, int]]:
         if words >= n:
             out.append((np.unique(grams[doc_of == d]), words))
         elif words:
-            g, _ = ngram_windows(hashes[offsets[d]:offsets[d + 1]], np.array([0, words]), words)
+            g, _ = ngram_windows(hashes[offsets[d] : offsets[d + 1]], np.array([0, words]), words)
             out.append((g, words))
         else:
             out.append((np.zeros(0, np.uint64), 0))
@@ -368,7 +381,9 @@ def cut_spans(
     for k in sorted({n, *short_lengths}):
         g, first = ngram_windows(hashes, offsets, k)
         for j in first[_member(g, keys)].tolist():
-            spans.append((max(0, int(starts[j]) - margin_chars), min(len(text), int(ends[j + k - 1]) + margin_chars)))
+            spans.append(
+                (max(0, int(starts[j]) - margin_chars), min(len(text), int(ends[j + k - 1]) + margin_chars))
+            )
     return merge_spans(spans)
 
 
