@@ -410,6 +410,9 @@ class DecontamConfig(Section):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"eval set names must be unique; repeated: {dup}")
+        return v
+
+
 # --------------------------------------------------------------------------------------------- pii
 def _default_pii_replacements() -> dict[str, str]:
     from udfs.pii import DEFAULT_REPLACEMENTS

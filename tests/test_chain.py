@@ -39,8 +39,8 @@ def test_marker_files_follow_the_effective_shard_root(tmp_path):
 
 
 def test_unknown_stage_names_the_allowed_ones():
-    with pytest.raises(ValueError, match=r"unknown stage 'decontam'; allowed: \['ingest'"):
-        chain.stage("decontam")
+    with pytest.raises(ValueError, match=r"unknown stage 'dedupe'; allowed: \['ingest'"):
+        chain.stage("dedupe")
 
 
 def test_require_columns_names_what_is_missing():
