@@ -22,8 +22,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines import tables
-from pipelines.config import STAGES, TokenizeConfig, WinnowConfig
+from pipelines import chain, tables
+from pipelines.config import TokenizeConfig, WinnowConfig
 from pipelines.stage import StageReport
 from udfs import tokenize as tok_udfs
 
@@ -32,29 +32,30 @@ INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "text", "source")
 OUTPUT_COLUMNS: tuple[str, ...] = ("doc_id", "source", "tokens", "n_tokens")
 SIGNAL_COLUMNS: tuple[str, ...] = ("n_content_tokens", "n_bad_ids", "roundtrip_checked", "roundtrip_error")
 REASON_ZERO_TOKENS = "tokenize.zero_tokens"
+OUTPUT_TABLE = chain.stage(STAGE).main_table
 
-# Table written by each stage before tokenize, in chain order.
-CHAIN_TABLES: dict[str, str] = {"ingest": "documents", "dedup": "deduped", "filter": "filtered", "refs": "refs_checked"}
 _RT_BUCKETS = 1_000_000  # round-trip sample resolution: fraction is honoured to 1e-6
 
 
 def input_table_name(cfg: WinnowConfig, spark: SparkSession | None = None) -> str:
-    """The table tokenize reads: ``tokenize.input_table``, else the last table of the chain.
+    """The table tokenize reads: ``tokenize.input_table``, else the last document table of the chain.
 
-    With ``input_table: null`` the last stage before tokenize in ``pipeline.stages`` decides; when
-    ``pipeline.stages`` holds none (tokenize submitted alone), the last existing table of the chain
-    (``refs_checked``, ``filtered``, ``deduped``, ``documents``) is used.
+    With ``input_table: null`` the last stage before tokenize in ``pipeline.stages`` that writes a
+    document table decides (:func:`pipelines.chain.document_tables_before`); when ``pipeline.stages``
+    holds none (tokenize submitted alone), the last existing document table of the whole chain is used
+    (today ``refs_checked``, ``filtered``, ``deduped``, ``documents``), else the last one declared.
     """
     if cfg.tokenize.input_table:
         return cfg.tokenize.input_table
-    before = [s for s in cfg.pipeline.stages if STAGES.index(s) < STAGES.index(STAGE) and s in CHAIN_TABLES]
-    if before:
-        return CHAIN_TABLES[before[-1]]
+    configured = chain.document_tables_before(STAGE, cfg.pipeline.stages)
+    if configured:
+        return configured[-1]
+    declared = chain.document_tables_before(STAGE)
     if spark is not None:
-        for name in reversed(list(CHAIN_TABLES.values())):
+        for name in reversed(declared):
             if tables.table_exists(spark, cfg.table_path(name)):
                 return name
-    return "refs_checked"
+    return declared[-1]
 
 
 def special_ids(tcfg: TokenizeConfig) -> tuple[tok_udfs.LoadedTokenizer, int, int | None]:
@@ -83,12 +84,6 @@ def special_ids(tcfg: TokenizeConfig) -> tuple[tok_udfs.LoadedTokenizer, int, in
     return tok, int(eos), bos
 
 
-def _check_input(df: DataFrame) -> None:
-    missing = [c for c in INPUT_COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"tokenize: input is missing columns {missing}; has {df.columns}")
-
-
 def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0) -> DataFrame:
     """Add token ids and validation signals to every document.
 
@@ -106,7 +101,7 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0) -> DataFrame:
         ValueError: a required input column is missing.
         TokenizerError: see :func:`special_ids`.
     """
-    _check_input(df)
+    chain.require_columns(df, INPUT_COLUMNS, STAGE)
     tok, eos_id, bos_id = special_ids(tcfg)
     spec, allow, threads, vocab = tcfg.tokenizer, tcfg.allow_download, tcfg.threads_per_task, tok.vocab_size
     threshold = int(round(tcfg.roundtrip_sample_fraction * _RT_BUCKETS))
@@ -177,7 +172,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """
     tcfg = cfg.tokenize
     name = input_table_name(cfg, spark)
-    src = tables.read_table(spark, cfg, name, written_by=_writer_of(name))
+    src = tables.read_table(spark, cfg, name)
     src_version = tables.table_version(spark, cfg.table_path(name))
     tok, eos_id, bos_id = special_ids(tcfg)
 
@@ -214,7 +209,6 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             examples = [r.asDict() for r in rows]
 
         props = {
-            "stage": STAGE,
             "tokenizer": tcfg.tokenizer,
             "tokenizer_fingerprint": tok.fingerprint,
             "vocab_size": tok.vocab_size,
@@ -222,14 +216,11 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             "bos_id": bos_id,
             "input_table": name,
             "input_version": src_version,
-            "config_fingerprint": cfg.fingerprint(),
-            "stage_fingerprint": cfg.stage_fingerprint(STAGE),
         }
-        out_path = tables.write_table(annotated.filter(~zero).select(*OUTPUT_COLUMNS), cfg, "tokenized", properties=props)
         removed = annotated.filter(zero).drop(*SIGNAL_COLUMNS, "tokens", "n_tokens")
         removed = removed.withColumn("reason", F.array(F.lit(REASON_ZERO_TOKENS)))
-        removed_path = tables.write_removed(removed, cfg, STAGE)
-        tables.write_effective_config(spark, cfg, STAGE)
+        kept = annotated.filter(~zero).select(*OUTPUT_COLUMNS)
+        outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=removed, properties=props)
     finally:
         annotated.unpersist()
 
@@ -238,7 +229,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         rows_in=total["docs"],
         rows_out=total["docs"] - total["zero"],
         removed={REASON_ZERO_TOKENS: total["zero"]} if total["zero"] else {},
-        outputs={"tokenized": out_path, "removed": removed_path},
+        outputs=outputs,
         extra={
             "input_table": name,
             "tokens": total["tokens"],
@@ -253,6 +244,3 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         },
     )
 
-
-def _writer_of(table: str) -> str:
-    return {v: k for k, v in CHAIN_TABLES.items()}.get(table, table)
