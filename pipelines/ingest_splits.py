@@ -32,8 +32,11 @@ from udfs.formats import ParseOptions, explode_split, is_splittable
 SPLIT_DDL = "path string, key_path string, size bigint, start bigint, end bigint"
 STREAM_SCHEMES = ("file", "s3", "s3a", "s3n")
 _S3A_KEYS = {
-    "endpoint": "fs.s3a.endpoint", "access_key": "fs.s3a.access.key", "secret_key": "fs.s3a.secret.key",
-    "session_token": "fs.s3a.session.token", "region": "fs.s3a.endpoint.region",
+    "endpoint": "fs.s3a.endpoint",
+    "access_key": "fs.s3a.access.key",
+    "secret_key": "fs.s3a.secret.key",
+    "session_token": "fs.s3a.session.token",
+    "region": "fs.s3a.endpoint.region",
     "path_style": "fs.s3a.path.style.access",
 }
 
@@ -49,7 +52,9 @@ def streamable(path: str) -> bool:
     return scheme(path) in STREAM_SCHEMES
 
 
-def plan_splits(listing: list[tuple[str, str, int]], icfg: IngestConfig) -> list[tuple[str, str, int, int, int]]:
+def plan_splits(
+    listing: list[tuple[str, str, int]], icfg: IngestConfig
+) -> list[tuple[str, str, int, int, int]]:
     """Splits ``(path, key_path, size, start, end)`` of the streamable files of a listing, in order.
 
     A splittable file (:func:`udfs.formats.is_splittable`) over ``ingest.split_bytes`` is cut into
@@ -84,7 +89,9 @@ def _filesystem(kind: str, options: tuple[tuple[str, str], ...]) -> Any:
         scheme_, _, host = endpoint.partition("://")
         kwargs.update(endpoint_override=host or scheme_, scheme=scheme_ if host else "https")
     if o.get("access_key"):
-        kwargs.update(access_key=o["access_key"], secret_key=o.get("secret_key"), session_token=o.get("session_token"))
+        kwargs.update(
+            access_key=o["access_key"], secret_key=o.get("secret_key"), session_token=o.get("session_token")
+        )
     if o.get("region"):
         kwargs["region"] = o["region"]
     if o.get("path_style", "").lower() == "true":
@@ -110,8 +117,13 @@ def opener(path: str, options: dict[str, str]) -> Callable[[], BinaryIO]:
     return lambda: fs.open_input_file(inner)
 
 
-def explode_splits(spark: SparkSession, splits: list[tuple[str, str, int, int, int]], icfg: IngestConfig,
-                   opts: ParseOptions, record_ddl: str) -> DataFrame:
+def explode_splits(
+    spark: SparkSession,
+    splits: list[tuple[str, str, int, int, int]],
+    icfg: IngestConfig,
+    opts: ParseOptions,
+    record_ddl: str,
+) -> DataFrame:
     """Records of every split (rows of ``record_ddl``), parsed in ``mapInArrow`` a split at a time.
 
     Partitions: ``ingest.input_partitions``, else one per ``split_bytes`` of input (at least the
@@ -119,7 +131,9 @@ def explode_splits(spark: SparkSession, splits: list[tuple[str, str, int, int, i
     """
     options = fs_options(spark)
     total = sum(end - start for _, _, _, start, end in splits)
-    n = icfg.input_partitions or max(spark.sparkContext.defaultParallelism, math.ceil(total / icfg.split_bytes))
+    n = icfg.input_partitions or max(
+        spark.sparkContext.defaultParallelism, math.ceil(total / icfg.split_bytes)
+    )
     n = max(1, min(n, len(splits)))
     frame = spark.createDataFrame(splits, SPLIT_DDL)
     frame = frame.repartition(n) if n > 1 else frame.coalesce(1)
@@ -127,8 +141,15 @@ def explode_splits(spark: SparkSession, splits: list[tuple[str, str, int, int, i
     def parse(batches):
         for batch in batches:
             for s in batch.to_pylist():
-                yield from explode_split(s["path"], opener(s["path"], options), s["size"], opts, s["key_path"],
-                                         s["start"], s["end"])
+                yield from explode_split(
+                    s["path"],
+                    opener(s["path"], options),
+                    s["size"],
+                    opts,
+                    s["key_path"],
+                    s["start"],
+                    s["end"],
+                )
 
     return frame.mapInArrow(parse, record_ddl)
 
@@ -159,7 +180,10 @@ def number_lines(records: DataFrame, summaries: list[Any], spark: SparkSession) 
     if not offsets:
         return records
     off = spark.createDataFrame(offsets, "input_file string, split_start bigint, _lines_before bigint")
-    fixed = F.when((F.col("kind") != "file") & (F.col("record") > 0), F.col("record") + F.coalesce("_lines_before", F.lit(0)))
+    fixed = F.when(
+        (F.col("kind") != "file") & (F.col("record") > 0),
+        F.col("record") + F.coalesce("_lines_before", F.lit(0)),
+    )
     return (
         records.join(F.broadcast(off), ["input_file", "split_start"], "left")
         .withColumn("record", fixed.otherwise(F.col("record")))

@@ -69,7 +69,8 @@ def resolve_delta_jars() -> list[str] | None:
     with log.open("w") as out:
         rc = subprocess.call([sys.executable, "-m", "pipelines.session", "--resolve"], stdout=out, stderr=out)
     jars = cached_delta_jars() if rc == 0 else None
-    print(f"Delta jars {'resolved' if jars else 'NOT resolved'} by Spark's Ivy; its output is in {log}", file=sys.stderr)
+    state = "resolved" if jars else "NOT resolved"
+    print(f"Delta jars {state} by Spark's Ivy; its output is in {log}", file=sys.stderr)
     return jars
 
 

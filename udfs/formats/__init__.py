@@ -42,8 +42,18 @@ from udfs.formats.records import (
 from udfs.formats.warc import codec_name, read_warc
 
 __all__ = [
-    "FORMATS", "QUARANTINE_REASONS", "RECORD_SCHEMA", "ParseOptions", "codec_name", "decompress", "explode_file",
-    "explode_split", "file_format", "gzip_error", "is_splittable", "split_name",
+    "FORMATS",
+    "QUARANTINE_REASONS",
+    "RECORD_SCHEMA",
+    "ParseOptions",
+    "codec_name",
+    "decompress",
+    "explode_file",
+    "explode_split",
+    "file_format",
+    "gzip_error",
+    "is_splittable",
+    "split_name",
 ]
 
 _HEAD = 64 << 10
@@ -68,8 +78,15 @@ class _Guarded:
             self.error = str(e)
 
 
-def explode_split(path: str, open_file: Callable[[], BinaryIO], size: int, opts: ParseOptions,
-                  key_path: str | None = None, start: int = 0, end: int | None = None) -> Iterator[pa.RecordBatch]:
+def explode_split(
+    path: str,
+    open_file: Callable[[], BinaryIO],
+    size: int,
+    opts: ParseOptions,
+    key_path: str | None = None,
+    start: int = 0,
+    end: int | None = None,
+) -> Iterator[pa.RecordBatch]:
     """Parse one split of an input file into documents, quarantined records and one summary row.
 
     Never raises on bad input: every problem becomes a ``quarantine`` row with a reason from
@@ -96,8 +113,12 @@ def explode_split(path: str, open_file: Callable[[], BinaryIO], size: int, opts:
     if fmt is None:
         with open_file() as f:
             head = f.read(200)
-        c.quarantine(0, "unsupported_format", head, f"no known extension in {path.rsplit('/', 1)[-1]!r}; "
-                     f"set ingest.format to one of {list(FORMATS)}")
+        c.quarantine(
+            0,
+            "unsupported_format",
+            head,
+            f"no known extension in {path.rsplit('/', 1)[-1]!r}; set ingest.format to one of {list(FORMATS)}",
+        )
         yield from c.flush()
         yield c.summary(fmt, size)
         return
@@ -106,7 +127,8 @@ def explode_split(path: str, open_file: Callable[[], BinaryIO], size: int, opts:
         with open_file() as f:
             if f.read(2) != GZIP_MAGIC:
                 # A plain file named .gz (a common upload slip): read it as it is rather than quarantining
-                # every record as undecompressable; the file summary's format says so (report: ingest formats).
+                # every record as undecompressable; the file summary's format says so (report:
+                # ingest formats).
                 codec, label = None, f"{fmt} (plain, named .gz)"
     stream: _Guarded | None = None
     head = b""
@@ -122,7 +144,9 @@ def explode_split(path: str, open_file: Callable[[], BinaryIO], size: int, opts:
             with open_file() as f:
                 if start:
                     f.seek(start - 1)
-                stream = _Guarded(decompressed_chunks(f, codec, opts.read_bytes), 4 * max(opts.excerpt_chars, 50))
+                stream = _Guarded(
+                    decompressed_chunks(f, codec, opts.read_bytes), 4 * max(opts.excerpt_chars, 50)
+                )
                 yield from (read_jsonl(c, stream, start, end) if fmt == "jsonl" else read_text(c, stream))
                 head = stream.head
     except FooterError as e:
@@ -139,7 +163,9 @@ def explode_split(path: str, open_file: Callable[[], BinaryIO], size: int, opts:
     yield c.summary(label, size, head if fmt in ("jsonl", "text") else None)
 
 
-def explode_file(path: str, content: bytes, opts: ParseOptions, key_path: str | None = None) -> Iterator[pa.RecordBatch]:
+def explode_file(
+    path: str, content: bytes, opts: ParseOptions, key_path: str | None = None
+) -> Iterator[pa.RecordBatch]:
     """:func:`explode_split` over a whole file held in memory (tests, small files, filesystems the
     workers cannot open: the ``binaryFile`` fallback)."""
     yield from explode_split(path, lambda: io.BytesIO(content), len(content), opts, key_path)

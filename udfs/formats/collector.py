@@ -47,12 +47,28 @@ class Collector:
     lines: int | None = None
     skipped: Counter = field(default_factory=Counter)
 
-    def doc(self, record: int, text: str, n_replaced: int, *, escaped: bool = False, src_id: Any = None,
-            url: Any = None, source: Any = None, meta: dict[str, str] | None = None) -> None:
+    def doc(
+        self,
+        record: int,
+        text: str,
+        n_replaced: int,
+        *,
+        escaped: bool = False,
+        src_id: Any = None,
+        url: Any = None,
+        source: Any = None,
+        meta: dict[str, str] | None = None,
+    ) -> None:
         """Buffer one document (normalised at flush time, a batch at once)."""
         text, n_fixed = T.repair_surrogates(text, escaped)
         if len(text) > self.opts.max_doc_bytes:  # bytes >= code points: over the limit already
-            self.quarantine(record, "too_large", text, f"{len(text)} characters (so at least as many UTF-8 bytes) > max_doc_bytes {self.opts.max_doc_bytes}")
+            self.quarantine(
+                record,
+                "too_large",
+                text,
+                f"{len(text)} characters (so at least as many UTF-8 bytes) > max_doc_bytes "
+                f"{self.opts.max_doc_bytes}",
+            )
             return
         d = self.docs
         d["record"].append(record)
@@ -64,7 +80,9 @@ class Collector:
         d["n_replaced"].append(n_replaced + n_fixed)
         self.pending_bytes += len(text)
 
-    def quarantine(self, record: int, reason: str, raw: bytes | str | None, detail: str | None = None) -> None:
+    def quarantine(
+        self, record: int, reason: str, raw: bytes | str | None, detail: str | None = None
+    ) -> None:
         """Buffer one quarantined record (``record`` 0 = the whole file)."""
         assert reason in QUARANTINE_REASONS, reason
         b = self.bad
@@ -75,9 +93,11 @@ class Collector:
 
     @property
     def buffered(self) -> int:
+        """Rows waiting in the buffers (documents + quarantined)."""
         return len(self.docs["text"]) + len(self.bad["record"])
 
     def full(self) -> bool:
+        """True when a batch is due (``batch_rows`` rows or ``batch_bytes`` of text buffered)."""
         return self.buffered >= self.opts.batch_rows or self.pending_bytes >= self.opts.batch_bytes
 
     def flush(self) -> Iterator[pa.RecordBatch]:
@@ -93,8 +113,13 @@ class Collector:
     def _flush_docs(self) -> Iterator[pa.RecordBatch]:
         o, d = self.opts, self.docs
         raw = pa.array(d["text"], pa.string())
-        text = T.normalize(raw, nfc=o.nfc, newlines=o.newlines, strip_invisible=o.strip_invisible,
-                           strip_control=o.strip_control)
+        text = T.normalize(
+            raw,
+            nfc=o.nfc,
+            newlines=o.newlines,
+            strip_invisible=o.strip_invisible,
+            strip_control=o.strip_control,
+        )
         n_chars, n_bytes = T.lengths(text)
         blank = T.is_blank(text)
         large = pc.greater(n_bytes, o.max_doc_bytes)
@@ -102,14 +127,23 @@ class Collector:
             if blank[i].as_py():
                 self.quarantine(d["record"][i], "empty_after_normalization", d["text"][i], None)
             else:
-                self.quarantine(d["record"][i], "too_large", d["text"][i],
-                                f"{n_bytes[i].as_py()} bytes > max_doc_bytes {o.max_doc_bytes}")
+                self.quarantine(
+                    d["record"][i],
+                    "too_large",
+                    d["text"][i],
+                    f"{n_bytes[i].as_py()} bytes > max_doc_bytes {o.max_doc_bytes}",
+                )
         keep = pc.invert(pc.or_(blank, large))
         cols = {
-            "record": pa.array(d["record"], pa.int64()), "source": pa.array(d["source"], pa.string()),
-            "src_id": pa.array(d["src_id"], pa.string()), "url": pa.array(d["url"], pa.string()),
-            "meta": pa.array(d["meta"], RECORD_SCHEMA.field("meta").type), "text": text,
-            "n_chars": n_chars, "n_bytes": n_bytes, "n_replaced": pa.array(d["n_replaced"], pa.int32()),
+            "record": pa.array(d["record"], pa.int64()),
+            "source": pa.array(d["source"], pa.string()),
+            "src_id": pa.array(d["src_id"], pa.string()),
+            "url": pa.array(d["url"], pa.string()),
+            "meta": pa.array(d["meta"], RECORD_SCHEMA.field("meta").type),
+            "text": text,
+            "n_chars": n_chars,
+            "n_bytes": n_bytes,
+            "n_replaced": pa.array(d["n_replaced"], pa.int32()),
         }
         cols = {k: v.filter(keep) for k, v in cols.items()}
         n = len(cols["record"])
@@ -120,7 +154,12 @@ class Collector:
             yield self._batch("doc", n, cols)
 
     def _batch(self, kind: str, n: int, cols: dict[str, Any]) -> pa.RecordBatch:
-        fixed = {"kind": kind, "input_file": self.path, "key_path": self.key_path, "split_start": self.split_start}
+        fixed = {
+            "kind": kind,
+            "input_file": self.path,
+            "key_path": self.key_path,
+            "split_start": self.split_start,
+        }
         arrays = []
         for f in RECORD_SCHEMA:
             if f.name in fixed:

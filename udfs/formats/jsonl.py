@@ -32,7 +32,9 @@ class LongLine:
     n_bytes: int
 
 
-def owned_lines(chunks: Iterable[bytes], start: int, end: int | None, limit: int) -> Iterator[bytes | LongLine]:
+def owned_lines(
+    chunks: Iterable[bytes], start: int, end: int | None, limit: int
+) -> Iterator[bytes | LongLine]:
     """The lines (without ``\\n``) that start in ``[start, end)`` of a file.
 
     Args:
@@ -60,7 +62,9 @@ def owned_lines(chunks: Iterable[bytes], start: int, end: int | None, limit: int
         for piece in parts[:-1]:
             if pending:
                 size += len(piece)
-                line: bytes | LongLine = LongLine(pending[0], size) if size > limit else b"".join([*pending, piece])
+                line: bytes | LongLine = (
+                    LongLine(pending[0], size) if size > limit else b"".join([*pending, piece])
+                )
                 n, pending, size = size, [], 0
             else:
                 line, n = piece, len(piece)
@@ -81,8 +85,9 @@ def owned_lines(chunks: Iterable[bytes], start: int, end: int | None, limit: int
         yield LongLine(pending[0], size) if size > limit else b"".join(pending)
 
 
-def from_mapping(c: Collector, record: int, obj: dict[str, Any], raw: bytes | str | Callable[[], str],
-                 escaped: bool) -> None:
+def from_mapping(
+    c: Collector, record: int, obj: dict[str, Any], raw: bytes | str | Callable[[], str], escaped: bool
+) -> None:
     """Route one parsed record (JSON object or Parquet row): document, or quarantine with a reason.
 
     ``raw`` is the raw record for excerpts, or a function rendering it (called only when quarantined).
@@ -92,7 +97,12 @@ def from_mapping(c: Collector, record: int, obj: dict[str, Any], raw: bytes | st
     if value is MISSING or value is None or not isinstance(value, str):
         raw = raw() if callable(raw) else raw
     if value is MISSING or value is None:
-        c.quarantine(record, "text_missing", raw, f"field {o.text_field!r} is {'absent' if value is MISSING else 'null'}")
+        c.quarantine(
+            record,
+            "text_missing",
+            raw,
+            f"field {o.text_field!r} is {'absent' if value is MISSING else 'null'}",
+        )
         return
     if not isinstance(value, str):
         c.quarantine(record, "text_not_string", raw, f"field {o.text_field!r} holds {type(value).__name__}")
@@ -102,13 +112,21 @@ def from_mapping(c: Collector, record: int, obj: dict[str, Any], raw: bytes | st
         v = lookup(obj, k)
         if v is not MISSING and v is not None:
             meta[k] = as_str(v)
-    c.doc(record, value, 0, escaped=escaped,
-          src_id=lookup(obj, o.id_field) if o.id_field else None,
-          url=lookup(obj, o.url_field) if o.url_field else None,
-          source=lookup(obj, o.source_field) if o.source_field else None, meta=meta)
+    c.doc(
+        record,
+        value,
+        0,
+        escaped=escaped,
+        src_id=lookup(obj, o.id_field) if o.id_field else None,
+        url=lookup(obj, o.url_field) if o.url_field else None,
+        source=lookup(obj, o.source_field) if o.source_field else None,
+        meta=meta,
+    )
 
 
-def read_jsonl(c: Collector, chunks: Iterable[bytes], start: int = 0, end: int | None = None) -> Iterator[pa.RecordBatch]:
+def read_jsonl(
+    c: Collector, chunks: Iterable[bytes], start: int = 0, end: int | None = None
+) -> Iterator[pa.RecordBatch]:
     """Parse the JSONL lines a split owns (see :func:`owned_lines`) into ``c``, yielding full batches.
 
     Sets ``c.lines`` to the number of lines owned (blank ones included).
@@ -119,10 +137,17 @@ def read_jsonl(c: Collector, chunks: Iterable[bytes], start: int = 0, end: int |
     for line in owned_lines(chunks, start, end, limit):
         i += 1
         if isinstance(line, LongLine):
-            c.quarantine(i, "too_large", line.head, f"line of {line.n_bytes} bytes > 4 x max_doc_bytes {c.opts.max_doc_bytes} (not parsed)")
+            c.quarantine(
+                i,
+                "too_large",
+                line.head,
+                f"line of {line.n_bytes} bytes > 4 x max_doc_bytes {c.opts.max_doc_bytes} (not parsed)",
+            )
         else:
             if i == 1 and start == 0 and line.startswith(UTF8_BOM):
-                line = line[len(UTF8_BOM):]  # Windows tools write one; JSON (RFC 8259 sec. 8.1) must not start with it
+                line = line[
+                    len(UTF8_BOM) :
+                ]  # Windows tools write one; JSON (RFC 8259 sec. 8.1) must not start with it
             _line(c, i, line)
         if c.full():
             yield from c.flush()
@@ -167,9 +192,14 @@ def read_text(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]
         return
     data = b"".join(parts)
     if data.startswith(UTF8_BOM):
-        data = data[len(UTF8_BOM):]
+        data = data[len(UTF8_BOM) :]
     if n > limit:
-        c.quarantine(1, "too_large", data[:4096], f"{n} bytes > 4 x max_doc_bytes {c.opts.max_doc_bytes} (not read whole)")
+        c.quarantine(
+            1,
+            "too_large",
+            data[:4096],
+            f"{n} bytes > 4 x max_doc_bytes {c.opts.max_doc_bytes} (not read whole)",
+        )
     else:
         text, n_replaced = T.decode_utf8(data)
         c.doc(1, text, n_replaced)

@@ -42,7 +42,9 @@ def owned_row_groups(meta: Any, start: int, end: int | None) -> list[tuple[int, 
     return out
 
 
-def read_parquet(c: Collector, f: BinaryIO, start: int = 0, end: int | None = None) -> Iterator[pa.RecordBatch]:
+def read_parquet(
+    c: Collector, f: BinaryIO, start: int = 0, end: int | None = None
+) -> Iterator[pa.RecordBatch]:
     """Parse the rows of the row groups a split owns into ``c``, yielding full batches.
 
     Raises:

@@ -15,7 +15,9 @@ QUARANTINE_REASONS: dict[str, str] = {
     "unsupported_format": "format auto and the file name has no known extension",
     "empty_file": "the file holds no record (0 bytes, an empty .gz, only blank lines)",
     "malformed_json": "a JSONL line that is not valid JSON",
-    "invalid_record": "a record of the wrong shape (JSON that is not an object, a WARC record without payload)",
+    "invalid_record": (
+        "a record of the wrong shape (JSON that is not an object, a WARC record without payload)"
+    ),
     "text_missing": "the text field is absent or null",
     "text_not_string": "the text field holds a number, list, object or bytes",
     "empty_after_normalization": "no character other than whitespace is left after normalisation",
@@ -27,29 +29,37 @@ QUARANTINE_REASONS: dict[str, str] = {
 
 FORMATS = ("jsonl", "parquet", "text", "wet", "warc")
 _FORMAT_SUFFIXES = {
-    ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".txt": "text",
-    ".wet": "wet", ".warc": "warc", ".arc": "warc",
+    ".jsonl": "jsonl",
+    ".json": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".txt": "text",
+    ".wet": "wet",
+    ".warc": "warc",
+    ".arc": "warc",
 }
 _COMPRESSION_SUFFIXES = {".gz": "gz", ".zst": "zst", ".zstd": "zst", ".bz2": "bz2", ".xz": "xz"}
 
-RECORD_SCHEMA = pa.schema([
-    ("kind", pa.string()),
-    ("input_file", pa.string()),
-    ("key_path", pa.string()),
-    ("split_start", pa.int64()),
-    ("record", pa.int64()),
-    ("source", pa.string()),
-    ("src_id", pa.string()),
-    ("url", pa.string()),
-    ("meta", pa.map_(pa.string(), pa.string())),
-    ("text", pa.string()),
-    ("n_chars", pa.int32()),
-    ("n_bytes", pa.int32()),
-    ("n_replaced", pa.int32()),
-    ("reason", pa.string()),
-    ("excerpt", pa.string()),
-    ("detail", pa.string()),
-])
+RECORD_SCHEMA = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("input_file", pa.string()),
+        ("key_path", pa.string()),
+        ("split_start", pa.int64()),
+        ("record", pa.int64()),
+        ("source", pa.string()),
+        ("src_id", pa.string()),
+        ("url", pa.string()),
+        ("meta", pa.map_(pa.string(), pa.string())),
+        ("text", pa.string()),
+        ("n_chars", pa.int32()),
+        ("n_bytes", pa.int32()),
+        ("n_replaced", pa.int32()),
+        ("reason", pa.string()),
+        ("excerpt", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
 """Rows emitted by the readers: ``key_path`` is the file path relative to its input glob,
 ``split_start`` the first byte of the split that read the row (0 for a whole file)."""
 

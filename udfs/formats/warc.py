@@ -52,7 +52,9 @@ def _html_to_text(html: str, url: str | None) -> str | None:
     return trafilatura.extract(html, url=url, include_comments=False, include_tables=True, deduplicate=False)
 
 
-def read_warc(c: Collector, open_file: Callable[[], BinaryIO], codec: str | None, head: bytes) -> Iterator[pa.RecordBatch]:
+def read_warc(
+    c: Collector, open_file: Callable[[], BinaryIO], codec: str | None, head: bytes
+) -> Iterator[pa.RecordBatch]:
     """Parse a WARC/WET file's records into ``c``, yielding full batches.
 
     Args:
@@ -111,7 +113,12 @@ def _record(c: Collector, n: int, rec) -> bool:
     missing = getattr(rec.raw_stream, "limit", 0)
     if missing:
         declared = h.get_header("Content-Length")
-        c.quarantine(n, "unreadable_file", payload, f"record truncated: {missing} of {declared} Content-Length bytes missing")
+        c.quarantine(
+            n,
+            "unreadable_file",
+            payload,
+            f"record truncated: {missing} of {declared} Content-Length bytes missing",
+        )
         return True
     if kind == "conversion":
         meta["content_type"] = h.get_header("Content-Type")
@@ -127,8 +134,12 @@ def _record(c: Collector, n: int, rec) -> bool:
             html, n_rep = _decode(payload, _charset(ctype))
             extracted = _html_to_text(html, url) if c.opts.html_extractor == "trafilatura" else None
             if not extracted:
-                c.quarantine(n, "extraction_failed", payload,
-                             f"{c.opts.html_extractor}: no main text in {len(payload)} bytes of HTML ({url})")
+                c.quarantine(
+                    n,
+                    "extraction_failed",
+                    payload,
+                    f"{c.opts.html_extractor}: no main text in {len(payload)} bytes of HTML ({url})",
+                )
                 return False
             text, n_rep = extracted, min(n_rep, extracted.count(T.REPLACEMENT))
         elif mime == "text/plain":
