@@ -32,6 +32,7 @@ $(STAMP): pyproject.toml
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[spark,dev]"
+	@$(PY) -c "from pipelines.session import cached_delta_jars, resolve_delta_jars; cached_delta_jars() or resolve_delta_jars()" || true
 	@touch $(STAMP)
 
 run: java-check $(STAMP)

@@ -40,7 +40,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "decontam", "pii", "tokenize", "shard")
 """``bench/<name>.py`` modules the harness looks for, in chain order."""
-PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling")
+PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "scale")
 """Everything the harness runs, in order: the references alone (:mod:`bench.references`), each stage
 module, the whole-pipeline scaling (:mod:`bench.scaling`)."""
 DEFAULT_DOCS = 60_000
@@ -111,6 +111,10 @@ def _goals(parts: list[str]) -> list[Goal]:
         Goal("decontam_vs_python_set", "decontam stage (broadcast join) MB/s per core vs a plain Python set of 13-gram tuples",
              "decontam", (r"^goals\.decontam_vs_python_set$",), ">=", 1.0),
         Goal("scaling_exponent", "whole pipeline N -> 4N: exponent log(t4N/tN)/log 4", "scaling", (r"^exponent$",), "<=", 1.1),
+        Goal("neardup_cpu_vs_datatrove", "ingest + near-dedup CPU seconds: datatrove MinHash pipeline / Winnow (issue 12)",
+             "neardup", (r"^goals\.neardup_cpu_vs_datatrove$",), ">=", 3.0),
+        Goal("ingest_mb_s_core", "ingest of one large JSONL + Parquet file, MB/s per core (issue 12)", "scale",
+             (r"^goals\.ingest_mb_s_core$",), ">=", 20.0),
     ]
     goals += [Goal(f"spark_overhead.{p}", f"{p}: Spark stage core-seconds / plain Arrow batch core-seconds", p,
                    _OVERHEAD_KEYS, "<=", 1.25) for p in parts if p in STAGE_MODULES]
@@ -460,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="winnow-bench-cache-") as cache:
         os.environ["WINNOW_BENCH_CACHE"] = cache
-        if any(p != "scaling" and module_exists(p) for p in only):
+        if any(p not in ("scaling", "neardup", "scale") and module_exists(p) for p in only):
             t0 = time.perf_counter()
             cache_corpus(args.docs, args.seed)
             print(f"corpus: {args.docs:,} documents (seed {args.seed}) in {time.perf_counter() - t0:.0f}s", flush=True)

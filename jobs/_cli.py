@@ -12,15 +12,51 @@ from typing import Any
 from pipelines.config import ConfigError, SparkConfig, WinnowConfig, load_config
 from udfs.errors import UserError
 
+MEMORY_HINT = (
+    "out of memory in {where}. Give Spark more: --set 'spark.conf={{spark.driver.memory: 4g}}' (local runs: "
+    "every task runs in the driver; on a cluster spark.executor.memory and "
+    "spark.executor.memoryOverhead for Python workers), or make each step smaller: ingest.batch_rows / "
+    "ingest.batch_bytes (ingest), spark.arrow_batch_rows (Arrow batches of the other stages), "
+    "spark.shuffle_partitions (more, smaller shuffle partitions). WINNOW_TRACEBACK=1 shows the traceback."
+)
+
+
+def memory_error(err: BaseException) -> str | None:
+    """The one-line advice for an out-of-memory failure anywhere in ``err``'s chain, else ``None``.
+
+    Recognises a JVM ``java.lang.OutOfMemoryError`` (driver or executor, as Py4J or Spark reports
+    it), a Python worker's ``MemoryError`` and a Python worker killed for its memory, and the driver
+    JVM gone (Py4J loses its connection, most often after an OutOfMemoryError).
+    """
+    seen = set()
+    e: BaseException | None = err
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        text = f"{type(e).__name__}: {e}"
+        if "OutOfMemoryError" in text or "GC overhead limit exceeded" in text:
+            return MEMORY_HINT.format(where="the Spark JVM (java.lang.OutOfMemoryError)")
+        if isinstance(e, MemoryError) or "MemoryError" in text or "exit code 137" in text:
+            return MEMORY_HINT.format(where="a Python worker")
+        if type(e).__name__ == "Py4JNetworkError" or "Answer from Java side is empty" in text:
+            return MEMORY_HINT.format(where="the Spark driver (its JVM stopped answering, most often out of memory)")
+        e = e.__cause__ or e.__context__
+    return None
+
 
 def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> None:
-    """``sys.excepthook`` of a job: a :class:`~udfs.errors.UserError` prints its message (it says what to
-    do) without a traceback, unless ``WINNOW_TRACEBACK`` is set; anything else keeps its traceback.
-    Either way the uncaught exception still exits with status 1."""
-    if not isinstance(err, UserError) or os.environ.get("WINNOW_TRACEBACK"):
+    """``sys.excepthook`` of a job: an out-of-memory failure prints one line naming the settings to
+    change, a :class:`~udfs.errors.UserError` prints its message (it says what to do), both without a
+    traceback unless ``WINNOW_TRACEBACK`` is set; anything else keeps its traceback. Either way the
+    uncaught exception still exits with status 1."""
+    prog = os.path.basename(sys.argv[0] or "winnow")
+    if os.environ.get("WINNOW_TRACEBACK"):
+        sys.__excepthook__(kind, err, tb)
+    elif (hint := memory_error(err)) is not None:
+        print(f"{prog}: error: {hint}", file=sys.stderr, flush=True)
+    elif not isinstance(err, UserError):
         sys.__excepthook__(kind, err, tb)
     else:
-        print(f"{os.path.basename(sys.argv[0] or 'winnow')}: error: {err}", file=sys.stderr, flush=True)
+        print(f"{prog}: error: {err}", file=sys.stderr, flush=True)
 
 
 def install_error_hook() -> None:

@@ -106,6 +106,9 @@ class IngestConfig(Section):
     html_extractor: Literal["trafilatura", "none"] = "trafilatura"
     excerpt_chars: int = Field(default=200, ge=0, le=100_000)
     input_partitions: int | None = Field(default=None, ge=1)
+    split_bytes: int = Field(default=64 << 20, ge=1024)
+    batch_rows: int = Field(default=2048, ge=1)
+    batch_bytes: int = Field(default=32 << 20, ge=1024, lt=2**31)
 
 
 # ------------------------------------------------------------------------------------------- dedup

@@ -1,10 +1,12 @@
 """Stage 1, ingest: raw files -> the ``documents`` and ``quarantine`` Delta tables.
 
-Files are read with Spark's ``binaryFile`` source (any Hadoop filesystem: local, s3a, abfss, dbfs),
-one row per file, and exploded into records by :func:`udfs.formats.explode_file` inside
-``mapInArrow``, so line and record numbers are exact and nothing depends on how Spark splits files.
-Bad records never fail the job: they go to ``quarantine`` with a reason from
-:data:`udfs.formats.QUARANTINE_REASONS`.
+Files are listed on the driver, cut into splits and streamed by the Python workers
+(:mod:`pipelines.ingest_splits`: byte ranges of large uncompressed JSONL/Parquet files, one split per
+compressed stream or WARC), parsed into bounded Arrow batches by :func:`udfs.formats.explode_split`
+inside ``mapInArrow``. Files on filesystems the workers cannot open go through Spark's ``binaryFile``
+source (one file per row, :func:`explode_files`). Line and record numbers are exact and nothing
+depends on the splitting. Bad records never fail the job: they go to ``quarantine`` with a reason
+from :data:`udfs.formats.QUARANTINE_REASONS`.
 
 ``doc_id`` (stable, globally unique, independent of partitioning): ``<source>/<id>`` when the
 source's own id is present and unique within the source; otherwise ``<source>/~<h>`` with ``h`` the
@@ -26,7 +28,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import tables
+from pipelines import ingest_splits, tables
 from pipelines.chain import require_columns
 from pipelines.config import IngestConfig, WinnowConfig
 from pipelines.stage import StageReport
@@ -42,7 +44,7 @@ QUARANTINE_COLUMNS = ("input_file", "record", "reason", "excerpt", "detail")
 """The ``quarantine`` table: ``record`` is the 1-based line/record/row number, 0 for the whole file."""
 DOC_ID_SCHEME = "source/id if unique within source, else source/~sha256(source,key_path,record)[:32]"
 RECORD_DDL = (
-    "kind string, input_file string, key_path string, record bigint, source string, src_id string, url string, "
+    "kind string, input_file string, key_path string, split_start bigint, record bigint, source string, src_id string, url string, "
     "meta map<string,string>, text string, n_chars int, n_bytes int, n_replaced int, reason string, "
     "excerpt string, detail string"
 )
@@ -64,7 +66,7 @@ def parse_options(cfg: IngestConfig) -> ParseOptions:
         format=cfg.format, text_field=f.text, id_field=f.id, url_field=f.url, source_field=f.source,
         meta_fields=tuple(f.meta), nfc=n.nfc, newlines=n.newlines, strip_invisible=n.strip_invisible,
         strip_control=n.strip_control, max_doc_bytes=cfg.max_doc_bytes, html_extractor=cfg.html_extractor,
-        excerpt_chars=cfg.excerpt_chars,
+        excerpt_chars=cfg.excerpt_chars, batch_rows=cfg.batch_rows, batch_bytes=cfg.batch_bytes,
     )
 
 
@@ -203,7 +205,8 @@ def _hadoop_literal(path: str) -> str:
 
 
 def read_inputs(spark: SparkSession, listing: list[tuple[str, str, int]]) -> DataFrame:
-    """The non-empty files of ``listing`` as a ``binaryFile`` frame: ``path``, ``content``, ``key_path``."""
+    """The non-empty files of ``listing`` as a ``binaryFile`` frame: ``path``, ``content``, ``key_path``
+    (the fallback for filesystems the Python workers cannot open: each file is held whole)."""
     nonempty = [(p, k) for p, k, size in listing if size > 0]
     key_df = spark.createDataFrame(nonempty, "path string, key_path string")
     if not nonempty:
@@ -212,13 +215,52 @@ def read_inputs(spark: SparkSession, listing: list[tuple[str, str, int]]) -> Dat
     return files.join(F.broadcast(key_df), "path")
 
 
-def _empty_file_records(spark: SparkSession, listing: list[tuple[str, str, int]], opts: ParseOptions) -> DataFrame:
+def _driver_records(spark: SparkSession, listing: list[tuple[str, str, int]], opts: ParseOptions) -> DataFrame:
+    """Rows for the 0-byte files of the ``binaryFile`` fallback (which drops them)."""
     rows = []
     for path, key, size in listing:
-        if size == 0:
+        if size == 0 and not ingest_splits.streamable(path):
             for batch in explode_file(path, b"", opts, key):
                 rows += [{**r, "meta": dict(r["meta"]) if r["meta"] is not None else None} for r in batch.to_pylist()]
     return spark.createDataFrame(rows, RECORD_DDL)
+
+
+def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: IngestConfig) -> DataFrame:
+    """Every record of the listed files (:data:`RECORD_DDL` rows, split-local JSONL line numbers):
+    streamed splits for local/s3 files, ``binaryFile`` rows for the others."""
+    opts = parse_options(icfg)
+    splits = ingest_splits.plan_splits(listing, icfg)
+    frames = [_driver_records(spark, listing, opts)]
+    if splits:
+        frames.append(ingest_splits.explode_splits(spark, splits, icfg, opts, RECORD_DDL))
+    if any(not ingest_splits.streamable(p) and size for p, _, size in listing):
+        files = read_inputs(spark, [f for f in listing if not ingest_splits.streamable(f[0])])
+        if icfg.input_partitions:
+            files = files.repartition(icfg.input_partitions, "path")
+        frames.append(explode_files(files, icfg))
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def _empty_split_files(spark: SparkSession, summaries: list[Any], opts: ParseOptions) -> tuple[DataFrame | None, int]:
+    """``empty_file`` rows for files cut into several splits none of which found a record (a split
+    alone cannot know): the driver decides from the summaries."""
+    per_file: dict[str, list[Any]] = {}
+    for r in summaries:
+        per_file.setdefault(r["input_file"], []).append(r)
+    rows = []
+    for path, parts in per_file.items():
+        if len(parts) > 1 and sum(int(r["record"]) for r in parts) == 0:
+            first = min(parts, key=lambda r: r["split_start"])
+            meta = dict(first["meta"])
+            rows.append({"kind": "quarantine", "input_file": path, "key_path": first["key_path"], "split_start": 0,
+                         "record": 0, "reason": "empty_file", "excerpt": meta.get("head") or None,
+                         "detail": f"{meta['bytes']} bytes, no record"})
+    if not rows:
+        return None, 0
+    return spark.createDataFrame(rows, RECORD_DDL), len(rows)
 
 
 # --------------------------------------------------------------------------------------------- run
@@ -235,19 +277,19 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """
     icfg = cfg.ingest
     listing = list_files(spark, icfg)
-    files = read_inputs(spark, listing)
-    if icfg.input_partitions:
-        files = files.repartition(icfg.input_partitions, "path")
-    # One file per Arrow batch into the Python worker: files can be hundreds of MB each.
+    # One binaryFile row (a whole file) per Arrow batch into the Python worker; splits are tiny rows.
     batch_key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     old_batch = spark.conf.get(batch_key)
     spark.conf.set(batch_key, "1")
-    records = (
-        explode_files(files, icfg).unionByName(_empty_file_records(spark, listing, parse_options(icfg)))
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
+    parsed = read_records(spark, listing, icfg).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        extra = _file_stats(records.where(F.col("kind") == "file").select("record", "meta").collect())
+        summaries = parsed.where(F.col("kind") == "file").select("input_file", "key_path", "split_start", "record", "meta").collect()
+        extra = _file_stats(summaries)
+        records = ingest_splits.number_lines(parsed, summaries, spark)
+        empty, n_empty = _empty_split_files(spark, summaries, parse_options(icfg))
+        if empty is not None:
+            records = records.unionByName(empty)
+            extra["records_read"] += n_empty
         stats = (
             records.where(F.col("kind") == "doc")
             .agg(F.sum("n_chars").alias("chars"), F.sum("n_bytes").alias("bytes"), F.sum("n_replaced").alias("replaced"))
@@ -261,7 +303,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             table_properties={"quarantine": {"reasons": sorted(QUARANTINE_REASONS)}},
         )
     finally:
-        records.unpersist()
+        parsed.unpersist()
         spark.conf.set(batch_key, old_batch)
     rows_out = tables.read_path(spark, outputs["documents"]).count()
     quarantined = {
@@ -281,11 +323,15 @@ def _file_stats(rows: list[Any]) -> dict[str, Any]:
     n_bytes = 0
     for r in rows:
         meta = dict(r["meta"])
-        formats[meta.pop("format")] += 1
+        fmt = meta.pop("format")
+        if r["split_start"] == 0:  # a file's first split speaks for it
+            formats[fmt] += 1
         n_bytes += int(meta.pop("bytes"))
         for k, v in meta.items():
-            skipped[k.removeprefix("skipped.")] += int(v)
+            if k.startswith("skipped."):
+                skipped[k.removeprefix("skipped.")] += int(v)
     return {
-        "records_read": sum(int(r["record"]) for r in rows), "files": len(rows), "bytes_in": n_bytes,
+        "records_read": sum(int(r["record"]) for r in rows), "files": len({r["input_file"] for r in rows}),
+        "bytes_in": n_bytes,
         "formats": dict(sorted(formats.items())), "skipped": dict(sorted(skipped.items())),
     }

@@ -5,12 +5,18 @@ tests) the Delta jars come from Maven Central through ``spark.jars.packages`` (r
 first use and cached in ``~/.ivy2*``), unless ``spark.jars`` lists local jar files (e.g. resolved with
 ``make jars``, which uses ``mvn dependency:copy`` and so honours the machine's Maven settings). Under
 ``spark-submit`` the jars must be on the command line: ``--packages`` with :func:`delta_coordinates`.
+
+Resolution happens once (``make`` runs it at install time, else the first session does): a child
+process lets Ivy resolve the packages with its console output going to a log file, and the list of
+resolved jar files is kept in ``~/.cache/winnow/``; later sessions pass those files as ``spark.jars``,
+so no run pays for (or prints) Ivy's resolution again.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -34,6 +40,48 @@ def delta_coordinates() -> str:
     # Same rule as delta.pip_utils.configure_spark_with_delta_pip (which only accepts a real builder).
     spark_mm = ".".join(pyspark.__version__.split(".")[:2])
     return f"io.delta:delta-spark_{spark_mm}_2.13:{version('delta_spark')}"
+
+
+JAR_CACHE = Path(os.environ.get("WINNOW_CACHE", Path.home() / ".cache" / "winnow"))
+
+
+def _jar_list_path() -> Path:
+    return JAR_CACHE / f"delta-jars-{delta_coordinates().replace(':', '_')}.txt"
+
+
+def cached_delta_jars() -> list[str] | None:
+    """The jar files Ivy resolved for :func:`delta_coordinates` earlier, when they all still exist."""
+    listing = _jar_list_path()
+    if not listing.is_file():
+        return None
+    jars = [j for j in listing.read_text().split() if j]
+    ok = jars and all(Path(j.removeprefix("file://").removeprefix("file:")).is_file() for j in jars)
+    return jars if ok else None
+
+
+def resolve_delta_jars() -> list[str] | None:
+    """Let Spark's Ivy resolve the Delta packages in a child process (console output to a log file)
+    and keep the list of resolved jars; ``None`` when resolution failed (the log says why)."""
+    import subprocess
+
+    JAR_CACHE.mkdir(parents=True, exist_ok=True)
+    log = JAR_CACHE / "ivy-resolve.log"
+    with log.open("w") as out:
+        rc = subprocess.call([sys.executable, "-m", "pipelines.session", "--resolve"], stdout=out, stderr=out)
+    jars = cached_delta_jars() if rc == 0 else None
+    state = "resolved" if jars else "NOT resolved"
+    print(f"Delta jars {state} by Spark's Ivy; its output is in {log}", file=sys.stderr)
+    return jars
+
+
+def _resolve_in_child() -> None:
+    from delta import configure_spark_with_delta_pip
+
+    builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+    spark = configure_spark_with_delta_pip(builder).getOrCreate()
+    jars = spark.sparkContext.getConf().get("spark.jars", "")
+    spark.stop()
+    _jar_list_path().write_text("\n".join(j for j in jars.split(",") if j) + "\n")
 
 
 def launched_by_spark_submit() -> bool:
@@ -78,13 +126,20 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     for k, v in cfg.conf.items():
         builder = builder.config(k, v)
 
+    if not launched_by_spark_submit() and "spark.driver.memory" not in cfg.conf:
+        # Local mode runs every task in the driver JVM: Spark's 1g default is too little for the
+        # shuffles of dedup on a few GB of input; size it from the machine (a spark-submit user,
+        # or a config that sets it, decides for themselves).
+        builder = builder.config("spark.driver.memory", local_driver_memory())
+
     if not launched_by_spark_submit():
         # Python workers must run this interpreter (the venv with pyarrow etc.), not whatever
         # `python3` is first on PATH; spark-submit users set PYSPARK_PYTHON themselves.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(cfg.master or "local[*]")
-        if cfg.jars:
-            builder = builder.config("spark.jars", ",".join(cfg.jars))
+        jars = cfg.jars or cached_delta_jars() or resolve_delta_jars()
+        if jars:
+            builder = builder.config("spark.jars", ",".join(jars))
         else:
             from delta import configure_spark_with_delta_pip
 
@@ -98,6 +153,27 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     _apply_runtime_conf(spark, cfg)
     _check_delta(spark)
     return spark
+
+
+def local_driver_memory(total_bytes: int | None = None) -> str:
+    """``spark.driver.memory`` for a local run: a quarter of the machine's memory, 1g to 8g.
+
+    Args:
+        total_bytes: physical memory (default: from ``os.sysconf``).
+
+    Returns:
+        A JVM size string, e.g. ``"2g"`` or ``"1536m"``.
+
+    >>> local_driver_memory(8 << 30), local_driver_memory(2 << 30), local_driver_memory(64 << 30)
+    ('2048m', '1024m', '8192m')
+    """
+    if total_bytes is None:
+        try:
+            total_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            total_bytes = 4 << 30
+    mib = min(8192, max(1024, total_bytes // 4 >> 20))
+    return f"{mib}m"
 
 
 def _apply_runtime_conf(spark: SparkSession, cfg: SparkConfig) -> None:
@@ -132,5 +208,9 @@ def _check_delta(spark: SparkSession) -> None:
 
 
 if __name__ == "__main__":
-    # `python -m pipelines.session` prints the --packages value for spark-submit.
-    sys.stdout.write(delta_coordinates() + "\n")
+    # `python -m pipelines.session` prints the --packages value for spark-submit; `--resolve` fills the
+    # jar cache (the install step runs it).
+    if sys.argv[1:] == ["--resolve"]:
+        _resolve_in_child()
+    else:
+        sys.stdout.write(delta_coordinates() + "\n")

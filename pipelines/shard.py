@@ -15,10 +15,11 @@ How shards are written deterministically, in parallel, with the tokens moved onc
    first document (``S - 1`` rows).
 4. **Write.** The full rows are read once; a JVM expression gives each document its shard by a binary
    search (a ``when`` tree of depth log2 S) of its key among the ``S - 1`` boundary keys, so tokens never
-   enter Python before the shuffle; one shuffle groups the rows by shard, and
-   one ``applyInArrow`` task per shard sorts them by key and writes ``.bin`` (the flattened
-   ``list<int32>`` buffer cast to the shard dtype), ``.idx`` and the MDS samples, returning only file
-   sizes, sha256 and shuffle statistics.
+   enter Python before the shuffle; one shuffle groups the rows by shard and sorts them by key, and
+   one ``applyInArrow`` task per shard receives them as a stream of Arrow batches and appends each to
+   ``.bin`` (the flattened ``list<int32>`` buffer cast to the shard dtype) and to the MDS samples,
+   writes ``.idx`` at the end, and returns only file sizes, sha256 and shuffle statistics. A shard is
+   never held whole in a Python worker.
 5. **Publish.** The driver writes ``mds/index.json``, uploads to ``s3://`` when asked (verified
    remotely), and writes ``manifest.json`` last. A stale manifest is removed first, so a failed run
    never leaves a manifest that describes other shards.
@@ -35,6 +36,7 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -235,67 +237,134 @@ def _write_file(path: Path, data: bytes | memoryview) -> tuple[int, str]:
     return len(data) if isinstance(data, bytes) else data.nbytes, hashlib.sha256(data).hexdigest()
 
 
+class _StreamedFile:
+    """A file written in pieces under a temporary name, hashed as it goes, renamed when complete."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path, self.tmp = path, path.with_name(f"{path.name}.tmp-{os.getpid()}")
+        self.f = open(self.tmp, "wb")  # noqa: SIM115 (closed in close())
+        self.sha, self.size = hashlib.sha256(), 0
+
+    def write(self, data: bytes | memoryview) -> None:
+        self.f.write(data)
+        self.sha.update(data)
+        self.size += len(data) if isinstance(data, bytes) else data.nbytes
+
+    def close(self) -> tuple[int, str]:
+        self.f.close()
+        os.replace(self.tmp, self.path)
+        return self.size, self.sha.hexdigest()
+
+
 def make_shard_writer(out_dir: str, plan: dict[int, dict[str, int]], *, prefix: str, formats: list[str], dtype: str,
                       vocab_size: int, seq_len: int, size_limit: int, window: int):
-    """The per-shard ``applyInArrow`` function: write one shard's files, return their facts (one row).
+    """The per-shard ``applyInArrow`` function: write one shard's files as its batches arrive, return
+    their facts (one row).
 
-    ``plan[shard]`` holds the driver's expectations (``docs``, ``tokens``, ``first_doc`` = stream index of
-    the shard's first document, ``mds_first_file``); a mismatch raises inside the task, failing the job
-    before any manifest exists. Tokens are handled as the flat Arrow value buffer of the ``list<int32>``
-    column (one cast, one write), never per token or per document in Python.
+    The function takes an iterator of Arrow batches (Spark's grouped-map iterator API), so a shard of
+    any size is written with the memory of one batch (``spark.arrow_batch_rows`` rows) plus one MDS
+    file (``shard.mds_size_limit``) plus a few bytes per document (lengths and sources, for the
+    ``.idx`` and the shuffle statistics). The batches must come sorted by ``_key`` (the caller sorts
+    within partitions); a batch out of order fails the task. ``plan[shard]`` holds the driver's
+    expectations (``docs``, ``tokens``, ``first_doc`` = stream index of the shard's first document,
+    ``mds_first_file``); a mismatch raises inside the task, failing the job before any manifest
+    exists. Tokens are handled as the flat Arrow value buffer of the ``list<int32>`` column (one cast,
+    one write per batch), never per token or per document in Python.
     """
     np_dtype = np.dtype(dtype)
     per_file = mds.samples_per_file(seq_len, np_dtype, size_limit)
+    out_schema = pa.schema([pa.field(f.name, pa.int32() if f.name == "shard_id" else
+                                     pa.int64() if isinstance(f.dataType, T.LongType) else pa.string())
+                            for f in _RESULT_SCHEMA.fields])
 
-    def write(table: pa.Table) -> pa.Table:
-        table = _sorted_by_key(table)
-        k = int(table.column("shard_id")[0].as_py())
-        tokens = table.column("tokens").combine_chunks()
-        if tokens.null_count:
-            raise ValueError(f"shard {k}: a document has null tokens")
-        lengths = pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
-        flat = tokens.flatten().to_numpy(zero_copy_only=False)
-        expect = plan[k]
-        if len(lengths) != expect["docs"] or int(lengths.sum()) != expect["tokens"]:
-            raise RuntimeError(f"shard {k}: got {len(lengths)} docs / {int(lengths.sum())} tokens, planned {expect}")
-        if flat.size and (flat.min() < 0 or flat.max() >= vocab_size):
-            raise ValueError(f"shard {k}: token id outside [0, {vocab_size})")
-        data = flat.astype(np_dtype.newbyteorder("<"), copy=False)
-        files: list[dict[str, Any]] = []
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # The type hints select Spark's iterator form of applyInArrow (the batches of one shard).
         root = Path(out_dir)
-        if "megatron" in formats:
-            for ext, payload in (("bin", memoryview(data).cast("B")), ("idx", megatron.encode_index(lengths, np_dtype))):
-                rel = f"megatron/{prefix}_{k:05d}.{ext}"
-                size, sha = _write_file(root / rel, payload)
-                files.append({"path": rel, "format": "megatron", "kind": ext, "shard": k, "documents": len(lengths),
-                              "tokens": int(data.size), "bytes": size, "sha256": sha})
-        entries = []
-        if "mds" in formats:
-            n_samples = data.size // seq_len
-            samples = data[: n_samples * seq_len].reshape(n_samples, seq_len)
-            for j, lo in enumerate(range(0, n_samples, per_file)):
-                chunk = samples[lo : lo + per_file]
+        k: int | None = None
+        bin_file = None
+        lengths_parts: list[np.ndarray] = []
+        sources: list[str] = []
+        last_key = b""
+        files: list[dict[str, Any]] = []
+        entries: list[dict[str, Any]] = []
+        pending: list[np.ndarray] = []  # MDS tokens not yet written (fewer than one file's samples)
+        n_pending = 0
+        mds_file = 0
+
+        def flush_mds(final: bool) -> None:
+            nonlocal pending, n_pending, mds_file
+            flat = np.concatenate(pending) if len(pending) > 1 else (pending[0] if pending else np.zeros(0, np_dtype))
+            n_samples = flat.size // seq_len
+            done = 0
+            while n_samples - done >= per_file or (final and n_samples > done):
+                chunk = flat[done * seq_len : (done + min(per_file, n_samples - done)) * seq_len].reshape(-1, seq_len)
                 blob = mds.encode_shard(chunk, size_limit)
-                name = mds.shard_basename(expect["mds_first_file"] + j)
+                name = mds.shard_basename(plan[k]["mds_first_file"] + mds_file)
                 size, sha = _write_file(root / "mds" / name, blob)
                 files.append({"path": f"mds/{name}", "format": "mds", "kind": "mds", "shard": k, "samples": len(chunk),
                               "tokens": int(chunk.size), "bytes": size, "sha256": sha})
                 entries.append(mds.index_entry(blob, name, len(chunk), np_dtype, size_limit))
-        source = pc.fill_null(table.column("source"), "")
-        per_src = pa.table({"s": source, "n": pa.array(lengths)}).group_by("s").aggregate([("n", "sum")])
-        by_src = dict(zip(per_src.column("s").to_pylist(), per_src.column("n_sum").to_pylist(), strict=True))
-        sources = source.to_pylist()
+                done += len(chunk)
+                mds_file += 1
+            rest = flat[done * seq_len :]
+            pending, n_pending = ([rest] if rest.size else []), int(rest.size)
+
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            if k is None:
+                k = int(batch.column("shard_id")[0].as_py())
+                if "megatron" in formats:
+                    bin_file = _StreamedFile(root / f"megatron/{prefix}_{k:05d}.bin")
+            keys = _keys_as_bytes(batch.column("_key"))
+            if keys[0] < last_key or np.any(keys[1:] < keys[:-1]):
+                raise RuntimeError(f"shard {k}: rows arrived out of shuffle order; the writer needs them sorted by key")
+            last_key = keys[-1]
+            tokens = batch.column("tokens")
+            if tokens.null_count:
+                raise ValueError(f"shard {k}: a document has null tokens")
+            lengths_parts.append(pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64))
+            flat = tokens.flatten().to_numpy(zero_copy_only=False)
+            if flat.size and (flat.min() < 0 or flat.max() >= vocab_size):
+                raise ValueError(f"shard {k}: token id outside [0, {vocab_size})")
+            data = flat.astype(np_dtype.newbyteorder("<"), copy=False)
+            if bin_file is not None:
+                bin_file.write(memoryview(np.ascontiguousarray(data)).cast("B"))
+            if "mds" in formats:
+                pending.append(data)
+                n_pending += data.size
+                if n_pending >= per_file * seq_len:
+                    flush_mds(final=False)
+            sources += pc.fill_null(batch.column("source"), "").to_pylist()
+        if k is None:
+            return
+        lengths = np.concatenate(lengths_parts)
+        expect = plan[k]
+        if len(lengths) != expect["docs"] or int(lengths.sum()) != expect["tokens"]:
+            raise RuntimeError(f"shard {k}: got {len(lengths)} docs / {int(lengths.sum())} tokens, planned {expect}")
+        if bin_file is not None:
+            out = []
+            size, sha = bin_file.close()
+            out.append(("bin", size, sha))
+            out.append(("idx", *_write_file(root / f"megatron/{prefix}_{k:05d}.idx", megatron.encode_index(lengths, np_dtype))))
+            files[:0] = [{"path": f"megatron/{prefix}_{k:05d}.{ext}", "format": "megatron", "kind": ext, "shard": k,
+                          "documents": len(lengths), "tokens": int(lengths.sum()), "bytes": size, "sha256": sha}
+                         for ext, size, sha in out]
+        if "mds" in formats:
+            flush_mds(final=True)
+        per_src: dict[str, int] = {}
+        for s, n in zip(sources, lengths.tolist(), strict=True):
+            per_src[s] = per_src.get(s, 0) + n
         positions = expect["first_doc"] + np.arange(len(lengths), dtype=np.int64)
         row = {
             "shard_id": [k], "n_docs": [len(lengths)], "n_tokens": [int(lengths.sum())],
             "files": [json.dumps(files)], "mds_entries": [json.dumps(entries)],
-            "tokens_by_source": [json.dumps(by_src, sort_keys=True)],
+            "tokens_by_source": [json.dumps(per_src, sort_keys=True)],
             "windows": [json.dumps(sq.window_counts(positions, sources, window))],
             "runs": [json.dumps(sq.runs(sources))], "max_doc_tokens": [int(lengths.max())],
         }
-        return pa.table(row, schema=pa.schema([pa.field(f.name, pa.int32() if f.name == "shard_id" else
-                                                        pa.int64() if isinstance(f.dataType, T.LongType) else pa.string())
-                                               for f in _RESULT_SCHEMA.fields]))
+        yield pa.RecordBatch.from_pydict(row, schema=out_schema)
 
     return write
 
@@ -357,7 +426,14 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         seq_len=scfg.seq_len, size_limit=scfg.mds_size_limit, window=scfg.shuffle_window_docs,
     )
     keyed = df.select(*INPUT_COLUMNS, shuffle_key(cfg.run.seed).alias("_key"))
-    with_shard = keyed.withColumn("shard_id", shard_id_column(sp.boundary_keys))
+    # Rows reach the writer sorted by key within their shard: the grouped-map operator needs its input
+    # clustered by shard_id and sorted by it, which this partitioning and sort already satisfy, so Spark
+    # adds no exchange or sort of its own (the writer checks the order as it streams).
+    with_shard = (
+        keyed.withColumn("shard_id", shard_id_column(sp.boundary_keys))
+        .repartition(min(sp.shards, cfg.spark.shuffle_partitions), "shard_id")
+        .sortWithinPartitions("shard_id", "_key")
+    )
     results = sorted(with_shard.groupBy("shard_id").applyInArrow(writer, _RESULT_SCHEMA).collect(), key=lambda r: r["shard_id"])
 
     manifest, files = build_manifest(cfg, results, totals, props=props, version=version, dtype=dtype.name, vocab=vocab,

@@ -1,4 +1,4 @@
-"""udfs/formats.py: every input format and every bad input, parsed without Spark."""
+"""udfs/formats/: every input format and every bad input, parsed without Spark."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from udfs.formats import QUARANTINE_REASONS, ParseOptions, _gzip_error, decompress, explode_file, split_name
+from udfs.formats import QUARANTINE_REASONS, ParseOptions, decompress, explode_file, gzip_error, split_name
 
 OPTS = ParseOptions()
 
@@ -176,7 +176,7 @@ def test_decompress_reads_gzip_members_that_span_several_input_chunks():
     assert len(blob) > 1 << 20
     out, err = decompress(blob + gzip.compress(b"x\n") + blob + b"\0" * 64, "gz")
     assert (err, out) == (None, member + b"x\n" + member)
-    assert _gzip_error(blob + blob) is None and "truncated" in _gzip_error(blob + blob[:-100])
+    assert gzip_error(io.BytesIO(blob + blob)) is None and "truncated" in gzip_error(io.BytesIO(blob + blob[:-100]))
 
 @pytest.mark.parametrize("path, expected", [
     ("s3://b/CC-MAIN-x-00001.warc.wet.gz", ("CC-MAIN-x-00001", "wet", "gz")),

@@ -44,3 +44,28 @@ def test_user_errors_print_their_message_without_a_traceback(capsys, monkeypatch
     monkeypatch.setenv("WINNOW_TRACEBACK", "1")
     _user_error_hook(NoInputFilesError, NoInputFilesError("x"), None)
     assert "NoInputFilesError: x" in capsys.readouterr().err
+
+
+def test_out_of_memory_prints_one_line_naming_the_settings(capsys, monkeypatch):
+    from py4j.protocol import Py4JError, Py4JNetworkError
+
+    from jobs._cli import _user_error_hook, memory_error
+
+    monkeypatch.delenv("WINNOW_TRACEBACK", raising=False)
+    monkeypatch.setattr(sys, "argv", ["jobs/ingest.py"])
+    jvm = Py4JError("An error occurred while calling o123.save.\n: org.apache.spark.SparkException: Job aborted due to "
+                    "stage failure: ... java.lang.OutOfMemoryError: Java heap space\n\tat java.base/...")
+    _user_error_hook(type(jvm), jvm, None)
+    err = capsys.readouterr().err
+    assert err.startswith("ingest.py: error: out of memory in the Spark JVM (java.lang.OutOfMemoryError)") and err.count("\n") == 1
+    for key in ("spark.driver.memory", "spark.executor.memory", "ingest.batch_rows", "ingest.batch_bytes", "spark.arrow_batch_rows"):
+        assert key in err
+    try:
+        try:
+            raise Py4JNetworkError("Answer from Java side is empty")
+        except Py4JNetworkError as inner:
+            raise RuntimeError("stage failed") from inner
+    except RuntimeError as chained:
+        assert "JVM stopped answering" in memory_error(chained)
+    assert "a Python worker" in memory_error(MemoryError())
+    assert memory_error(ValueError("bad value")) is None

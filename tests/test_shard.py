@@ -177,3 +177,49 @@ def test_duplicated_doc_id_and_empty_input_are_clear_errors(spark):
         plan_shards(spark.createDataFrame(rows, "doc_id string, n_tokens int"), 1, 1, None, 2)
     with pytest.raises(ValueError, match="holds no documents"):
         plan_shards(spark.createDataFrame([], "doc_id string, n_tokens int"), 1, 1, None, 2)
+
+
+def _writer_inputs(n: int):
+    import pyarrow as pa
+
+    rows = tokenized_rows(n, seed=3)
+    keys = [shuffle_key(7, r[0]) for r in rows]
+    table = pa.table({"doc_id": [r[0] for r in rows], "source": [r[1] for r in rows],
+                      "tokens": pa.array([r[2] for r in rows], pa.list_(pa.int32())), "n_tokens": [r[3] for r in rows],
+                      "_key": keys, "shard_id": pa.array([0] * n, pa.int32())})
+    return table.sort_by([("_key", "ascending")])
+
+
+def test_streamed_shard_writer_is_byte_identical_to_whole_shard_encoding(tmp_path):
+    """Batches of 7 rows give the files a whole-shard encoding gives (the layout the old writer produced)."""
+    from pipelines.shard import make_shard_writer
+    from udfs import mds
+
+    table = _writer_inputs(500)
+    lengths = np.array(table.column("n_tokens").to_pylist(), dtype=np.int64)
+    plan = {0: {"docs": 500, "tokens": int(lengths.sum()), "first_doc": 0, "mds_first_file": 0}}
+    kw = dict(prefix="train", formats=["megatron", "mds"], dtype="uint16", vocab_size=50257, seq_len=16, size_limit=512, window=50)
+    out = list(make_shard_writer(str(tmp_path), plan, **kw)(iter(table.to_batches(max_chunksize=7))))
+    assert len(out) == 1 and out[0].num_rows == 1
+    flat = np.concatenate([np.array(t, dtype="<u2") for t in table.column("tokens").to_pylist()])
+    assert (tmp_path / "megatron/train_00000.bin").read_bytes() == flat.tobytes()
+    assert (tmp_path / "megatron/train_00000.idx").read_bytes() == megatron.encode_index(lengths, np.dtype("uint16"))
+    samples = flat[: flat.size // 16 * 16].reshape(-1, 16)
+    per = mds.samples_per_file(16, np.dtype("uint16"), 512)
+    for j, lo in enumerate(range(0, len(samples), per)):
+        assert (tmp_path / "mds" / mds.shard_basename(j)).read_bytes() == mds.encode_shard(samples[lo : lo + per], 512)
+    assert not (tmp_path / "mds" / mds.shard_basename(j + 1)).exists()
+    files = json.loads(out[0].column("files")[0].as_py())
+    assert [f["kind"] for f in files[:2]] == ["bin", "idx"] and len(files) == 2 + j + 1
+
+
+def test_streamed_shard_writer_refuses_rows_out_of_key_order(tmp_path):
+    from pipelines.shard import make_shard_writer
+
+    table = _writer_inputs(40)
+    plan = {0: {"docs": 40, "tokens": sum(table.column("n_tokens").to_pylist()), "first_doc": 0, "mds_first_file": 0}}
+    write = make_shard_writer(str(tmp_path), plan, prefix="t", formats=["megatron"], dtype="uint16", vocab_size=50257,
+                              seq_len=16, size_limit=512, window=10)
+    batches = table.to_batches(max_chunksize=10)
+    with pytest.raises(RuntimeError, match="out of shuffle order"):
+        list(write(iter([batches[1], batches[0]])))

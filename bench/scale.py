@@ -1,0 +1,119 @@
+"""Scale benchmark: one large JSONL file and one large Parquet file through ingest -> dedup -> filter ->
+tokenize -> shard on ``local[2]``, with peak memory by role and MB/s per core per stage.
+
+``python -m bench.scale [jsonl_mb] [parquet_mb]``; the ``make bench`` part ``scale`` reads the sizes
+from ``BENCH_SCALE_MB`` (JSONL; default 2500, over Spark's 2 GB ``binaryFile`` limit) and
+``BENCH_SCALE_PARQUET_MB`` (default 1000). The corpus is generated (:mod:`bench.corpus`, ~3.5 KB
+documents, 2 % exact copies), nothing is shipped. The chain runs as ``jobs/pipeline.py`` in one
+process tree with the driver memory Winnow sets for a local run (:func:`pipelines.session.local_driver_memory`);
+per stage, MB/s per core = input text MB / (stage seconds x 2 cores), from each stage's end line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench.common import TreeSampler
+from bench.corpus import iter_texts
+
+REPO = Path(__file__).resolve().parents[1]
+STAGES = ("ingest", "dedup", "filter", "tokenize", "shard")
+_END = re.compile(r"^\[(\w+)\] in=(\d+) out=(\d+).* ([0-9.]+)s$")
+
+
+def write_inputs(folder: Path, jsonl_mb: float, parquet_mb: float, seed: int = 0) -> dict:
+    """One ``big.jsonl`` of about ``jsonl_mb`` MB and one ``big.parquet`` of about ``parquet_mb`` MB
+    (row groups of 20,000 rows), documents continuing one seeded stream; returns sizes and counts."""
+    folder.mkdir(parents=True, exist_ok=True)
+    texts = iter_texts(10**9, seed)
+    n_json = 0
+    with open(folder / "big.jsonl", "w") as f:
+        size = 0
+        while size < jsonl_mb * 1e6:
+            t = next(texts)
+            line = json.dumps({"id": f"j{n_json}", "text": t}) + "\n"
+            f.write(line)
+            size += len(line)
+            n_json += 1
+            if n_json % 50 == 0:  # an exact copy every 50 documents, for dedup to find
+                f.write(json.dumps({"id": f"j{n_json}-copy", "text": t}) + "\n")
+                n_json += 1
+    n_pq, written = 0, 0
+    writer = None
+    while written < parquet_mb * 1e6:
+        rows = [next(texts) for _ in range(20_000)]
+        table = pa.table({"id": [f"p{n_pq + i}" for i in range(len(rows))], "text": rows})
+        writer = writer or pq.ParquetWriter(folder / "big.parquet", table.schema)
+        writer.write_table(table, row_group_size=20_000)
+        n_pq += len(rows)
+        written += sum(len(r) for r in rows)
+    if writer:
+        writer.close()
+    return {"jsonl_mb": round((folder / "big.jsonl").stat().st_size / 1e6, 1), "jsonl_docs": n_json,
+            "parquet_mb": round((folder / "big.parquet").stat().st_size / 1e6, 1) if n_pq else 0, "parquet_docs": n_pq,
+            "parquet_text_mb": round(written / 1e6, 1)}
+
+
+def run_chain(inputs: list[str], root: Path, cores: int = 2, extra: list[str] | None = None) -> dict:
+    """Run the chain once in a child process; per-stage rows and seconds, the tree's CPU and memory."""
+    cmd = [sys.executable, "jobs/pipeline.py", "--conf", "conf/local.yaml", "--set", f"run.root={root}",
+           "--set", f"ingest.inputs={json.dumps(inputs)}", "--set", f"pipeline.stages=[{', '.join(STAGES)}]",
+           "--set", "tokenize.input_table=null", "--set", f"spark.master=local[{cores}]",
+           "--set", f"spark.shuffle_partitions={4 * cores}", "--set", "shard.num_shards=4", *(extra or [])]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    stages: dict[str, dict] = {}
+    tail: list[str] = []
+    with TreeSampler(root=proc.pid, interval=1.0) as sampler:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            tail = (tail + [line.rstrip()])[-30:]
+            if m := _END.match(line.strip()):
+                stages[m.group(1)] = {"rows_in": int(m.group(2)), "rows_out": int(m.group(3)), "seconds": float(m.group(4))}
+        rc = proc.wait()
+    return {"finished": rc == 0, "returncode": rc, "wall_s": round(time.perf_counter() - t0, 1), "stages": stages,
+            **sampler.summary(), **({} if rc == 0 else {"tail": tail})}
+
+
+def run(n_docs: int = 0, seed: int = 0) -> dict:
+    """The ``make bench`` part: sizes from ``BENCH_SCALE_MB`` / ``BENCH_SCALE_PARQUET_MB``."""
+    return measure(float(os.environ.get("BENCH_SCALE_MB", 2500)), float(os.environ.get("BENCH_SCALE_PARQUET_MB", 1000)), seed)
+
+
+def measure(jsonl_mb: float, parquet_mb: float, seed: int = 0, cores: int = 2) -> dict:
+    from pipelines.session import local_driver_memory
+
+    work = Path(tempfile.mkdtemp(prefix="winnow-scale-"))
+    try:
+        t0 = time.perf_counter()
+        facts = write_inputs(work / "in", jsonl_mb, parquet_mb, seed)
+        facts["generate_s"] = round(time.perf_counter() - t0, 1)
+        inputs = [str(work / "in" / "big.jsonl")] + ([str(work / "in" / "big.parquet")] if facts["parquet_docs"] else [])
+        chain = run_chain(inputs, work / "out", cores)
+        mb = facts["jsonl_mb"] + facts["parquet_text_mb"]
+        docs = facts["jsonl_docs"] + facts["parquet_docs"]
+        per_stage = {}
+        for s, f in chain["stages"].items():
+            share = f["rows_in"] / docs if docs else 0  # input MB of the stage ~ its share of the documents
+            per_stage[s] = {**f, "mb_per_s_core": round(mb * share / max(f["seconds"], 1e-9) / cores, 2)}
+        res = {**facts, "cores": cores, "driver_memory": local_driver_memory(), **chain, "stages": per_stage}
+        if "ingest" in per_stage:
+            res["goals"] = {"ingest_mb_s_core": per_stage["ingest"]["mb_per_s_core"]}
+        return res
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    print(json.dumps(measure(float(a[0]) if a else 2500, float(a[1]) if len(a) > 1 else 1000), indent=1))

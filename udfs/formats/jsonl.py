@@ -1,0 +1,206 @@
+"""JSONL and plain-text readers over streamed bytes; a JSONL split owns the lines that start in it.
+
+Splits follow Hadoop's ``LineRecordReader``: a split ``[start, end)`` of an uncompressed file skips
+the line that began before ``start`` (reading from ``start - 1``, so a line starting exactly at
+``start`` is its own) and reads every line that starts before ``end``, to that line's end. Every line
+is read by exactly one split, whatever the cut points. Line numbers are local to the split (1-based);
+the split reports how many lines it owns so the driver can turn them into file line numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from udfs import text as T
+from udfs.formats.collector import Collector
+from udfs.formats.records import MISSING, as_str, lookup
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class LongLine:
+    """A line over the reader's limit, not kept whole: its first bytes and its length."""
+
+    head: bytes
+    n_bytes: int
+
+
+def owned_lines(
+    chunks: Iterable[bytes], start: int, end: int | None, limit: int
+) -> Iterator[bytes | LongLine]:
+    """The lines (without ``\\n``) that start in ``[start, end)`` of a file.
+
+    Args:
+        chunks: the file's bytes from offset ``max(start - 1, 0)`` to its end, in any chunking.
+        start, end: the split, byte offsets; ``end`` ``None`` = to the end of the file.
+        limit: a line longer than this many bytes comes out as a :class:`LongLine` (its first
+            bytes only), so one enormous line never sits whole in memory.
+
+    Yields:
+        One item per owned line, in order, blank lines included (the final line needs no ``\\n``).
+    """
+    skipping = start > 0  # the line in progress began before the split: another split owns it
+    at = start - 1 if skipping else 0  # file offset of the start of the line in progress
+    pending: list[bytes] = []
+    size = 0
+
+    def done(line: bytes | LongLine, n: int) -> bool:
+        nonlocal at, skipping
+        at += n + 1
+        skipping = False
+        return end is not None and at >= end
+
+    for chunk in chunks:
+        parts = chunk.split(b"\n")
+        for piece in parts[:-1]:
+            if pending:
+                size += len(piece)
+                line: bytes | LongLine = (
+                    LongLine(pending[0], size) if size > limit else b"".join([*pending, piece])
+                )
+                n, pending, size = size, [], 0
+            else:
+                line, n = piece, len(piece)
+                if n > limit:
+                    line = LongLine(piece[:limit], n)
+            if not skipping:
+                yield line
+            if done(line, n):
+                return
+        tail = parts[-1]
+        if tail:
+            if size + len(tail) > limit and pending:  # keep the head only: the rest is counted
+                size += len(tail)
+            else:
+                pending.append(tail)
+                size += len(tail)
+    if pending and not skipping:
+        yield LongLine(pending[0], size) if size > limit else b"".join(pending)
+
+
+def from_mapping(
+    c: Collector, record: int, obj: dict[str, Any], raw: bytes | str | Callable[[], str], escaped: bool
+) -> None:
+    """Route one parsed record (JSON object or Parquet row): document, or quarantine with a reason.
+
+    ``raw`` is the raw record for excerpts, or a function rendering it (called only when quarantined).
+    """
+    o = c.opts
+    value = lookup(obj, o.text_field)
+    if value is MISSING or value is None or not isinstance(value, str):
+        raw = raw() if callable(raw) else raw
+    if value is MISSING or value is None:
+        c.quarantine(
+            record,
+            "text_missing",
+            raw,
+            f"field {o.text_field!r} is {'absent' if value is MISSING else 'null'}",
+        )
+        return
+    if not isinstance(value, str):
+        c.quarantine(record, "text_not_string", raw, f"field {o.text_field!r} holds {type(value).__name__}")
+        return
+    meta = {}
+    for k in o.meta_fields:
+        v = lookup(obj, k)
+        if v is not MISSING and v is not None:
+            meta[k] = as_str(v)
+    c.doc(
+        record,
+        value,
+        0,
+        escaped=escaped,
+        src_id=lookup(obj, o.id_field) if o.id_field else None,
+        url=lookup(obj, o.url_field) if o.url_field else None,
+        source=lookup(obj, o.source_field) if o.source_field else None,
+        meta=meta,
+    )
+
+
+def read_jsonl(
+    c: Collector, chunks: Iterable[bytes], start: int = 0, end: int | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Parse the JSONL lines a split owns (see :func:`owned_lines`) into ``c``, yielding full batches.
+
+    Sets ``c.lines`` to the number of lines owned (blank ones included).
+    """
+    limit = 4 * c.opts.max_doc_bytes + 1024  # JSON escapes can make a line up to ~6x its text; 4x + slack is
+    # already far over any document that normalises under max_doc_bytes in practice
+    i = 0
+    for line in owned_lines(chunks, start, end, limit):
+        i += 1
+        if isinstance(line, LongLine):
+            c.quarantine(
+                i,
+                "too_large",
+                line.head,
+                f"line of {line.n_bytes} bytes > 4 x max_doc_bytes {c.opts.max_doc_bytes} (not parsed)",
+            )
+        else:
+            if i == 1 and start == 0 and line.startswith(UTF8_BOM):
+                line = line[
+                    len(UTF8_BOM) :
+                ]  # Windows tools write one; JSON (RFC 8259 sec. 8.1) must not start with it
+            _line(c, i, line)
+        if c.full():
+            yield from c.flush()
+    c.lines = i
+
+
+def _line(c: Collector, i: int, line: bytes) -> None:
+    if not line.strip():
+        c.skipped["blank_line"] += 1
+        return
+    escaped = False
+    try:
+        obj = orjson.loads(line)  # fast path: strict JSON, valid UTF-8, no lone surrogates
+    except orjson.JSONDecodeError:
+        s, escaped = T.decode_utf8_escaped(line)
+        try:
+            # strict=False accepts raw control characters (a NUL, a tab) inside strings, which many
+            # real dumps hold; normalisation then removes them instead of losing the document.
+            obj = json.loads(s, strict=False)
+        except (ValueError, RecursionError) as e:  # JSONDecodeError; RecursionError on [[[[...
+            c.quarantine(i, "malformed_json", line, str(e))
+            return
+    if isinstance(obj, dict):
+        from_mapping(c, i, obj, line, escaped)
+    else:
+        c.quarantine(i, "invalid_record", line, f"JSON {type(obj).__name__}, not an object")
+
+
+def read_text(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]:
+    """A plain-text file is one document. Files over 4 x ``max_doc_bytes`` (decompressed) are
+    quarantined as ``too_large`` from their first bytes, without being held whole."""
+    limit = 4 * c.opts.max_doc_bytes
+    parts: list[bytes] = []
+    n = 0
+    for chunk in chunks:
+        n += len(chunk)
+        if n <= limit:
+            parts.append(chunk)
+        elif len(parts) > 1 or not parts:
+            parts = parts[:1] or [chunk[:4096]]
+    if not n:
+        return
+    data = b"".join(parts)
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM) :]
+    if n > limit:
+        c.quarantine(
+            1,
+            "too_large",
+            data[:4096],
+            f"{n} bytes > 4 x max_doc_bytes {c.opts.max_doc_bytes} (not read whole)",
+        )
+    else:
+        text, n_replaced = T.decode_utf8(data)
+        c.doc(1, text, n_replaced)
+    yield from c.flush()

@@ -1,0 +1,177 @@
+"""What every reader shares: the record schema, quarantine reasons, parse options, file names, fields."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from udfs import text as T
+
+QUARANTINE_REASONS: dict[str, str] = {
+    "unreadable_file": "the file (or its rest) cannot be decompressed or parsed as its format",
+    "unsupported_format": "format auto and the file name has no known extension",
+    "empty_file": "the file holds no record (0 bytes, an empty .gz, only blank lines)",
+    "malformed_json": "a JSONL line that is not valid JSON",
+    "invalid_record": (
+        "a record of the wrong shape (JSON that is not an object, a WARC record without payload)"
+    ),
+    "text_missing": "the text field is absent or null",
+    "text_not_string": "the text field holds a number, list, object or bytes",
+    "empty_after_normalization": "no character other than whitespace is left after normalisation",
+    "too_large": "the normalised text is over max_doc_bytes UTF-8 bytes",
+    "extraction_failed": "HTML to text gave nothing (no main content, or html_extractor none)",
+    "unsupported_content_type": "a WARC response that is neither HTML nor plain text (images, PDF, ...)",
+}
+"""The fixed vocabulary of quarantine reasons, with their meaning."""
+
+FORMATS = ("jsonl", "parquet", "text", "wet", "warc")
+_FORMAT_SUFFIXES = {
+    ".jsonl": "jsonl",
+    ".json": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".txt": "text",
+    ".wet": "wet",
+    ".warc": "warc",
+    ".arc": "warc",
+}
+_COMPRESSION_SUFFIXES = {".gz": "gz", ".zst": "zst", ".zstd": "zst", ".bz2": "bz2", ".xz": "xz"}
+
+RECORD_SCHEMA = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("input_file", pa.string()),
+        ("key_path", pa.string()),
+        ("split_start", pa.int64()),
+        ("record", pa.int64()),
+        ("source", pa.string()),
+        ("src_id", pa.string()),
+        ("url", pa.string()),
+        ("meta", pa.map_(pa.string(), pa.string())),
+        ("text", pa.string()),
+        ("n_chars", pa.int32()),
+        ("n_bytes", pa.int32()),
+        ("n_replaced", pa.int32()),
+        ("reason", pa.string()),
+        ("excerpt", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+"""Rows emitted by the readers: ``key_path`` is the file path relative to its input glob,
+``split_start`` the first byte of the split that read the row (0 for a whole file)."""
+
+MISSING = object()
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """What the readers need; built by the pipeline from the ``ingest`` config section.
+
+    Attributes:
+        format: ``auto`` (from the file name) or one of :data:`FORMATS`.
+        text_field, id_field, url_field, source_field: record fields (dotted paths reach into nested
+            objects, e.g. ``metadata.url``); ``None`` disables id/url/source.
+        meta_fields: fields copied into ``meta`` (strings as they are, other values as JSON).
+        nfc, newlines, strip_invisible, strip_control: :func:`udfs.text.normalize` switches.
+        max_doc_bytes: larger normalised texts are quarantined (``too_large``), UTF-8 bytes.
+        html_extractor: ``trafilatura`` or ``none``.
+        excerpt_chars: characters of the raw record kept in quarantine excerpts.
+        batch_rows: an output Arrow batch holds at most this many rows (``ingest.batch_rows``).
+        batch_bytes: a batch is emitted once its texts reach this many bytes (``ingest.batch_bytes``;
+            one document may exceed it, up to ``max_doc_bytes``).
+        read_bytes: bytes read from the file (and decompressed) per step.
+    """
+
+    format: str = "auto"
+    text_field: str = "text"
+    id_field: str | None = "id"
+    url_field: str | None = "url"
+    source_field: str | None = "source"
+    meta_fields: tuple[str, ...] = ()
+    nfc: bool = True
+    newlines: bool = True
+    strip_invisible: bool = True
+    strip_control: bool = True
+    max_doc_bytes: int = 4_000_000
+    html_extractor: str = "trafilatura"
+    excerpt_chars: int = 200
+    batch_rows: int = 2048
+    batch_bytes: int = 32 << 20
+    read_bytes: int = 4 << 20
+
+
+def split_name(path: str) -> tuple[str, str | None, str | None]:
+    """Split a file name into ``(stem, format, compression)`` from its suffixes.
+
+    >>> split_name("s3://b/CC-MAIN-1-00000.warc.wet.gz")
+    ('CC-MAIN-1-00000', 'wet', 'gz')
+    >>> split_name("/x/notes.md")
+    ('notes.md', None, None)
+    """
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    stem, compression, fmt = name, None, None
+    low = stem.lower()
+    for suf, codec in _COMPRESSION_SUFFIXES.items():
+        if low.endswith(suf):
+            stem, compression, low = stem[: -len(suf)], codec, low[: -len(suf)]
+            break
+    for suf, f in _FORMAT_SUFFIXES.items():
+        if low.endswith(suf):
+            stem, fmt, low = stem[: -len(suf)], f, low[: -len(suf)]
+            break
+    if fmt == "wet" and low.endswith(".warc"):  # Common Crawl names WET files *.warc.wet.gz
+        stem = stem[: -len(".warc")]
+    return stem, fmt, compression
+
+
+def file_format(path: str, forced: str = "auto") -> tuple[str | None, str | None]:
+    """``(format, compression)`` of a file: from its name, or ``forced`` unless ``auto``."""
+    _, fmt, codec = split_name(path)
+    return (fmt if forced == "auto" else forced), codec
+
+
+def is_splittable(path: str, forced: str = "auto") -> bool:
+    """True when byte ranges of the file can be read apart: uncompressed JSONL (lines) and Parquet
+    (row groups; compression lives inside the file). Other files are read by one task each."""
+    fmt, codec = file_format(path, forced)
+    return (fmt == "jsonl" and codec is None) or (fmt == "parquet" and codec is None)
+
+
+# ------------------------------------------------------------------------------------ fields
+def as_str(v: Any) -> str | None:
+    """A field value as stored text: strings as they are (surrogates repaired), others as JSON."""
+    if v is None or v is MISSING:
+        return None
+    if isinstance(v, str):
+        return clean(v)
+    if isinstance(v, bool | int | float):
+        return json.dumps(v)
+    return clean(json.dumps(v, ensure_ascii=False, sort_keys=True, default=str))
+
+
+def clean(s: str) -> str:
+    """``s`` with lone surrogates replaced (Arrow strings must be valid UTF-8)."""
+    return T.repair_surrogates(s)[0]
+
+
+def excerpt(raw: bytes | str | None, n: int) -> str | None:
+    """The first ``n`` characters of a raw record (bytes decoded with replacement)."""
+    if raw is None:
+        return None
+    if isinstance(raw, bytes | bytearray | memoryview):
+        return bytes(raw[: 4 * n]).decode("utf-8", errors="replace")[:n]
+    return clean(raw[: n + 1])[:n]
+
+
+def lookup(obj: Any, path: str) -> Any:
+    """``obj[path]``, or the dotted path through nested dicts; :data:`MISSING` when absent."""
+    if isinstance(obj, dict) and path in obj:
+        return obj[path]
+    for part in path.split("."):
+        if not isinstance(obj, dict) or part not in obj:
+            return MISSING
+        obj = obj[part]
+    return obj
