@@ -44,7 +44,7 @@ _SUMMARY = re.compile(r"^\[(?P<stage>\w+)\] in=(?P<rows_in>\d+) out=(?P<rows_out
 
 def available_stages() -> list[str]:
     """The stages of the chain whose ``pipelines/<stage>.py`` exists, in chain order."""
-    from pipelines.config import STAGES
+    from pipelines.chain import STAGES
 
     return [s for s in STAGES if importlib.util.find_spec(f"pipelines.{s}") is not None]
 
@@ -189,15 +189,21 @@ def run(n_docs: int, seed: int = 0, *, stages: list[str] | None = None, workdir:
     return result
 
 
-CHAIN_OUTPUT: dict[str, str] = {"ingest": "documents", "dedup": "deduped", "filter": "filtered", "refs": "refs_checked"}
-"""The main output table of each stage up to refs (the tables a later stage may read)."""
+def _chain_output() -> dict[str, str]:
+    """The main document table of each stage before tokenize (the tables a later stage may read)."""
+    from pipelines import chain
+
+    return {s.name: s.main_table for s in chain.before("tokenize") if s.documents and s.main_table}
+
+
+CHAIN_OUTPUT: dict[str, str] = _chain_output()
 
 
 def has_gaps(stages: list[str]) -> bool:
     """True when a stage up to refs is missing before the last stage to run (the chain needs stand-ins)."""
     if not stages:
         return False
-    from pipelines.config import STAGES
+    from pipelines.chain import STAGES
 
     upto = STAGES[: STAGES.index(stages[-1]) + 1]
     return any(s in CHAIN_OUTPUT and s not in stages for s in upto)
@@ -215,7 +221,7 @@ def _child(argv: list[str]) -> int:
 
     from jobs._cli import base_parser, parse_config
     from pipelines import tables
-    from pipelines.config import STAGES
+    from pipelines.chain import STAGES
     from pipelines.session import get_spark
     from pipelines.stage import run_stage
 
@@ -244,10 +250,10 @@ def _child(argv: list[str]) -> int:
             )
             tables.write_table(docs, cfg, "documents", properties={"written_by": "bench.scaling"})
         elif stage in CHAIN_OUTPUT and previous is not None:
-            src = spark.read.format("delta").load(cfg.table_path(previous))
+            src = tables.read_table(spark, cfg, previous)
             tables.write_table(src, cfg, CHAIN_OUTPUT[stage], properties={"written_by": "bench.scaling"})
         if stage not in stages and stage in CHAIN_OUTPUT:
-            n = spark.read.format("delta").load(cfg.table_path(CHAIN_OUTPUT[stage])).count()
+            n = tables.read_table(spark, cfg, CHAIN_OUTPUT[stage]).count()
             print(f"[seed_{CHAIN_OUTPUT[stage]}] in={n} out={n} {time.perf_counter() - t0:.1f}s", flush=True)
         previous = CHAIN_OUTPUT.get(stage, previous)
     return 0

@@ -10,28 +10,23 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pipelines.config import ConfigError, SparkConfig, WinnowConfig, load_config
-
-USER_ERRORS = (
-    "pipelines.tables.MissingTableError",
-    "pipelines.ingest.NoInputFilesError",
-    "pipelines.dedup.SignatureSettingsMismatch",
-    "udfs.tokenize.TokenizerError",
-)
-"""Errors that mean "fix the input or the config", by dotted class name: their message says what to do,
-so a job prints it without a traceback (``WINNOW_TRACEBACK=1`` shows it) and exits non-zero."""
+from udfs.errors import UserError
 
 
 def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> None:
-    names = {f"{c.__module__}.{c.__qualname__}" for c in kind.__mro__}
-    if names.isdisjoint(USER_ERRORS) or os.environ.get("WINNOW_TRACEBACK"):
+    """``sys.excepthook`` of a job: a :class:`~udfs.errors.UserError` prints its message (it says what to
+    do) without a traceback, unless ``WINNOW_TRACEBACK`` is set; anything else keeps its traceback.
+    Either way the uncaught exception still exits with status 1."""
+    if not isinstance(err, UserError) or os.environ.get("WINNOW_TRACEBACK"):
         sys.__excepthook__(kind, err, tb)
     else:
         print(f"{os.path.basename(sys.argv[0] or 'winnow')}: error: {err}", file=sys.stderr, flush=True)
 
 
-# Installed on import: jobs/<stage>.py and jobs/pipeline.py (under python or spark-submit) all import
-# this module, and an uncaught exception still exits with status 1.
-sys.excepthook = _user_error_hook
+def install_error_hook() -> None:
+    """Install :func:`_user_error_hook` as ``sys.excepthook``; every job does so when it starts (in
+    :func:`parse_config`), not on import, so importing this module changes nothing."""
+    sys.excepthook = _user_error_hook
 
 
 def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -98,6 +93,7 @@ def configure_logging(quiet: bool) -> None:
 def parse_config(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> tuple[argparse.Namespace, WinnowConfig]:
     """Parse ``argv`` and load the config; a bad config exits with status 2 and the error message."""
     args = parser.parse_args(argv)
+    install_error_hook()
     configure_logging(args.quiet)
     try:
         cfg = load_config(args.conf, args.overrides)

@@ -17,7 +17,7 @@ import argparse
 from collections.abc import Sequence
 
 from jobs._cli import base_parser, parse_config, spark_config
-from pipelines.config import STAGES
+from pipelines.chain import STAGES
 
 
 def parser() -> argparse.ArgumentParser:

@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = base_parser("verify.py", "Re-read every shard and check it against manifest.json")
     parser.add_argument("--root", default=None, help="shard root to verify (default: shard.output or <run.root>/shards)")
     args, cfg = parse_config(parser, argv)
-    root = args.root or cfg.shard.output or cfg.shards_path
+    root = args.root or cfg.shard_root
     res = verify(root, cfg.shard.storage)
     for p in res.problems:
         print(f"MISMATCH {p}", flush=True)

@@ -20,6 +20,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.chain import require_columns
+
 EDGE_COLUMNS = ("src", "dst")
 OUTPUT_COLUMNS = ("node", "component")
 
@@ -81,9 +83,7 @@ def connected_components(
 
     Source: Kiveris et al. 2014, Algorithms 1-3 (large-star, small-star, alternating loop).
     """
-    missing = [c for c in EDGE_COLUMNS if c not in edges.columns]
-    if missing:
-        raise ValueError(f"connected_components: edge columns missing: {missing}; found {edges.columns}")
+    require_columns(edges, EDGE_COLUMNS, "connected_components")
     cur = (
         edges.where(F.col("src").isNotNull() & F.col("dst").isNotNull() & (F.col("src") != F.col("dst")))
         .select(F.greatest("src", "dst").alias("a"), F.least("src", "dst").alias("b"))

@@ -14,16 +14,17 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-STAGES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "tokenize", "shard", "report")
-"""The chain, in order. ``pipeline.stages`` must be a subsequence of it."""
+from pipelines.chain import STAGES, document_tables_before
+from pipelines.filter_rules import rule_names
+from udfs.errors import UserError
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration file or override is invalid; the message names key, value and allowed values."""
 
 
@@ -174,25 +175,14 @@ def _yaml_off(v: Any) -> Any:
     return v
 
 
-FILTER_RULES: dict[str, tuple[str, ...]] = {
-    "GopherQualityConfig": (
-        "word_count", "mean_word_length", "symbol_word_ratio", "bullet_lines", "ellipsis_lines",
-        "alpha_words", "stop_words",
-    ),
-    "GopherRepetitionConfig": (
-        "dup_line_frac", "dup_para_frac", "dup_line_char_frac", "dup_para_char_frac",
-        "top_2gram", "top_3gram", "top_4gram",
-        "dup_5gram", "dup_6gram", "dup_7gram", "dup_8gram", "dup_9gram", "dup_10gram",
-    ),
-    "C4Config": ("lorem_ipsum", "curly_bracket", "min_sentences"),
-    "FineWebConfig": ("line_punct_ratio", "short_line_ratio", "char_dup_ratio", "newline_ratio"),
-}
-"""Rule ids (after the family prefix) of each rule family, used to validate per-rule overrides."""
-
-
 class RuleFamily(Section):
-    """Settings every rule family shares: the action of its rules and the languages they apply to."""
+    """Settings every rule family shares: the action of its rules and the languages they apply to.
 
+    ``family`` names the subsection; its rules are the rows of :data:`pipelines.filter_rules.RULES`
+    whose config key lies in it.
+    """
+
+    family: ClassVar[str]
     action: Action = "drop"
     rule_actions: dict[str, Action] = Field(default_factory=dict)
     languages: list[str] | None = None
@@ -203,7 +193,7 @@ class RuleFamily(Section):
     @field_validator("rule_actions", "rule_languages")
     @classmethod
     def _known_rules(cls, v: dict[str, Any]) -> dict[str, Any]:
-        allowed = FILTER_RULES[cls.__name__]
+        allowed = rule_names(cls.family)
         unknown = sorted(set(v) - set(allowed))
         if unknown:
             raise ValueError(f"unknown rule(s) {unknown}; allowed: {list(allowed)}")
@@ -212,6 +202,8 @@ class RuleFamily(Section):
 
 class GopherQualityConfig(RuleFamily):
     """Gopher quality rules (Rae et al. 2021, appendix A.1.1); defaults are the paper's."""
+
+    family: ClassVar[str] = "gopher_quality"
 
     rule_languages: dict[str, list[str] | None] = Field(default_factory=lambda: {"stop_words": ["en"]})
     min_words: int | None = Field(default=50, ge=0)
@@ -237,6 +229,8 @@ class GopherQualityConfig(RuleFamily):
 class GopherRepetitionConfig(RuleFamily):
     """Gopher repetition rules (Rae et al. 2021, table A1); defaults are the paper's."""
 
+    family: ClassVar[str] = "gopher_repetition"
+
     max_dup_line_frac: float | None = Field(default=0.30, ge=0, le=1)
     max_dup_para_frac: float | None = Field(default=0.30, ge=0, le=1)
     max_dup_line_char_frac: float | None = Field(default=0.20, ge=0, le=1)
@@ -255,6 +249,8 @@ class GopherRepetitionConfig(RuleFamily):
 class C4Config(RuleFamily):
     """C4 page rules (Raffel et al. 2020, section 2.2); line removal is never done (signals only)."""
 
+    family: ClassVar[str] = "c4"
+
     drop_lorem_ipsum: bool = True
     drop_curly_bracket: bool = True
     min_sentences: int | None = Field(default=5, ge=0)
@@ -262,6 +258,8 @@ class C4Config(RuleFamily):
 
 class FineWebConfig(RuleFamily):
     """FineWeb quality rules (Penedo et al. 2024, section 3.3; datatrove defaults)."""
+
+    family: ClassVar[str] = "fineweb"
 
     min_line_punct_ratio: float | None = Field(default=0.12, ge=0, le=1)
     max_short_line_ratio: float | None = Field(default=0.67, ge=0, le=1)
@@ -369,9 +367,9 @@ class RefsConfig(Section):
 class TokenizeConfig(Section):
     """Owned by the tokenize stage (issue 6): ``refs_checked`` (or the last table of the chain) -> ``tokenized``."""
 
-    # null = the last table of the chain that pipeline.stages produces before tokenize (refs_checked,
-    # filtered, deduped or documents); a name forces that table.
-    input_table: Literal["documents", "deduped", "filtered", "refs_checked"] | None = None
+    # null = the last document table that pipeline.stages produces before tokenize (pipelines/chain.py);
+    # a name forces that table.
+    input_table: Literal[tuple(document_tables_before("tokenize"))] | None = None  # type: ignore[valid-type]
     tokenizer: str = "builtin:gpt2"
     allow_download: bool = False
     # EOS: the id is looked up from eos_token unless eos_id is given (GPT-2: <|endoftext|> = 50256).
@@ -461,8 +459,13 @@ class WinnowConfig(Section):
 
     @property
     def shards_path(self) -> str:
-        """Location of token shards and ``manifest.json``: ``<run.root>/shards``."""
+        """Default shard root, ``<run.root>/shards``; the effective one is :attr:`shard_root`."""
         return _join(self.run.root, "shards")
+
+    @property
+    def shard_root(self) -> str:
+        """Where the shard stage writes: ``shard.output`` when set, else :attr:`shards_path`; no trailing ``/``."""
+        return (self.shard.output or self.shards_path).rstrip("/")
 
     @property
     def report_path(self) -> str:

@@ -33,11 +33,12 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from pipelines import tables
+from pipelines import chain, tables
 from pipelines.components import connected_components
 from pipelines.config import DedupConfig, WinnowConfig
 from pipelines.stage import StageReport
 from udfs import lsh, minhash
+from udfs.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ BAND_COLUMNS = ("doc_id", "bands", "signature")
 REASON_EXACT, REASON_NEAR = "dedup.exact", "dedup.near"
 
 
-class SignatureSettingsMismatch(ValueError):
+class SignatureSettingsMismatch(UserError, ValueError):
     """Signatures or band keys made with different settings were about to be compared."""
 
 
@@ -155,9 +156,7 @@ def _check_columns(df: DataFrame, d: DedupConfig) -> None:
         need.append("n_chars")
     elif d.representative.startswith("max:"):
         need.append(d.representative[4:])
-    missing = [c for c in need if c not in df.columns]
-    if missing:
-        raise ValueError(f"dedup: input columns missing: {missing} (found {df.columns}; dedup.representative={d.representative!r})")
+    chain.require_columns(df, need, STAGE, f"dedup.representative={d.representative!r}")
 
 
 def exact_key(d: DedupConfig) -> Column:
@@ -343,7 +342,7 @@ def _read_reference(spark: SparkSession, path: str, s: SignatureSettings) -> Dat
     props = tables.table_properties(spark, path)
     found = json.loads(props.get("signature", "{}"))
     s.check_same(found, f"dedup.reference {path!r}")
-    return spark.read.format("delta").load(path)
+    return tables.read_path(spark, path)
 
 
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
@@ -357,16 +356,15 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         SignatureSettingsMismatch: ``dedup.reference`` was made with other signature settings.
     """
     d = cfg.dedup
-    docs = tables.read_table(spark, cfg, "documents", written_by="ingest")
+    docs = tables.read_table(spark, cfg, chain.stage(STAGE).input)
     report = StageReport(STAGE)
     cluster_schema = "doc_id string, cluster_id string, cluster_size int, is_representative boolean, kind string, duplicate_of string"
     if not d.enabled:
         report.rows_in = report.rows_out = docs.count()
-        report.outputs["deduped"] = tables.write_table(docs, cfg, "deduped", properties={"dedup": {"enabled": False}})
-        report.outputs["dup_clusters"] = tables.write_table(spark.createDataFrame([], cluster_schema), cfg, "dup_clusters")
-        empty = docs.limit(0).withColumn("reason", F.array().cast("array<string>")).withColumn("duplicate_of", F.lit(None).cast("string"))
-        report.outputs["removed"] = tables.write_removed(empty, cfg, STAGE)
-        tables.write_effective_config(spark, cfg, STAGE)
+        empty = docs.limit(0).withColumn("reason", F.array().cast("array<string>")).withColumn(
+            "duplicate_of", F.lit(None).cast("string"))
+        outputs = {"deduped": docs, "dup_clusters": spark.createDataFrame([], cluster_schema)}
+        report.outputs = tables.publish(spark, cfg, STAGE, outputs, removed=empty, properties={"dedup": {"enabled": False}})
         return report
 
     s = SignatureSettings.from_config(d, cfg.run.seed)
@@ -387,23 +385,19 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             report.removed[f"dedup.{r['kind']}"] = report.removed.get(f"dedup.{r['kind']}", 0) + r["count"]
 
     props = {"signature": s.to_dict(), "threshold": d.threshold, "s_curve": curve, "fp_check": d.fp_check or "none",
-             "representative": d.representative, "exact_key": d.exact_key if d.exact else "none",
-             "config_fingerprint": cfg.stage_fingerprint(STAGE)}
+             "representative": d.representative, "exact_key": d.exact_key if d.exact else "none"}
     survivors = ann.where("is_representative")
-    report.outputs["deduped"] = tables.write_table(survivors.select(*docs.columns), cfg, "deduped", properties=props)
-    report.outputs["dup_clusters"] = tables.write_table(
-        ann.where("cluster_size > 1").select(*CLUSTER_COLUMNS), cfg, "dup_clusters", properties=props
-    )
+    outputs = {"deduped": survivors.select(*docs.columns), "dup_clusters": ann.where("cluster_size > 1").select(*CLUSTER_COLUMNS)}
     removed = ann.where(~F.col("is_representative")).select(
         *docs.columns, F.array(F.concat(F.lit("dedup."), F.col("kind"))).alias("reason"), "duplicate_of"
     )
-    report.outputs["removed"] = tables.write_removed(removed, cfg, STAGE)
+    bands = None
     if near.signatures is not None:
         bands = near.signatures.join(survivors.select("doc_id"), "doc_id").select(*BAND_COLUMNS)
-        report.outputs["dedup_bands"] = tables.write_table(bands, cfg, "dedup_bands", properties=props)
-        if d.reference and d.reference_append:
-            bands.write.format("delta").mode("append").save(d.reference)
-    tables.write_effective_config(spark, cfg, STAGE)
+        outputs["dedup_bands"] = bands
+    report.outputs = tables.publish(spark, cfg, STAGE, outputs, removed=removed, properties=props)
+    if bands is not None and d.reference and d.reference_append:
+        tables.append(bands, d.reference)
     report.extra = {"signature": s.to_dict(), "s_curve": curve, "candidate_edges": near.n_candidate_edges,
                     "edges": near.n_edges, "large_buckets": near.large_buckets or []}
     for df in (ann, docs):

@@ -19,19 +19,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines import tables
-from pipelines.config import FilterConfig, WinnowConfig
+from pipelines import chain, filter_rules, tables
+from pipelines.config import FilterConfig, RuleFamily, WinnowConfig
+from pipelines.filter_rules import RULES, Rule
 from pipelines.stage import StageReport
 
 STAGE = "filter"
-INPUT_TABLE = "deduped"
-OUTPUT_TABLE = "filtered"
+INPUT_TABLE = chain.stage(STAGE).input
+OUTPUT_TABLE = chain.stage(STAGE).main_table
 INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "text")
 """Columns the transform needs; every other input column passes through unchanged."""
 
@@ -56,13 +58,6 @@ def _spark_type(t: pa.DataType) -> T.DataType:
     from pyspark.sql.pandas.types import from_arrow_type
 
     return from_arrow_type(t)
-
-
-def check_input(df: DataFrame, required: tuple[str, ...] = INPUT_COLUMNS) -> None:
-    """Raise ``ValueError`` naming the required columns missing from ``df``."""
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        raise ValueError(f"filter: input is missing column(s) {missing}; it has {df.columns}")
 
 
 def _model_locator(spark: SparkSession, path: str | None) -> Callable[[], str] | None:
@@ -103,7 +98,7 @@ def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
 
     from udfs.langid import default_model_path
 
-    check_input(df)
+    chain.require_columns(df, INPUT_COLUMNS, STAGE)
     spark = df.sparkSession
     lid = cfg.langid
     lid_locate = _model_locator(spark, (lid.model or default_model_path())) if lid.enabled else None
@@ -140,80 +135,48 @@ def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     return out.select(*[F.col(c) for c in df.columns], *[F.col(f"{tmp}.{c}").alias(c) for c in SIGNAL_COLUMNS])
 
 
+def _signal(rule: Rule) -> Column:
+    struct, _, field = rule.signal.partition(".")
+    return F.col(struct).getField(field) if field else F.col(struct)
+
+
+def _fails(rule: Rule, value: Any) -> Column:
+    """The condition under which ``rule`` fails for threshold ``value`` (null when the signal is null)."""
+    signal = _signal(rule)
+    if rule.compare == "min":
+        return signal < F.lit(value)
+    if rule.compare == "max":
+        return signal > F.lit(value)
+    if rule.compare == "in":
+        return ~signal.isin(list(value))
+    return signal  # "true": the boolean signal itself
+
+
 def _rules(cfg: FilterConfig) -> list[tuple[str, str, Column, list[str] | None]]:
-    """Every active rule as (reason id, action, failure condition, languages or None)."""
-    out: list[tuple[str, str, Column, list[str] | None]] = []
+    """Every active rule as (reason id, action, failure condition, languages or None), in rule order.
 
-    def add(family: str, fam, rule: str, cond: Column | None) -> None:
-        if cond is None:
-            return
-        action = fam.rule_actions.get(rule, fam.action)
-        langs = fam.rule_languages[rule] if rule in fam.rule_languages else fam.languages
-        if action != "off":
-            out.append((f"{family}.{rule}", action, cond, langs))
-
-    def col(family: str, name: str) -> Column:
-        return F.col(family).getField(name)
-
-    def below(family: str, name: str, v) -> Column | None:
-        return None if v is None else col(family, name) < F.lit(v)
-
-    def above(family: str, name: str, v) -> Column | None:
-        return None if v is None else col(family, name) > F.lit(v)
-
-    def either(*conds: Column | None) -> Column | None:
-        live = [c for c in conds if c is not None]
-        if not live:
-            return None
-        res = live[0]
-        for c in live[1:]:
-            res = res | c
-        return res
-
-    g = cfg.gopher_quality
-    fam = "gopher_quality"
-    add(fam, g, "word_count", either(below(fam, "word_count", g.min_words), above(fam, "word_count", g.max_words)))
-    add(fam, g, "mean_word_length", either(below(fam, "mean_word_length", g.min_mean_word_length),
-                                           above(fam, "mean_word_length", g.max_mean_word_length)))
-    add(fam, g, "symbol_word_ratio", either(above(fam, "hash_word_ratio", g.max_symbol_word_ratio),
-                                            above(fam, "ellipsis_word_ratio", g.max_symbol_word_ratio)))
-    add(fam, g, "bullet_lines", above(fam, "bullet_lines_ratio", g.max_bullet_lines_ratio))
-    add(fam, g, "ellipsis_lines", above(fam, "ellipsis_lines_ratio", g.max_ellipsis_lines_ratio))
-    add(fam, g, "alpha_words", below(fam, "alpha_words_ratio", g.min_alpha_words_ratio))
-    add(fam, g, "stop_words", below(fam, "stop_words", g.min_stop_words))
-
-    r = cfg.gopher_repetition
-    fam = "gopher_repetition"
-    for name in ("dup_line_frac", "dup_para_frac", "dup_line_char_frac", "dup_para_char_frac"):
-        add(fam, r, name, above(fam, name, getattr(r, f"max_{name}")))
-    for k in (2, 3, 4):
-        add(fam, r, f"top_{k}gram", above(fam, f"top_{k}gram_char_frac", getattr(r, f"max_top_{k}gram_char_frac")))
-    for k in range(5, 11):
-        add(fam, r, f"dup_{k}gram", above(fam, f"dup_{k}gram_char_frac", getattr(r, f"max_dup_{k}gram_char_frac")))
-
-    c = cfg.c4
-    fam = "c4"
-    add(fam, c, "lorem_ipsum", col(fam, "has_lorem_ipsum") if c.drop_lorem_ipsum else None)
-    add(fam, c, "curly_bracket", col(fam, "has_curly_bracket") if c.drop_curly_bracket else None)
-    add(fam, c, "min_sentences", below(fam, "kept_sentences", c.min_sentences))
-
-    w = cfg.fineweb
-    fam = "fineweb"
-    add(fam, w, "line_punct_ratio", below(fam, "line_punct_ratio", w.min_line_punct_ratio))
-    add(fam, w, "short_line_ratio", above(fam, "short_line_ratio", w.max_short_line_ratio))
-    add(fam, w, "char_dup_ratio", above(fam, "char_dup_ratio", w.max_char_dup_ratio))
-    add(fam, w, "newline_ratio", above(fam, "newline_ratio", w.max_newline_ratio))
-
-    lid = cfg.langid
-    if lid.enabled and lid.action != "off":
-        if lid.allowed is not None:
-            out.append(("lang.allowed", lid.action, ~F.col("lang").isin(list(lid.allowed)), None))
-        if lid.min_score is not None:
-            out.append(("lang.score", lid.action, F.col("lang_score") < F.lit(lid.min_score), None))
-    qm = cfg.quality_model
-    if qm.model is not None and qm.action != "off" and qm.min_score is not None:
-        out.append(("quality.score", qm.action, F.col("quality_score") < F.lit(qm.min_score), None))
-    return out
+    Rows of :data:`pipelines.filter_rules.RULES` sharing a reason id are OR-ed into one condition; a row
+    whose threshold is null (or a ``drop_*`` key false) or whose ``requires`` key is unset is left out.
+    """
+    section = cfg.model_dump()
+    active: dict[str, tuple[str, Column, list[str] | None]] = {}
+    for rule in RULES:
+        value = filter_rules.lookup(section, rule.key)
+        if value is None or value is False or (rule.requires and not filter_rules.lookup(section, rule.requires)):
+            continue
+        sub = getattr(cfg, rule.section)
+        if isinstance(sub, RuleFamily):
+            action = sub.rule_actions.get(rule.name, sub.action)
+            langs = sub.rule_languages[rule.name] if rule.name in sub.rule_languages else sub.languages
+        else:
+            action, langs = sub.action, None
+        if action == "off":
+            continue
+        cond = _fails(rule, value)
+        if rule.reason in active:
+            cond = active[rule.reason][1] | cond
+        active[rule.reason] = (action, cond, langs)
+    return [(rid, action, cond, langs) for rid, (action, cond, langs) in active.items()]
 
 
 def rule_ids(cfg: FilterConfig) -> list[str]:
@@ -235,7 +198,7 @@ def decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     Raises:
         ValueError: a signal column is missing.
     """
-    check_input(df, SIGNAL_COLUMNS)
+    chain.require_columns(df, SIGNAL_COLUMNS, STAGE)
     df = df.drop(*[c for c in DECISION_COLUMNS if c in df.columns])
     by_action: dict[str, list[Column]] = {"drop": [], "flag": []}
     for rid, action, cond, langs in _rules(cfg):
@@ -277,24 +240,16 @@ def _write(spark: SparkSession, cfg: WinnowConfig, decided: DataFrame, rows_in_c
         gone = decided.filter(F.size("filter_reasons") > 0).select(
             *rows_in_cols, *OUTPUT_COLUMNS, F.col("filter_reasons").alias("reason")
         )
-        props = {
-            "stage": STAGE,
-            "stage_fingerprint": cfg.stage_fingerprint(STAGE),
-            "config_fingerprint": cfg.fingerprint(),
-            "mode": mode,
-            "rules": rule_ids(cfg.filter),
-        }
-        out_path = tables.write_table(kept, cfg, OUTPUT_TABLE, properties=props)
-        removed_path = tables.write_removed(gone, cfg, STAGE)
+        props = {"mode": mode, "rules": rule_ids(cfg.filter)}
+        outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=gone, properties=props)
     finally:
         decided.unpersist()
-    tables.write_effective_config(spark, cfg, STAGE)
     return StageReport(
         stage=STAGE,
         rows_in=kept_n + sum(removed.values()),
         rows_out=kept_n,
         removed=removed,
-        outputs={OUTPUT_TABLE: out_path, "removed": removed_path},
+        outputs=outputs,
         extra={"mode": mode, "failing_by_rule": {row["r"]: int(row["count"]) for row in per_rule}},
         first_reason_only=True,
     )
@@ -315,20 +270,19 @@ def run(spark: SparkSession, cfg: WinnowConfig, decide_only: bool = False) -> St
         MissingTableError: the input table (or, with ``decide_only``, ``filtered``) does not exist.
     """
     if decide_only:
-        filtered = tables.read_table(spark, cfg, OUTPUT_TABLE, written_by=STAGE)
+        filtered = tables.read_table(spark, cfg, OUTPUT_TABLE)
         base_cols = [c for c in filtered.columns if c not in OUTPUT_COLUMNS and c not in DECISION_COLUMNS]
         cols = [*base_cols, *SIGNAL_COLUMNS]
         f_ver = tables.table_version(spark, cfg.table_path(OUTPUT_TABLE))
-        parts = [spark.read.format("delta").option("versionAsOf", f_ver).load(cfg.table_path(OUTPUT_TABLE)).select(*cols)]
-        rpath = cfg.table_path("removed")
-        if tables.table_exists(spark, rpath):
-            r_ver = tables.table_version(spark, rpath)
-            old = spark.read.format("delta").option("versionAsOf", r_ver).load(rpath)
+        parts = [tables.read_table(spark, cfg, OUTPUT_TABLE, version=f_ver).select(*cols)]
+        r_ver = tables.delta_version(spark, cfg.table_path("removed"))
+        if r_ver is not None:
+            old = tables.read_table(spark, cfg, "removed", version=r_ver)
             parts.append(old.filter(F.col("stage") == STAGE).select(*cols))
         signals = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         return _write(spark, cfg, decide(signals, cfg.filter), base_cols, "decide_only")
 
-    df = tables.read_table(spark, cfg, INPUT_TABLE, written_by="dedup")
+    df = tables.read_table(spark, cfg, INPUT_TABLE)
     base_cols = list(df.columns)
     if not cfg.filter.enabled:
         # Pass through unchanged: signal columns stay null, no rule runs.

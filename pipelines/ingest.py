@@ -27,8 +27,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import tables
+from pipelines.chain import require_columns
 from pipelines.config import IngestConfig, WinnowConfig
 from pipelines.stage import StageReport
+from udfs.errors import UserError
 from udfs.formats import QUARANTINE_REASONS, ParseOptions, explode_file
 
 STAGE = "ingest"
@@ -47,7 +49,7 @@ RECORD_DDL = (
 """Spark schema of :data:`udfs.formats.RECORD_SCHEMA` (a test keeps the two equal)."""
 
 
-class NoInputFilesError(FileNotFoundError):
+class NoInputFilesError(UserError, FileNotFoundError):
     """A glob of ``ingest.inputs`` matches no file (a typo, or the data is not where the config says)."""
 
 
@@ -66,12 +68,6 @@ def parse_options(cfg: IngestConfig) -> ParseOptions:
     )
 
 
-def _require(df: DataFrame, columns: tuple[str, ...], what: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{what}: input is missing columns {missing}; it has {df.columns}")
-
-
 def explode_files(files: DataFrame, cfg: IngestConfig) -> DataFrame:
     """Parse every file into records: documents, quarantined records and one summary row per file.
 
@@ -87,7 +83,7 @@ def explode_files(files: DataFrame, cfg: IngestConfig) -> DataFrame:
     Raises:
         ValueError: ``files`` lacks ``path`` or ``content``.
     """
-    _require(files, INPUT_COLUMNS, "explode_files")
+    require_columns(files, INPUT_COLUMNS, "explode_files")
     opts = parse_options(cfg)
     has_key = "key_path" in files.columns
     cols = [*INPUT_COLUMNS, "key_path"] if has_key else list(INPUT_COLUMNS)
@@ -112,7 +108,7 @@ def assign_doc_ids(records: DataFrame) -> DataFrame:
     Returns:
         The document rows with a ``doc_id`` column (string, never null).
     """
-    _require(records, ("kind", "source", "src_id", "key_path", "record"), "assign_doc_ids")
+    require_columns(records, ("kind", "source", "src_id", "key_path", "record"), "assign_doc_ids")
     docs = records.where(F.col("kind") == "doc")
     cand = F.when(F.col("src_id").isNotNull() & (F.col("src_id") != ""), F.concat_ws("/", "source", "src_id"))
     docs = docs.withColumn("_cand", cand)
@@ -136,7 +132,7 @@ def to_documents(records: DataFrame) -> DataFrame:
 
 def to_quarantine(records: DataFrame) -> DataFrame:
     """The ``quarantine`` table of :func:`explode_files` rows: :data:`QUARANTINE_COLUMNS`."""
-    _require(records, ("kind", *QUARANTINE_COLUMNS), "to_quarantine")
+    require_columns(records, ("kind", *QUARANTINE_COLUMNS), "to_quarantine")
     return records.where(F.col("kind") == "quarantine").select(*QUARANTINE_COLUMNS)
 
 
@@ -259,25 +255,22 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         )
         extra.update(chars_out=int(stats["chars"] or 0), bytes_out=int(stats["bytes"] or 0),
                      n_replaced=int(stats["replaced"] or 0))
-        props = {
-            "stage": STAGE, "config_fingerprint": cfg.fingerprint(), "stage_fingerprint": cfg.stage_fingerprint(STAGE),
-            "doc_id_scheme": DOC_ID_SCHEME,
-        }
-        docs_path = tables.write_table(to_documents(records), cfg, "documents", properties=props)
-        quar_path = tables.write_table(to_quarantine(records), cfg, "quarantine",
-                                       properties={**props, "reasons": sorted(QUARANTINE_REASONS)})
+        outputs = tables.publish(
+            spark, cfg, STAGE, {"documents": to_documents(records), "quarantine": to_quarantine(records)},
+            properties={"doc_id_scheme": DOC_ID_SCHEME},
+            table_properties={"quarantine": {"reasons": sorted(QUARANTINE_REASONS)}},
+        )
     finally:
         records.unpersist()
         spark.conf.set(batch_key, old_batch)
-    rows_out = spark.read.format("delta").load(docs_path).count()
+    rows_out = tables.read_path(spark, outputs["documents"]).count()
     quarantined = {
         r["reason"]: int(r["count"])
-        for r in spark.read.format("delta").load(quar_path).groupBy("reason").count().collect()
+        for r in tables.read_path(spark, outputs["quarantine"]).groupBy("reason").count().collect()
     }
-    tables.write_effective_config(spark, cfg, STAGE)
     report = StageReport(
         stage=STAGE, rows_in=extra.pop("records_read"), rows_out=rows_out, quarantined=dict(sorted(quarantined.items())),
-        outputs={"documents": docs_path, "quarantine": quar_path}, extra=extra,
+        outputs=outputs, extra=extra,
     )
     return report
 

@@ -2,7 +2,7 @@
 
 Used by ``jobs/inspect.py``. Samples are ordered by a keyed hash of ``(seed, doc_id)``, so the same
 command shows the same documents whatever the partitioning; text is cut to head and tail with the cut
-marked (:func:`pipelines.report.truncate`).
+marked (:func:`pipelines.samples.truncate`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import tables
-from pipelines.config import STAGES, WinnowConfig
-from pipelines.report import read_if_exists, row_signals, seeded_order, truncate
-from pipelines.runs import STAGE_TABLES
+from pipelines import chain, tables
+from pipelines.chain import STAGES
+from pipelines.config import WinnowConfig
+from pipelines.samples import row_signals, seeded_order, truncate
+from pipelines.tables import read_if_exists
 
 
 def reason_matches(reason: str) -> Any:
@@ -58,9 +59,10 @@ def sample(
     if stage == "ingest" and not kept:
         return _sample_quarantine(spark, cfg, reason, n, text_chars)
     if kept:
-        if not STAGE_TABLES[stage]:
-            raise ValueError(f"stage {stage!r} writes no document table; allowed: {[s for s in STAGES if STAGE_TABLES[s]]}")
-        df = tables.read_table(spark, cfg, STAGE_TABLES[stage][0], written_by=stage)
+        table = chain.stage(stage).main_table
+        if table is None:
+            raise ValueError(f"stage {stage!r} writes no document table; allowed: {[s for s, _ in chain.main_tables()]}")
+        df = tables.read_table(spark, cfg, table, written_by=stage)
     else:
         df = tables.read_table(spark, cfg, "removed", written_by=stage).where(F.col("stage") == stage)
         if reason:
@@ -80,7 +82,7 @@ def sample(
 
 def _sample_quarantine(spark: SparkSession, cfg: WinnowConfig, reason: str | None, n: int, text_chars: int) -> list[dict[str, Any]]:
     """Seeded sample of ``quarantine`` rows in :func:`sample`'s shape (``doc_id`` = ``input_file:record``)."""
-    df = tables.read_table(spark, cfg, "quarantine", written_by="ingest")
+    df = tables.read_table(spark, cfg, "quarantine")
     df = df.withColumn("doc_id", F.concat_ws(":", "input_file", F.col("record").cast("string")))
     if reason:
         # The report names these reasons "quarantine.<reason>"; the table stores the bare reason.
@@ -107,11 +109,9 @@ def doc_path(spark: SparkSession, cfg: WinnowConfig, doc_id: str) -> list[dict[s
         for r in removed.where(F.col("doc_id") == doc_id).select("stage", "reason", "duplicate_of").collect():
             removals[r["stage"]] = r
     out = []
-    for stage in STAGES:
-        names = STAGE_TABLES[stage]
-        if not names:
-            continue
-        df = read_if_exists(spark, cfg, names[0])
+    for stage, table in chain.main_tables():
+        names = (table,)
+        df = read_if_exists(spark, cfg, table)
         if stage in removals:
             r = removals[stage]
             detail = ", ".join(r["reason"] or []) + (f"; duplicate of {r['duplicate_of']}" if r["duplicate_of"] else "")

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from urllib.parse import urlparse
 
 from pipelines.config import WinnowConfig
+from udfs.errors import UserError
 
 
-class PreflightError(ValueError):
+class PreflightError(UserError, ValueError):
     """The config names something this machine cannot use; the message names the key."""
 
 

@@ -25,14 +25,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines import tables
+from pipelines import chain, tables
 from pipelines.config import RefsConfig, WinnowConfig
 from pipelines.stage import StageReport
 from udfs.refs import refs_signals
 
 STAGE = "refs"
-INPUT_TABLE = "filtered"
-OUTPUT_TABLE = "refs_checked"
+INPUT_TABLE = chain.stage(STAGE).input
+OUTPUT_TABLE = chain.stage(STAGE).main_table
 INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "text")
 """Required input columns; ``lang`` (from filter) is used when present to pick the vocabulary."""
 SIGNAL_COLUMNS: tuple[str, ...] = (
@@ -142,22 +142,15 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         The :class:`StageReport`; ``removed`` counts documents by reason; ``extra`` holds documents by
         ``refs_action``, mentions and dangling mentions by kind.
     """
-    src = tables.read_table(spark, cfg, INPUT_TABLE, written_by="filter")
+    src = tables.read_table(spark, cfg, INPUT_TABLE)
     checked = check_refs(src, cfg.refs).persist(StorageLevel.MEMORY_AND_DISK)
     reason = REASON_EMPTIED if cfg.refs.policy == "repair" else REASON_DANGLING
     try:
         stats = _stats(checked)
         kept = checked.where(F.col("refs_action") != "drop")
         dropped = checked.where(F.col("refs_action") == "drop").withColumn("reason", F.array(F.lit(reason)))
-        props = {
-            "stage": STAGE,
-            "config_fingerprint": cfg.fingerprint(),
-            "stage_fingerprint": cfg.stage_fingerprint(STAGE),
-            "policy": cfg.refs.policy if cfg.refs.enabled else "skipped",
-        }
-        out_path = tables.write_table(kept, cfg, OUTPUT_TABLE, properties=props)
-        removed_path = tables.write_removed(dropped, cfg, STAGE)
-        tables.write_effective_config(spark, cfg, STAGE)
+        props = {"policy": cfg.refs.policy if cfg.refs.enabled else "skipped"}
+        outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=dropped, properties=props)
     finally:
         checked.unpersist()
     n_drop = stats["actions"].get("drop", 0)
@@ -166,7 +159,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         rows_in=stats["rows"],
         rows_out=stats["rows"] - n_drop,
         removed={reason: n_drop} if n_drop else {},
-        outputs={OUTPUT_TABLE: out_path, "removed": removed_path},
+        outputs=outputs,
         extra={k: v for k, v in stats.items() if k != "rows"},
         notes={"flagged": stats["actions"].get("flag", 0), "repaired": stats["actions"].get("repair", 0),
                "dangling_mentions": sum(stats["dangling_by_kind"].values())},

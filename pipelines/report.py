@@ -19,19 +19,14 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines import tables
+from pipelines import chain, tables
+from pipelines.chain import STAGES, marker_files
 from pipelines.config import WinnowConfig
-from pipelines.runs import delta_version, latest_records, marker_files, read_bytes
+from pipelines.filter_rules import thresholds
+from pipelines.runs import latest_records
+from pipelines.samples import row_signals, seeded_order, truncate
 from pipelines.stage import StageReport
-
-CHAIN_TABLES: tuple[tuple[str, str], ...] = (
-    ("ingest", "documents"),
-    ("dedup", "deduped"),
-    ("filter", "filtered"),
-    ("refs", "refs_checked"),
-    ("tokenize", "tokenized"),
-)
-"""(stage, main output table) in chain order: the steps of the funnel before the shards."""
+from pipelines.tables import read_bytes, read_if_exists
 
 DOCUMENT_COLUMNS = frozenset(
     {"doc_id", "text", "source", "url", "meta", "input_file", "n_chars", "n_bytes", "n_replaced"}
@@ -41,34 +36,12 @@ DOCUMENT_COLUMNS = frozenset(
 NOT_SIGNALS = frozenset({"cluster_size", "stage", "n_tokens", "duplicate_of"})
 
 
-_LOADED: dict[tuple[int, str, int], DataFrame] = {}
-
-
-def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str) -> DataFrame | None:
-    """The Delta table ``name`` of this run at its latest version, or None when it does not exist."""
-    # One load per table version: each part of the report reads the same few tables, and resolving a
-    # Delta snapshot costs a Spark job; the _delta_log listing that finds the version does not.
-    path = cfg.table_path(name)
-    version = delta_version(spark, path)
-    if version is None:
-        return None
-    key = (id(spark), path, version)
-    if key not in _LOADED:
-        _LOADED[key] = spark.read.format("delta").option("versionAsOf", version).load(path)
-    return _LOADED[key]
-
-
 def _bytes_col(df: DataFrame) -> Column | None:
     if "n_bytes" in df.columns:
         return F.col("n_bytes")
     if "text" in df.columns:
         return F.octet_length("text")
     return None
-
-
-def seeded_order(seed: int, key: str = "doc_id") -> Column:
-    """A sort key that orders rows by a keyed hash of ``(seed, key)``: the same sample on any partitioning."""
-    return F.xxhash64(F.lit(seed), F.col(key))
 
 
 # --------------------------------------------------------------------------------------------- parts
@@ -84,7 +57,7 @@ def funnel(spark: SparkSession, cfg: WinnowConfig, manifest: dict[str, Any] | No
     if docs is not None:
         n_q = quarantine.count() if quarantine is not None else 0
         rows.append({"step": "read", "table": "input records", "documents": None, "records": None, "quarantined": n_q})
-    for stage, name in CHAIN_TABLES:
+    for stage, name in chain.main_tables():
         df = read_if_exists(spark, cfg, name)
         if df is None:
             continue
@@ -133,8 +106,6 @@ def removals(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
             .collect()
         )
         out += [{"stage": r["stage"], "reason": r["reason"] or "(none)", "documents": int(r["n"]), "bytes": _int(r["bytes"])} for r in g]
-    from pipelines.config import STAGES
-
     return sorted(out, key=lambda r: (STAGES.index(r["stage"]) if r["stage"] in STAGES else 99, r["reason"]))
 
 
@@ -153,51 +124,6 @@ def signal_columns(df: DataFrame) -> list[str]:
         elif isinstance(f.dataType, T.StructType):
             out += [f"{f.name}.{g.name}" for g in f.dataType.fields if isinstance(g.dataType, _NUMERIC)]
     return sorted(out)
-
-
-def _threshold_names(column: str) -> tuple[str, list[str]]:
-    # (config subsection prefix, candidate key suffixes) for a signal: ``gopher_quality.word_count`` is
-    # checked by ``gopher_quality.min_words`` (a count named by its plural), ``lang_score`` by
-    # ``langid.min_score``.
-    family, _, name = column.rpartition(".")
-    names = [name]
-    if name.endswith("_count"):
-        names.append(name[: -len("_count")] + "s")
-    if name in ("hash_word_ratio", "ellipsis_word_ratio"):
-        names.append("symbol_word_ratio")  # Gopher's symbol rule checks both against one threshold
-    if not family and name.endswith("_score"):
-        return name[: -len("_score")], ["score"]
-    return family, names
-
-
-def thresholds(section: dict[str, Any], column: str) -> list[dict[str, Any]]:
-    """Configured thresholds that apply to signal ``column``, null (disabled) ones left out.
-
-    A threshold is a ``min_<name>`` / ``max_<name>`` key in the subsection named by the signal's family
-    (``gopher_quality.word_count`` -> ``gopher_quality.min_words``/``min_word_count``), or for a
-    top-level ``<x>_score`` column, ``min_score``/``max_score`` in the subsection whose name starts with
-    ``<x>`` (``lang_score`` -> ``langid.min_score``); a top-level column also matches keys anywhere.
-
-    Returns:
-        ``[{key, value, keeps}]`` with ``keeps`` ``">="`` for ``min_`` and ``"<="`` for ``max_`` keys.
-    """
-    family, names = _threshold_names(column)
-    wanted = {f"{b}_{n}" for b in ("min", "max") for n in names}
-    found: list[dict[str, Any]] = []
-
-    def walk(node: Any, path: str) -> None:
-        if not isinstance(node, dict):
-            return
-        for k, v in node.items():
-            key = f"{path}.{k}" if path else k
-            in_family = not family or key.split(".")[0].startswith(family)
-            if in_family and k in wanted and isinstance(v, int | float) and not isinstance(v, bool):
-                found.append({"key": key, "value": float(v), "keeps": ">=" if k.startswith("min_") else "<="})
-            else:
-                walk(v, key)
-
-    walk(section, "")
-    return found
 
 
 def signal_sample(spark: SparkSession, cfg: WinnowConfig) -> tuple[dict[str, list[float]], dict[str, list[dict[str, Any]]]]:
@@ -220,24 +146,6 @@ def signal_sample(spark: SparkSession, cfg: WinnowConfig) -> tuple[dict[str, lis
     section = cfg.filter.model_dump(mode="json")
     values = {c: [float(x) for x in pdf[c].dropna().tolist()] for c in cols}
     return values, {c: thresholds(section, c) for c in cols}
-
-
-def row_signals(row: dict[str, Any], reasons: list[str] | None = None) -> dict[str, Any]:
-    """The signals of one collected row: scalar non-text columns, plus the fields of struct columns
-    named by a reason's family (``gopher_repetition.dup_5gram`` -> the ``gopher_repetition`` struct),
-    or of every struct column when ``reasons`` is None."""
-    skip = {"doc_id", "text", "stage", "duplicate_of", "input_file", "url", "source", "meta", "r", "_rank"}
-    families = None if reasons is None else {r.split(".")[0] for r in reasons if r}
-    out: dict[str, Any] = {}
-    for k, v in row.items():
-        if k in skip or v is None:
-            continue
-        if isinstance(v, dict):
-            if families is None or k in families:
-                out.update({f"{k}.{f}": x for f, x in v.items() if x is not None and not isinstance(x, list | dict)})
-        elif isinstance(v, int | float | str | bool):
-            out[k] = v
-    return out
 
 
 def counts_by(df: DataFrame | None, col: str, limit: int = 30) -> list[dict[str, Any]]:
@@ -338,23 +246,9 @@ def samples(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
     return out
 
 
-def truncate(text: str, limit: int) -> str:
-    """``text`` if at most ``limit`` characters, else its head and tail around a marker naming the cut.
-
-    >>> truncate("abcdefghij", 6)
-    'abcd … [4 chars cut] … ij'
-    """
-    if len(text) <= limit:
-        return text
-    head = max(1, (limit * 2) // 3)
-    tail = max(0, limit - head)
-    cut = len(text) - head - tail
-    return f"{text[:head]} … [{cut} chars cut] … {text[len(text) - tail:] if tail else ''}".rstrip()
-
-
 def read_manifest(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] | None:
     """``<run.root>/shards/manifest.json`` parsed, or None when the shard stage has not completed."""
-    data = read_bytes(spark, marker_files(cfg, "shard")["manifest.json"], cfg)
+    data = read_bytes(spark, marker_files(cfg, "shard")[chain.MANIFEST], cfg)
     return None if data is None else json.loads(data)
 
 
@@ -367,8 +261,6 @@ def stage_records(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]
             "quarantined": r["quarantined"], "elapsed_s": round(r["elapsed_s"], 3),
             "finished_at": r["finished_at"].isoformat() + "Z", "extra": json.loads(r["extra"] or "{}"),
         })
-    from pipelines.config import STAGES
-
     return sorted(out, key=lambda r: STAGES.index(r["stage"]))
 
 
@@ -461,11 +353,11 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         )
     stats = collect_stats(spark, cfg)
     html = render_html(stats, cfg)
-    stats_path = f"{cfg.report_path}/stats.json"
+    stats_path = marker_files(cfg, "report")[f"report/{chain.STATS}"]
     html_path = f"{cfg.report_path}/report.html"
     tables.write_text(spark, html_path, html)
     # stats.json last: its digest is the report's completion marker (pipelines/runs.py).
     tables.write_text(spark, stats_path, json.dumps(stats, indent=1, sort_keys=True, default=str) + "\n")
-    tables.write_effective_config(spark, cfg, "report")
+    tables.publish(spark, cfg, "report", {})
     last = next((r["documents"] for r in reversed(stats["funnel"]) if r["documents"] is not None), 0)
     return StageReport(stage="report", rows_in=last, rows_out=last, outputs={"stats": stats_path, "html": html_path})

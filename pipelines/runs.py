@@ -30,35 +30,14 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines.config import STAGES, WinnowConfig
+from pipelines import chain, tables
+from pipelines.chain import STAGES, marker_files
+from pipelines.config import WinnowConfig
 from pipelines.stage import StageReport
+from pipelines.tables import delta_version, read_bytes
 
 RUNS_TABLE = "_runs"
 """Name of the completion-record table under ``<run.root>/tables/``."""
-
-STAGE_TABLES: dict[str, tuple[str, ...]] = {
-    "ingest": ("documents", "quarantine"),
-    "dedup": ("deduped", "dup_clusters"),
-    "filter": ("filtered",),
-    "refs": ("refs_checked",),
-    "tokenize": ("tokenized",),
-    "shard": (),
-    "report": (),
-}
-"""Delta tables each stage replaces (besides its slice of ``removed``), per ARCHITECTURE.md."""
-
-def marker_files(cfg: WinnowConfig, stage: str) -> dict[str, str]:
-    """Files whose presence and sha256 mark a stage's file outputs complete, as ``label -> location``.
-
-    The shard stage writes ``manifest.json`` last, after every shard (and removes the old one first),
-    so its digest stands for all shards; the report writes ``stats.json`` last.
-    """
-    if stage == "shard":
-        return {"manifest.json": f"{(cfg.shard.output or cfg.shards_path).rstrip('/')}/manifest.json"}
-    if stage == "report":
-        return {"report/stats.json": f"{cfg.report_path}/stats.json"}
-    return {}
-
 
 RUNS_SCHEMA = T.StructType(
     [
@@ -81,57 +60,6 @@ RUNS_SCHEMA = T.StructType(
 
 
 # --------------------------------------------------------------------------------- filesystem state
-def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    return hpath.getFileSystem(spark._jsc.hadoopConfiguration()), hpath  # type: ignore[attr-defined]
-
-
-def read_bytes(spark: SparkSession, path: str, cfg: WinnowConfig | None = None) -> bytes | None:
-    """Bytes of the file at ``path`` (local path, ``s3://`` through the shard storage settings of
-    ``cfg``, or a Hadoop URI), or None when it does not exist."""
-    if path.startswith("s3://") and cfg is not None:
-        from pipelines import storage
-
-        root, _, name = path.rpartition("/")
-        try:
-            return storage.get_bytes(root, name, cfg.shard.storage)
-        except Exception:  # botocore's NoSuchKey and friends: treat as absent, the stage reruns
-            return None
-    if "://" not in path and not path.startswith("dbfs:"):
-        try:
-            with open(path, "rb") as f:
-                return f.read()
-        except FileNotFoundError:
-            return None
-    fs, hpath = _hadoop_path(spark, path)
-    if not fs.exists(hpath):
-        return None
-    stream = fs.open(hpath)
-    try:
-        jvm = spark._jvm  # type: ignore[attr-defined]
-        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
-    finally:
-        stream.close()
-
-
-def delta_version(spark: SparkSession, path: str) -> int | None:
-    """Latest committed version of the Delta table at ``path``, or None when there is none.
-
-    Reads the file names of ``_delta_log/`` (the newest commit is always a ``NNN.json`` file, whatever
-    checkpoints exist), which costs one listing instead of a Spark job per table.
-    """
-    fs, log = _hadoop_path(spark, path.rstrip("/") + "/_delta_log")
-    if not fs.exists(log):
-        return None
-    versions = [
-        int(name[:-5])
-        for name in (st.getPath().getName() for st in fs.listStatus(log))
-        if name.endswith(".json") and name[:-5].isdigit()
-    ]
-    return max(versions) if versions else None
-
-
 def input_files_digest(spark: SparkSession, globs: list[str]) -> str:
     """sha256 over (path, length, modification time) of every file ingest would read, sorted.
 
@@ -167,7 +95,7 @@ def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str) -> dict[str,
     if stage == "ingest":
         state["files"] = input_files_digest(spark, cfg.ingest.inputs)
     for up in STAGES[: STAGES.index(stage)]:
-        for name in STAGE_TABLES[up]:
+        for name in chain.stage(up).outputs:
             s = _table_state(spark, cfg, name)
             if s != "missing":
                 state[name] = s
@@ -182,7 +110,7 @@ def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str) -> dict[str,
 
 def output_state(spark: SparkSession, cfg: WinnowConfig, stage: str) -> dict[str, str]:
     """The state of what ``stage`` writes: its Delta tables' versions and its marker files' sha256."""
-    state = {name: _table_state(spark, cfg, name) for name in STAGE_TABLES[stage]}
+    state = {name: _table_state(spark, cfg, name) for name in chain.stage(stage).outputs}
     for label, path in marker_files(cfg, stage).items():
         state[label] = _file_state(spark, cfg, path)
     return state
@@ -221,8 +149,7 @@ def record_completion(
         "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
         "extra": json.dumps(report.extra, sort_keys=True, default=str),
     }
-    df = spark.createDataFrame([row], RUNS_SCHEMA).coalesce(1)
-    df.write.format("delta").mode("append").save(cfg.table_path(RUNS_TABLE))
+    tables.append(spark.createDataFrame([row], RUNS_SCHEMA).coalesce(1), cfg.table_path(RUNS_TABLE))
     return row
 
 
@@ -235,7 +162,7 @@ def latest_records(spark: SparkSession, cfg: WinnowConfig) -> dict[str, dict[str
     # Records of one table version never change: read each version once (a plan checks every stage).
     key = (path, version)
     if key not in _RECORDS:
-        rows = spark.read.format("delta").option("versionAsOf", version).load(path).orderBy(F.col("finished_at").asc()).collect()
+        rows = tables.read_path(spark, path, version).orderBy(F.col("finished_at").asc()).collect()
         _RECORDS[key] = {r["stage"]: r.asDict(recursive=True) for r in rows}
     return {k: dict(v) for k, v in _RECORDS[key].items()}
 

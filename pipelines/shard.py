@@ -46,7 +46,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines import storage, tables
+from pipelines import chain, storage, tables
 from pipelines.config import WinnowConfig
 from pipelines.stage import StageReport
 from udfs import mds, megatron
@@ -55,7 +55,7 @@ from udfs.shard_balance import balanced_boundaries
 
 STAGE = "shard"
 INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "source", "tokens", "n_tokens")
-MANIFEST = "manifest.json"
+MANIFEST = chain.MANIFEST
 MDS_INDEX = "mds/index.json"
 KEY_HEX = 64  # sha256 hex digits
 
@@ -76,12 +76,6 @@ _BUCKET_SCHEMA = T.StructType([T.StructField("_bucket", T.IntegerType()), T.Stru
                                T.StructField("lengths", T.BinaryType()), T.StructField("duplicate", T.StringType()),
                                T.StructField("bad_counts", T.LongType())])
 _BOUNDARY_SCHEMA = T.StructType([T.StructField("shard_id", T.IntegerType()), T.StructField("_key", T.StringType())])
-
-
-def _check_input(df: DataFrame) -> None:
-    missing = [c for c in INPUT_COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"shard: input is missing columns {missing}; has {df.columns}")
 
 
 def shuffle_key(seed: int):
@@ -306,7 +300,7 @@ def make_shard_writer(out_dir: str, plan: dict[int, dict[str, int]], *, prefix: 
 
 
 def _output_dirs(cfg: WinnowConfig) -> tuple[str, Path, bool]:
-    root = (cfg.shard.output or cfg.shards_path).rstrip("/")
+    root = cfg.shard_root
     if storage.is_s3(root):
         staging = cfg.shard.storage.staging_dir or tempfile.mkdtemp(prefix="winnow-shards-")
         return root, Path(staging), True
@@ -328,9 +322,10 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         StorageError: an upload failed after retries (no manifest is written).
     """
     scfg = cfg.shard
-    src_path = cfg.table_path("tokenized")
-    df = tables.read_table(spark, cfg, "tokenized", written_by="tokenize")
-    _check_input(df)
+    src_name = chain.stage(STAGE).input
+    src_path = cfg.table_path(src_name)
+    df = tables.read_table(spark, cfg, src_name)
+    chain.require_columns(df, INPUT_COLUMNS, STAGE)
     props = tables.table_properties(spark, src_path)
     version = tables.table_version(spark, src_path)
     vocab = int(props["vocab_size"])
@@ -382,7 +377,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     _write_file(local / MANIFEST, text.encode("utf-8"))
     if remote:
         storage.put_text(root, MANIFEST, text, scfg.storage)
-    tables.write_effective_config(spark, cfg, STAGE)
+    tables.publish(spark, cfg, STAGE, {})
 
     return StageReport(
         stage=STAGE,

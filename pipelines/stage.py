@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipelines.config import STAGES, WinnowConfig
+from pipelines.chain import STAGES
+from pipelines.config import WinnowConfig
 
 StageRun = Callable[..., "StageReport"]
 

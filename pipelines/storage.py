@@ -187,6 +187,15 @@ def get_bytes(root: str, rel: str, scfg: StorageConfig) -> bytes:
     return client(scfg).get_object(Bucket=bucket, Key=_key(prefix, rel))["Body"].read()
 
 
+def is_not_found(err: BaseException) -> bool:
+    """True when ``err`` (from :func:`get_bytes`) says the object or file does not exist; False for
+    anything else (access denied, throttling, a network failure), which must not pass for "absent"."""
+    if isinstance(err, FileNotFoundError):
+        return True
+    code = str(getattr(err, "response", {}).get("Error", {}).get("Code", ""))
+    return code in ("NoSuchKey", "404", "NotFound")
+
+
 def delete(root: str, rel: str, scfg: StorageConfig) -> None:
     """Delete one object (missing is fine): used to retract a stale manifest before a re-run."""
     bucket, prefix = split_s3(root)

@@ -1,26 +1,32 @@
-"""Delta table I/O under ``<run.root>/tables/`` and small files under the run root.
+"""Delta table I/O under ``<run.root>/tables/`` and small files under the run root: every Delta read
+and write of Winnow goes through this module.
 
-Every stage writes its outputs through :func:`write_table` (one atomic Delta commit that replaces the
-table, with ``winnow.*`` table properties such as the config fingerprint) and appends what it drops to
-the shared ``removed`` table through :func:`write_removed` (an atomic ``replaceWhere stage = ...``
-overwrite, so re-running a stage replaces its own removals and never duplicates them).
+Every stage publishes its outputs through :func:`publish`: each output table in one atomic Delta commit
+that replaces it (:func:`write_table`) with the standard ``winnow.*`` table properties
+(:func:`standard_properties`: stage, config fingerprint, stage fingerprint) plus the stage's own; its
+removed documents into the shared ``removed`` table (:func:`write_removed`, an atomic ``replaceWhere
+stage = ...`` overwrite, so re-running a stage replaces its own removals and never duplicates them);
+and its effective config (:func:`write_effective_config`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipelines.chain import writer_of
 from pipelines.config import WinnowConfig
+from udfs.errors import UserError
 
 PROPERTY_PREFIX = "winnow."
 
 
-class MissingTableError(FileNotFoundError):
+class MissingTableError(UserError, FileNotFoundError):
     """An input table does not exist: the stage that writes it has not run for this ``run.root``."""
 
 
@@ -41,21 +47,25 @@ def table_exists(spark: SparkSession, path: str) -> bool:
     return bool(DeltaTable.isDeltaTable(spark, path))
 
 
-def read_table(spark: SparkSession, cfg: WinnowConfig, name: str, *, written_by: str | None = None) -> DataFrame:
-    """Read the Delta table ``name`` of this run.
+def read_table(
+    spark: SparkSession, cfg: WinnowConfig, name: str, *, written_by: str | None = None, version: int | None = None
+) -> DataFrame:
+    """Read the Delta table ``name`` of this run (at ``version`` when given, else the latest).
 
     Args:
         name: table name, e.g. ``"documents"``.
-        written_by: the stage that writes it, named in the error message.
+        written_by: the stage that writes it, named in the error message; default: the stage the chain
+            declares as its writer (:func:`pipelines.chain.writer_of`).
 
     Raises:
         MissingTableError: the table does not exist yet.
     """
     path = cfg.table_path(name)
     if not table_exists(spark, path):
+        written_by = written_by or writer_of(name)
         hint = f"; run the {written_by!r} stage first" if written_by else ""
         raise MissingTableError(f"Delta table {name!r} not found at {path!r}{hint}")
-    return spark.read.format("delta").load(path)
+    return read_path(spark, path, version)
 
 
 def write_table(
@@ -118,11 +128,148 @@ def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
     return {k[len(PROPERTY_PREFIX):]: v for k, v in props.items() if k.startswith(PROPERTY_PREFIX)}
 
 
-def table_version(spark: SparkSession, path: str) -> int:
-    """Latest committed version of the Delta table at ``path``."""
-    from delta.tables import DeltaTable
+def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    return hpath.getFileSystem(spark._jsc.hadoopConfiguration()), hpath  # type: ignore[attr-defined]
 
-    return int(DeltaTable.forPath(spark, path).history(1).collect()[0]["version"])
+
+def delta_version(spark: SparkSession, path: str) -> int | None:
+    """Latest committed version of the Delta table at ``path``, or None when there is none.
+
+    Reads the file names of ``_delta_log/`` (the newest commit is always a ``NNN.json`` file, whatever
+    checkpoints exist), which costs one listing instead of a Spark job per table.
+    """
+    fs, log = _hadoop_path(spark, path.rstrip("/") + "/_delta_log")
+    if not fs.exists(log):
+        return None
+    versions = [
+        int(name[:-5])
+        for name in (st.getPath().getName() for st in fs.listStatus(log))
+        if name.endswith(".json") and name[:-5].isdigit()
+    ]
+    return max(versions) if versions else None
+
+
+def table_version(spark: SparkSession, path: str) -> int:
+    """Latest committed version of the Delta table at ``path`` (:func:`delta_version`, which must exist).
+
+    Raises:
+        MissingTableError: no Delta table at ``path``.
+    """
+    version = delta_version(spark, path)
+    if version is None:
+        raise MissingTableError(f"no Delta table at {path!r}")
+    return version
+
+
+def read_path(spark: SparkSession, path: str, version: int | None = None) -> DataFrame:
+    """The Delta table at ``path`` (any location, e.g. ``dedup.reference``), at ``version`` if given."""
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return reader.load(path)
+
+
+_LOADED: dict[tuple[int, str, int], DataFrame] = {}
+
+
+def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str) -> DataFrame | None:
+    """The Delta table ``name`` of this run at its latest version, or None when it does not exist."""
+    # One load per table version: the report and inspect read the same few tables many times, and
+    # resolving a Delta snapshot costs a Spark job; the _delta_log listing that finds the version does not.
+    path = cfg.table_path(name)
+    version = delta_version(spark, path)
+    if version is None:
+        return None
+    key = (id(spark), path, version)
+    if key not in _LOADED:
+        _LOADED[key] = read_path(spark, path, version)
+    return _LOADED[key]
+
+
+def append(df: DataFrame, path: str) -> str:
+    """Append ``df`` to the Delta table at ``path`` (created when absent), in one atomic commit.
+
+    Returns:
+        ``path``.
+    """
+    df.write.format("delta").mode("append").save(path)
+    return path
+
+
+def standard_properties(cfg: WinnowConfig, stage: str) -> dict[str, str]:
+    """The table properties every stage stamps on every table it writes (``winnow.`` prefix added on
+    write): ``stage``, ``config_fingerprint`` (the whole config) and ``stage_fingerprint``
+    (:meth:`WinnowConfig.stage_fingerprint`)."""
+    return {"stage": stage, "config_fingerprint": cfg.fingerprint(), "stage_fingerprint": cfg.stage_fingerprint(stage)}
+
+
+def publish(
+    spark: SparkSession,
+    cfg: WinnowConfig,
+    stage: str,
+    outputs: Mapping[str, DataFrame],
+    *,
+    removed: DataFrame | None = None,
+    properties: Mapping[str, Any] | None = None,
+    table_properties: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, str]:
+    """Write everything a stage outputs: its tables, its ``removed`` rows and its effective config.
+
+    Args:
+        stage: the stage publishing.
+        outputs: table name -> rows, written in this order, each replacing its table in one commit.
+        removed: this stage's removed documents (see :func:`write_removed`); None when it removes none.
+        properties: stage-specific properties stamped on every table of ``outputs``, after
+            :func:`standard_properties`.
+        table_properties: per-table extra properties, by table name.
+
+    Returns:
+        ``name -> location`` of every table written (``removed`` included when written).
+    """
+    written: dict[str, str] = {}
+    for name, df in outputs.items():
+        props = {**standard_properties(cfg, stage), **(properties or {}), **(table_properties or {}).get(name, {})}
+        written[name] = write_table(df, cfg, name, properties=props)
+    if removed is not None:
+        written["removed"] = write_removed(removed, cfg, stage)
+    write_effective_config(spark, cfg, stage)
+    return written
+
+
+def read_bytes(spark: SparkSession, path: str, cfg: WinnowConfig | None = None) -> bytes | None:
+    """Bytes of the file at ``path`` (local path, ``s3://`` through the shard storage settings of
+    ``cfg``, or a Hadoop URI), or None when it does not exist.
+
+    Only "not found" means absent: any other failure (access denied, a network error) raises, so a
+    completion check never mistakes an unreadable marker for a missing one and silently reruns a stage.
+    """
+    if path.startswith("s3://") and cfg is not None:
+        from pipelines import storage
+
+        root, _, name = path.rpartition("/")
+        try:
+            return storage.get_bytes(root, name, cfg.shard.storage)
+        except Exception as e:
+            if storage.is_not_found(e):
+                return None
+            raise
+    if "://" not in path and not path.startswith("dbfs:"):
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+    fs, hpath = _hadoop_path(spark, path)
+    if not fs.exists(hpath):
+        return None
+    stream = fs.open(hpath)
+    try:
+        jvm = spark._jvm  # type: ignore[attr-defined]
+        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+    finally:
+        stream.close()
 
 
 def write_text(spark: SparkSession, path: str, text: str) -> None:
@@ -134,9 +281,7 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(p)
         return
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    fs, hpath = _hadoop_path(spark, path)
     out = fs.create(hpath, True)
     try:
         out.write(bytearray(text.encode("utf-8")))

@@ -24,8 +24,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines import tables
-from pipelines.config import STAGES, TokenizeConfig, WinnowConfig
+from pipelines import chain, tables
+from pipelines.config import TokenizeConfig, WinnowConfig
 from pipelines.stage import StageReport
 from udfs import tokenize as tok_udfs
 
@@ -34,29 +34,29 @@ INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "text", "source")
 OUTPUT_COLUMNS: tuple[str, ...] = ("doc_id", "source", "tokens", "n_tokens")
 SIGNAL_COLUMNS: tuple[str, ...] = ("n_content_tokens", "roundtrip_checked", "roundtrip_mismatch", "roundtrip_error")
 REASON_ZERO_TOKENS = "tokenize.zero_tokens"
-
-# Table written by each stage before tokenize, in chain order.
-CHAIN_TABLES: dict[str, str] = {"ingest": "documents", "dedup": "deduped", "filter": "filtered", "refs": "refs_checked"}
+OUTPUT_TABLE = chain.stage(STAGE).main_table
 _RT_BUCKETS = 1_000_000  # round-trip sample resolution: fraction is honoured to 1e-6
 
 
 def input_table_name(cfg: WinnowConfig, spark: SparkSession | None = None) -> str:
-    """The table tokenize reads: ``tokenize.input_table``, else the last table of the chain.
+    """The table tokenize reads: ``tokenize.input_table``, else the last document table of the chain.
 
-    With ``input_table: null`` the last stage before tokenize in ``pipeline.stages`` decides; when
-    ``pipeline.stages`` holds none (tokenize submitted alone), the last existing table of the chain
-    (``refs_checked``, ``filtered``, ``deduped``, ``documents``) is used.
+    With ``input_table: null`` the last stage before tokenize in ``pipeline.stages`` that writes a
+    document table decides (:func:`pipelines.chain.document_tables_before`); when ``pipeline.stages``
+    holds none (tokenize submitted alone), the last existing document table of the whole chain is used
+    (today ``refs_checked``, ``filtered``, ``deduped``, ``documents``), else the last one declared.
     """
     if cfg.tokenize.input_table:
         return cfg.tokenize.input_table
-    before = [s for s in cfg.pipeline.stages if STAGES.index(s) < STAGES.index(STAGE) and s in CHAIN_TABLES]
-    if before:
-        return CHAIN_TABLES[before[-1]]
+    configured = chain.document_tables_before(STAGE, cfg.pipeline.stages)
+    if configured:
+        return configured[-1]
+    declared = chain.document_tables_before(STAGE)
     if spark is not None:
-        for name in reversed(list(CHAIN_TABLES.values())):
+        for name in reversed(declared):
             if tables.table_exists(spark, cfg.table_path(name)):
                 return name
-    return "refs_checked"
+    return declared[-1]
 
 
 def special_ids(tcfg: TokenizeConfig) -> tuple[tok_udfs.LoadedTokenizer, int, int | None]:
@@ -97,12 +97,6 @@ def resolve_engine(tcfg: TokenizeConfig) -> tuple[str, str]:
     from udfs.tokenize_tiktoken import resolve_engine as resolve
 
     return resolve(tok_udfs.load_tokenizer(tcfg.tokenizer, allow_download=tcfg.allow_download), tcfg.engine)
-
-
-def _check_input(df: DataFrame) -> None:
-    missing = [c for c in INPUT_COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"tokenize: input is missing columns {missing}; has {df.columns}")
 
 
 COUNTS: tuple[str, ...] = ("docs", "zero", "rt_checked", "rt_bad")
@@ -157,7 +151,7 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
         ValueError: a required input column is missing.
         TokenizerError: see :func:`special_ids` and :func:`resolve_engine`.
     """
-    _check_input(df)
+    chain.require_columns(df, INPUT_COLUMNS, STAGE)
     tok, eos_id, bos_id = special_ids(tcfg)
     engine = engine or resolve_engine(tcfg)[0]
     spec, allow, threads, vocab = tcfg.tokenizer, tcfg.allow_download, tcfg.threads_per_task, tok.vocab_size
@@ -303,7 +297,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """
     tcfg = cfg.tokenize
     name = input_table_name(cfg, spark)
-    src = tables.read_table(spark, cfg, name, written_by=_writer_of(name))
+    src = tables.read_table(spark, cfg, name)
     src_version = tables.table_version(spark, cfg.table_path(name))
     tok, eos_id, bos_id = special_ids(tcfg)
     engine, why_hf = resolve_engine(tcfg)
@@ -312,7 +306,6 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     annotated = tokenize(src, tcfg, cfg.run.seed, engine=engine, counts=counts)
     zero = F.col("n_content_tokens") == 0
     props = {
-        "stage": STAGE,
         "tokenizer": tcfg.tokenizer,
         "tokenizer_fingerprint": tok.fingerprint,
         "vocab_size": tok.vocab_size,
@@ -321,13 +314,11 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         "engine": engine,
         "input_table": name,
         "input_version": src_version,
-        "config_fingerprint": cfg.fingerprint(),
-        "stage_fingerprint": cfg.stage_fingerprint(STAGE),
     }
     try:
         with _arrow_batches_of(spark, tcfg.batch_mb):
-            out_path = tables.write_table(annotated.filter(~zero).select(*OUTPUT_COLUMNS), cfg, "tokenized",
-                                          properties=props)
+            outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: annotated.filter(~zero).select(*OUTPUT_COLUMNS)},
+                                     properties=props)
     except Exception as e:
         failure = _executor_failure(e)
         if failure is None:
@@ -343,7 +334,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
                 .orderBy("doc_id").limit(tcfg.roundtrip_examples).collect())
         examples = [r.asDict() for r in rows]
 
-    written = spark.read.format("delta").load(out_path)
+    written = tables.read_path(spark, outputs[OUTPUT_TABLE])
     by_source = written.groupBy("source").agg(F.sum(F.col("n_tokens").cast("long")).alias("tokens")).collect()
     total["tokens"] = sum(int(r["tokens"] or 0) for r in by_source)
     if total["zero"]:
@@ -353,15 +344,15 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     else:
         removed = src.limit(0)
     removed = removed.withColumn("reason", F.array(F.lit(REASON_ZERO_TOKENS)))
-    removed_path = tables.write_removed(removed, cfg, STAGE)
-    tables.write_effective_config(spark, cfg, STAGE)
+    # After the write: which documents had no tokens is known only then (publish wrote the config).
+    outputs["removed"] = tables.write_removed(removed, cfg, STAGE)
 
     return StageReport(
         stage=STAGE,
         rows_in=total["docs"],
         rows_out=total["docs"] - total["zero"],
         removed={REASON_ZERO_TOKENS: total["zero"]} if total["zero"] else {},
-        outputs={"tokenized": out_path, "removed": removed_path},
+        outputs=outputs,
         extra={
             "input_table": name,
             "tokens": total["tokens"],
@@ -377,7 +368,3 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             **({"engine_note": f"tiktoken not used: {why_hf}"} if why_hf else {}),
         },
     )
-
-
-def _writer_of(table: str) -> str:
-    return {v: k for k, v in CHAIN_TABLES.items()}.get(table, table)

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import pytest
 
-from pipelines.config import STAGES
+from pipelines.chain import STAGES
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DATA = REPO / "sample_data"
@@ -93,9 +93,9 @@ def output_fingerprint(spark, root: Path, chain: list[str]) -> dict[str, str]:
     if (shards / "manifest.json").exists():
         files = sorted(p for p in shards.rglob("*") if p.is_file() and p.name != "manifest.json")
         return {str(p.relative_to(shards)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
-    from pipelines.runs import STAGE_TABLES
+    from pipelines.chain import stage
 
-    table = STAGE_TABLES[chain[-1]][0]
+    table = stage(chain[-1]).main_table
     rows = spark.read.format("delta").load(str(root / "tables" / table)).toJSON().collect()
     return {table: hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest(), "rows": str(len(rows))}
 

@@ -94,5 +94,5 @@ def test_missing_columns_are_named(spark):
     from pipelines.config import DedupConfig
 
     df = spark.createDataFrame([("a",)], "doc_id string")
-    with pytest.raises(ValueError, match=r"missing: \['text', 'n_chars'\]"):
+    with pytest.raises(ValueError, match=r"missing columns \['text', 'n_chars'\]"):
         dedup.annotate(df, DedupConfig(representative="longest"), seed=1)

@@ -29,5 +29,5 @@ def test_not_converged_and_missing_columns(spark):
     chain = spark.createDataFrame([(f"x{i:02d}", f"x{i + 1:02d}") for i in range(20)], "src string, dst string")
     with pytest.raises(ComponentsDidNotConverge, match="max_cc_iterations=1"):
         connected_components(chain, max_iterations=1)
-    with pytest.raises(ValueError, match=r"missing: \['dst'\]"):
+    with pytest.raises(ValueError, match=r"missing columns \['dst'\]"):
         connected_components(chain.select("src"))

@@ -30,13 +30,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from udfs.errors import UserError
+
 BUILTIN_GPT2 = "builtin:gpt2"
 
 _CACHE: dict[tuple[str, bool], LoadedTokenizer] = {}
 _LOCK = threading.Lock()
 
 
-class TokenizerError(ValueError):
+class TokenizerError(UserError, ValueError):
     """The tokenizer spec cannot be resolved, or a special token is unknown to it."""
 
 

@@ -1,0 +1,50 @@
+"""Seeded samples of documents, shared by the report and ``jobs/inspect.py``: the sample order, the
+signals shown for a sampled row, and text cut to head and tail.
+
+Samples are ordered by a keyed hash of ``(run.seed, doc_id)``, so the same documents come out whatever
+the partitioning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+
+def seeded_order(seed: int, key: str = "doc_id") -> Column:
+    """A sort key that orders rows by a keyed hash of ``(seed, key)``: the same sample on any partitioning."""
+    return F.xxhash64(F.lit(seed), F.col(key))
+
+
+def row_signals(row: dict[str, Any], reasons: list[str] | None = None) -> dict[str, Any]:
+    """The signals of one collected row: scalar non-text columns, plus the fields of struct columns
+    named by a reason's family (``gopher_repetition.dup_5gram`` -> the ``gopher_repetition`` struct),
+    or of every struct column when ``reasons`` is None."""
+    skip = {"doc_id", "text", "stage", "duplicate_of", "input_file", "url", "source", "meta", "r", "_rank"}
+    families = None if reasons is None else {r.split(".")[0] for r in reasons if r}
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if k in skip or v is None:
+            continue
+        if isinstance(v, dict):
+            if families is None or k in families:
+                out.update({f"{k}.{f}": x for f, x in v.items() if x is not None and not isinstance(x, list | dict)})
+        elif isinstance(v, int | float | str | bool):
+            out[k] = v
+    return out
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` if at most ``limit`` characters, else its head and tail around a marker naming the cut.
+
+    >>> truncate("abcdefghij", 6)
+    'abcd … [4 chars cut] … ij'
+    """
+    if len(text) <= limit:
+        return text
+    head = max(1, (limit * 2) // 3)
+    tail = max(0, limit - head)
+    cut = len(text) - head - tail
+    return f"{text[:head]} … [{cut} chars cut] … {text[len(text) - tail:] if tail else ''}".rstrip()
