@@ -39,8 +39,9 @@ run: java-check $(STAMP)
 	@if [ -f $(ROOT)/shards/manifest.json ]; then $(PY) jobs/verify.py --conf $(CONF) --set run.root=$(ROOT); fi
 	@echo "Outputs: $(ROOT)/tables/ (Delta), $(ROOT)/shards/, $(ROOT)/report/report.html, $(ROOT)/config/"
 
+# Doctests of udfs/ and pipelines/ run with the tests (examples in docstrings are checked, not decoration).
 test: java-check $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --doctest-modules udfs pipelines tests $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check pipelines udfs jobs tests bench

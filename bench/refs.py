@@ -41,7 +41,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from udfs.refs import find_mentions, refs_signals
-from udfs.refs_vocab import DEFAULT_VOCAB
+from udfs.refs.vocab import DEFAULT_VOCAB
 
 REPO = Path(__file__).resolve().parents[1]
 LABELLED = REPO / "tests" / "data" / "refs" / "labelled.jsonl"

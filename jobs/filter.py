@@ -18,6 +18,7 @@ from jobs._cli import run_single_stage, stage_parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the filter stage (``--decide-only`` re-decides from stored signals); returns the exit status."""
     parser = stage_parser("filter")
     parser.description = "Winnow filter stage: quality signals, language ID, quality classifier"
     parser.add_argument(

@@ -34,6 +34,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Print seeded samples of a stage's removed or kept documents, or one document's path; returns the exit status."""
     from pipelines import inspect
     from pipelines.session import get_spark
     from pipelines.tables import MissingTableError

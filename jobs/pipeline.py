@@ -31,6 +31,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Plan and run the configured stages, skipping the complete ones; returns the exit status."""
     from pipelines.runs import plan, run_and_record
     from pipelines.session import get_spark
 

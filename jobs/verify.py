@@ -17,6 +17,7 @@ from jobs._cli import base_parser, parse_config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Verify the shards against ``manifest.json``; returns 0 when every check passed, else 1."""
     from pipelines.verify import verify
 
     parser = base_parser("verify.py", "Re-read every shard and check it against manifest.json")

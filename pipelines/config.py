@@ -86,7 +86,8 @@ class IngestFields(Section):
 
 
 class NormalizeConfig(Section):
-    """Text normalisation steps (udfs/text.py), each switchable; defaults follow issue 2."""
+    """Text normalisation steps (udfs/text.py), each switchable; all on by default: newlines to ``\\n``,
+    invisible and control characters removed, NFC."""
 
     nfc: bool = True
     newlines: bool = True
@@ -109,7 +110,7 @@ class IngestConfig(Section):
 
 # ------------------------------------------------------------------------------------------- dedup
 class DedupConfig(Section):
-    """Exact + MinHash-LSH near-deduplication (issue 3; ``pipelines/dedup.py``, ``udfs/minhash.py``)."""
+    """Exact + MinHash-LSH near-deduplication (``pipelines/dedup.py``, ``udfs/minhash.py``)."""
 
     enabled: bool = True
     # exact dedup
@@ -293,7 +294,8 @@ class QualityModelConfig(Section):
 
 
 class FilterConfig(Section):
-    """Owned by the filter stage (issue 4)."""
+    """The filter stage: heuristic rule families, language ID and the quality classifier (``pipelines/filter.py``;
+    the rules themselves are rows of :data:`pipelines.filter_rules.RULES`)."""
 
     enabled: bool = True
     gopher_quality: GopherQualityConfig = Field(default_factory=GopherQualityConfig)
@@ -306,7 +308,7 @@ class FilterConfig(Section):
 
 # -------------------------------------------------------------------------------------------- refs
 class RefsVocab(Section):
-    """One language's reference vocabulary (see :data:`udfs.refs_vocab.DEFAULT_VOCAB` for the fields)."""
+    """One language's reference vocabulary (see :data:`udfs.refs.vocab.DEFAULT_VOCAB` for the fields)."""
 
     table: list[str]
     figure: list[str]
@@ -333,13 +335,13 @@ class RefsVocab(Section):
 
 
 def _default_refs_vocab() -> dict[str, RefsVocab]:
-    from udfs.refs_vocab import DEFAULT_VOCAB
+    from udfs.refs.vocab import DEFAULT_VOCAB
 
     return {lang: RefsVocab(**v) for lang, v in DEFAULT_VOCAB.items()}
 
 
 class RefsConfig(Section):
-    """Owned by the refs stage (issue 5): dangling table / figure / equation / citation mentions."""
+    """The refs stage: dangling table / figure / equation / citation mentions (``pipelines/refs.py``)."""
 
     enabled: bool = True
     policy: Literal["flag", "drop", "repair"] = "flag"
@@ -365,7 +367,7 @@ class RefsConfig(Section):
 
 # ---------------------------------------------------------------------------------------- tokenize
 class TokenizeConfig(Section):
-    """Owned by the tokenize stage (issue 6): ``refs_checked`` (or the last table of the chain) -> ``tokenized``."""
+    """The tokenize stage: the last document table of the chain -> ``tokenized`` (``pipelines/tokenize.py``)."""
 
     # null = the last document table that pipeline.stages produces before tokenize (pipelines/chain.py);
     # a name forces that table.
@@ -389,7 +391,7 @@ class TokenizeConfig(Section):
 
 # ------------------------------------------------------------------------------------------- shard
 class StorageConfig(Section):
-    """Object-store upload of shards when the shard output is ``s3://bucket/prefix`` (issue 6)."""
+    """Object-store upload of shards when the shard output is ``s3://bucket/prefix`` (``pipelines/storage.py``)."""
 
     endpoint_url: str | None = None
     region: str | None = None
@@ -402,7 +404,7 @@ class StorageConfig(Section):
 
 
 class ShardConfig(Section):
-    """Owned by the shard stage (issue 6): ``tokenized`` -> Megatron/MDS shards + ``manifest.json``."""
+    """The shard stage: ``tokenized`` -> Megatron/MDS shards + ``manifest.json`` (``pipelines/shard.py``)."""
 
     output: str | None = None
     formats: list[Literal["megatron", "mds"]] = Field(default_factory=lambda: ["megatron", "mds"], min_length=1)
@@ -430,7 +432,7 @@ class ShardConfig(Section):
 
 # ------------------------------------------------------------------------------------------ report
 class ReportConfig(Section):
-    """The run report (issue 7): ``report.html`` + ``stats.json`` under ``<run.root>/report/``."""
+    """The run report: ``report.html`` + ``stats.json`` under ``<run.root>/report/`` (``pipelines/report.py``)."""
 
     samples_per_reason: int = Field(default=5, ge=0)
     text_chars: int = Field(default=600, ge=20)

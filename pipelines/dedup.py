@@ -72,6 +72,11 @@ class SignatureSettings:
 
     @classmethod
     def from_config(cls, d: DedupConfig, seed: int) -> SignatureSettings:
+        """The settings of ``dedup`` with ``run.seed``; bands x rows derived from ``threshold`` unless set.
+
+        Raises:
+            ValueError: ``seed`` does not fit the 32-bit permutation seed.
+        """
         if not 0 <= seed < 2**32:
             raise ValueError(f"run.seed={seed} too large for dedup: MinHash permutations need 0 <= seed < 2^32")
         if d.bands is not None and d.rows is not None:
@@ -83,9 +88,11 @@ class SignatureSettings:
 
     @property
     def hash_name(self) -> str:
+        """The shingle hash function, named as recorded in the ``winnow.signature`` property."""
         return minhash.FAST_HASH_NAME if self.scheme == "fast" else "sha1_hash32 (datasketch.hashfunc)"
 
     def to_dict(self) -> dict:
+        """The settings as stored in the ``winnow.signature`` table property (canonical JSON)."""
         return {"scheme": self.scheme, "seed": self.seed, "num_perm": self.num_perm, "bands": self.bands,
                 "rows": self.rows, "shingle": self.shingle.to_dict(), "hash": self.hash_name}
 

@@ -25,6 +25,11 @@ keeps <=); ``true``: the boolean signal is true while the ``drop_*`` key is true
 is not one of the listed values. A null signal never fails."""
 
 
+LINES, WORDS, CHARS = "fraction of lines", "fraction of words", "fraction of chars"
+PARAGRAPHS = "fraction of paragraphs"
+"""Units of the ratio signals."""
+
+
 @dataclass(frozen=True)
 class Rule:
     """One threshold of one filter rule.
@@ -70,12 +75,12 @@ def _gopher_quality() -> list[Rule]:
         Rule(f"{f}.mean_word_length", f"{f}.mean_word_length", "min", f"{f}.min_mean_word_length", "chars"),
         Rule(f"{f}.mean_word_length", f"{f}.mean_word_length", "max", f"{f}.max_mean_word_length", "chars"),
         # Gopher's symbol rule checks the hash and the ellipsis ratio against one threshold.
-        Rule(f"{f}.symbol_word_ratio", f"{f}.hash_word_ratio", "max", f"{f}.max_symbol_word_ratio", "per word"),
-        Rule(f"{f}.symbol_word_ratio", f"{f}.ellipsis_word_ratio", "max", f"{f}.max_symbol_word_ratio", "per word"),
-        Rule(f"{f}.bullet_lines", f"{f}.bullet_lines_ratio", "max", f"{f}.max_bullet_lines_ratio", "fraction of lines"),
+        *(Rule(f"{f}.symbol_word_ratio", f"{f}.{sig}", "max", f"{f}.max_symbol_word_ratio", "per word")
+          for sig in ("hash_word_ratio", "ellipsis_word_ratio")),
+        Rule(f"{f}.bullet_lines", f"{f}.bullet_lines_ratio", "max", f"{f}.max_bullet_lines_ratio", LINES),
         Rule(f"{f}.ellipsis_lines", f"{f}.ellipsis_lines_ratio", "max", f"{f}.max_ellipsis_lines_ratio",
-             "fraction of lines"),
-        Rule(f"{f}.alpha_words", f"{f}.alpha_words_ratio", "min", f"{f}.min_alpha_words_ratio", "fraction of words"),
+             LINES),
+        Rule(f"{f}.alpha_words", f"{f}.alpha_words_ratio", "min", f"{f}.min_alpha_words_ratio", WORDS),
         Rule(f"{f}.stop_words", f"{f}.stop_words", "min", f"{f}.min_stop_words", "distinct stop words"),
     ]
 
@@ -84,12 +89,12 @@ def _gopher_repetition() -> list[Rule]:
     # Rae et al. 2021, table A1 (Gopher repetition filters).
     f = "gopher_repetition"
     rows = [Rule(f"{f}.{n}", f"{f}.{n}", "max", f"{f}.max_{n}", unit)
-            for n, unit in (("dup_line_frac", "fraction of lines"), ("dup_para_frac", "fraction of paragraphs"),
-                            ("dup_line_char_frac", "fraction of chars"), ("dup_para_char_frac", "fraction of chars"))]
+            for n, unit in (("dup_line_frac", LINES), ("dup_para_frac", PARAGRAPHS),
+                            ("dup_line_char_frac", CHARS), ("dup_para_char_frac", CHARS))]
     rows += [Rule(f"{f}.top_{k}gram", f"{f}.top_{k}gram_char_frac", "max", f"{f}.max_top_{k}gram_char_frac",
-                  "fraction of chars") for k in (2, 3, 4)]
+                  CHARS) for k in (2, 3, 4)]
     rows += [Rule(f"{f}.dup_{k}gram", f"{f}.dup_{k}gram_char_frac", "max", f"{f}.max_dup_{k}gram_char_frac",
-                  "fraction of chars") for k in range(5, 11)]
+                  CHARS) for k in range(5, 11)]
     return rows
 
 
@@ -106,10 +111,11 @@ def _fineweb() -> list[Rule]:
     # Penedo et al. 2024, section 3.3 (FineWeb quality filters; datatrove defaults).
     f = "fineweb"
     return [
-        Rule(f"{f}.line_punct_ratio", f"{f}.line_punct_ratio", "min", f"{f}.min_line_punct_ratio", "fraction of lines"),
-        Rule(f"{f}.short_line_ratio", f"{f}.short_line_ratio", "max", f"{f}.max_short_line_ratio", "fraction of lines"),
-        Rule(f"{f}.char_dup_ratio", f"{f}.char_dup_ratio", "max", f"{f}.max_char_dup_ratio", "fraction of chars"),
-        Rule(f"{f}.newline_ratio", f"{f}.newline_ratio", "max", f"{f}.max_newline_ratio", "newlines per word"),
+        Rule(f"{f}.line_punct_ratio", f"{f}.line_punct_ratio", "min", f"{f}.min_line_punct_ratio", LINES),
+        Rule(f"{f}.short_line_ratio", f"{f}.short_line_ratio", "max", f"{f}.max_short_line_ratio", LINES),
+        Rule(f"{f}.char_dup_ratio", f"{f}.char_dup_ratio", "max", f"{f}.max_char_dup_ratio", CHARS),
+        Rule(f"{f}.newline_ratio", f"{f}.newline_ratio", "max", f"{f}.max_newline_ratio",
+             "newlines per word"),
     ]
 
 

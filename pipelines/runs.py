@@ -180,6 +180,7 @@ class PlanStep:
     why: str
 
     def line(self) -> str:
+        """The step as one line of the printed plan."""
         return f"  {self.stage:<9} {self.action:<4}  {self.why}"
 
 

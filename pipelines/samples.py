@@ -30,7 +30,8 @@ def row_signals(row: dict[str, Any], reasons: list[str] | None = None) -> dict[s
             continue
         if isinstance(v, dict):
             if families is None or k in families:
-                out.update({f"{k}.{f}": x for f, x in v.items() if x is not None and not isinstance(x, list | dict)})
+                out.update({f"{k}.{f}": x for f, x in v.items()
+                            if x is not None and not isinstance(x, list | dict)})
         elif isinstance(v, int | float | str | bool):
             out[k] = v
     return out

@@ -144,6 +144,7 @@ class ShardPlan:
 
     @property
     def shards(self) -> int:
+        """Number of shards planned."""
         return len(self.shard_tokens)
 
 
@@ -350,7 +351,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         tokens_k = int(sp.shard_tokens[k])
         plan[k] = {"docs": int(sp.starts[k + 1] - sp.starts[k]), "tokens": tokens_k, "first_doc": int(sp.starts[k]),
                    "mds_first_file": next_file}
-        next_file += math.ceil(tokens_k // scfg.seq_len / per_file) if "mds" in scfg.formats else 0
+        next_file += mds.files_per_shard(tokens_k, scfg.seq_len, per_file) if "mds" in scfg.formats else 0
     writer = make_shard_writer(
         str(local), plan, prefix=scfg.name_prefix, formats=list(scfg.formats), dtype=dtype.name, vocab_size=vocab,
         seq_len=scfg.seq_len, size_limit=scfg.mds_size_limit, window=scfg.shuffle_window_docs,

@@ -60,10 +60,12 @@ class StageReport:
 
     @property
     def n_removed(self) -> int:
+        """Documents removed (each counted once)."""
         return sum(self.removed.values())
 
     @property
     def n_quarantined(self) -> int:
+        """Records quarantined (ingest)."""
         return sum(self.quarantined.values())
 
     def check(self) -> StageReport:
@@ -100,6 +102,7 @@ class StageReport:
         return " ".join(parts)
 
     def to_json(self) -> str:
+        """The report as JSON (sorted keys)."""
         return json.dumps(asdict(self), sort_keys=True, default=str)
 
 

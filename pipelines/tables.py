@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipelines.chain import stage as chain_stage
 from pipelines.chain import writer_of
 from pipelines.config import WinnowConfig
 from udfs.errors import UserError
@@ -48,7 +49,12 @@ def table_exists(spark: SparkSession, path: str) -> bool:
 
 
 def read_table(
-    spark: SparkSession, cfg: WinnowConfig, name: str, *, written_by: str | None = None, version: int | None = None
+    spark: SparkSession,
+    cfg: WinnowConfig,
+    name: str,
+    *,
+    written_by: str | None = None,
+    version: int | None = None,
 ) -> DataFrame:
     """Read the Delta table ``name`` of this run (at ``version`` when given, else the latest).
 
@@ -202,7 +208,11 @@ def standard_properties(cfg: WinnowConfig, stage: str) -> dict[str, str]:
     """The table properties every stage stamps on every table it writes (``winnow.`` prefix added on
     write): ``stage``, ``config_fingerprint`` (the whole config) and ``stage_fingerprint``
     (:meth:`WinnowConfig.stage_fingerprint`)."""
-    return {"stage": stage, "config_fingerprint": cfg.fingerprint(), "stage_fingerprint": cfg.stage_fingerprint(stage)}
+    return {
+        "stage": stage,
+        "config_fingerprint": cfg.fingerprint(),
+        "stage_fingerprint": cfg.stage_fingerprint(stage),
+    }
 
 
 def publish(
@@ -230,9 +240,12 @@ def publish(
     """
     written: dict[str, str] = {}
     for name, df in outputs.items():
-        props = {**standard_properties(cfg, stage), **(properties or {}), **(table_properties or {}).get(name, {})}
+        own = (table_properties or {}).get(name, {})
+        props = {**standard_properties(cfg, stage), **(properties or {}), **own}
         written[name] = write_table(df, cfg, name, properties=props)
     if removed is not None:
+        if not chain_stage(stage).removes:
+            raise ValueError(f"stage {stage!r} is declared in pipelines/chain.py as removing nothing")
         written["removed"] = write_removed(removed, cfg, stage)
     write_effective_config(spark, cfg, stage)
     return written

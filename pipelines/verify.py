@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +18,7 @@ import numpy as np
 
 from pipelines import storage
 from pipelines.config import StorageConfig
-from udfs import megatron
+from udfs import mds, megatron
 from udfs import tokenize as tok_udfs
 
 
@@ -35,26 +34,8 @@ class VerifyResult:
 
     @property
     def ok(self) -> bool:
+        """True when every check passed."""
         return not self.problems
-
-
-def _mds_samples(data: bytes, seq_len: int, dtype: np.dtype) -> np.ndarray:
-    (n,) = struct.unpack_from("<I", data, 0)
-    offsets = np.frombuffer(data, dtype="<u4", count=n + 1, offset=4).astype(np.int64)
-    if offsets[-1] != len(data):
-        raise ValueError(f"last offset {offsets[-1]} != file size {len(data)}")
-    out = np.empty((n, seq_len), dtype=dtype)
-    for i in range(n):  # one slice per packed sample (not per token)
-        s = data[offsets[i] : offsets[i + 1]]
-        (size,) = struct.unpack_from("<I", s, 0)
-        head = s[4]
-        ndim, code = head >> 2, head & 3
-        shape_dt = ("<u1", "<u2", "<u4", "<u8")[code]
-        shape = np.frombuffer(s, dtype=shape_dt, count=ndim, offset=5)
-        if size != len(s) - 4 or tuple(shape) != (seq_len,):
-            raise ValueError(f"sample {i}: size {size} / shape {tuple(shape)} do not match seq_len {seq_len}")
-        out[i] = np.frombuffer(s, dtype=dtype.newbyteorder("<"), offset=5 + ndim * np.dtype(shape_dt).itemsize)
-    return out
 
 
 MANIFEST_KEYS = ("dtype", "tokenizer", "seq_len", "files", "formats", "totals")
@@ -166,7 +147,7 @@ def _verify_mds(manifest: dict[str, Any], blobs: dict[str, bytes], dtype: np.dty
             e = entries[name]
             if e["raw_data"]["bytes"] != f["bytes"] or e["raw_data"]["hashes"].get("sha256") != f["sha256"]:
                 raise ValueError("index.json entry differs from the file")
-            arr = _mds_samples(blobs[f["path"]], seq_len, dtype)
+            arr = mds.decode_shard(blobs[f["path"]], seq_len, dtype)
             if len(arr) != e["samples"] or len(arr) != f["samples"]:
                 raise ValueError(f"{len(arr)} samples, index says {e['samples']}")
             if arr.size and int(arr.max()) >= vocab:

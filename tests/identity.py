@@ -10,12 +10,14 @@ tree, so each run imports its own code), then compares the two run roots:
   (those hold Delta versions and the names of the tables the chain declares, which a refactoring may
   legitimately settle differently);
 * every shard file byte for byte, and ``manifest.json``, ``stats.json`` and ``config/*.json`` as JSON
-  with the run root replaced by ``<root>`` and clock keys (``elapsed_s``, ``finished_at``, ``started_at``)
-  removed;
+  with clock keys (``elapsed_s``, ``finished_at``, ``started_at``) removed;
+* everywhere, the run root and the whole-config fingerprint (which covers ``run.root``, so two roots
+  differ by it alone) are replaced by ``<root>`` and ``<config_fingerprint>``;
 * the ``winnow.*`` table properties, reported apart (a change of the standard set of properties is
   a change of bookkeeping, not of data).
 
-Exit status 0 when rows, shards and manifest are identical (property differences are printed), 1 otherwise.
+Exit status 0 when table rows, shard files and ``manifest.json`` are identical, 1 otherwise; differences of
+table properties, ``stats.json`` and ``config/*.json`` are printed as bookkeeping.
 Not part of ``make test``: it runs the whole chain twice (about 3 minutes on 2 cores).
 """
 
@@ -36,43 +38,70 @@ CLOCK_KEYS = frozenset({"elapsed_s", "finished_at", "started_at"})
 RUNS_COMPARED = ("stage", "stage_fingerprint", "config_fingerprint", "rows_in", "rows_out", "removed", "quarantined")
 
 
+def chain_overrides(root: Path, inputs: Path) -> list[str]:
+    """The ``--set`` overrides of one run: its root and the shared copy of the inputs."""
+    return [f"run.root={root}", f"ingest.inputs=[{inputs}/*.jsonl.gz, {inputs}/*.wet.gz]"]
+
+
 def run_chain(tree: Path, root: Path, inputs: Path, python: str) -> None:
     """Run ``jobs/pipeline.py`` of ``tree`` with ``conf/local.yaml`` on ``inputs`` into ``root``."""
     env = {**os.environ, "PYTHONPATH": str(tree), "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
-    cmd = [python, str(tree / "jobs" / "pipeline.py"), "--conf", str(tree / "conf" / "local.yaml"), "--quiet",
-           "--set", f"run.root={root}", "--set", f"ingest.inputs=[{inputs}/*.jsonl.gz, {inputs}/*.wet.gz]"]
+    cmd = [python, str(tree / "jobs" / "pipeline.py"), "--conf", str(tree / "conf" / "local.yaml"), "--quiet"]
+    for o in chain_overrides(root, inputs):
+        cmd += ["--set", o]
     subprocess.run(cmd, cwd=tree, env=env, check=True)
 
 
-def _strip(obj: Any, root: str) -> Any:
+def config_fingerprint(root: Path, inputs: Path) -> str:
+    """The whole-config fingerprint of a run into ``root``: it covers ``run.root``, so two runs into two
+    roots differ by it alone; the comparison replaces it by ``<config_fingerprint>``."""
+    from pipelines.config import load_config
+
+    return load_config([REPO / "conf" / "local.yaml"], chain_overrides(root, inputs)).fingerprint()
+
+
+def _strip(obj: Any, subs: dict[str, str]) -> Any:
     if isinstance(obj, dict):
-        return {k: _strip(v, root) for k, v in obj.items() if k not in CLOCK_KEYS}
+        return {k: _strip(v, subs) for k, v in obj.items() if k not in CLOCK_KEYS}
     if isinstance(obj, list):
-        return [_strip(v, root) for v in obj]
+        return [_strip(v, subs) for v in obj]
     if isinstance(obj, str):
-        return obj.replace(root, "<root>")
+        for a, b in subs.items():
+            obj = obj.replace(a, b)
     return obj
 
 
-def json_file(path: Path, root: Path) -> Any:
-    """A JSON file with the run root replaced by ``<root>`` and clock keys removed."""
-    return _strip(json.loads(path.read_text(encoding="utf-8")), str(root))
+def json_file(path: Path, subs: dict[str, str]) -> Any:
+    """A JSON file with ``subs`` applied to its strings (run root, config fingerprint) and clock keys removed."""
+    return _strip(json.loads(path.read_text(encoding="utf-8")), subs)
 
 
-def table_rows(spark: Any, path: Path) -> tuple[str, list[str]]:
-    """(schema as a DDL string, rows as sorted JSON lines) of the Delta table at ``path``."""
+def json_diff(a: Any, b: Any, path: str = "") -> list[str]:
+    """Dotted paths where two JSON values differ (at most a few per branch)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b)) for d in json_diff(a.get(k), b.get(k), f"{path}.{k}" if path else k)]
+    if a != b:
+        return [f"{path}: {json.dumps(a)[:120]} -> {json.dumps(b)[:120]}"]
+    return []
+
+
+def table_rows(spark: Any, path: Path, subs: dict[str, str]) -> tuple[str, list[str]]:
+    """(schema as a DDL string, rows as sorted JSON lines with ``subs`` applied) of the Delta table at ``path``."""
     df = spark.read.format("delta").load(str(path))
     if path.name == "_runs":
         df = df.select(*RUNS_COMPARED)
-    return df.schema.simpleString(), sorted(df.toJSON().collect())
+    rows = [_strip(r, subs) for r in df.toJSON().collect()]
+    return df.schema.simpleString(), sorted(rows)
 
 
-def compare(base: Path, work: Path) -> tuple[list[str], list[str]]:
-    """Compare two run roots. Returns (data differences, table-property differences)."""
+def compare(base: Path, work: Path, inputs: Path) -> tuple[list[str], list[str]]:
+    """Compare two run roots. Returns (data differences, bookkeeping differences: table properties and
+    the run report / effective configs, which may change with the declarations they are drawn from)."""
     from pipelines import tables
     from pipelines.session import get_spark
 
     spark = get_spark("winnow-identity")
+    subs = {r: {str(r): "<root>", config_fingerprint(r, inputs): "<config_fingerprint>"} for r in (base, work)}
     data: list[str] = []
     props: list[str] = []
     names = sorted({p.name for r in (base, work) for p in (r / "tables").iterdir() if p.is_dir()})
@@ -81,14 +110,14 @@ def compare(base: Path, work: Path) -> tuple[list[str], list[str]]:
         if not (a.is_dir() and b.is_dir()):
             data.append(f"table {name}: only in {'base' if a.is_dir() else 'work'}")
             continue
-        ra, rb = table_rows(spark, a), table_rows(spark, b)
+        ra, rb = table_rows(spark, a, subs[base]), table_rows(spark, b, subs[work])
         if ra[0] != rb[0]:
             data.append(f"table {name}: schema {ra[0]} != {rb[0]}")
         if ra[1] != rb[1]:
             only_a, only_b = set(ra[1]) - set(rb[1]), set(rb[1]) - set(ra[1])
             data.append(f"table {name}: {len(ra[1])} vs {len(rb[1])} rows; {len(only_a)} only in base, "
                         f"{len(only_b)} only in work; e.g. {sorted(only_a)[:1]} / {sorted(only_b)[:1]}")
-        pa_, pb = (_strip(tables.table_properties(spark, str(p)), str(r)) for p, r in ((a, base), (b, work)))
+        pa_, pb = (_strip(tables.table_properties(spark, str(p)), subs[r]) for p, r in ((a, base), (b, work)))
         for k in sorted(set(pa_) | set(pb)):
             if pa_.get(k) != pb.get(k):
                 props.append(f"table {name}: property {k}: {pa_.get(k)!r} -> {pb.get(k)!r}")
@@ -99,8 +128,9 @@ def compare(base: Path, work: Path) -> tuple[list[str], list[str]]:
         if not (a.is_file() and b.is_file()):
             data.append(f"file {rel}: only in {'base' if a.is_file() else 'work'}")
         elif rel.suffix == ".json":
-            if json_file(a, base) != json_file(b, work):
-                data.append(f"file {rel}: JSON differs (apart from run root and clock keys)")
+            diffs = json_diff(json_file(a, subs[base]), json_file(b, subs[work]))
+            where = data if rel.parts[0] == "shards" else props
+            where += [f"file {rel}: {d}" for d in diffs[:8]]
         elif rel.suffix == ".html":
             continue  # rendered from stats.json (compared above) plus timings
         elif a.read_bytes() != b.read_bytes():
@@ -115,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", type=Path, default=None, help="folder for the two runs (default: a temporary one)")
     p.add_argument("--keep", action="store_true", help="keep the runs and the checkout")
     p.add_argument("--reuse-base", action="store_true", help="reuse the base run already under --work (rerun work only)")
+    p.add_argument("--compare-only", action="store_true", help="compare the two runs already under --work")
     p.add_argument("--python", default=sys.executable, help="interpreter with Winnow's dependencies")
     args = p.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="winnow-identity-"))
@@ -127,12 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         inputs = work / "inputs"
         shutil.copytree(checkout / "sample_data", inputs, dirs_exist_ok=True)
         for tree, side in ((checkout, "base"), (REPO, "work")):
-            if side == "base" and args.reuse_base and (work / "base" / "tables" / "_runs").is_dir():
+            if (args.compare_only or (side == "base" and args.reuse_base)) and (work / side / "tables" / "_runs").is_dir():
                 continue
             print(f"[identity] running the chain of {side} ({tree})", flush=True)
             shutil.rmtree(work / side, ignore_errors=True)
             run_chain(tree, work / side, inputs, args.python)
-        data, props = compare(work / "base", work / "work")
+        data, props = compare(work / "base", work / "work", inputs)
     finally:
         if not args.keep:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(checkout)], check=False)

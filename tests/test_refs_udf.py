@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from udfs.refs import SIGNAL_SCHEMA, find_mentions, normalise_label, refs_signals, repair, undo_repair
-from udfs.refs_vocab import DEFAULT_VOCAB
+from udfs.refs.vocab import DEFAULT_VOCAB
 
 
 def got(text: str, lang: str = "en") -> list[tuple[str, str, bool]]:

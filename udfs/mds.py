@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import struct
 from typing import Any
 
 import numpy as np
@@ -90,6 +92,41 @@ def encode_shard(samples: np.ndarray, size_limit: int | None) -> bytes:
     if start + per * n >= 1 << 32:
         raise ValueError("an MDS shard file must stay below 4 GiB (uint32 offsets); lower shard.mds_size_limit")
     return np.uint32(n).astype("<u4").tobytes() + offsets.tobytes() + config + body.tobytes()
+
+
+def decode_shard(data: bytes, seq_len: int, dtype: np.dtype) -> np.ndarray:
+    """The samples of one ``shard.NNNNN.mds`` file written by :func:`encode_shard`, as [n, seq_len] ``dtype``.
+
+    Raises:
+        ValueError: the offsets do not end at the file size, or a sample's size or shape is not
+            ``seq_len`` values of ``dtype``.
+    """
+    (n,) = struct.unpack_from("<I", data, 0)
+    offsets = np.frombuffer(data, dtype="<u4", count=n + 1, offset=4).astype(np.int64)
+    if offsets[-1] != len(data):
+        raise ValueError(f"last offset {offsets[-1]} != file size {len(data)}")
+    out = np.empty((n, seq_len), dtype=dtype)
+    for i in range(n):  # one slice per packed sample (not per token)
+        s = data[offsets[i] : offsets[i + 1]]
+        (size,) = struct.unpack_from("<I", s, 0)
+        head = s[4]
+        ndim, code = head >> 2, head & 3
+        shape_dt = ("<u1", "<u2", "<u4", "<u8")[code]
+        shape = np.frombuffer(s, dtype=shape_dt, count=ndim, offset=5)
+        if size != len(s) - 4 or tuple(shape) != (seq_len,):
+            raise ValueError(f"sample {i}: size {size} / shape {tuple(shape)} do not match seq_len {seq_len}")
+        out[i] = np.frombuffer(s, dtype=dtype.newbyteorder("<"), offset=5 + ndim * np.dtype(shape_dt).itemsize)
+    return out
+
+
+def files_per_shard(n_tokens: int, seq_len: int, per_file: int) -> int:
+    """MDS files one shard of ``n_tokens`` tokens fills: whole ``seq_len`` samples (the tail that does not
+    fill one is dropped), at most ``per_file`` (:func:`samples_per_file`) per file.
+
+    >>> files_per_shard(1030, 512, 1), files_per_shard(511, 512, 1)
+    (2, 0)
+    """
+    return math.ceil(n_tokens // seq_len / per_file)
 
 
 def index_entry(data: bytes, basename: str, n_samples: int, dtype: np.dtype, size_limit: int | None) -> dict[str, Any]:

@@ -75,6 +75,7 @@ class ShingleSpec:
     split_unspaced: bool = True
 
     def to_dict(self) -> dict:
+        """The settings as a plain dict (part of the recorded signature settings)."""
         return asdict(self)
 
 

@@ -1,0 +1,186 @@
+"""Gopher quality and repetition signals (Rae et al. 2021, appendix A.1.1 and table A1; datatrove
+0.10.1 ``gopher_quality_filter.py`` and ``gopher_repetition_filter.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from udfs.quality.parse import (
+    _MIX,
+    Parsed,
+    _duplicates,
+    _not_first,
+    _np,
+    _per_doc,
+    _ratio,
+    _repeated,
+    _splitmix64,
+    _struct,
+)
+
+STOP_WORDS: tuple[str, ...] = ("the", "be", "to", "of", "and", "that", "have", "with")
+"""Gopher's English stop words (Rae et al. 2021, A.1.1); a document needs at least 2 of them."""
+
+BULLETS = "•‣◦⁃∙▪●-*"
+"""Characters that start a bullet line. datatrove uses ``•`` and ``-``; the paper says "bullet point"."""
+
+GOPHER_REPETITION_TOP_N = (2, 3, 4)
+GOPHER_REPETITION_DUP_N = (5, 6, 7, 8, 9, 10)
+
+
+# ------------------------------------------------------------------------------------ Gopher quality
+GOPHER_QUALITY_TYPE = pa.struct([
+    ("word_count", pa.int64()),
+    ("mean_word_length", pa.float64()),
+    ("hash_word_ratio", pa.float64()),
+    ("ellipsis_word_ratio", pa.float64()),
+    ("bullet_lines_ratio", pa.float64()),
+    ("ellipsis_lines_ratio", pa.float64()),
+    ("alpha_words_ratio", pa.float64()),
+    ("stop_words", pa.int64()),
+])
+
+
+def gopher_quality(p: Parsed) -> pa.StructArray:
+    """Gopher quality-filter signals (Rae et al. 2021, A.1.1; datatrove ``GopherQualityFilter``).
+
+    Args:
+        p: a :func:`parse`-d batch of ``n`` texts.
+
+    Returns:
+        StructArray[n] of :data:`GOPHER_QUALITY_TYPE`:
+        ``word_count`` int64, non-symbol words (paper range 50..100,000);
+        ``mean_word_length`` float64, characters per non-symbol word, 0.0 without words (paper 3..10);
+        ``hash_word_ratio`` / ``ellipsis_word_ratio`` float64, ``#`` resp. ``...``/``…`` occurrences per
+        word, all words counted as datatrove does (paper <= 0.1);
+        ``bullet_lines_ratio`` / ``ellipsis_lines_ratio`` float64, fraction of non-blank lines starting
+        with a bullet (:data:`BULLETS`) resp. ending with ``...``/``…`` (paper <= 0.9 / <= 0.3);
+        ``alpha_words_ratio`` float64, words holding an alphabetic character / words (paper >= 0.8);
+        ``stop_words`` int64, distinct :data:`STOP_WORDS` present, case-insensitive (paper >= 2).
+        Ratios are 0.0 when their denominator is 0.
+    """
+    n = p.n
+    n_words = p.n_tokens
+    word_count = _per_doc(p.word_doc, n).astype(np.int64) - p.symbol_words
+    word_len = _per_doc(p.word_doc, n, p.word_chars) - p.symbol_chars
+    hashes = _np(pc.count_substring(p.texts, "#"), np.int64)
+    ellipses = _np(pc.count_substring(p.texts, "..."), np.int64) + _np(pc.count_substring(p.texts, "…"), np.int64)
+
+    n_lines = _per_doc(p.line_doc, n)
+    bullet = _np(pc.is_in(pc.utf8_slice_codeunits(p.lines_stripped, 0, 1), value_set=pa.array(list(BULLETS))), bool)
+    ell_end = _np(pc.or_(pc.ends_with(p.lines_stripped, "..."), pc.ends_with(p.lines_stripped, "…")), bool)
+
+    # Stop-word index of each distinct word (-1: none), gathered back to every word.
+    stop_of_dict = _np(pc.fill_null(pc.index_in(pc.utf8_lower(p.word_dict), value_set=pa.array(STOP_WORDS)), -1), np.int64)
+    stop_idx = stop_of_dict[p.word_ids]
+    hit = stop_idx >= 0
+    pairs = p.word_doc[hit] * len(STOP_WORDS) + stop_idx[hit]
+    stop_words = _per_doc(np.unique(pairs) // len(STOP_WORDS), n).astype(np.int64)
+    return _struct(
+        {
+            "word_count": word_count,
+            "mean_word_length": _ratio(word_len, word_count),
+            "hash_word_ratio": _ratio(hashes, n_words),
+            "ellipsis_word_ratio": _ratio(ellipses, n_words),
+            "bullet_lines_ratio": _ratio(_per_doc(p.line_doc[bullet], n), n_lines),
+            "ellipsis_lines_ratio": _ratio(_per_doc(p.line_doc[ell_end], n), n_lines),
+            "alpha_words_ratio": _ratio(p.alpha_words, n_words),
+            "stop_words": stop_words,
+        },
+        {f.name: f.type for f in GOPHER_QUALITY_TYPE},
+    )
+
+
+# --------------------------------------------------------------------------------- Gopher repetition
+GOPHER_REPETITION_TYPE = pa.struct(
+    [
+        ("dup_line_frac", pa.float64()),
+        ("dup_line_char_frac", pa.float64()),
+        ("dup_para_frac", pa.float64()),
+        ("dup_para_char_frac", pa.float64()),
+    ]
+    + [(f"top_{k}gram_char_frac", pa.float64()) for k in GOPHER_REPETITION_TOP_N]
+    + [(f"dup_{k}gram_char_frac", pa.float64()) for k in GOPHER_REPETITION_DUP_N]
+)
+
+
+
+
+def gopher_repetition(p: Parsed) -> pa.StructArray:
+    """Gopher repetition signals (Rae et al. 2021, A.1.1 and table A1; datatrove ``GopherRepetitionFilter``).
+
+    Character fractions are over all characters of the text (``len(text)``, as datatrove). Word n-grams
+    are compared through a 64-bit hash of their word ids (collision odds ~ k^2/2^64 for k n-grams).
+
+    Args:
+        p: a :func:`parse`-d batch of ``n`` texts.
+
+    Returns:
+        StructArray[n] of :data:`GOPHER_REPETITION_TYPE`, all float64 in [0, 1], 0.0 for empty text:
+        ``dup_line_frac`` / ``dup_para_frac``: non-blank lines (paragraphs) equal to an earlier one, over
+        all lines (paragraphs) (paper <= 0.30 / 0.30); ``dup_line_char_frac`` / ``dup_para_char_frac``:
+        their characters (paper <= 0.20 / 0.20); ``top_{2,3,4}gram_char_frac``: characters of the most
+        frequent word n-gram (joined by one space) times its count (ties: the earliest), as in the paper
+        and datatrove (paper <= 0.20 / 0.18 / 0.16); ``dup_{5..10}gram_char_frac``: characters (spaces
+        excluded) of the words covered by occurrences of a word n-gram after its first, each word
+        counted once (paper: "taking care not to count characters that occur in overlapping n-grams more
+        than once"; datatrove's greedy scan instead jumps n words after each duplicate, which can miss
+        overlapping ones) (paper <= 0.15 .. 0.10).
+    """
+    n = p.n
+    out: dict[str, np.ndarray] = {}
+    n_lines = _per_doc(p.line_doc, n)
+    line_dups, line_dup_chars = _duplicates(p.line_doc, p.lines, p.line_chars, n)
+    para_dups, para_dup_chars = _duplicates(p.para_doc, p.paras, p.para_chars, n)
+    out["dup_line_frac"] = _ratio(line_dups, n_lines)
+    out["dup_line_char_frac"] = _ratio(line_dup_chars, p.n_chars)
+    out["dup_para_frac"] = _ratio(para_dups, _per_doc(p.para_doc, n))
+    out["dup_para_char_frac"] = _ratio(para_dup_chars, p.n_chars)
+
+    n_words = len(p.word_ids)
+    cum = np.concatenate([[0], np.cumsum(p.word_chars)])
+    doc = p.word_doc
+    h = _splitmix64(p.word_ids)
+    acc = h
+    dup_prev = np.ones(n_words, dtype=bool)
+    for k in range(2, max(GOPHER_REPETITION_DUP_N) + 1):
+        # acc[i] = hash of words i..i+k-1; an n-gram occurs twice only if both its (k-1)-gram prefix
+        # and suffix do, so only those starts are counted (exact pruning, most starts drop out)
+        acc = (acc[:-1] * np.uint64(0x100000001B3)) ^ h[k - 1 :]
+        m = len(acc)
+        valid = doc[:m] == doc[k - 1 :]
+        cand = np.flatnonzero(valid & dup_prev[:m] & dup_prev[1 : m + 1])
+        keys = acc[cand] * _MIX + doc[cand].astype(np.uint64)
+        rep = _repeated(keys)
+        dup_starts = cand[rep]
+        dup_prev = np.zeros(m, dtype=bool)
+        dup_prev[dup_starts] = True
+        if k in GOPHER_REPETITION_TOP_N:
+            top = np.zeros(n)
+            # a document without a repeated k-gram: its most frequent k-gram is its first, once
+            vs = np.flatnonzero(valid)
+            first = vs[np.r_[True, doc[vs][1:] != doc[vs][:-1]]] if len(vs) else vs
+            top[doc[first]] = cum[first + k] - cum[first] + (k - 1)
+            if len(dup_starts):
+                _, fidx, counts = np.unique(keys[rep], return_index=True, return_counts=True)
+                fpos = dup_starts[fidx]
+                dpos = doc[fpos]
+                order = np.lexsort((fpos, -counts, dpos))
+                best = order[np.r_[True, dpos[order][1:] != dpos[order][:-1]]]
+                chars = cum[fpos[best] + k] - cum[fpos[best]] + (k - 1)
+                top[dpos[best]] = chars * counts[best]
+            out[f"top_{k}gram_char_frac"] = _ratio(top, p.n_chars)
+        if k in GOPHER_REPETITION_DUP_N:
+            covered_chars = np.zeros(n)
+            if len(dup_starts):
+                # the duplicates are the occurrences after the first (as datatrove counts them)
+                later = dup_starts[_not_first(keys[rep])]
+                delta = np.bincount(later, minlength=n_words + k + 1)
+                delta[k:] -= np.bincount(later, minlength=n_words + 1)[: len(delta) - k]
+                covered = np.cumsum(delta)[:n_words] > 0
+                covered_chars = _per_doc(doc[covered], n, p.word_chars[covered])
+            out[f"dup_{k}gram_char_frac"] = _ratio(covered_chars, p.n_chars)
+    return _struct(out, {f.name: f.type for f in GOPHER_REPETITION_TYPE})

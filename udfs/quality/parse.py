@@ -1,0 +1,258 @@
+"""What every quality rule family shares: the batch split once into lines, paragraphs and words
+(:class:`Parsed`, :func:`parse`), the word tokenizer (:func:`tokenize_spacing`) and the numpy helpers
+that aggregate back per document (see :mod:`udfs.quality` for the definitions).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _as_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
+    if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
+        raise TypeError(f"texts must be an Arrow string array; got {texts.type}")
+    return pc.fill_null(texts, "")
+
+
+def _np(a: pa.Array | pa.ChunkedArray, dtype=None) -> np.ndarray:
+    out = np.asarray(a.to_numpy(zero_copy_only=False))
+    return out.astype(dtype) if dtype is not None else out
+
+
+def _per_doc(parent: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
+    return np.bincount(parent, weights=weights, minlength=n)[:n]
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    num = num.astype(np.float64)
+    den = den.astype(np.float64)
+    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    # SplitMix64 finaliser (Steele et al. 2014): a bijective 64-bit mixer, so distinct ids stay distinct.
+    z = x.astype(np.uint64) + _MIX
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _repeated(keys: np.ndarray) -> np.ndarray:
+    """Boolean mask: True where ``keys[i]`` occurs more than once in ``keys``.
+
+    A plain sort answers "no repeats" cheaply (most long n-gram sets); otherwise one argsort marks both
+    neighbours of every equal pair (about 3x faster than ``np.isin`` against the repeated values).
+    """
+    if len(keys) < 2:
+        return np.zeros(len(keys), dtype=bool)
+    s = np.sort(keys)
+    if not (s[1:] == s[:-1]).any():
+        return np.zeros(len(keys), dtype=bool)
+    order = np.argsort(keys)
+    eq = keys[order[1:]] == keys[order[:-1]]
+    marked = np.zeros(len(keys), dtype=bool)
+    marked[1:] |= eq
+    marked[:-1] |= eq
+    out = np.empty(len(keys), dtype=bool)
+    out[order] = marked
+    return out
+
+
+def _not_first(keys: np.ndarray) -> np.ndarray:
+    """Boolean mask: True where ``keys[i]`` equals a key at an earlier index."""
+    out = np.zeros(len(keys), dtype=bool)
+    if len(keys) < 2:
+        return out
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    out[order[1:]] = sk[1:] == sk[:-1]
+    return out
+
+
+# Tokenizer tables after spaCy 3's English tokenizer (spacy/lang/punctuation.py, spacy/lang/char_classes.py,
+# spacy/lang/en/tokenizer_exceptions.py), which datatrove's word split uses: a prefix is split off the start
+# of a whitespace-separated piece, a suffix off its end, an infix between letters/digits.
+_QUOTES = "'\"\u201d\u201c`\u2018\u00b4\u2019\u201a\u201e\u00bb\u00ab\u300c\u300d\u300e\u300f\uff08\uff09\u3014\u3015\u3010\u3011\u300a\u300b\u3008\u3009\u27e6\u27e7"
+_PUNCT = "\u2026,:;!?\u00bf\u061f\u00a1()\\[\\]{}<>_#*&\u3002\uff1f\uff01\uff0c\u3001\uff1b\uff1a\uff5e\u00b7\u0964\u060c\u06d4\u061b\u066a"
+_CURRENCY = "$\u00a3\u20ac\u00a5\u0e3f\u20bd\ufdfc\u20a0-\u20bf"
+_PREFIX = f"[\u00a7%=\u2014\u2013+{_PUNCT}{_QUOTES}{_CURRENCY}\\p{{So}}]"
+_SUFFIX = f"[\u2014\u2013{_PUNCT}{_QUOTES}\\p{{So}}]"
+
+SPACY_ABBREVIATIONS: tuple[str, ...] = (
+    "Adm", "Ak", "Ala", "Apr", "Ariz", "Ark", "Aug", "Bros", "Calif", "Co", "Colo", "Conn", "Corp", "Dec",
+    "Del", "Dr", "Feb", "Fla", "Ga", "Gen", "Gov", "Ia", "Id", "Ill", "Inc", "Ind", "Jan", "Jr", "Jul", "Jun",
+    "Kan", "Kans", "Ky", "La", "Ltd", "Mar", "Mass", "Md", "Messrs", "Mich", "Minn", "Miss", "Mo", "Mont",
+    "Mr", "Mrs", "Ms", "Mt", "Neb", "Nebr", "Nev", "Nov", "Oct", "Okla", "Ore", "Pa", "Ph.D", "Prof", "Rep",
+    "Rev", "Sen", "Sep", "Sept", "St", "Tenn", "Va", "Wash", "Wis", "co", "vs", "v.s", "a.m", "p.m", "e.g",
+    "i.e", "E.g", "I.e",
+)
+"""Words that keep their final ``.`` (spaCy 3 English tokenizer exceptions ending in ``.``; words of
+letters and dots such as ``U.S.``, ``a.m.`` or ``J.C.`` keep it by the rules in :func:`tokenize_spacing`; unlike
+spaCy, a single lower-case letter (``x.``) loses it, and an abbreviation followed by more dots keeps one)."""
+
+# 1. abbreviations and initials ("U.S.", "G."; spaCy splits a final "." after a lower-case letter, digit or
+#    two capitals, not after one capital): their final "." becomes U+E000 (a private-use character, neither punctuation nor a
+#    letter) so the suffix rule leaves it attached; words are only counted and compared, never output.
+_ABBREV_RX = (
+    f"(^|\\s|[(\\[{{\"\u201c\u2018\u00ab])({'|'.join(re.escape(a) for a in SPACY_ABBREVIATIONS)}|(?:\\p{{L}}\\.)+\\p{{Ll}}|(?:\\p{{L}}\\.)*\\p{{Lu}})\\."
+)
+# 2. infixes: hyphens, dashes and : < > = / between a letter or digit and a letter; URLs stay whole.
+_INFIX_RX = r"(\S*://\S*|www\.\S+)|([\pL\pN])([-/:<>=\x{2013}\x{2014}])(\pL)"
+# 3. prefixes: a run of prefix characters (or dots) at the start of a piece.
+_PREFIX_RX = f"(^|\\s)((?:{_PREFIX}|\\.\\.+)+)"
+# 4. suffixes: a run of suffix characters or dots at the end of a piece (the protected "." of step 1 is
+#    neither); one alternation without a leading class, which keeps RE2 on its fast path (4x faster).
+_SUFFIX_RX = f"(\\.(?:{_SUFFIX}|\\.)*)(\\s|$)|({_SUFFIX}(?:{_SUFFIX}|\\.)*)(\\s|$)"
+_SUFFIX_REPL = r" \1\3\2\4"
+# 5. clitics, once trailing punctuation is apart: 's n't 'm 're 've 'd 'll (spaCy suffix "'s" and the
+#    English exceptions such as "don't" -> "do" "n't").
+_CLITIC_RX = "(n['\u2019]t|N['\u2019]T|['\u2019](?:[sSmMdD]|re|RE|ve|VE|ll|LL))(\\s|$)"
+
+
+def tokenize_spacing(texts: pa.Array) -> pa.Array:
+    """The texts with spaces added so that splitting on whitespace gives words (see the module doc).
+
+    Approximates spaCy 3's English tokenizer, which datatrove's Gopher and FineWeb filters use to count
+    words, with five RE2 passes over the batch: prefix punctuation, quotes, brackets and currency split
+    off the start of a piece; suffix punctuation and the clitics ``'s n't 'm 're 've 'd 'll`` off its
+    end; ``.`` at the end only after a lower-case letter, digit or two capitals, and never after the
+    abbreviations of :data:`SPACY_ABBREVIATIONS` or in initials; hyphens, ``/``, ``:`` between a letter
+    or digit and a letter; URLs stay whole. A run of split-off punctuation stays one piece here (spaCy
+    makes one token per character): :func:`parse` counts its characters as words instead.
+
+    >>> tokenize_spacing(pa.array(["(Hi), Mr. Lee's 3.5 km-long walk..."])).to_pylist()[0].split()
+    ['(', 'Hi', '),', 'Mr\\ue000', 'Lee', "'s", '3.5', 'km', '-', 'long', 'walk', '...']
+    """
+    out = pc.replace_substring_regex(texts, _ABBREV_RX, "\\1\\2\ue000")
+    out = pc.replace_substring_regex(out, _INFIX_RX, r"\1\2 \3 \4")
+    out = pc.replace_substring_regex(out, _PREFIX_RX, r"\1\2 ")
+    out = pc.replace_substring_regex(out, _SUFFIX_RX, _SUFFIX_REPL)
+    return pc.replace_substring_regex(out, _CLITIC_RX, r" \1\2")
+
+
+@dataclass
+class Parsed:
+    """A batch split once into lines, paragraphs and words, shared by every signal family.
+
+    Attributes:
+        n: documents in the batch.
+        n_chars: int64[n], characters (code points) per text.
+        n_newlines: int64[n], ``\\n`` characters per text.
+        lines: flat non-blank lines (string), their document index ``line_doc`` (int64), their stripped
+            form ``lines_stripped`` and lengths ``line_chars`` (raw) / ``line_stripped_chars``.
+        paras / para_doc / para_chars: flat non-blank paragraphs (stripped), their document, length.
+        words / word_doc / word_chars: flat words (see module doc), document index, length; ``word_ids``
+            int64 ids equal iff the words are equal (dictionary encoding over the batch), indices into
+            ``word_dict`` (string, the batch's distinct words).
+        symbol_words / symbol_chars / alpha_words: int64[n], words made only of punctuation or symbols,
+            their characters, and words holding a letter (``\\pL``), per document.
+        n_tokens: int64[n], words counted as spaCy counts them: a symbol word counts one per character
+            (a run of dots, an ellipsis, counts once), other words once.
+    """
+
+    n: int
+    texts: pa.Array
+    n_chars: np.ndarray
+    n_newlines: np.ndarray
+    lines: pa.Array
+    lines_stripped: pa.Array
+    line_doc: np.ndarray
+    line_chars: np.ndarray
+    line_stripped_chars: np.ndarray
+    paras: pa.Array
+    para_doc: np.ndarray
+    para_chars: np.ndarray
+    words: pa.Array
+    word_doc: np.ndarray
+    word_chars: np.ndarray
+    word_ids: np.ndarray
+    word_dict: pa.Array
+    symbol_words: np.ndarray
+    n_tokens: np.ndarray
+    symbol_chars: np.ndarray
+    alpha_words: np.ndarray
+
+
+def parse(texts: pa.Array | pa.ChunkedArray) -> Parsed:
+    """Split a batch of texts into lines, paragraphs and words (see the module docstring).
+
+    Args:
+        texts: string array of ``n`` documents; nulls read as empty text.
+
+    Returns:
+        A :class:`Parsed` batch.
+
+    Raises:
+        TypeError: ``texts`` is not a string array.
+    """
+    texts = _as_text(texts)
+    n = len(texts)
+    n_chars = _np(pc.utf8_length(texts), np.int64)
+    n_newlines = _np(pc.count_substring(texts, "\n"), np.int64)
+
+    all_lines = pc.split_pattern(texts, "\n")
+    flat = pc.list_flatten(all_lines)
+    parent = _np(pc.list_parent_indices(all_lines), np.int64)
+    stripped = pc.utf8_trim_whitespace(flat)
+    stripped_chars = _np(pc.utf8_length(stripped), np.int64)
+    keep = stripped_chars > 0
+    keep_arr = pa.array(keep)
+    lines = pc.filter(flat, keep_arr)
+    lines_stripped = pc.filter(stripped, keep_arr)
+
+    # Paragraphs: split on runs of blank lines (\n followed by a whitespace-only line).
+    para_lists = pc.split_pattern_regex(texts, r"\n[ \t\f\v]*\n(?:[ \t\f\v]*\n)*")
+    paras = pc.utf8_trim_whitespace(pc.list_flatten(para_lists))
+    para_doc = _np(pc.list_parent_indices(para_lists), np.int64)
+    para_chars = _np(pc.utf8_length(paras), np.int64)
+    pkeep = para_chars > 0
+
+    spaced = tokenize_spacing(texts)
+    word_lists = pc.utf8_split_whitespace(spaced)
+    words = pc.list_flatten(word_lists)
+    word_doc = _np(pc.list_parent_indices(word_lists), np.int64)
+    word_chars = _np(pc.utf8_length(words), np.int64)
+    if (word_chars == 0).any():  # utf8_split_whitespace yields one "" for an empty text
+        nonempty = word_chars > 0
+        words, word_doc, word_chars = pc.filter(words, pa.array(nonempty)), word_doc[nonempty], word_chars[nonempty]
+    encoded = pc.dictionary_encode(words)
+    word_ids = _np(encoded.indices, np.int64)
+    word_dict = encoded.dictionary
+    # Per-word properties are computed once per distinct word of the batch (a few times fewer regex
+    # calls than words) and gathered back through the ids.
+    symbol = _np(pc.match_substring_regex(word_dict, r"^[\p{P}\p{S}]+$"), bool)[word_ids]
+    alpha = _np(pc.match_substring_regex(word_dict, r"\pL"), bool)[word_ids]
+    symbol_words = _per_doc(word_doc[symbol], n).astype(np.int64)
+    sym_idx = np.flatnonzero(symbol)
+    sym_tokens = _np(pc.utf8_length(pc.replace_substring_regex(words.take(pa.array(sym_idx)), r"\.\.+", "."))) if len(sym_idx) else sym_idx
+    n_tokens = _per_doc(word_doc, n).astype(np.int64) - symbol_words + _per_doc(word_doc[sym_idx], n, sym_tokens).astype(np.int64)
+    symbol_chars = _per_doc(word_doc[symbol], n, word_chars[symbol]).astype(np.int64)
+    alpha_words = _per_doc(word_doc[alpha], n).astype(np.int64)
+    return Parsed(
+        n=n, texts=texts, n_chars=n_chars, n_newlines=n_newlines,
+        lines=lines, lines_stripped=lines_stripped, line_doc=parent[keep],
+        line_chars=_np(pc.utf8_length(lines), np.int64), line_stripped_chars=stripped_chars[keep],
+        paras=pc.filter(paras, pa.array(pkeep)), para_doc=para_doc[pkeep], para_chars=para_chars[pkeep],
+        words=words, word_doc=word_doc, word_chars=word_chars, word_ids=word_ids, word_dict=word_dict,
+        symbol_words=symbol_words, n_tokens=n_tokens, symbol_chars=symbol_chars, alpha_words=alpha_words,
+    )
+
+
+def _struct(fields: dict[str, np.ndarray], types: dict[str, pa.DataType]) -> pa.StructArray:
+    return pa.StructArray.from_arrays([pa.array(v, type=types[k]) for k, v in fields.items()], names=list(fields))
+
+
+def _duplicates(doc: np.ndarray, values: pa.Array, chars: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per document: number and characters of elements equal to an earlier element of the same document."""
+    ids = _np(pc.dictionary_encode(values).indices, np.int64) if len(values) else np.zeros(0, np.int64)
+    dup = _not_first(ids * np.int64(n) + doc)
+    return _per_doc(doc[dup], n), _per_doc(doc[dup], n, chars[dup])

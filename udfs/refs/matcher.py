@@ -1,0 +1,227 @@
+"""The compiled mention matcher of one vocabulary, and label normalisation (``IV`` -> ``4``, ``one`` -> ``1``).
+
+Constants: placeholders a converter leaves for a lost number, the limits that separate document
+sections from statute sections, words that mark legal and calendar text (see :mod:`udfs.refs`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from udfs.refs.vocab import KEYWORD_KINDS
+
+PLACEHOLDERS = frozenset({"REF", "??", "?"})
+"""Normalised labels that mean "the converter lost the label": always dangling."""
+
+MAX_SECTION_NUMBER = 99
+"""Section labels above this are statute or code sections ("Section 230", "§ 1983"), not headings."""
+
+MAX_RANGE = 50
+"""A range ``3-5`` expands to its labels only up to this many; longer ones are read as two labels."""
+
+_SP = r"[ \t~\u00a0\u202f]*"
+_ROMAN = re.compile(r"M{0,3}(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})$")
+_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december spring summer "
+    "autumn fall winter januar februar märz juni juli oktober dezember janvier février mars avril mai juin "
+    "juillet août septembre octobre novembre décembre enero febrero marzo abril mayo junio julio agosto "
+    "septiembre octubre noviembre diciembre".split()
+)
+_ABBREVIATIONS = frozenset(
+    "al e.g i.e cf vs dr mr mrs ms prof no nos vol pp approx resp ref refs ca st fig figs eq eqs eqn sec "
+    "secs sect tab tabs app alg algo lst fn ch abb gl abschn kap anh éq chap ec ecs secc cap z.b d.h u.a".split()
+)
+_LAW_WORDS = (
+    r"(?-i:Act|Code|Constitution|Treaty|Convention|Regulation|Directive|Statute|Charter|Amendment|Rules|"
+    r"Agreement|Contract|Lease|Ordinance|Bill|Treaty|Protocol|Bylaws|Articles|"
+    r"U\.S\.C\.?|C\.F\.R\.?|USC|CFR|GDPR|Gesetz|Grundgesetz|BGB|StGB|Loi|Ley)"
+)
+_LEGAL_NOUNS = r"(?:bankruptcy|housing|vouchers?|visas?|benefits?|status|protection|filing|tenants?)\b"
+"""Words after "Chapter 11" / "Section 8" that make it a statute's chapter, not the document's."""
+
+
+# ------------------------------------------------------------------------------------------ matcher
+def _term_regex(term: str) -> str:
+    t = term.strip().lower()
+    if t.endswith(".") and len(t) > 1:
+        return re.escape(t[:-1]) + r"(?:\.|\b)"
+    if t[-1:].isalnum():
+        return re.escape(t) + r"\b"
+    return re.escape(t)
+
+
+def _alternation(terms: Sequence[str]) -> str:
+    return "|".join(_term_regex(t) for t in sorted(set(terms), key=lambda s: (-len(s), s)))
+
+
+def _words(terms: Sequence[str]) -> str:
+    return "|".join(re.escape(t.lower()) for t in sorted(set(terms), key=lambda s: (-len(s), s)))
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """The compiled regexes of one language's vocabulary (built once per process by :func:`matcher`)."""
+
+    mention: re.Pattern[str]
+    scan: re.Pattern[str]
+    label: re.Pattern[str]
+    ordinal: re.Pattern[str]
+    ordinal_before: re.Pattern[str]
+    caption: re.Pattern[str]
+    heading: re.Pattern[str]
+    bib_heading: re.Pattern[str]
+    external_after: re.Pattern[str]
+    external_before: re.Pattern[str]
+    gate: str
+    numbers: dict[str, int]
+    ordinals: dict[str, int]
+    conjunction_range: frozenset[str]
+    abbreviations: frozenset[str]
+
+
+_MATCHERS: dict[str, Matcher] = {}
+
+
+def matcher(vocab: Mapping[str, Sequence[str]]) -> Matcher:
+    """Compile (once per process, cached by content) the regexes of one vocabulary.
+
+    Args:
+        vocab: one language of :data:`udfs.refs.vocab.DEFAULT_VOCAB` (same fields).
+
+    Returns:
+        The :class:`Matcher`.
+
+    Raises:
+        ValueError: a keyword kind or word list is missing or empty.
+    """
+    key = json.dumps({k: list(v) for k, v in vocab.items()}, sort_keys=True, ensure_ascii=False)
+    m = _MATCHERS.get(key)
+    if m is None:
+        m = _MATCHERS[key] = _compile(vocab)
+    return m
+
+
+def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
+    for k in (*KEYWORD_KINDS, "numbers", "ordinals", "conjunctions", "prepositions"):
+        if not vocab.get(k):
+            raise ValueError(f"refs vocabulary field {k!r} is missing or empty; got {vocab.get(k)!r}")
+    kw = "|".join(f"(?P<k_{kind}>{_alternation(vocab[kind])})" for kind in KEYWORD_KINDS)
+    numbers = {w.lower(): i + 1 for i, w in enumerate(vocab["numbers"])}
+    ordinals = {w.lower(): i + 1 for i, w in enumerate(vocab["ordinals"])}
+    spelled = _words(list(numbers))
+    single = (
+        r"(?:REF\b|\?\?"
+        r"|(?-i:[A-Z])?\d{1,4}(?:\.\d{1,3})*(?:[a-z](?![\w]))?(?:\((?-i:[a-z])\))?(?![\w]|\.\d)"
+        r"|(?-i:[IVXLC]{1,6}|[A-Z])(?:\.\d{1,3})*(?![\w])"
+        r"|(?-i:[ivx]{1,5})(?![\w])"
+        rf"|(?:{spelled})(?![\w-])"
+        r"|\\(?:eq)?ref\{[^{}\n]{1,80}\})"
+    )
+    item = rf"(?:\({_SP}{single}{_SP}\)|{single})"
+    cont_item = r"(?:\(\s*(?:REF\b|\d{1,3}(?:\.\d{1,3})*[a-z]?)\s*\)|(?:REF\b|\d{1,3}(?:\.\d{1,3})*[a-z]?|(?-i:[A-Z]))(?![\w]))"
+    conj = _words(vocab["conjunctions"])
+    cont = rf"(?:{_SP}(?:,{_SP}(?:(?:{conj})\b{_SP})?|&{_SP}|[-–—]{_SP}|(?:{conj})\b{_SP}){cont_item})"
+    mention = re.compile(rf"(?:{kw})\.?{_SP}(?P<labels>{item}{cont}*)", re.IGNORECASE)
+    # Case-insensitive alternations are ~7x slower in `re` than case-sensitive ones, so keyword and
+    # ordinal candidates are found on the lower-cased text and only then matched in full, anchored.
+    words = [t.lower() for k in KEYWORD_KINDS for t in vocab[k]] + list(ordinals)
+    scan = re.compile(r"\b(?:" + "|".join(_term_regex(t) for t in sorted(set(words), key=lambda w: (-len(w), w)))
+                      + r")|§")
+    label = re.compile(rf"{item}|{cont_item}", re.IGNORECASE)
+    preps = _words(vocab["prepositions"])
+    ordinal = re.compile(
+        rf"(?P<ord>{_words(list(ordinals))})\s+(?:{kw})(?![\w])(?!{_SP}\d)",
+        re.IGNORECASE,
+    )
+    caption = re.compile(
+        rf"^[ \t>*_#|]*(?:{kw})\.?{_SP}(?P<label>{item})[ \t]*(?:\*\*|__|\*|_)?[ \t]*(?:[:.|](?!\d)|[—–\-][ \t]|$|(?-i:[ \t]+[A-Z(]))",
+        re.IGNORECASE | re.MULTILINE,
+    )
+    heading = re.compile(
+        r"^(?:#{1,6}[ \t]+(?:(?:" + f"(?:{kw})" + r")\.?" + _SP + r")?(?P<md>(?-i:[A-Z])?\d{1,2}(?:\.\d{1,2})*|(?-i:[IVX]{1,5}|[A-Z])(?:\.\d{1,2})*)\.?(?:[ \t]|$)"
+        r"|[ \t]*(?P<num>\d{1,2}(?:\.\d{1,2})*)\.?[ \t]+(?-i:[A-Z])[^\n]{0,100}?[^.\n:;,]$"
+        r"|[ \t]*(?P<rom>(?-i:[IVX]{1,5}|[A-Z](?:\.\d{1,2})*))\.[ \t]+(?-i:[A-Z])[^\n]{0,100}?[^.\n:;,]$"
+        r"|[ \t]*(?P<let>(?-i:[A-Z])(?:\.\d{1,2})+)[ \t]+(?-i:[A-Z])[^\n]{0,100}$)",
+        re.IGNORECASE | re.MULTILINE,
+    )
+    bib_heading = re.compile(
+        rf"^[ \t#*_]*(?:\d{{1,2}}\.?[ \t]+|(?-i:[IVX]{{1,5}})\.[ \t]+)?(?:{_words(vocab.get('bibliography') or ['references'])})[ \t*_:]*$",
+        re.IGNORECASE | re.MULTILINE,
+    )
+    ext = _words(vocab.get("external") or [])
+    ext_before = _words([t for t in vocab.get("external") or [] if "et al" not in t])
+    cite_like = r"(?:\[|\((?-i:[A-Z])|(?-i:[A-Z])[\w'’\-]+(?:\s+et\s+al|'s|’s|\s+and\s+(?-i:[A-Z])|\s+&|,?\s+\(?(?:19|20)\d{2}))"
+    external_after = re.compile(
+        rf"[^.!?\n]{{0,80}}?(?:{ext})"
+        rf"|{_SP}\)?,?{_SP}(?:{preps})\s+(?:(?:the|this|that|their|ref\.?|reference|refs?\.)\s+)?{cite_like}"
+        rf"|{_SP}\)?,?{_SP}(?:{preps})\s+(?:the\s+)?(?:(?-i:[A-Z])[\w.'’\-]*\s+){{0,6}}{_LAW_WORDS}"
+        rf"|{_SP}(?:{_LAW_WORDS}|{_LEGAL_NOUNS})",
+        re.IGNORECASE,
+    ) if ext else re.compile(r"(?!x)x")
+    external_before = re.compile(rf"(?:{ext_before})[^.!?\n]{{0,60}}$", re.IGNORECASE) if ext_before else re.compile(r"(?!x)x")
+    stems = sorted({t.lower().rstrip(".") for k in KEYWORD_KINDS for t in vocab[k]}, key=len)
+    gate = "(?:" + "|".join(re.escape(s) for s in stems) + r"|\[|\\ref|(?:19|20)\d\d[a-z]?\s*[);,])"
+    abbreviations = _ABBREVIATIONS | {t.lower().rstrip(".") for k in KEYWORD_KINDS for t in vocab[k] if t.endswith(".")}
+    ranges = frozenset(w.lower() for w in vocab["conjunctions"][2:]) | {"-", "–", "—"}
+    ordinal_before = re.compile(rf"(?<![\w])(?:{preps}|see)\s+(?:\w{{1,4}}\s+)?$", re.IGNORECASE)
+    return Matcher(mention, scan, label, ordinal, ordinal_before, caption, heading, bib_heading, external_after, external_before, gate,
+                   numbers, ordinals, ranges, frozenset(abbreviations))
+
+
+# ------------------------------------------------------------------------------------------ labels
+def _roman_value(s: str) -> int | None:
+    u = s.upper()
+    if not u or not _ROMAN.match(u):
+        return None
+    total = 0
+    for a, b in zip(u, u[1:] + " ", strict=True):
+        v = _ROMAN_VALUES[a]
+        total += -v if b != " " and _ROMAN_VALUES[b] > v else v
+    return total
+
+
+def normalise_label(raw: str, kind: str, numbers: Mapping[str, int]) -> str | None:
+    """Canonical form of a label so mentions and targets compare equal.
+
+    Args:
+        raw: the label text (``"(3)"``, ``"IV"``, ``"one"``, ``"4a"``, ``"S1"``, ``"A.2"``, ``"REF"``).
+        kind: mention kind; single letters stay letters for ``appendix`` and ``section``, else are roman.
+        numbers: spelled cardinals -> value.
+
+    Returns:
+        ``"3"``, ``"4"``, ``"1"``, ``"4a"``, ``"S1"``, ``"A.2"``, ``"REF"`` / ``"??"`` / ``"?"``;
+        None when ``raw`` is not a label (an invalid roman numeral such as ``"IIII"``).
+    """
+    s = raw.strip().strip("()").strip(" \t~\u00a0\u202f")
+    if s.upper() in PLACEHOLDERS:
+        return s.upper()
+    if s.startswith("\\"):
+        return s
+    low = s.lower()
+    if low in numbers:
+        return str(numbers[low])
+    if s[:1].isdigit():
+        return low.replace("(", "").replace(")", "")
+    head, dot, tail = s.partition(".")
+    if len(head) == 1 and head.isupper() and (kind in ("appendix", "section") or dot):
+        return s
+    if len(head) >= 2 and head[0].isupper() and head[1].isdigit():
+        return head[0] + s[1:].lower()
+    value = _roman_value(head)
+    if value is None:
+        return s if len(head) == 1 and head.isupper() else None
+    return str(value) + (dot + tail if dot else "")
+
+
+def _major(label: str) -> str:
+    m = re.match(r"[A-Z]?\d+", label)
+    return m.group() if m else label
+
+
+def _leading_int(label: str) -> int | None:
+    m = re.match(r"\d+", label)
+    return int(m.group()) if m else None

@@ -1,0 +1,234 @@
+"""Mentions in a document (keyword + labels, ordinals, numeric and author-year citations, footnotes),
+each marked dangling when no target of the document resolves it (see :mod:`udfs.refs`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from udfs.refs.matcher import (
+    _MONTHS,
+    MAX_RANGE,
+    MAX_SECTION_NUMBER,
+    PLACEHOLDERS,
+    Matcher,
+    _leading_int,
+    matcher,
+    normalise_label,
+)
+from udfs.refs.targets import _kind, _Targets
+from udfs.refs.vocab import DEFAULT_VOCAB
+
+# ------------------------------------------------------------------------------------------ mentions
+_NUMERIC_CITE = re.compile(
+    r"\[(?P<c>[ \t]*\d{1,4}(?:[ \t]*[-–,;][ \t]*\d{1,4})*[ \t]*)\](?![(:\[])"
+)
+_PLACEHOLDER_CITE = re.compile(r"(?<![\w\]])\[[ \t]*\?{1,3}[ \t]*\]|\[[ \t]*(?:ref|cite)[ \t]*\?[ \t]*\]", re.IGNORECASE)
+_FOOTNOTE_REF = re.compile(r"\[\^(?P<n>[\w-]{1,20})\](?!:)")
+_NAME = r"(?-i:[A-Z])[\w'’\-]+"
+_YEAR = r"(?:19|20)\d{2}[a-z]?"
+_AUTHOR_YEAR = re.compile(
+    rf"\((?:(?:see|e\.g\.|cf\.|i\.e\.)[ ,]+)?(?P<a>{_NAME})(?:(?P<many>\s+et\s+al\.?|\s+(?:and|&)\s+{_NAME}),?|,)"
+    rf"\s+(?P<y>{_YEAR})(?:\s*[;,]\s*[^()\n]{{0,80}}?{_YEAR})*\)"
+    rf"|(?P<na>{_NAME})(?:\s+et\s+al\.?|\s+(?:and|&)\s+{_NAME})\s*\((?P<ny>{_YEAR})\)"
+)
+_PAGINATION = re.compile(r"\[\d{1,4}\](?:[ \t|]+\[\d{1,4}\]){2,}")
+"""Three or more bracketed numbers separated by spaces: page navigation ("[1] [2] [3] Next"), not citations."""
+_CITE_RANGE = re.compile(r"(\d+)[ \t]*[-–][ \t]*(\d+)|(\d+)")
+
+
+@dataclass(frozen=True)
+class Mention:
+    """One mention: ``kind``, normalised ``label``, ``[start, end)`` code-point span, ``dangling``."""
+
+    kind: str
+    label: str
+    start: int
+    end: int
+    dangling: bool
+
+
+class Candidate(NamedTuple):
+    """A mention as found, before it is resolved: ``kind``, normalised ``label``, ``[start, end)``
+    code-point span, and ``ordinal``: written as an ordinal before the keyword ("the second figure")."""
+
+    kind: str
+    label: str
+    start: int
+    end: int
+    ordinal: bool
+
+
+def _lower(text: str) -> str:
+    low = text.lower()
+    # a few characters change length when lower-cased ("İ"); keep offsets by lowering ASCII only then
+    return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _candidates(text: str, m: Matcher) -> tuple[list[re.Match[str]], list[re.Match[str]]]:
+    """Full keyword-mention and ordinal matches, tried only where the lower-cased scan found a word."""
+    mentions, ordinals, last_end = [], [], -1
+    for c in m.scan.finditer(_lower(text)):
+        pos = c.start()
+        if pos < last_end:
+            continue
+        mt = m.mention.match(text, pos)
+        if mt:
+            mentions.append(mt)
+            last_end = mt.end()
+            continue
+        mt = m.ordinal.match(text, pos)
+        if mt:
+            ordinals.append(mt)
+    return mentions, ordinals
+
+
+def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> list[Candidate]:
+    out: list[Candidate] = []
+    for mt in matches:
+        kw_start = mt.start()
+        if kw_start and (text[kw_start - 1].isalnum() or text[kw_start - 1] in "_§\\"):
+            continue  # inside a word ("timetable 2") or a LaTeX command
+        kind = _kind(mt)
+        kw_text = text[kw_start : mt.start("labels")]
+        prev = text[max(0, kw_start - 12) : kw_start].split()
+        refish = kw_text[:1].isupper() or (prev and prev[-1].lower() in {"in", "see", "of", "and", "the", "to", "by", "from", "per"})
+        labels_start = mt.start("labels")
+        last_n: int | None = None
+        pending_range = False
+        first = True
+        for lt in m.label.finditer(text, labels_start, mt.end("labels")):
+            raw = lt.group()
+            gap = text[labels_start : lt.start()].strip(" \t~\u00a0\u202f,&").lower()
+            labels_start = lt.end()
+            if not first:
+                pending_range = gap in m.conjunction_range
+            lab = normalise_label(raw, kind, m.numbers)
+            if lab is None:
+                break
+            core = raw.strip("() \t")
+            if not first and len(core) == 1 and core.isalpha() and kind not in ("appendix", "section"):
+                continue  # "Figure 3A-C": panel letters of the previous label
+            if first and not core[:1].isdigit() and lab not in PLACEHOLDERS and not core.startswith("\\") and not refish:
+                break  # "I figure I can", "figure one out": non-numeric labels need a capitalised keyword
+            if kind == "section" and (_leading_int(lab) or 0) > MAX_SECTION_NUMBER:
+                break
+            n = _leading_int(lab)
+            start = kw_start if first else lt.start()
+            if pending_range and last_n is not None and n is not None and 0 < n - last_n <= MAX_RANGE and lab.isdigit():
+                for k in range(last_n + 1, n):
+                    out.append(Candidate(kind, str(k), lt.start(), lt.end(), False))
+            out.append(Candidate(kind, lab, start, lt.end(), False))
+            last_n = n if lab.isdigit() else None
+            first = False
+    return out
+
+
+def _ordinal_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> list[Candidate]:
+    return [
+        Candidate(_kind(mt), str(m.ordinals[mt.group("ord").lower()]), mt.start("ord"), mt.end(), True)
+        for mt in matches
+        if not (mt.start() and text[mt.start() - 1].isalnum())
+        and m.ordinal_before.search(text, max(0, mt.start() - 16), mt.start())
+    ]
+
+
+def _citation_mentions(text: str) -> list[Candidate]:
+    out: list[Candidate] = []
+    navigation = [(p.start(), p.end()) for p in _PAGINATION.finditer(text)] if "] [" in text else []
+    if "[" not in text:
+        return _author_year_mentions(text, out)
+    for mt in _NUMERIC_CITE.finditer(text):
+        if mt.start() and (text[mt.start() - 1].isalnum() or text[mt.start() - 1] in "_[]\\^"):
+            continue  # x[1], a[1][2], \cite[1]
+        if any(a <= mt.start() < b for a, b in navigation):
+            continue
+        line_start = text.rfind("\n", 0, mt.start()) + 1
+        if not text[line_start : mt.start()].strip():
+            continue  # "[12] Author, Title" at line start is a reference-list entry
+        values: list[int] = []
+        for r in _CITE_RANGE.finditer(mt.group("c")):
+            if r.group(3):
+                values.append(int(r.group(3)))
+            else:
+                a, b = int(r.group(1)), int(r.group(2))
+                values.extend(range(a, b + 1) if 0 < b - a <= MAX_RANGE else (a, b))
+        if not values or any(v == 0 for v in values) or all(1800 <= v <= 2100 for v in values):
+            continue  # "[0]" indices, "[2019]" years
+        out.extend(Candidate("citation", str(v), mt.start(), mt.end(), False) for v in dict.fromkeys(values))
+    for mt in _PLACEHOLDER_CITE.finditer(text):
+        out.append(Candidate("citation", "?", mt.start(), mt.end(), False))
+    if "[^" in text:
+        for mt in _FOOTNOTE_REF.finditer(text):
+            out.append(Candidate("footnote", mt.group("n").lower(), mt.start(), mt.end(), False))
+    return _author_year_mentions(text, out)
+
+
+_YEAR_HINT = re.compile(r"(?:19|20)\d\d[a-z]?\s*[);,]")
+
+
+def _author_year_mentions(text: str, out: list[Candidate]) -> list[Candidate]:
+    if not _YEAR_HINT.search(text):
+        return out
+    scholarly = "et al" in text
+    for mt in _AUTHOR_YEAR.finditer(text):
+        name, year = (mt.group("a"), mt.group("y")) if mt.group("a") else (mt.group("na"), mt.group("ny"))
+        if name.lower() in _MONTHS:
+            continue
+        if mt.group("a") and not mt.group("many") and not (name[1:].islower() and scholarly):
+            continue  # "(Island, 1976)", "(EG, 1974)": a lone "(Name, year)" counts only in scholarly text
+        out.append(Candidate("citation", f"{name} {year}", mt.start(), mt.end(), False))
+    return out
+
+
+def _external(text: str, start: int, end: int, m: Matcher) -> bool:
+    if m.external_after.match(text, end):
+        return True
+    return bool(m.external_before.search(text, max(0, start - 60), start))
+
+
+def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None) -> list[Mention]:
+    """All mentions of one document, in text order, each marked dangling or not.
+
+    Args:
+        text: the document text.
+        vocab: one language's vocabulary (default: English from :data:`udfs.refs.vocab.DEFAULT_VOCAB`).
+
+    Returns:
+        :class:`Mention` objects sorted by ``(start, end, kind, label)``; a range or list ("Figures 3-5")
+        gives one mention per label. Empty for empty or whitespace-only text.
+
+    Source: the rules in this module's docstring.
+    """
+    return _analyse(text, matcher(vocab or DEFAULT_VOCAB["en"]))
+
+
+def _analyse(text: str, m: Matcher) -> list[Mention]:
+    kw_matches, ord_matches = _candidates(text, m)
+    raw = _keyword_mentions(text, m, kw_matches) + _ordinal_mentions(text, m, ord_matches) + _citation_mentions(text)
+    if not raw:
+        return []
+    targets = _Targets(text, m)
+    out: list[Mention] = []
+    seen: set[tuple[str, str, int]] = set()
+    captions = targets.caption_starts
+    for kind, label, start, end, is_ordinal in sorted(raw, key=lambda r: (r.start, r.end, r.kind, r.label)):
+        if (kind, label, start) in seen or start in captions:
+            continue
+        seen.add((kind, label, start))
+        if label in PLACEHOLDERS:
+            dangling = True
+        elif targets.resolves(kind, label, is_ordinal):
+            dangling = False
+        elif kind == "citation":
+            dangling = True
+        else:
+            dangling = not (label[:1] == "S" and label[1:2].isdigit()) and not _external(text, start, end, m)
+        out.append(Mention(kind, label, start, end, dangling))
+    return out

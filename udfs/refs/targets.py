@@ -1,0 +1,184 @@
+"""Targets a document still holds: captions, headings, tabular structures, numbered equations,
+reference-list entries, a bibliography (see :mod:`udfs.refs` for the rules).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from udfs.refs.matcher import PLACEHOLDERS, Matcher, _leading_int, _major, normalise_label
+from udfs.refs.vocab import KEYWORD_KINDS, KINDS
+
+# ------------------------------------------------------------------------------------------ targets
+_PIPE_SEP = re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)+\|?[ \t]*$", re.MULTILINE)
+_LATEX_TABLE = re.compile(r"\\begin\{(?:table|longtable)\*?\}|<table\b", re.IGNORECASE)
+_LATEX_TABULAR = re.compile(r"\\begin\{tabular[x*]?\}")
+_FIGURE_STRUCT = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)|\\begin\{(?:sub)?figure\*?\}|<img\b|<figure\b", re.IGNORECASE)
+_INCLUDEGRAPHICS = re.compile(r"\\includegraphics")
+_EQ_ENV = re.compile(r"\\begin\{(?:equation|align|eqnarray|gather|multline)\}")
+_EQ_LINE = re.compile(
+    r"^(?=[^\n]*[=<>≤≥±∑∫√∂∇≈≠∈\\^_])[^\n]*?[^\w\n ][^\n]*?\((?P<label>\d{1,3}(?:\.\d{1,3})*[a-z]?)\)[ \t]*$",
+    re.MULTILINE,
+)
+_TAG = re.compile(r"\\tag\{(?P<label>[^{}\n]{1,20})\}")
+_LATEX_LABEL = re.compile(r"\\label\{(?P<key>[^{}\n]{1,80})\}")
+_ALGORITHM_STRUCT = re.compile(r"\\begin\{algorithm\*?\}|\\begin\{algorithmic\}")
+_LISTING_STRUCT = re.compile(r"\\begin\{(?:lstlisting|listing|minted|verbatim)\}|^[ \t]*```", re.MULTILINE)
+_REF_ENTRY = re.compile(r"^[ \t]*\[(?P<n>\d{1,4})\](?![(])", re.MULTILINE)
+_NUMBERED_LINE = re.compile(r"^[ \t]*(?P<n>\d{1,4})[.)][ \t]+\S", re.MULTILINE)
+_FOOTNOTE_DEF = re.compile(r"^[ \t]*\[\^(?P<n>[^\]\s]{1,20})\]:", re.MULTILINE)
+_BIB_ENTRY = re.compile(
+    r"^[^\n]{0,40}?(?-i:[A-Z])[\w'’\-]+,[ \t]+(?-i:[A-Z])\.[^\n]*?(?:19|20)\d{2}", re.MULTILINE
+)
+
+
+_CELL = re.compile(r"[^\t ]+(?: [^\t ]+)*")
+
+
+def _row_shape(line: str) -> tuple | None:
+    """A line's column shape: ("tab", n cells) or ("space", cell start offsets); None if not a row."""
+    if not line.strip() or len(line) > 200:
+        return None
+    if "\t" in line.strip():
+        cells = [c for c in line.strip().split("\t") if c.strip()]
+        return ("tab", len(cells)) if len(cells) >= 2 and all(len(c) <= 40 for c in cells) else None
+    cells = list(_CELL.finditer(line))
+    if len(cells) < 2 or any(len(c.group()) > 40 for c in cells) or "  " not in line.strip():
+        return None
+    if len(cells) == 2 and not any(ch.isdigit() for ch in line):
+        return None  # two text cells split by a double space: more likely prose than a table row
+    return ("space", tuple(c.start() for c in cells))
+
+
+def _same_columns(a: tuple | None, b: tuple | None) -> bool:
+    if a is None or b is None or a[0] != b[0]:
+        return False
+    if a[0] == "tab":
+        return a[1] == b[1]
+    return len(a[1]) == len(b[1]) and all(abs(x - y) <= 2 for x, y in zip(a[1], b[1], strict=True))
+
+
+def _whitespace_tables(text: str) -> int:
+    """Runs of >= 3 consecutive lines with the same tab-separated cell count, or the same space-aligned
+    column offsets (+-2 characters); cells are at most 40 characters, so hard-wrapped prose is no table."""
+    blocks = run = 0
+    prev: tuple | None = None
+    for line in text.split("\n"):
+        shape = _row_shape(line)
+        if _same_columns(prev, shape):
+            run += 1
+        else:
+            blocks += run >= 3
+            run = 1 if shape else 0
+        prev = shape
+    return blocks + (run >= 3)
+
+
+@dataclass
+class _Targets:
+    """What a document still holds, computed lazily: most documents only need one or two of these."""
+
+    text: str
+    m: Matcher
+    _labels: dict[str, set[str]] | None = field(default=None, repr=False)
+
+    @cached_property
+    def caption_starts(self) -> set[int]:
+        """Keyword offsets of caption lines: "Table 1: Results" is a target, not a mention."""
+        return {
+            mt.start(f"k_{_kind(mt)}") for mt in self._captions
+            if mt.group("label").strip("() \t~\u00a0").upper() not in PLACEHOLDERS
+        }
+
+    @cached_property
+    def _captions(self) -> list[re.Match[str]]:
+        return list(self.m.caption.finditer(self.text))
+
+    @property
+    def labels(self) -> dict[str, set[str]]:
+        if self._labels is None:
+            labels: dict[str, set[str]] = {k: set() for k in KINDS}
+            for mt in self._captions:
+                kind = _kind(mt)
+                lab = normalise_label(mt.group("label"), kind, self.m.numbers)
+                if lab and lab not in PLACEHOLDERS:
+                    labels[kind].add(lab)
+            for mt in self.m.heading.finditer(self.text):
+                raw = mt.group("md") or mt.group("num") or mt.group("rom") or mt.group("let")
+                lab = normalise_label(raw, "section", self.m.numbers)
+                if lab:
+                    labels["section"].add(lab)
+            for mt in _EQ_LINE.finditer(self.text):
+                labels["equation"].add(mt.group("label").lower())
+            for mt in _TAG.finditer(self.text):
+                labels["equation"].add(mt.group("label").strip().lower())
+            for mt in _FOOTNOTE_DEF.finditer(self.text):
+                labels["footnote"].add(mt.group("n").lower())
+            self._labels = labels
+        return self._labels
+
+    @cached_property
+    def latex_labels(self) -> set[str]:
+        return {mt.group("key") for mt in _LATEX_LABEL.finditer(self.text)}
+
+    @cached_property
+    def structures(self) -> dict[str, int]:
+        t = self.text
+        tables = len(_PIPE_SEP.findall(t)) + (len(_LATEX_TABLE.findall(t)) or len(_LATEX_TABULAR.findall(t)))
+        figures = len(_FIGURE_STRUCT.findall(t)) or len(_INCLUDEGRAPHICS.findall(t))
+        return {
+            "table": tables + (_whitespace_tables(t) if "  " in t or "\t" in t else 0),
+            "figure": figures,
+            "equation": len(_EQ_ENV.findall(t)),
+            "algorithm": len(_ALGORITHM_STRUCT.findall(t)),
+            "listing": len(_LISTING_STRUCT.findall(t)) // 2 if "```" in t else len(_LISTING_STRUCT.findall(t)),
+        }
+
+    @cached_property
+    def bibliography(self) -> tuple[bool, set[int], int]:
+        """(has a bibliography, numbered entries, non-empty lines after the bibliography heading)."""
+        entries = {int(mt.group("n")) for mt in _REF_ENTRY.finditer(self.text)}
+        heads = list(self.m.bib_heading.finditer(self.text))
+        after = 0
+        if heads:
+            tail = self.text[heads[-1].end():]
+            entries |= {int(mt.group("n")) for mt in _NUMBERED_LINE.finditer(tail)}
+            after = sum(1 for line in tail.split("\n") if line.strip())
+        has_bib = bool(heads) or len(entries) >= 2 or len(_BIB_ENTRY.findall(self.text)) >= 3
+        return has_bib, entries, after
+
+    def resolves(self, kind: str, label: str, ordinal: bool = False) -> bool:
+        if label.startswith("\\"):
+            key = label[label.index("{") + 1 : -1]
+            return key in self.latex_labels
+        if kind == "citation":
+            has_bib, entries, after = self.bibliography
+            n = _leading_int(label)
+            if n is None:  # author-year: any bibliography will do
+                return has_bib
+            return n in entries or (has_bib and not entries and n <= after)
+        labels = self.labels[kind]
+        if kind in ("section", "appendix"):
+            labels = self.labels["section"] | self.labels["appendix"]
+            if label in labels or any(x.startswith(label + ".") for x in labels):
+                return True
+            return kind == "section" and "." in label and label.split(".")[0] in labels
+        if label in labels:
+            return True
+        n = _leading_int(label)
+        if n is None:
+            return False
+        if ordinal and any((_leading_int(x) or 0) >= n for x in labels):
+            return True
+        if labels:  # labelled targets exist: a missing number is missing, do not count structures
+            return _major(label) in {_major(x) for x in labels}  # "Figure 2A" resolves on "Figure 2:"
+        return self.structures.get(kind, 0) >= n
+
+
+def _kind(mt: re.Match[str]) -> str:
+    for kind in KEYWORD_KINDS:
+        if mt.group(f"k_{kind}") is not None:
+            return kind
+    raise AssertionError("a keyword group matched without a kind")  # pragma: no cover
