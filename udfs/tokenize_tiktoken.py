@@ -61,7 +61,8 @@ class Compatibility:
 def _byte_decoder() -> dict[str, int]:
     # GPT-2's bytes_to_unicode table (tokenizers' ByteLevel alphabet): printable bytes map to
     # themselves, the others to U+0100 + n in byte order.
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+                 *range(ord("®"), ord("ÿ") + 1)]
     table, n = {}, 0
     for b in range(256):
         if b in printable:
@@ -138,8 +139,8 @@ def tiktoken_compatibility(hf_tokenizer, *, verify_tokens: bool = True) -> Compa
         if rank is None:
             return Compatibility(False, f"merge {left!r} + {right!r} gives no vocabulary token")
         if rank <= last:
-            return Compatibility(False, f"merge {left!r} + {right!r} has id {rank}, not above the earlier merges' "
-                                        "(ids must follow merge priority)")
+            return Compatibility(False, f"merge {left!r} + {right!r} has id {rank}, not above the earlier "
+                                        "merges' (ids must follow merge priority)")
         last = rank
         ranks[bytes(decoder[c] for c in token)] = rank
     # Every token must come out of the BPE model as itself (tiktoken's whole-piece lookup and its
@@ -193,8 +194,8 @@ def resolve_engine(loaded, requested: str) -> tuple[str, str]:
         return "tiktoken", ""
     if requested == "tiktoken":
         raise TokenizerError(
-            f"tokenize.engine='tiktoken' cannot run tokenizer {loaded.spec!r} with identical ids: {compat.reason}; "
-            "allowed for it: tokenize.engine=auto or hf"
+            f"tokenize.engine='tiktoken' cannot run tokenizer {loaded.spec!r} with identical ids: "
+            f"{compat.reason}; allowed for it: tokenize.engine=auto or hf"
         )
     return "hf", compat.reason
 
