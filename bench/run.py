@@ -38,7 +38,7 @@ from bench.common import TreeSampler, flatten, format_table, loadavg, machine_fa
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
-STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "tokenize", "shard")
+STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "pii", "tokenize", "shard")
 """``bench/<name>.py`` modules the harness looks for, in chain order."""
 PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling")
 """Everything the harness runs, in order: the references alone (:mod:`bench.references`), each stage

@@ -24,7 +24,9 @@ def parser() -> argparse.ArgumentParser:
     """The inspect job's parser: the common options plus what to look at."""
     p = base_parser("inspect.py", "Show sampled removed/kept documents with their signals, or one document's path")
     p.add_argument("--run", metavar="ROOT", help="the run root to inspect (same as --set run.root=ROOT)")
-    p.add_argument("--stage", choices=STAGES, metavar="STAGE", help=f"stage to sample from; one of {list(STAGES)}")
+    p.add_argument("--stage", choices=STAGES, metavar="STAGE",
+                   help=f"stage to sample from; one of {list(STAGES)} (pii: documents with findings, marked; "
+                        "with --reason, its removals)")
     p.add_argument("--reason", help="reason id or family prefix, e.g. gopher_repetition or dedup.near")
     p.add_argument("--kept", action="store_true", help="sample documents the stage kept instead of removed")
     p.add_argument("-n", type=int, default=5, help="documents to show (default 5)")
@@ -55,10 +57,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             for step in inspect.doc_path(spark, cfg, args.doc_id):
                 print(f"{step['stage']:<9} {step['status']:<8} {step['detail']}")
             return 0
-        rows = inspect.sample(spark, cfg, args.stage, reason=args.reason, kept=args.kept, n=args.n, text_chars=args.chars)
+        if args.stage == "pii":
+            rows = inspect.sample_pii(spark, cfg, reason=args.reason, n=args.n, text_chars=args.chars)
+        else:
+            rows = inspect.sample(spark, cfg, args.stage, reason=args.reason, kept=args.kept, n=args.n, text_chars=args.chars)
     except (ValueError, MissingTableError) as e:
         p.exit(2, f"{p.prog}: {e}\n")
-    what = "kept by" if args.kept else "removed by"
+    what = "kept by" if args.kept else "with findings kept by" if args.stage == "pii" and not args.reason else "removed by"
     why = f" for {args.reason}" if args.reason else ""
     print(inspect.format_sample(rows, f"{len(rows)} documents {what} {args.stage}{why} (seed {cfg.run.seed}) in {cfg.run.root}"))
     return 0

@@ -81,6 +81,7 @@ CHAIN: tuple[Stage, ...] = (
     Stage("dedup", input="documents", outputs=("deduped", "dup_clusters", "dedup_bands"), removes=True),
     Stage("filter", input="deduped", outputs=("filtered",), removes=True),
     Stage("refs", input="filtered", outputs=("refs_checked",), removes=True),
+    Stage("pii", input=PREVIOUS, outputs=("pii_redacted",), removes=True),
     Stage("tokenize", input=PREVIOUS, outputs=("tokenized",), removes=True, documents=False),
     Stage("shard", input="tokenized", markers=(Marker(MANIFEST, "shard_root", MANIFEST),), documents=False),
     Stage("report", input=None, markers=(Marker(f"report/{STATS}", "report_path", STATS),), documents=False),
@@ -115,7 +116,7 @@ def document_tables_before(name: str, stages: Iterable[str] = STAGES) -> list[st
     """Main tables holding document text written by the stages of ``stages`` before ``name``, in order.
 
     >>> document_tables_before("tokenize")
-    ['documents', 'deduped', 'filtered', 'refs_checked']
+    ['documents', 'deduped', 'filtered', 'refs_checked', 'pii_redacted']
     >>> document_tables_before("tokenize", ["ingest", "filter", "shard"])
     ['documents', 'filtered']
     """

@@ -203,6 +203,32 @@ def broken_refs(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
     return [{"kind": r["kind"], "dangling_mentions": int(r["n"])} for r in rows]
 
 
+def pii_summary(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] | None:
+    """Findings and documents by kind, documents by action, dropped documents by reason (pii stage).
+
+    Returns:
+        ``{"by_kind": [{kind, findings, documents}], "documents": {action: n}, "dropped": [{reason,
+        documents}]}`` over ``pii_redacted`` and the pii rows of ``removed``; None before pii ran.
+    """
+    kept = read_if_exists(spark, cfg, "pii_redacted")
+    if kept is None or "pii_counts" not in kept.columns:
+        return None
+    removed = read_if_exists(spark, cfg, "removed")
+    docs = kept.select("pii_counts", "pii_action", F.lit(None).cast("array<string>").alias("reason"))
+    if removed is not None and "pii_counts" in removed.columns:
+        docs = docs.unionByName(removed.where(F.col("stage") == "pii").select("pii_counts", "pii_action", "reason"))
+    kinds = (docs.select(F.explode("pii_counts").alias("kind", "n")).groupBy("kind")
+             .agg(F.sum("n").alias("findings"), F.count(F.lit(1)).alias("documents")).orderBy("kind").collect())
+    actions = docs.groupBy("pii_action").agg(F.count(F.lit(1)).alias("n")).collect()
+    dropped = (docs.where(F.col("pii_action") == "drop").select(F.explode("reason").alias("reason"))
+               .groupBy("reason").agg(F.count(F.lit(1)).alias("n")).orderBy("reason").collect())
+    return {
+        "by_kind": [{"kind": r["kind"], "findings": int(r["findings"]), "documents": int(r["documents"])} for r in kinds],
+        "documents": {r["pii_action"]: int(r["n"]) for r in sorted(actions, key=lambda r: r["pii_action"])},
+        "dropped": [{"reason": r["reason"], "documents": int(r["n"])} for r in dropped],
+    }
+
+
 def token_lengths(spark: SparkSession, cfg: WinnowConfig) -> list[int]:
     """``n_tokens`` of a seeded sample of at most ``report.hist_sample_rows`` tokenized documents."""
     df = read_if_exists(spark, cfg, "tokenized")
@@ -299,6 +325,7 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
         "language_mix": language_mix(spark, cfg),
         "cluster_sizes": cluster_sizes(spark, cfg),
         "broken_refs": broken_refs(spark, cfg),
+        "pii": pii_summary(spark, cfg),
         "token_lengths": token_lengths(spark, cfg),
         "shards": _shard_part(manifest),
         "tokenizer_round_trip": {

@@ -185,6 +185,16 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
                                                            "clusters per size", fmt, "clusters") + "</div>"))
     if stats["broken_refs"]:
         out.append(_section("Broken references by kind", table(stats["broken_refs"], ["kind", "dangling_mentions"], left=("kind",))))
+    pii = stats.get("pii")
+    if pii:
+        docs = pii["documents"]
+        body = table([{"documents with findings": sum(v for k, v in docs.items() if k not in ("none", "skipped")),
+                       "redacted": docs.get("redact", 0), "flagged": docs.get("flag", 0), "dropped": docs.get("drop", 0)}],
+                     ["documents with findings", "redacted", "flagged", "dropped"])
+        body += table(pii["by_kind"], ["kind", "findings", "documents"], left=("kind",))
+        if pii["dropped"]:
+            body += table(pii["dropped"], ["reason", "documents"], left=("reason",))
+        out.append(_section("Personal data and secrets (pii; values are never stored, only hashed)", body))
     if stats["token_lengths"]:
         out.append(_section("Token length per document (seeded sample)",
                             '<div class="plots">' + histogram(stats["token_lengths"], "tokens per document", fmt, bins, log_y=True) + "</div>"))

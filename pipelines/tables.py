@@ -19,8 +19,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipelines.chain import document_tables_before, writer_of
 from pipelines.chain import stage as chain_stage
-from pipelines.chain import writer_of
 from pipelines.config import WinnowConfig
 from udfs.errors import UserError
 
@@ -39,6 +39,28 @@ def _delta_ident(spark: SparkSession, path: str) -> str:
     if not hpath.isAbsolute():
         path = str(hpath.getFileSystem(spark._jsc.hadoopConfiguration()).makeQualified(hpath).toString())  # type: ignore[attr-defined]
     return "delta.`" + path.replace("`", "``") + "`"
+
+
+def previous_document_table(cfg: WinnowConfig, stage: str, forced: str | None = None,
+                            spark: SparkSession | None = None) -> str:
+    """The table a stage declared with ``input=PREVIOUS`` reads (tokenize, pii).
+
+    ``forced`` (the stage's ``input_table`` setting) wins; else the last stage before ``stage`` in
+    ``pipeline.stages`` that writes a document table decides (:func:`pipelines.chain.document_tables_before`);
+    when ``pipeline.stages`` holds none (the stage submitted alone), the last existing document table
+    of the whole chain before it is used, else the last one declared.
+    """
+    if forced:
+        return forced
+    configured = document_tables_before(stage, cfg.pipeline.stages)
+    if configured:
+        return configured[-1]
+    declared = document_tables_before(stage)
+    if spark is not None:
+        for name in reversed(declared):
+            if table_exists(spark, cfg.table_path(name)):
+                return name
+    return declared[-1]
 
 
 def table_exists(spark: SparkSession, path: str) -> bool:

@@ -39,24 +39,9 @@ _RT_BUCKETS = 1_000_000  # round-trip sample resolution: fraction is honoured to
 
 
 def input_table_name(cfg: WinnowConfig, spark: SparkSession | None = None) -> str:
-    """The table tokenize reads: ``tokenize.input_table``, else the last document table of the chain.
-
-    With ``input_table: null`` the last stage before tokenize in ``pipeline.stages`` that writes a
-    document table decides (:func:`pipelines.chain.document_tables_before`); when ``pipeline.stages``
-    holds none (tokenize submitted alone), the last existing document table of the whole chain is used
-    (today ``refs_checked``, ``filtered``, ``deduped``, ``documents``), else the last one declared.
-    """
-    if cfg.tokenize.input_table:
-        return cfg.tokenize.input_table
-    configured = chain.document_tables_before(STAGE, cfg.pipeline.stages)
-    if configured:
-        return configured[-1]
-    declared = chain.document_tables_before(STAGE)
-    if spark is not None:
-        for name in reversed(declared):
-            if tables.table_exists(spark, cfg.table_path(name)):
-                return name
-    return declared[-1]
+    """The table tokenize reads: ``tokenize.input_table``, else the last document table of the chain
+    (:func:`pipelines.tables.previous_document_table`)."""
+    return tables.previous_document_table(cfg, STAGE, cfg.tokenize.input_table, spark)
 
 
 def special_ids(tcfg: TokenizeConfig) -> tuple[tok_udfs.LoadedTokenizer, int, int | None]:

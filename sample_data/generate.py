@@ -159,7 +159,21 @@ def english_cases(rng: random.Random) -> list[tuple[str, str]]:
     docs.append(("table_stripped", "The star counts per night are summarised in Table 4 below.\n\n" + prose(rng, ["astronomy"], 10)))
     docs.append(("eos_literal", prose(rng, ["woodworking"], 6) + " The forum software printed the marker <|endoftext|> "
                  "after every post, which confused the readers of this thread. " + prose(rng, ["woodworking"], 6)))
+    # Invented personal data and secrets for the pii stage, appended to a few prose documents without
+    # drawing from rng, so every other document (and the other files) stays byte-identical.
+    for i, extra in PII_SENTENCES.items():
+        docs[i] = ("prose_pii", docs[i][1] + " " + extra)
     return docs
+
+
+PII_SENTENCES = {
+    5: "For bookings write to mirel.tovu@kalodar-post.net or call +44 20 7946 0321.",
+    11: "The club server at 84.17.32.9 keeps the photos, and the caretaker answers on +1 415-555-0142.",
+    17: "The refund goes to IBAN DE89 3704 0044 0532 0130 00, paid by card 4111 1111 1111 1111.",
+    23: "The old wiki still shows password=Tomato2024! on its admin page, next to release 2.4.1.",
+}
+"""Document index -> sentence with invented values (the documentation card and IBAN numbers, a UK
+drama-range and a US 555-01xx phone number); the pii stage finds 7 values in these 4 documents."""
 
 
 def web_en(rng: random.Random) -> bytes:

@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in data:
         print(f"[identity] DIFFERENT: {line}")
     print(f"[identity] {args.rev} vs working tree: "
-          + ("outputs identical (tables, shards, manifest, stats, configs)" if not data else f"{len(data)} differences"))
+          + ("table rows, shard files and manifest.json identical" if not data else f"{len(data)} differences"))
     if not args.keep and args.work is None:
         shutil.rmtree(work, ignore_errors=True)
     return 0 if not data else 1

@@ -28,7 +28,7 @@ def test_every_prose_document_passes_the_filter_and_each_deliberate_case_fails_a
         got[case] = (got[case] or set()) | {frozenset(reasons)}
     # table_present (a markdown pipe table) is dropped since the filter's spaCy-like word split counts each
     # `|` as a non-alphabetic word (gopher_quality.alpha_words), as datatrove does.
-    kept = {"prose", "exact_dup", "near_dup", "prose_with_banner", "very_long", "table_stripped",
+    kept = {"prose", "prose_pii", "exact_dup", "near_dup", "prose_with_banner", "very_long", "table_stripped",
             "figure_missing", "eos_literal"}
     assert {c for c, r in got.items() if r == {frozenset()}} == kept
     assert got["lorem_ipsum"] == {frozenset({"c4.lorem_ipsum"})}
