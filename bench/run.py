@@ -43,6 +43,9 @@ STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "decontam
 PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "scale")
 """Everything the harness runs, in order: the references alone (:mod:`bench.references`), each stage
 module, the whole-pipeline scaling (:mod:`bench.scaling`)."""
+OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "scale"})
+"""Parts that do not read the synthetic corpus cache (tokenize measures real text, bench/tokenize_corpus.py;
+neardup and scale generate their own files)."""
 DEFAULT_DOCS = 60_000
 """Default N: ~190 MB of text. The fastest stage at its goal (filter + LID, 5 MB/s per core) then runs
 ~20 s on 2 cores, the floor issue 8 sets so that fixed costs (Delta commits, task start) stay small.
@@ -110,6 +113,8 @@ def _goals(parts: list[str]) -> list[Goal]:
              ">=", 0.8),
         Goal("decontam_vs_python_set", "decontam stage (broadcast join) MB/s per core vs a plain Python set of 13-gram tuples",
              "decontam", (r"^goals\.decontam_vs_python_set$",), ">=", 1.0),
+        Goal("tiktoken_vs_hf_stage", "tokenize stage with tiktoken vs with the HF tokenizer, same ids (tokens/s per core)",
+             "tokenize", (r"^goals\.tiktoken_vs_hf_stage$",), ">=", 3.0),
         Goal("scaling_exponent", "whole pipeline N -> 4N: exponent log(t4N/tN)/log 4", "scaling", (r"^exponent$",), "<=", 1.1),
         Goal("neardup_cpu_vs_datatrove", "ingest + near-dedup CPU seconds: datatrove MinHash pipeline / Winnow (issue 12)",
              "neardup", (r"^goals\.neardup_cpu_vs_datatrove$",), ">=", 3.0),
@@ -464,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="winnow-bench-cache-") as cache:
         os.environ["WINNOW_BENCH_CACHE"] = cache
-        if any(p not in ("scaling", "neardup", "scale") and module_exists(p) for p in only):
+        if any(p not in OWN_CORPUS and module_exists(p) for p in only):
             t0 = time.perf_counter()
             cache_corpus(args.docs, args.seed)
             print(f"corpus: {args.docs:,} documents (seed {args.seed}) in {time.perf_counter() - t0:.0f}s", flush=True)

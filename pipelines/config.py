@@ -493,6 +493,11 @@ class TokenizeConfig(Section):
     roundtrip_sample_fraction: float = Field(default=0.01, ge=0.0, le=1.0)
     roundtrip_examples: int = Field(default=5, ge=0)
     threads_per_task: int = Field(default=1, ge=1)
+    # auto = tiktoken when it gives the tokenizer's ids (a byte-level BPE whose merge order is its id
+    # order: udfs/tokenize_tiktoken.py), else the Hugging Face tokenizer; hf / tiktoken force one.
+    engine: Literal["auto", "hf", "tiktoken"] = "auto"
+    # Arrow batch handed to one encoder call, in MB of input (rows are not capped).
+    batch_mb: int = Field(default=8, ge=1, le=512)
 
 
 # ------------------------------------------------------------------------------------------- shard

@@ -74,16 +74,17 @@ def check_writable_root(root: str, key: str = "run.root") -> None:
 
 
 def check_tokenizer(cfg: WinnowConfig) -> None:
-    """Load the tokenizer and resolve EOS/BOS as the tokenize stage will (cached per process).
+    """Load the tokenizer, resolve EOS/BOS and ``tokenize.engine`` as the tokenize stage will (cached per process).
 
     Raises:
         PreflightError: the message of :class:`udfs.tokenize.TokenizerError`, which names the key.
     """
-    from pipelines.tokenize import special_ids
+    from pipelines.tokenize import resolve_engine, special_ids
     from udfs.tokenize import TokenizerError
 
     try:
         special_ids(cfg.tokenize)
+        resolve_engine(cfg.tokenize)
     except TokenizerError as e:
         raise PreflightError(str(e)) from None
 

@@ -14,11 +14,13 @@ would only add contention.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
+import numpy as np
 import pyarrow as pa
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark import Accumulator, AccumulatorParam
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -30,10 +32,9 @@ from udfs import tokenize as tok_udfs
 STAGE = "tokenize"
 INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "text", "source")
 OUTPUT_COLUMNS: tuple[str, ...] = ("doc_id", "source", "tokens", "n_tokens")
-SIGNAL_COLUMNS: tuple[str, ...] = ("n_content_tokens", "n_bad_ids", "roundtrip_checked", "roundtrip_error")
+SIGNAL_COLUMNS: tuple[str, ...] = ("n_content_tokens", "roundtrip_checked", "roundtrip_mismatch", "roundtrip_error")
 REASON_ZERO_TOKENS = "tokenize.zero_tokens"
 OUTPUT_TABLE = chain.stage(STAGE).main_table
-
 _RT_BUCKETS = 1_000_000  # round-trip sample resolution: fraction is honoured to 1e-6
 
 
@@ -69,67 +70,140 @@ def special_ids(tcfg: TokenizeConfig) -> tuple[tok_udfs.LoadedTokenizer, int, in
     return tok, int(eos), bos
 
 
-def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0) -> DataFrame:
-    """Add token ids and validation signals to every document.
+def resolve_engine(tcfg: TokenizeConfig) -> tuple[str, str]:
+    """``tokenize.engine`` resolved for the configured tokenizer (driver side, cached per process).
+
+    Returns:
+        ``(engine, why_not_tiktoken)`` as :func:`udfs.tokenize_tiktoken.resolve_engine`.
+
+    Raises:
+        TokenizerError: ``engine: tiktoken`` for a tokenizer tiktoken cannot run with identical ids.
+    """
+    from udfs.tokenize_tiktoken import resolve_engine as resolve
+
+    return resolve(tok_udfs.load_tokenizer(tcfg.tokenizer, allow_download=tcfg.allow_download), tcfg.engine)
+
+
+COUNTS: tuple[str, ...] = ("docs", "zero", "rt_checked", "rt_bad")
+"""What the stage counts while encoding (documents, zero-token documents, audited, round-trip mismatches)."""
+
+
+class _Counts(AccumulatorParam):
+    """Element-wise sum of :data:`COUNTS` lists. The ``tokenized`` write is the action that runs the
+    encoder, and Spark applies an action's accumulator updates once per task (retries excluded)."""
+
+    def zero(self, value: list[int]) -> list[int]:
+        return [0] * len(value)
+
+    def addInPlace(self, a: list[int], b: list[int]) -> list[int]:
+        return [x + y for x, y in zip(a, b, strict=True)]
+
+
+class TokenizeFailure(ValueError):
+    """An executor found wrong ids (outside the vocabulary, or tiktoken != the HF tokenizer): nothing is written."""
+
+
+_FAIL = "WINNOW_TOKENIZE_FAILURE: "  # marks the message of an executor-side failure inside Spark's error
+
+
+def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str | None = None,
+             encoding_factory: Callable[[tok_udfs.LoadedTokenizer], object] | None = None,
+             counts: Accumulator | None = None) -> DataFrame:
+    """Token ids and validation signals of every document.
+
+    Only ``doc_id``, ``text`` and ``source`` cross into Python; every other input column stays on the JVM
+    (the ``removed`` rows are joined back from the input by ``run``).
 
     Args:
         df: documents with at least ``doc_id`` (string), ``text`` (string), ``source`` (string).
         tcfg: the ``tokenize`` config section.
-        seed: ``run.seed``; picks the round-trip sample.
+        seed: ``run.seed``; picks the audit sample.
+        engine: ``hf`` or ``tiktoken``; None resolves ``tcfg.engine`` (:func:`resolve_engine`).
+        encoding_factory: builds the tiktoken encoding on the executor (default
+            :func:`udfs.tokenize_tiktoken.encoding_for`); tests pass a deliberately wrong one.
+        counts: an accumulator (:class:`_Counts`) that receives the :data:`COUNTS` of every batch.
 
     Returns:
-        ``df``'s columns plus ``tokens`` (array<int32>: [BOS] content EOS), ``n_tokens`` (int, tokens
-        incl. EOS/BOS), ``n_content_tokens`` (int), ``n_bad_ids`` (int, ids outside the vocabulary),
-        ``roundtrip_checked`` (boolean), ``roundtrip_error`` (string, null unless the decoded text differs).
+        ``doc_id``, ``source``, ``tokens`` (array<int32>: [BOS] content EOS), ``n_tokens`` (int, tokens
+        incl. EOS/BOS), ``n_content_tokens`` (int), ``roundtrip_checked`` (boolean),
+        ``roundtrip_mismatch`` (boolean: the decoded text differs), ``roundtrip_error`` (string: the
+        difference, kept for the ``roundtrip_examples`` smallest doc_ids of each batch, else null).
+        Evaluating it raises (a Spark job failure carrying a :class:`TokenizeFailure` message) when an id
+        is outside the vocabulary or, with tiktoken, when a sampled document's ids differ from the
+        Hugging Face tokenizer's.
 
     Raises:
         ValueError: a required input column is missing.
-        TokenizerError: see :func:`special_ids`.
+        TokenizerError: see :func:`special_ids` and :func:`resolve_engine`.
     """
     chain.require_columns(df, INPUT_COLUMNS, STAGE)
     tok, eos_id, bos_id = special_ids(tcfg)
+    engine = engine or resolve_engine(tcfg)[0]
     spec, allow, threads, vocab = tcfg.tokenizer, tcfg.allow_download, tcfg.threads_per_task, tok.vocab_size
-    threshold = int(round(tcfg.roundtrip_sample_fraction * _RT_BUCKETS))
-    sample = F.pmod(F.xxhash64(F.lit(seed), F.col("doc_id")), F.lit(_RT_BUCKETS)) < F.lit(threshold)
-    staged = df.withColumn("_rt_sample", sample)
+    keep_examples = tcfg.roundtrip_examples
+    staged = df.select("doc_id", "text", "source", _in_sample(seed, tcfg.roundtrip_sample_fraction).alias("_rt_sample"))
     out_schema = T.StructType(
-        list(df.schema.fields)
-        + [
+        [
+            df.schema["doc_id"],
+            df.schema["source"],
             T.StructField("tokens", T.ArrayType(T.IntegerType(), containsNull=False), False),
             T.StructField("n_tokens", T.IntegerType(), False),
             T.StructField("n_content_tokens", T.IntegerType(), False),
-            T.StructField("n_bad_ids", T.IntegerType(), False),
             T.StructField("roundtrip_checked", T.BooleanType(), False),
+            T.StructField("roundtrip_mismatch", T.BooleanType(), False),
             T.StructField("roundtrip_error", T.StringType(), True),
         ]
     )
-
-    in_names = list(df.columns)
     arrow_schema = pa.schema([pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in out_schema.fields])
+    first = 1 if bos_id is not None else 0
 
     def encode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tok_udfs.set_thread_budget(threads)
         loaded = tok_udfs.load_tokenizer(spec, allow_download=allow)
+        fast = None
+        if engine == "tiktoken":
+            from udfs.tokenize_tiktoken import encoding_for
+
+            fast = (encoding_factory or encoding_for)(loaded)
         for batch in batches:
-            texts = batch.column("text")
-            tokens, n_content = tok_udfs.encode_documents(loaded, texts, eos_id=eos_id, bos_id=bos_id)
-            checked = batch.column("_rt_sample").to_pylist()
+            texts = tok_udfs.batch_texts(batch.column("text"))
+            ids = tok_udfs.encode_ids(loaded, texts, fast)
+            tokens, n_content = tok_udfs.frame_ids(ids, eos_id=eos_id, bos_id=bos_id)
+            bad = tok_udfs.ids_out_of_range(tokens, vocab)
+            doc_ids = batch.column("doc_id")
+            if bad.any():
+                i = int(bad.nonzero()[0][0])
+                raise TokenizeFailure(f"{_FAIL}tokenizer {spec!r} produced {int(bad.sum())} ids outside [0, {vocab}) "
+                                      f"(first in doc_id {doc_ids[i].as_py()!r}); nothing written")
+            sampled = batch.column("_rt_sample").to_numpy(zero_copy_only=False)
+            picked = sampled.nonzero()[0]
+            mismatch = np.zeros(batch.num_rows, dtype=bool)
+            found: list[tuple[str, int, str]] = []
+            if len(picked):
+                sub = [texts[i] for i in picked]
+                if fast is not None:  # the audit of the fast path: tiktoken's ids must be HF's
+                    _audit_engine(loaded, sub, [ids[i] for i in picked], [doc_ids[i].as_py() for i in picked])
+                offsets = tokens.offsets.to_numpy()
+                flat = tokens.values.to_numpy(zero_copy_only=False)
+                for i, text in zip(picked, sub, strict=True):
+                    err = tok_udfs.roundtrip_mismatch(loaded, text, flat[offsets[i] + first: offsets[i + 1] - 1].tolist())
+                    if err is not None:
+                        mismatch[i] = True
+                        found.append((doc_ids[i].as_py(), int(i), err))
+            if counts is not None:
+                counts.add([batch.num_rows, int((n_content == 0).sum()), len(picked), int(mismatch.sum())])
             errors: list[str | None] = [None] * batch.num_rows
-            offsets = tokens.offsets.to_numpy()
-            flat = tokens.values.to_numpy(zero_copy_only=False)
-            first = 1 if bos_id is not None else 0
-            for i in (j for j, c in enumerate(checked) if c):  # the sampled ~1% only
-                ids = flat[offsets[i] + first : offsets[i + 1] - 1].tolist()
-                errors[i] = tok_udfs.roundtrip_mismatch(loaded, texts[i].as_py() or "", ids)
-            cols = [batch.column(c) for c in in_names]
+            for _, i, err in sorted(found)[:keep_examples]:  # the k smallest doc_ids: a superset of the global k
+                errors[i] = err
             yield pa.RecordBatch.from_arrays(
                 [
-                    *cols,
+                    doc_ids,
+                    batch.column("source"),
                     tokens,
                     pa.array(n_content + (1 + (bos_id is not None)), pa.int32()),
                     pa.array(n_content, pa.int32()),
-                    pa.array(tok_udfs.ids_out_of_range(tokens, vocab), pa.int32()),
-                    pa.array([bool(c) for c in checked], pa.bool_()),
+                    pa.array(sampled, pa.bool_()),
+                    pa.array(mismatch, pa.bool_()),
                     pa.array(errors, pa.string()),
                 ],
                 schema=arrow_schema,
@@ -138,76 +212,125 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0) -> DataFrame:
     return staged.mapInArrow(encode, out_schema)
 
 
+def _in_sample(seed: int, fraction: float) -> Column:
+    """True for the audit sample: a keyed hash of ``run.seed`` and ``doc_id`` (partitioning-independent)."""
+    threshold = int(round(fraction * _RT_BUCKETS))
+    return F.pmod(F.xxhash64(F.lit(seed), F.col("doc_id")), F.lit(_RT_BUCKETS)) < F.lit(threshold)
+
+
+def _audit_engine(loaded: tok_udfs.LoadedTokenizer, texts: list[str], got: list, doc_ids: list[str]) -> None:
+    ref = tok_udfs.encode_ids(loaded, texts)
+    for doc_id, want, have in zip(doc_ids, ref, got, strict=True):
+        have = have.tolist() if isinstance(have, np.ndarray) else list(have)
+        if have != want:
+            k = next((j for j, (a, b) in enumerate(zip(want, have, strict=False)) if a != b), min(len(want), len(have)))
+            raise TokenizeFailure(
+                f"{_FAIL}tokenize.engine=tiktoken gave ids different from the Hugging Face tokenizer "
+                f"{loaded.spec!r} on doc_id {doc_id!r} (first difference at token {k}: tiktoken {have[k:k + 5]} "
+                f"vs hf {want[k:k + 5]}); nothing written. Set tokenize.engine=hf for this tokenizer."
+            )
+
+
 def _arrow_type(dt: T.DataType) -> pa.DataType:
     from pyspark.sql.pandas.types import to_arrow_type
 
     return to_arrow_type(dt)
 
 
+@contextmanager
+def _arrow_batches_of(spark: SparkSession, mb: int) -> Iterator[None]:
+    """Arrow batches into the Python workers sized by bytes (``mb``), not by rows, while the block runs."""
+    keys = {"spark.sql.execution.arrow.maxBytesPerBatch": str(mb * 1_000_000),
+            "spark.sql.execution.arrow.maxRecordsPerBatch": "-1"}
+    old = {k: spark.conf.get(k, None) for k in keys}
+    for k, v in keys.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def _executor_failure(e: Exception) -> TokenizeFailure | None:
+    text = str(e)
+    at = text.find(_FAIL)
+    if at < 0:
+        return None
+    return TokenizeFailure(text[at + len(_FAIL):].split("\n", 1)[0].strip())
+
+
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """Read the input table, tokenize, write ``tokenized`` and this stage's ``removed`` rows.
 
+    One pass over the input: the counts come from the ``tokenized`` write itself (an accumulator);
+    the tokens per source are read back from the written table (two columns);
+    the full rows of zero-token documents are joined back from the input only when there are any.
+
     Returns:
         A :class:`StageReport` with ``removed = {"tokenize.zero_tokens": n}`` and in ``extra``: total
-        tokens, tokens per source, round-trip sample size, mismatches and examples, tokenizer facts.
+        tokens, tokens per source, round-trip sample size, mismatches and examples, tokenizer facts and
+        the engine used.
 
     Raises:
         MissingTableError: the input table does not exist.
-        ValueError: the tokenizer produced ids outside its vocabulary (nothing is written).
+        TokenizeFailure: ids outside the vocabulary, or the tiktoken audit found a difference (nothing
+            is written).
     """
     tcfg = cfg.tokenize
     name = input_table_name(cfg, spark)
     src = tables.read_table(spark, cfg, name)
     src_version = tables.table_version(spark, cfg.table_path(name))
     tok, eos_id, bos_id = special_ids(tcfg)
+    engine, why_hf = resolve_engine(tcfg)
 
-    annotated = tokenize(src, tcfg, cfg.run.seed).persist(StorageLevel.MEMORY_AND_DISK)
+    counts = spark.sparkContext.accumulator([0] * len(COUNTS), _Counts())
+    annotated = tokenize(src, tcfg, cfg.run.seed, engine=engine, counts=counts)
+    zero = F.col("n_content_tokens") == 0
+    props = {
+        "tokenizer": tcfg.tokenizer,
+        "tokenizer_fingerprint": tok.fingerprint,
+        "vocab_size": tok.vocab_size,
+        "eos_id": eos_id,
+        "bos_id": bos_id,
+        "engine": engine,
+        "input_table": name,
+        "input_version": src_version,
+    }
     try:
-        zero = F.col("n_content_tokens") == 0
-        by_source = (
-            annotated.groupBy("source")
-            .agg(
-                F.count(F.lit(1)).alias("docs"),
-                F.sum(zero.cast("long")).alias("zero"),
-                F.sum(F.when(~zero, F.col("n_tokens")).otherwise(0).cast("long")).alias("tokens"),
-                F.sum(F.col("n_bad_ids").cast("long")).alias("bad_ids"),
-                F.sum(F.col("roundtrip_checked").cast("long")).alias("rt_checked"),
-                F.sum(F.col("roundtrip_error").isNotNull().cast("long")).alias("rt_bad"),
-            )
-            .collect()
-        )
-        total = {k: sum(int(r[k] or 0) for r in by_source) for k in ("docs", "zero", "tokens", "bad_ids", "rt_checked", "rt_bad")}
-        if total["bad_ids"]:
-            raise ValueError(
-                f"tokenize: tokenizer {tcfg.tokenizer!r} produced {total['bad_ids']} ids outside [0, {tok.vocab_size}); "
-                "nothing written"
-            )
-        examples = []
-        if total["rt_bad"] and tcfg.roundtrip_examples:
-            rows = (
-                annotated.filter(F.col("roundtrip_error").isNotNull())
-                .select("doc_id", "source", "roundtrip_error")
-                .orderBy("doc_id")
-                .limit(tcfg.roundtrip_examples)
-                .collect()
-            )
-            examples = [r.asDict() for r in rows]
+        with _arrow_batches_of(spark, tcfg.batch_mb):
+            outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: annotated.filter(~zero).select(*OUTPUT_COLUMNS)},
+                                     properties=props)
+    except Exception as e:
+        failure = _executor_failure(e)
+        if failure is None:
+            raise
+        raise failure from None
+    total = dict(zip(COUNTS, counts.value, strict=True))
+    examples = []
+    if total["rt_bad"] and tcfg.roundtrip_examples:
+        # Rare (a tokenizer that does not round-trip): re-encode the audit sample only to show examples.
+        again = tokenize(src.filter(_in_sample(cfg.run.seed, tcfg.roundtrip_sample_fraction)), tcfg, cfg.run.seed,
+                         engine=engine)
+        rows = (again.filter(F.col("roundtrip_error").isNotNull()).select("doc_id", "source", "roundtrip_error")
+                .orderBy("doc_id").limit(tcfg.roundtrip_examples).collect())
+        examples = [r.asDict() for r in rows]
 
-        props = {
-            "tokenizer": tcfg.tokenizer,
-            "tokenizer_fingerprint": tok.fingerprint,
-            "vocab_size": tok.vocab_size,
-            "eos_id": eos_id,
-            "bos_id": bos_id,
-            "input_table": name,
-            "input_version": src_version,
-        }
-        removed = annotated.filter(zero).drop(*SIGNAL_COLUMNS, "tokens", "n_tokens")
-        removed = removed.withColumn("reason", F.array(F.lit(REASON_ZERO_TOKENS)))
-        kept = annotated.filter(~zero).select(*OUTPUT_COLUMNS)
-        outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=removed, properties=props)
-    finally:
-        annotated.unpersist()
+    written = tables.read_path(spark, outputs[OUTPUT_TABLE])
+    by_source = written.groupBy("source").agg(F.sum(F.col("n_tokens").cast("long")).alias("tokens")).collect()
+    total["tokens"] = sum(int(r["tokens"] or 0) for r in by_source)
+    if total["zero"]:
+        kept = written.select("doc_id")
+        gone = src.select("doc_id").join(kept, "doc_id", "left_anti")
+        removed = src.join(gone, "doc_id", "left_semi")
+    else:
+        removed = src.limit(0)
+    removed = removed.withColumn("reason", F.array(F.lit(REASON_ZERO_TOKENS)))
+    # After the write: which documents had no tokens is known only then (publish wrote the config).
+    outputs["removed"] = tables.write_removed(removed, cfg, STAGE)
 
     return StageReport(
         stage=STAGE,
@@ -226,6 +349,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             "vocab_size": tok.vocab_size,
             "eos_id": eos_id,
             "bos_id": bos_id,
+            "engine": engine,
+            **({"engine_note": f"tiktoken not used: {why_hf}"} if why_hf else {}),
         },
     )
-

@@ -63,6 +63,51 @@ def test_table_properties_record_tokenizer_facts(spark, tokenized):
     assert props["tokenizer"] == "builtin:gpt2" and props["vocab_size"] == "50257"
     assert props["eos_id"] == "50256" and props["bos_id"] == "null" and props["input_table"] == "documents"
     assert len(props["tokenizer_fingerprint"]) == 64
+    assert props["engine"] == "tiktoken"  # auto picks tiktoken for GPT-2
+
+
+def test_the_hf_engine_writes_the_same_table(spark, tokenized, make_cfg):
+    cfg, report = tokenized
+    hf_cfg = make_cfg("pipeline.stages=[ingest, tokenize]", "tokenize.roundtrip_sample_fraction=1.0", "tokenize.engine=hf")
+    src = spark.read.format("delta").load(cfg.table_path("documents"))
+    tables.write_table(src, hf_cfg, "documents")
+    hf_report = run_stage(spark, hf_cfg, "tokenize")
+    assert (report.extra["engine"], hf_report.extra["engine"]) == ("tiktoken", "hf")
+    assertDataFrameEqual(spark.read.format("delta").load(hf_cfg.table_path("tokenized")),
+                         spark.read.format("delta").load(cfg.table_path("tokenized")), checkRowOrder=False)
+    assert tables.table_properties(spark, hf_cfg.table_path("tokenized"))["engine"] == "hf"
+
+
+def test_the_runtime_audit_fails_the_stage_when_tiktoken_differs(spark):
+    from pipelines.config import TokenizeConfig
+    from pipelines.tokenize import _executor_failure, tokenize
+
+    def without_the(loaded):  # nested, so Spark ships it by value to the workers
+        # GPT-2's ranks without the token "the": tiktoken then splits "the" where the HF tokenizer does not.
+        from udfs import tokenize_tiktoken as TT
+
+        compat = TT.tiktoken_compatibility(loaded.tokenizer, verify_tokens=False)
+        ranks = {k: v for k, v in compat.ranks.items() if k != b"the"}
+        return TT.build_encoding(loaded.spec, TT.Compatibility(True, pattern=compat.pattern, ranks=ranks))
+
+    df = spark.createDataFrame([("d1", "the cat", "a"), ("d2", "dog", "a")], "doc_id string, text string, source string")
+    out = tokenize(df, TokenizeConfig(roundtrip_sample_fraction=1.0), engine="tiktoken", encoding_factory=without_the)
+    with pytest.raises(Exception, match=r"tokenize.engine=tiktoken gave ids different from the Hugging Face tokenizer "
+                                        r"'builtin:gpt2' on doc_id 'd1'") as err:
+        out.write.format("noop").mode("overwrite").save()
+    failure = _executor_failure(err.value)
+    assert failure is not None and str(failure).startswith("tokenize.engine=tiktoken gave ids different")
+    assert "Set tokenize.engine=hf" in str(failure)
+
+
+def test_engine_tiktoken_for_a_tokenizer_it_cannot_run_fails_before_any_job(spark, make_cfg, tmp_path):
+    from pipelines.preflight import PreflightError, check_tokenizer
+    from tests.synthetic_vocab import build_70k_tokenizer
+
+    path = build_70k_tokenizer(tmp_path / "tokenizer.json")
+    cfg = make_cfg("pipeline.stages=[ingest, tokenize]", f"tokenize.tokenizer={path}", "tokenize.engine=tiktoken")
+    with pytest.raises(PreflightError, match=r"tokenize.engine='tiktoken' cannot run tokenizer"):
+        check_tokenizer(cfg)
 
 
 @pytest.mark.parametrize(("stages", "forced", "expected"), [

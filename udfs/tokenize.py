@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import os
 import threading
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from udfs.errors import UserError
 
@@ -158,8 +160,82 @@ def set_thread_budget(threads: int) -> None:
         os.environ.setdefault("RAYON_NUM_THREADS", str(threads))
 
 
+def batch_texts(texts: pa.Array | pa.ChunkedArray) -> list[str]:
+    """The documents of an Arrow ``string`` column as Python strings, ready for an encoder.
+
+    Null is "". Invalid UTF-8 (which Spark strings may hold) and lone surrogates become U+FFFD, as
+    ingest does, instead of failing the batch; both engines then see the same text.
+    """
+    texts = pc.fill_null(texts, "")
+    try:
+        return texts.to_pylist()
+    except UnicodeDecodeError:
+        raw = texts.cast(pa.large_binary()) if isinstance(texts, pa.ChunkedArray) else texts.view(
+            pa.large_binary() if pa.types.is_large_string(texts.type) else pa.binary())
+        return [b.decode("utf-8", "replace") for b in raw.to_pylist()]
+
+
+def _scrub(texts: list[str]) -> list[str]:
+    # Lone surrogates cannot be encoded as UTF-8 by either engine; pairs are joined, lone ones become
+    # U+FFFD (what tiktoken's encode_ordinary does on UnicodeEncodeError).
+    return [t.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for t in texts]
+
+
+def encode_ids(tok: LoadedTokenizer, texts: list[str], engine: object | None = None) -> list:
+    """Content ids of each document, without BOS/EOS.
+
+    Args:
+        tok: the loaded tokenizer (its Hugging Face ``tokenizers`` instance is the reference).
+        texts: the documents (see :func:`batch_texts`).
+        engine: None for ``tokenizers`` ``encode_batch_fast``, or a ``tiktoken.Encoding`` built by
+            :func:`udfs.tokenize_tiktoken.build_encoding` from the same vocabulary.
+
+    Returns:
+        One id sequence per document: ``list[int]`` (tokenizers) or uint32 numpy arrays (tiktoken).
+    """
+    if engine is None:
+        try:
+            encs = tok.tokenizer.encode_batch_fast(texts, add_special_tokens=False)  # type: ignore[attr-defined]
+        except TypeError:  # a lone surrogate: tokenizers cannot take the str
+            encs = tok.tokenizer.encode_batch_fast(_scrub(texts), add_special_tokens=False)  # type: ignore[attr-defined]
+        return [e.ids for e in encs]
+    try:
+        return [engine.encode_to_numpy(t, disallowed_special=()) for t in texts]  # type: ignore[attr-defined]
+    except UnicodeEncodeError:
+        return [engine.encode_to_numpy(t, disallowed_special=()) for t in _scrub(texts)]  # type: ignore[attr-defined]
+
+
+def frame_ids(ids: list, *, eos_id: int, bos_id: int | None = None) -> tuple[pa.ListArray, np.ndarray]:
+    """``[BOS] content EOS`` per document as one flat int32 buffer plus offsets (one copy of every id).
+
+    Args:
+        ids: content ids per document, as :func:`encode_ids` returns them.
+
+    Returns:
+        ``(tokens, n_content)``: ``list<int32>`` built from offsets + values, and the content length
+        per document (int32, tokens).
+    """
+    n_content = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    head = () if bos_id is None else (np.array([bos_id], np.uint32),)
+    tail = np.array([eos_id], np.uint32)
+    extra = 1 + (bos_id is not None)
+    offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(n_content + extra, out=offsets[1:])
+    if ids and isinstance(ids[0], np.ndarray):
+        parts = [p for doc in ids for p in (*head, doc, tail)]
+        flat = np.concatenate(parts).astype(np.int32, copy=False) if parts else np.empty(0, np.int32)
+    else:  # Python lists: chain them at C speed (a generator per token costs ~5x more)
+        seq: list = []
+        pre, post = (() if bos_id is None else (bos_id,)), (eos_id,)
+        for doc in ids:
+            seq += (pre, doc, post)
+        flat = np.fromiter(itertools.chain.from_iterable(seq), dtype=np.int32, count=int(offsets[-1]))
+    tokens = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(flat))
+    return tokens, n_content.astype(np.int32)
+
+
 def encode_documents(
-    tok: LoadedTokenizer, texts: pa.Array, *, eos_id: int, bos_id: int | None = None
+    tok: LoadedTokenizer, texts: pa.Array, *, eos_id: int, bos_id: int | None = None, engine: object | None = None
 ) -> tuple[pa.ListArray, np.ndarray]:
     """Encode a batch of documents and frame each with an optional BOS and exactly one EOS.
 
@@ -168,29 +244,14 @@ def encode_documents(
         texts: ``string``/``large_string`` array, one document per slot; null is treated as "".
         eos_id: id appended after every document's content.
         bos_id: id prepended before every document's content, or None.
+        engine: see :func:`encode_ids`.
 
     Returns:
         ``(tokens, n_content)``: ``tokens`` is ``list<int32>`` of length ``len(texts)`` holding
         ``[BOS] content EOS``; ``n_content`` (int32, tokens) counts the content ids only, so a document
         with ``n_content == 0`` encodes to nothing (the caller removes it).
     """
-    py = texts.to_pylist()
-    py = ["" if t is None else t for t in py]
-    encs = tok.tokenizer.encode_batch_fast(py, add_special_tokens=False)  # type: ignore[attr-defined]
-    n_content = np.fromiter((len(e.ids) for e in encs), dtype=np.int64, count=len(encs))
-    extra = 1 + (bos_id is not None)
-    lengths = n_content + extra
-    offsets = np.zeros(len(encs) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    flat = np.empty(int(offsets[-1]), dtype=np.int32)
-    starts = offsets[:-1] + (bos_id is not None)
-    for i, e in enumerate(encs):  # one numpy copy per document, not per token
-        flat[starts[i] : starts[i] + n_content[i]] = e.ids
-    flat[offsets[1:] - 1] = eos_id
-    if bos_id is not None:
-        flat[offsets[:-1]] = bos_id
-    tokens = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(flat))
-    return tokens, n_content.astype(np.int32)
+    return frame_ids(encode_ids(tok, batch_texts(texts), engine), eos_id=eos_id, bos_id=bos_id)
 
 
 def ids_out_of_range(tokens: pa.ListArray, vocab_size: int) -> np.ndarray:
