@@ -70,6 +70,7 @@ def test_doc_path_through_every_stage(run_root, capsys):
         "dedup     not run  no deduped table",
         "filter    removed  gopher_quality.word_count",
         "refs      not run  no refs_checked table",
+        "decontam  not run  no decontaminated table",
         "pii       not run  no pii_redacted table",
         "tokenize  not run  no tokenized table",
     ]
