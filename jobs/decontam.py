@@ -26,5 +26,10 @@ def parser():
     return p
 
 
+def main(argv=None) -> int:
+    """Run the decontam stage (``--join`` forces a join path); returns the exit status."""
+    return run_single_stage("decontam", argv, parser=parser(), options=lambda a: {"join": a.join})
+
+
 if __name__ == "__main__":
-    sys.exit(run_single_stage("decontam", sys.argv[1:], parser=parser(), options=lambda a: {"join": a.join}))
+    sys.exit(main(sys.argv[1:]))

@@ -61,6 +61,7 @@ class Stage:
         removes: it writes its own slice of the shared ``removed`` table.
         markers: files it writes last, standing for its file outputs (shards, report).
         documents: its main table holds document text (a table :data:`PREVIOUS` may resolve to).
+        summary: what it does, in one line (``winnow --help`` lists the stages with it).
     """
 
     name: str
@@ -69,6 +70,7 @@ class Stage:
     removes: bool = False
     markers: tuple[Marker, ...] = ()
     documents: bool = True
+    summary: str = ""
 
     @property
     def main_table(self) -> str | None:
@@ -77,16 +79,25 @@ class Stage:
 
 
 CHAIN: tuple[Stage, ...] = (
-    Stage("ingest", input=None, outputs=("documents", "quarantine")),
-    Stage("dedup", input="documents", outputs=("deduped", "dup_clusters", "dedup_bands"), removes=True),
-    Stage("filter", input="deduped", outputs=("filtered",), removes=True),
-    Stage("refs", input="filtered", outputs=("refs_checked",), removes=True),
+    Stage("ingest", input=None, outputs=("documents", "quarantine"),
+          summary="raw files (JSONL, Parquet, text, WET/WARC) -> normalised documents; bad ones quarantined"),
+    Stage("dedup", input="documents", outputs=("deduped", "dup_clusters", "dedup_bands"), removes=True,
+          summary="exact (MD5) and near (MinHash-LSH + connected components) duplicates removed"),
+    Stage("filter", input="deduped", outputs=("filtered",), removes=True,
+          summary="Gopher/C4/FineWeb quality rules and fastText language ID"),
+    Stage("refs", input="filtered", outputs=("refs_checked",), removes=True,
+          summary="dangling Table/Figure references flagged or removed"),
     # eval_ngrams: the evaluation sets' n-gram hashes, rebuilt only when the sets or settings change.
-    Stage("decontam", input="refs_checked", outputs=("decontaminated", "eval_ngrams"), removes=True),
-    Stage("pii", input=PREVIOUS, outputs=("pii_redacted",), removes=True),
-    Stage("tokenize", input=PREVIOUS, outputs=("tokenized",), removes=True, documents=False),
-    Stage("shard", input="tokenized", markers=(Marker(MANIFEST, "shard_root", MANIFEST),), documents=False),
-    Stage("report", input=None, markers=(Marker(f"report/{STATS}", "report_path", STATS),), documents=False),
+    Stage("decontam", input="refs_checked", outputs=("decontaminated", "eval_ngrams"), removes=True,
+          summary="evaluation-set n-gram overlap cut or removed"),
+    Stage("pii", input=PREVIOUS, outputs=("pii_redacted",), removes=True,
+          summary="personal data and secrets redacted"),
+    Stage("tokenize", input=PREVIOUS, outputs=("tokenized",), removes=True, documents=False,
+          summary="token ids with the model's tokenizer"),
+    Stage("shard", input="tokenized", markers=(Marker(MANIFEST, "shard_root", MANIFEST),), documents=False,
+          summary="seeded global shuffle into token-balanced Megatron + MDS shards, manifest.json last"),
+    Stage("report", input=None, markers=(Marker(f"report/{STATS}", "report_path", STATS),), documents=False,
+          summary="report.html + stats.json: funnel, removals, histograms, shard balance"),
 )
 """The stages in chain order. ``pipeline.stages`` must be a subsequence of it."""
 
