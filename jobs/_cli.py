@@ -92,16 +92,14 @@ def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 
 def spark_config(cfg: WinnowConfig, quiet: bool) -> SparkConfig:
-    """The ``spark`` section with the console progress bar on (off with ``--quiet``) unless set explicitly.
+    """The ``spark`` section with Spark's console progress bar off unless set explicitly, and log
+    level ERROR with ``--quiet``.
 
-    Spark draws its stage progress bar on stderr only when ``spark.ui.showConsoleProgress`` is set when
-    the context starts; long stages then show how far they are. The bar redraws itself with carriage
-    returns, which turn a log file (a scheduler's, or ``make run > log``) into noise, so it is on only
-    when stderr is a terminal.
+    Winnow prints its own progress (:mod:`pipelines.progress`: redrawn on a terminal, a line every
+    ``pipeline.progress_s`` seconds in a log); Spark's bar would redraw over it on the same stderr.
     """
     conf = dict(cfg.spark.conf)
-    show = not quiet and sys.stderr.isatty()
-    conf.setdefault("spark.ui.showConsoleProgress", "true" if show else "false")
+    conf.setdefault("spark.ui.showConsoleProgress", "false")
     return cfg.spark.model_copy(update={"conf": conf, "log_level": "ERROR" if quiet else cfg.spark.log_level})
 
 class _StdoutHandler(logging.StreamHandler):
@@ -166,13 +164,22 @@ def run_single_stage(
     """
     from pipelines.runs import run_and_record
     from pipelines.session import get_spark
+    from pipelines.tracking import Tracker
 
     p = parser or stage_parser(stage)
     args, cfg = parse_config(p, argv)
     preflight_or_exit(p, cfg, [stage])
     spark = get_spark(f"winnow-{stage}", spark_config(cfg, args.quiet))
     # The completion record lets jobs/pipeline.py skip this stage later when nothing changed.
-    report = run_and_record(spark, cfg, stage, log=None if args.quiet else _say, **(options(args) if options else {}))
+    tracker = Tracker(cfg)
+    tracker.start([stage])
+    try:
+        report = run_and_record(spark, cfg, stage, log=None if args.quiet else _say, tracker=tracker,
+                                **(options(args) if options else {}))
+    except BaseException:
+        tracker.finish(spark, failed=True)
+        raise
+    tracker.finish(spark)
     print(report.summary_line(), flush=True)
     for name, loc in sorted(report.outputs.items()):
         print(f"  {name}: {loc}", flush=True)

@@ -34,6 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Plan and run the configured stages, skipping the complete ones; returns the exit status."""
     from pipelines.runs import plan, run_and_record
     from pipelines.session import get_spark
+    from pipelines.tracking import Tracker
 
     p = parser()
     args, cfg = parse_config(p, argv)
@@ -50,12 +51,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.quiet:
             print("\n".join(s.line() for s in steps), flush=True)
         return 0
-    for step in steps:
-        if step.action == "skip":
-            say(f"[{step.stage}] skip: {step.why}")
-            continue
-        report = run_and_record(spark, cfg, step.stage, log=say)
-        print(report.summary_line(), flush=True)
+    tracker = Tracker(cfg)
+    tracker.start([s.stage for s in steps if s.action == "run"])
+    try:
+        for step in steps:
+            if step.action == "skip":
+                say(f"[{step.stage}] skip: {step.why}")
+                continue
+            # log=None with --quiet: no start line and no progress line, only the end line.
+            report = run_and_record(spark, cfg, step.stage, log=None if args.quiet else say, tracker=tracker)
+            print(report.summary_line(), flush=True)
+    except BaseException:
+        tracker.finish(spark, failed=True)
+        raise
+    tracker.finish(spark)
+    if tracker.run_id and tracker.active:
+        say(f"winnow: MLflow run {tracker.run_id} ({cfg.tracking.experiment or 'experiment from the environment'})")
     say(f"winnow: done. Outputs under {cfg.run.root}/ (tables/, shards/, report/, config/)")
     return 0
 

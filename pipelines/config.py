@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -38,6 +39,28 @@ class Section(BaseModel):
 class RunConfig(Section):
     root: str = "out"
     seed: int = Field(default=42, ge=0, lt=2**63)
+    # Metastore mode (both set): stage tables are <catalog>.<schema>.<name> (pipelines/tables.py).
+    catalog: str | None = None
+    db_schema: str | None = Field(default=None, alias="schema")
+
+    # The key is run.schema; the attribute is db_schema (BaseModel has a method named schema).
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True, serialize_by_alias=True)
+
+    @field_validator("catalog", "db_schema")
+    @classmethod
+    def _identifier(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            raise ValueError(f"must be a plain identifier (letters, digits, _), got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _catalog_and_schema(self) -> RunConfig:
+        if (self.catalog is None) != (self.db_schema is None):
+            raise ValueError(
+                f"run.catalog and run.schema go together (tables <catalog>.<schema>.<name>); got catalog="
+                f"{self.catalog!r}, schema={self.db_schema!r}"
+            )
+        return self
 
     @field_validator("root")
     @classmethod
@@ -61,6 +84,7 @@ class SparkConfig(Section):
 # ---------------------------------------------------------------------------------------- pipeline
 class PipelineConfig(Section):
     stages: list[str] = Field(default_factory=lambda: list(STAGES))
+    progress_s: float = Field(default=30.0, ge=0)
 
     @field_validator("stages")
     @classmethod
@@ -552,6 +576,16 @@ class ReportConfig(Section):
     plot_format: Literal["svg", "png"] = "svg"
 
 
+# ---------------------------------------------------------------------------------------- tracking
+class TrackingConfig(Section):
+    """MLflow tracking of runs (``pipelines/tracking.py``)."""
+
+    mlflow: bool = False
+    uri: str | None = None
+    experiment: str | None = None
+    timeout_s: float = Field(default=5.0, gt=0)
+
+
 # -------------------------------------------------------------------------------------------- root
 class WinnowConfig(Section):
     run: RunConfig = Field(default_factory=RunConfig)
@@ -566,10 +600,15 @@ class WinnowConfig(Section):
     tokenize: TokenizeConfig = Field(default_factory=TokenizeConfig)
     shard: ShardConfig = Field(default_factory=ShardConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
 
     # ---- derived locations (the run layout documented in the README) ----
     def table_path(self, name: str) -> str:
-        """Location of the Delta table ``name``: ``<run.root>/tables/<name>``."""
+        """Location of the Delta table ``name``: ``<run.root>/tables/<name>``, or in metastore mode
+        (``run.catalog`` and ``run.schema`` set) the table name ``<catalog>.<schema>.<name>``, which
+        :mod:`pipelines.tables` reads and writes through the catalog."""
+        if self.run.catalog and self.run.db_schema:
+            return f"{self.run.catalog}.{self.run.db_schema}.{name}"
         return _join(self.run.root, "tables", name)
 
     @property

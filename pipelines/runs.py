@@ -123,6 +123,7 @@ def record_completion(
     report: StageReport,
     inputs: dict[str, str],
     started_at: dt.datetime,
+    tracking: str | None = None,
 ) -> dict[str, Any]:
     """Append the completion record of one finished stage to ``_runs`` (one atomic Delta commit).
 
@@ -130,6 +131,8 @@ def record_completion(
         report: the stage's checked report.
         inputs: :func:`input_state` taken just before the stage ran.
         started_at: UTC wall-clock start of the stage.
+        tracking: MLflow tracking status (``ok`` or ``failed: ...``), kept as ``tracking`` in ``extra``;
+            None when tracking is off.
 
     Returns:
         The record as a dict (the row written).
@@ -147,7 +150,8 @@ def record_completion(
         "elapsed_s": float(report.elapsed_s),
         "started_at": started_at.replace(tzinfo=None),
         "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
-        "extra": json.dumps(report.extra, sort_keys=True, default=str),
+        "extra": json.dumps({**report.extra, **({"tracking": tracking} if tracking else {})}, sort_keys=True,
+                            default=str),
     }
     tables.append(spark.createDataFrame([row], RUNS_SCHEMA).coalesce(1), cfg.table_path(RUNS_TABLE))
     return row
@@ -275,22 +279,42 @@ def start_line(stage: str, inputs: dict[str, str]) -> str:
     return f"[{stage}] start; upstream: {state}"
 
 
-def run_and_record(spark: SparkSession, cfg: WinnowConfig, stage: str, *, log: Any = None, **options: Any) -> StageReport:
-    """Run one stage (:func:`pipelines.stage.run_stage`) and append its completion record.
+def _input_rows(spark: SparkSession, cfg: WinnowConfig, stage: str) -> int | None:
+    # Rows of the stage's input table as its writer recorded them (no count): the progress estimate.
+    declared = chain.stage(stage).input
+    if declared is None:
+        return None
+    table = tables.previous_document_table(cfg, stage, None, spark) if declared == chain.PREVIOUS else declared
+    writer = chain.writer_of(table)
+    rec = latest_records(spark, cfg).get(writer) if writer else None
+    return int(rec["rows_out"]) if rec else None
+
+
+def run_and_record(spark: SparkSession, cfg: WinnowConfig, stage: str, *, log: Any = None, tracker: Any = None,
+                   **options: Any) -> StageReport:
+    """Run one stage (:func:`pipelines.stage.run_stage`), track it, and append its completion record.
 
     Args:
         log: callable taking one line (e.g. ``print``); None = silent. Gets the start line.
+        tracker: a :class:`pipelines.tracking.Tracker` logging the stage as a nested MLflow run, or None;
+            its status goes into the record.
         options: passed to the stage's ``run`` (:func:`pipelines.stage.run_stage`).
 
     Returns:
         The stage's checked report.
     """
+    from contextlib import nullcontext
+
+    from pipelines.progress import Progress
     from pipelines.stage import run_stage
 
     inputs = input_state(spark, cfg, stage)
     if log is not None:
         log(start_line(stage, inputs))
     started = dt.datetime.now(dt.UTC)
-    report = run_stage(spark, cfg, stage, **options)
-    record_completion(spark, cfg, report, inputs, started)
+    show = log is not None and cfg.pipeline.progress_s > 0
+    with Progress(spark, stage, cfg.pipeline.progress_s, _input_rows(spark, cfg, stage)) if show else nullcontext():
+        report = run_stage(spark, cfg, stage, **options)
+    status = tracker.log_stage(report, inputs) if tracker is not None else None
+    record_completion(spark, cfg, report, inputs, started, None if status == "off" else status)
     return report

@@ -7,6 +7,14 @@ that replaces it (:func:`write_table`) with the standard ``winnow.*`` table prop
 removed documents into the shared ``removed`` table (:func:`write_removed`, an atomic ``replaceWhere
 stage = ...`` overwrite, so re-running a stage replaces its own removals and never duplicates them);
 and its effective config (:func:`write_effective_config`).
+
+**Metastore mode** (``run.catalog`` + ``run.schema``): :meth:`WinnowConfig.table_path` gives a table name
+``<catalog>.<schema>.<name>`` instead of a folder, and every function here that takes a table location
+accepts either: :func:`is_table_name` is the one switch, and each function reads and writes a name
+through the catalog (managed Delta tables, e.g. Unity Catalog on Databricks, Spark's ``spark_catalog``
+locally) and a path through ``delta.`path```. Versions, properties, time travel and ``replaceWhere``
+behave the same in both modes, so completion records, the resume plan and ``inspect`` need no change.
+Shards, the report and effective configs always go to paths (``shard.output``, ``run.root``).
 """
 
 from __future__ import annotations
@@ -31,7 +39,35 @@ class MissingTableError(UserError, FileNotFoundError):
     """An input table does not exist: the stage that writes it has not run for this ``run.root``."""
 
 
+def is_table_name(location: str) -> bool:
+    """True when ``location`` is a metastore table name (``catalog.schema.table``), not a path.
+
+    Paths from :meth:`WinnowConfig.table_path` always hold a ``/`` (``<root>/tables/<name>``), names never.
+
+    >>> is_table_name("spark_catalog.winnow.documents"), is_table_name("out/tables/documents")
+    (True, False)
+    """
+    return "/" not in location and ":" not in location
+
+
+def _quoted(name: str) -> str:
+    return ".".join("`" + part.replace("`", "``") + "`" for part in name.split("."))
+
+
+_SCHEMAS: set[tuple[int, str]] = set()
+
+
+def _ensure_schema(spark: SparkSession, name: str) -> None:
+    # A table's schema (database) must exist before the table; created once per session.
+    schema = name.rsplit(".", 1)[0]
+    if (id(spark), schema) not in _SCHEMAS:
+        spark.sql(f"CREATE SCHEMA IF NOT EXISTS {_quoted(schema)}")
+        _SCHEMAS.add((id(spark), schema))
+
+
 def _delta_ident(spark: SparkSession, path: str) -> str:
+    if is_table_name(path):
+        return _quoted(path)
     # Delta takes delta.`p` for a path only when p is absolute; a relative one (run.root: out, the
     # default) would name a table in a schema "delta" (SCHEMA_NOT_FOUND). Qualify it as Spark's
     # readers do: against the driver's working directory / the filesystem's home.
@@ -64,9 +100,11 @@ def previous_document_table(cfg: WinnowConfig, stage: str, forced: str | None = 
 
 
 def table_exists(spark: SparkSession, path: str) -> bool:
-    """True when ``path`` holds a Delta table (local or any Hadoop filesystem URI)."""
+    """True when ``path`` holds a Delta table (local or any Hadoop filesystem URI), or names a table."""
     from delta.tables import DeltaTable
 
+    if is_table_name(path):
+        return bool(spark.catalog.tableExists(path))
     return bool(DeltaTable.isDeltaTable(spark, path))
 
 
@@ -115,6 +153,8 @@ def write_table(
         The table path.
     """
     path = cfg.table_path(name)
+    if is_table_name(path):
+        _ensure_schema(df.sparkSession, path)
     writer = df.writeTo(_delta_ident(df.sparkSession, path)).using("delta")
     for k, v in (properties or {}).items():
         key = k if k.startswith(PROPERTY_PREFIX) else PROPERTY_PREFIX + k
@@ -139,13 +179,17 @@ def write_removed(df: DataFrame, cfg: WinnowConfig, stage: str) -> str:
     out = df.withColumn("stage", F.lit(stage))
     if "duplicate_of" not in out.columns:
         out = out.withColumn("duplicate_of", F.lit(None).cast("string"))
-    (
+    writer = (
         out.write.format("delta")
         .mode("overwrite")
         .option("replaceWhere", f"stage = '{stage}'")
         .option("mergeSchema", "true")
-        .save(path)
     )
+    if is_table_name(path):
+        _ensure_schema(out.sparkSession, path)
+        writer.saveAsTable(path)
+    else:
+        writer.save(path)
     return path
 
 
@@ -162,12 +206,45 @@ def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
     return hpath.getFileSystem(spark._jsc.hadoopConfiguration()), hpath  # type: ignore[attr-defined]
 
 
+def hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    """``(FileSystem, Path)`` of the JVM's Hadoop API for ``path`` (local path or any Hadoop URI), for
+    file operations Spark's writers do not do themselves (listing, renaming, deleting)."""
+    return _hadoop_path(spark, path)
+
+
+def table_size_bytes(spark: SparkSession, cfg: WinnowConfig, name: str) -> int:
+    """Bytes of the data files of the current version of table ``name`` (Delta's ``sizeInBytes``).
+
+    Raises:
+        MissingTableError: the table does not exist yet.
+    """
+    read_table(spark, cfg, name)  # the missing-table error, naming the stage to run
+    detail = spark.sql(f"DESCRIBE DETAIL {_delta_ident(spark, cfg.table_path(name))}").collect()[0]
+    return int(detail["sizeInBytes"] or 0)
+
+
+_LOCATIONS: dict[tuple[int, str], str] = {}
+
+
 def delta_version(spark: SparkSession, path: str) -> int | None:
     """Latest committed version of the Delta table at ``path``, or None when there is none.
 
     Reads the file names of ``_delta_log/`` (the newest commit is always a ``NNN.json`` file, whatever
-    checkpoints exist), which costs one listing instead of a Spark job per table.
+    checkpoints exist), which costs one listing instead of a Spark job per table. A table name is
+    looked up in the catalog for its location; where that location cannot be listed (Unity Catalog
+    managed storage), the table's history says.
     """
+    if is_table_name(path):
+        if not spark.catalog.tableExists(path):
+            return None
+        key = (id(spark), path)
+        if key not in _LOCATIONS:  # one catalog look-up per table: the plan asks for every table's version
+            _LOCATIONS[key] = spark.sql(f"DESCRIBE DETAIL {_quoted(path)}").collect()[0]["location"]
+        location = _LOCATIONS[key]
+        try:
+            return delta_version(spark, location)
+        except Exception:  # noqa: BLE001 - storage not readable directly: ask Delta
+            return int(spark.sql(f"DESCRIBE HISTORY {_quoted(path)} LIMIT 1").collect()[0]["version"])
     fs, log = _hadoop_path(spark, path.rstrip("/") + "/_delta_log")
     if not fs.exists(log):
         return None
@@ -192,7 +269,11 @@ def table_version(spark: SparkSession, path: str) -> int:
 
 
 def read_path(spark: SparkSession, path: str, version: int | None = None) -> DataFrame:
-    """The Delta table at ``path`` (any location, e.g. ``dedup.reference``), at ``version`` if given."""
+    """The Delta table at ``path`` (any location, e.g. ``dedup.reference``, or a table name), at
+    ``version`` if given."""
+    if is_table_name(path):
+        at = f" VERSION AS OF {int(version)}" if version is not None else ""
+        return spark.sql(f"SELECT * FROM {_quoted(path)}{at}")
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", version)
@@ -222,7 +303,11 @@ def append(df: DataFrame, path: str) -> str:
     Returns:
         ``path``.
     """
-    df.write.format("delta").mode("append").save(path)
+    if is_table_name(path):
+        _ensure_schema(df.sparkSession, path)
+        df.write.format("delta").mode("append").saveAsTable(path)
+    else:
+        df.write.format("delta").mode("append").save(path)
     return path
 
 

@@ -71,6 +71,9 @@ def test_task_parameters_parse_with_the_jobs_own_parser(job, stage):
     assert args.quiet is True
     assert (cfg.run.root, cfg.run.seed, cfg.spark.shuffle_partitions) == ("dbfs:/winnow/runs/default", 42, 64)
     assert cfg.pipeline.stages == list(STAGES)
+    # Stage tables by name in the catalog, MLflow on.
+    assert cfg.table_path("documents") == "main.winnow.documents"
+    assert (cfg.tracking.mlflow, cfg.tracking.experiment) == (True, "/Shared/winnow")
     if stage == "ingest":
         assert cfg.ingest.inputs == ["dbfs:/winnow/raw/*.jsonl.gz"]
 

@@ -1,0 +1,87 @@
+"""Stage progress from Spark's status tracker (pipelines/progress.py): lines in a log, a redrawn line
+on a terminal (a real pty)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+import sys
+import time
+
+from jobs import pipeline
+from pipelines import tables
+from pipelines.config import load_config
+from tests.chain import REPO, session_conf_kept
+
+LINE = re.compile(r"\[report\] \d+s: \d+/\d+ tasks of Spark stages \[[\d, ]+\] \(\d+\.\d tasks/s\)")
+
+
+def _docs(spark, root, n=2000):
+    cfg = load_config(overrides=[f"run.root={root}"])
+    rows = [(f"d{i}", f"word{i % 97} " * (5 + i % 40)) for i in range(n)]
+    tables.write_table(spark.createDataFrame(rows, "doc_id string, text string"), cfg, "documents")
+
+
+def _args(root, every):
+    return ["--set", f"run.root={root}", "--set", "pipeline.stages=[report]", "--set", "report.samples_per_reason=1",
+            "--set", "spark.shuffle_partitions=4", "--set", f"pipeline.progress_s={every}"]
+
+
+def test_log_gets_one_line_every_n_seconds(spark, tmp_path, capsys):
+    root = tmp_path / "run"
+    _docs(spark, root)
+    with session_conf_kept(spark):
+        t0 = time.monotonic()
+        assert pipeline.main(_args(root, 0.5)) == 0
+        elapsed = time.monotonic() - t0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("[report] ")]
+    assert lines and all(LINE.fullmatch(line) for line in lines), lines
+    assert "\r" not in err
+    assert len(lines) <= elapsed / 0.5 + 1
+
+
+def test_off_and_quiet_print_no_progress(spark, tmp_path, capsys):
+    root = tmp_path / "run"
+    _docs(spark, root, 50)
+    with session_conf_kept(spark):
+        assert pipeline.main(_args(root, 0)) == 0
+        assert pipeline.main([*_args(root, 0.2), "--force", "--quiet"]) == 0
+    assert "tasks of Spark stages" not in capsys.readouterr().err
+
+
+DRIVER = """
+import sys
+from tests.test_progress import _args, _docs
+from pipelines.config import SparkConfig
+from pipelines.session import get_spark
+from jobs import pipeline
+spark = get_spark("pty", SparkConfig(master="local[2]", shuffle_partitions=4, conf={"spark.ui.enabled": "false"}))
+_docs(spark, sys.argv[1])
+sys.exit(pipeline.main(_args(sys.argv[1], 30)))
+"""
+
+
+def test_terminal_gets_a_line_redrawn_in_place(tmp_path):
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path / "run")], cwd=REPO, stdin=subprocess.DEVNULL,
+                            stdout=slave, stderr=slave, env={**os.environ, "PYTHONPATH": str(REPO)})
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed the pty
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert proc.wait(timeout=600) == 0, out.decode(errors="replace")[-3000:]
+    text = out.decode(errors="replace")
+    drawn = re.findall(r"\r(\[report\] [^\r\n]*)", text)
+    # Redrawn once a second (pipeline.progress_s=30 is for logs), each a progress line...
+    assert any(LINE.match(d.rstrip()) for d in drawn), text[-3000:]
+    # ...and cleared before the end line, which starts on a clean line.
+    assert re.search(r"\r +\r\[report\] in=2000 out=2000", text), text[-3000:]

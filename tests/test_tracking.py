@@ -1,0 +1,141 @@
+"""MLflow tracking (pipelines/tracking.py) against a real `mlflow server` on 127.0.0.1, a `file:` store,
+and a server that is down (the run goes on, `_runs` says tracking failed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from jobs import pipeline
+from pipelines import tables
+from pipelines.config import load_config
+from pipelines.runs import latest_records
+
+mlflow = pytest.importorskip("mlflow")
+from mlflow.tracking import MlflowClient  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory):
+    """One `mlflow server` for the module: SQLite backend store and artifacts under a temp folder."""
+    exe = shutil.which("mlflow", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("the mlflow command is not installed (make test installs the dev extra)")
+    base = tmp_path_factory.mktemp("mlflow")
+    port = _free_port()
+    log = open(base / "server.log", "w")
+    proc = subprocess.Popen(
+        [exe, "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", f"sqlite:///{base}/mlflow.db", "--artifacts-destination", str(base / "artifacts")],
+        stdout=log, stderr=subprocess.STDOUT, cwd=base,
+    )
+    uri = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 300  # a busy 2-core machine: the server takes long to start
+    while True:
+        try:
+            with urllib.request.urlopen(f"{uri}/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            pytest.fail(f"mlflow server did not start: {(base / 'server.log').read_text()[-2000:]}")
+        time.sleep(0.5)
+    yield uri
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+
+
+def _run_report(spark, root, *tracking):
+    cfg = load_config(overrides=[f"run.root={root}", "report.samples_per_reason=0"])
+    df = spark.createDataFrame([("d0", "one two three"), ("d1", "four five")], "doc_id string, text string")
+    tables.write_table(df, cfg, "documents")
+    args = ["--set", f"run.root={root}", "--set", "pipeline.stages=[report]", "--set", "report.samples_per_reason=0",
+            "--set", "spark.shuffle_partitions=4", "--set", "tracking.mlflow=true", "--set", "tracking.experiment=wt",
+            *[a for t in tracking for a in ("--set", t)]]
+    assert pipeline.main(args) == 0
+    return cfg
+
+
+def _check_runs(client, cfg):
+    exp = client.get_experiment_by_name("wt")
+    runs = client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"])
+    child = next(r for r in runs if r.data.tags.get("winnow.stage") == "report")
+    parent = client.get_run(child.data.tags["mlflow.parentRunId"])
+    assert parent.info.status == child.info.status == "FINISHED"
+    assert child.data.params["report.hist_bins"] == "40" and child.data.params["run.seed"] == "42"
+    assert child.data.metrics["rows_in"] == 2 and child.data.metrics["rows_out"] == 2
+    assert child.data.metrics["elapsed_s"] > 0
+    assert child.data.tags["winnow.input.documents"] == "v0"
+    assert child.data.tags["winnow.config_fingerprint"] == parent.data.tags["winnow.config_fingerprint"]
+    assert "winnow.version" in child.data.tags
+    assert parent.data.params["dedup.threshold"] == "0.8"  # the whole config on the chain run
+    assert parent.data.metrics["report.rows_out"] == 2
+    arts = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+    assert arts == {"report/report.html", "report/stats.json"}
+    assert [a.path for a in client.list_artifacts(parent.info.run_id, "config")] == ["config/report.json"]
+    got = Path(client.download_artifacts(parent.info.run_id, "report/stats.json")).read_bytes()
+    assert got == Path(cfg.report_path, "stats.json").read_bytes()
+
+
+def test_tracking_server_records_params_metrics_tags_artifacts(spark, tmp_path, mlflow_server, capsys):
+    cfg = _run_report(spark, tmp_path / "run", f"tracking.uri={mlflow_server}")
+    assert "winnow: MLflow run " in capsys.readouterr().out
+    _check_runs(MlflowClient(mlflow_server), cfg)
+    assert json.loads(latest_records(spark, cfg)["report"]["extra"])["tracking"] == "ok"
+
+
+def test_file_store(spark, tmp_path):
+    store = f"file:{tmp_path / 'mlruns'}"
+    cfg = _run_report(spark, tmp_path / "run", f"tracking.uri={store}")
+    _check_runs(MlflowClient(store), cfg)
+
+
+def test_server_down_warns_and_the_run_goes_on(spark, tmp_path, capsys):
+    t0 = time.time()
+    cfg = _run_report(spark, tmp_path / "run", f"tracking.uri=http://127.0.0.1:{_free_port()}")
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if "MLflow tracking" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("winnow: warning: MLflow tracking start failed (")
+    assert warnings[0].endswith("the run goes on without tracking")
+    rec = latest_records(spark, cfg)["report"]
+    assert rec["rows_out"] == 2
+    assert json.loads(rec["extra"])["tracking"].startswith("failed: start: ")
+    assert time.time() - t0 < 120
+
+
+def test_stage_metrics_name_every_reason(tmp_path):
+    from pipelines.stage import StageReport
+    from pipelines.tracking import Tracker
+
+    store = f"file:{tmp_path / 'mlruns'}"
+    cfg = load_config(overrides=[f"run.root={tmp_path / 'run'}", "tracking.mlflow=true", f"tracking.uri={store}",
+                                 "tracking.experiment=units"])
+    tracker = Tracker(cfg)
+    tracker.start(["dedup"])
+    rep = StageReport("dedup", rows_in=10, rows_out=7, removed={"dedup.exact": 2, "dedup.near": 1},
+                      extra={"lsh": {"bands": 14, "rows": 9}, "note": "x"})
+    assert tracker.log_stage(rep, {"documents": "v3"}) == "ok"
+    client = MlflowClient(store)
+    child = next(r for r in client.search_runs([client.get_experiment_by_name("units").experiment_id])
+                 if r.data.tags.get("winnow.stage") == "dedup")
+    assert child.data.metrics == {"rows_in": 10, "rows_out": 7, "removed": 3, "elapsed_s": 0.0,
+                                  "removed.dedup.exact": 2, "removed.dedup.near": 1,
+                                  "extra.lsh.bands": 14, "extra.lsh.rows": 9}
+    assert child.data.params["dedup.threshold"] == "0.8" and child.data.tags["winnow.input.documents"] == "v3"
