@@ -11,6 +11,7 @@ it), so the same table exports to the same rows in the same files whatever the p
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from dataclasses import dataclass, field
 
 import yaml
@@ -133,12 +134,11 @@ def _rename_parts(spark: SparkSession, tmp: str, data: str, split: str) -> list[
     for src, name in zip(parts, names, strict=True):
         if not fs.rename(src, jvm.org.apache.hadoop.fs.Path(data_path, name)):
             raise OSError(f"export: could not move {src} to {data}/{name}")
-    # The checksumming local filesystem moves a hidden .crc file along with each Parquet file (and
-    # hides it from its own listings); the Hub folder holds the data files only.
-    raw = fs.getRawFileSystem() if fs.getClass().getName() == "org.apache.hadoop.fs.LocalFileSystem" else fs
-    for st in raw.listStatus(data_path):
-        if st.getPath().getName().startswith("."):
-            raw.delete(st.getPath(), False)
+    if "://" not in data or data.startswith("file:"):
+        # Hadoop's checksumming local filesystem moves a hidden .crc file along with each Parquet
+        # file (and hides it from its own listings); the Hub folder holds the data files only.
+        for crc in Path(data.removeprefix("file:")).glob(".*.crc"):
+            crc.unlink()
     fs.delete(tmp_path, True)
     return [f"data/{name}" for name in names]
 

@@ -44,7 +44,7 @@ def mlflow_server(tmp_path_factory):
         stdout=log, stderr=subprocess.STDOUT, cwd=base,
     )
     uri = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 300  # a busy 2-core machine: the server takes long to start
+    deadline = time.time() + 600  # ~10 s on an idle machine; minutes on a 2-core one shared by many jobs
     while True:
         try:
             with urllib.request.urlopen(f"{uri}/health", timeout=2) as r:
