@@ -11,8 +11,8 @@ it), so the same table exports to the same rows in the same files whatever the p
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import yaml
 from pyspark.sql import SparkSession
