@@ -250,6 +250,7 @@ PROFILES: dict[str, tuple[Override, ...]] = {
                  "raw wikitext: templates, infoboxes, tables and ref tags are markup, not the article's "
                  "words (the rules read the prose of udfs.langid_prose; the text itself is unchanged)"),
         _BRACES, _SENTENCES_IN_TEXT, _NO_LINE_PUNCT, _NO_SHORT_LINES,
+        Override("c4.min_sentences", 3, "a stub of three sentences is a complete article (TFDS's value)"),
         Override("fineweb.max_char_dup_ratio", None,
                  "infobox and navbox remnants repeat field lines ('|}' , '}}') in every article"),
     ),

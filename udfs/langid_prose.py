@@ -9,7 +9,8 @@ on prose; code, math and markup are noise to them.
   ``<pre>``/``<code>``/``<script>``/``<style>`` elements, HTML/XML tags, the LaTeX preamble (up to
   ``\\begin{document}``), math/code/table environments, ``$...$`` math, LaTeX commands (their braced
   arguments stay: ``\\emph{word}`` is prose), wiki templates ``{{...}}``, tables ``{| ... |}``, links
-  ``[[target|label]]`` (label kept), ``<ref>`` notes, and lines that look like code (end with ``;``,
+  ``[[target|label]]`` (label kept), ``<ref>`` notes, lines left without a letter or digit, and lines
+  that look like code (end with ``;``,
   ``{`` or ``}``, start with a comment marker or a common keyword).
 * :func:`spread_sample` takes ``max_chars`` characters as ``windows`` equal slices spread evenly over
   the prose (start, middle, end), not only its head.
@@ -51,6 +52,7 @@ _PASSES: tuple[tuple[str, str], ...] = (
     (rf"(?m)^[ \t]*(?:#|//|/\*|\*/|--|(?:{_CODE_KEYWORDS})\b).*$", ""),
     (r"(?m)^.*[;{}][ \t]*$", ""),
     (r"[{}]|'''|''", " "),
+    (r"(?m)^[^\pL\pN\n]+$", ""),  # residue of removed markup: "*" of a cited reference, "|}"
 )
 
 
