@@ -101,10 +101,16 @@ def judge(texts: list[str], profile: str, base: FilterConfig | None = None) -> l
     c = cfg.c4
     opts = quality.C4Options(c.min_words_per_line, c.end_marks, c.page_checks, c.sentences_in)
     arr = pa.array(texts, pa.string())
+    c4_page = None
     if c.clean_lines:
-        arr = quality.c4_clean(quality.parse(arr), opts)[0]
-    sig = quality.quality_signals(langid_prose.prose(arr) if cfg.signals_from == "prose" else arr, alpha_words_reading=cfg.gopher_quality.alpha_words_reading,
+        page = quality.parse(arr)
+        c4_page = quality.c4(page, opts).to_pylist()
+        arr = quality.c4_clean(page, opts)[0]
+    sig = quality.quality_signals(langid_prose.prose(arr) if cfg.signals_from == "prose" else arr,
+                                  alpha_words_reading=cfg.gopher_quality.alpha_words_reading,
                                   c4_options=opts).to_pylist()
+    if c4_page is not None:
+        sig = [{**s, "c4": c} for s, c in zip(sig, c4_page, strict=True)]
     lid = cfg.langid
     model = langid.load_model(langid.default_model_path())
     lang, score, _ = langid.identify(model, arr, lid.max_chars, lid.sample_windows, lid.topk_max_chars, lid.top_k)

@@ -159,15 +159,21 @@ def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
 
         n = len(text)
         reading, opts, clean, from_prose = params[name]
-        cleaned = cleaning = None
+        cleaned = cleaning = c4_page = None
         if clean:
-            cleaned, lines_removed, chars_removed = quality.c4_clean(quality.parse(text), opts)
+            page = quality.parse(text)
+            cleaned, lines_removed, chars_removed = quality.c4_clean(page, opts)
             cleaning = pa.StructArray.from_arrays([pa.array(lines_removed), pa.array(chars_removed)],
                                                   fields=list(_CLEANING_TYPE))
+            # C4's own page rules read the page as TFDS does (lorem ipsum in a line later dropped for
+            # "javascript" still drops the page); every other family reads the cleaned text
+            c4_page = quality.c4(page, opts)
             text = cleaned
         heur = quality.quality_signals(langid_prose.prose(text) if from_prose else text,
                                        alpha_words_reading=reading, c4_options=opts)
         fields = [heur.field(i) for i in range(heur.type.num_fields)]
+        if c4_page is not None:
+            fields[heur.type.get_field_index("c4")] = c4_page
         if lid_locate is not None:
             max_chars, k, prefix, aliases, windows, topk_chars = lid_args
             model = langid.load_model(lid_locate())
