@@ -144,3 +144,13 @@ def test_profiles_by_source_decide_the_invented_documents(spark, make_cfg):
         ("p_web", "web", True, False), ("c_web", "web", True, False), ("o_web", "web", False, False),
         ("w_web", "web", True, False),
     ])
+
+
+def test_report_thresholds_per_profile_and_constant_signals():
+    from pipelines.report_filter import constant_signals, profile_thresholds
+
+    cfg = load_config(overrides=["filter.profile_by_source={'crawl*': c4}"]).filter
+    got = profile_thresholds(cfg, "c4.kept_sentences")
+    assert got == [{"key": "c4.min_sentences", "value": 5.0, "keeps": ">="},
+                   {"key": "c4.min_sentences (c4)", "value": 3.0, "keeps": ">="}]
+    assert constant_signals({"a": [1.0, 1.0], "b": [1.0, 2.0], "c": []}) == {"a": 1.0}
