@@ -19,6 +19,8 @@ Shared definitions (:class:`Parsed`):
   so ``"(end)."`` is ``(`` + ``end`` + ``).``. This follows the tokens of datatrove's English word
   tokenizer (spaCy, whose punctuation tokens are words too) closely enough for the rules to agree (see
   the cross-check test) at a fraction of its cost. A *symbol word* is made only of punctuation or symbols.
+  Gopher's alphabetic-word ratio reads whitespace-separated words instead by default (the paper's
+  words; ``alpha_words_reading="datatrove"`` for the tokens above).
 
 Sources: Rae et al. 2021, "Scaling Language Models: Methods, Analysis & Insights from Training Gopher",
 appendix A.1.1 and table A1; Raffel et al. 2020, "Exploring the Limits of Transfer Learning with a Unified
