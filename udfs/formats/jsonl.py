@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from udfs import text as T
 from udfs.formats.collector import Collector
-from udfs.formats.records import MISSING, as_str, lookup
+from udfs.formats.records import MISSING, as_str, join_text, lookup, sectioned_text
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -93,7 +93,13 @@ def from_mapping(
     ``raw`` is the raw record for excerpts, or a function rendering it (called only when quarantined).
     """
     o = c.opts
-    value = lookup(obj, o.text_field)
+    if o.heading_field is None:
+        value = lookup(obj, o.text_field)
+    else:
+        value = sectioned_text(obj, o.text_field, o.heading_field)
+    if isinstance(value, list):  # paragraphs (body_text[].text): joined with blank lines
+        joined = join_text(value)
+        value = value if joined is None else joined
     if value is MISSING or value is None or not isinstance(value, str):
         raw = raw() if callable(raw) else raw
     if value is MISSING or value is None:
