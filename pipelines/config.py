@@ -108,11 +108,19 @@ class NormalizeConfig(Section):
     fix_mojibake: bool = False
 
 
+class JatsConfig(Section):
+    """What the JATS / PMC NXML reader keeps of the targets of references (udfs/formats/jats.py)."""
+
+    tables: Literal["keep", "caption", "drop"] = "keep"
+    figures: Literal["keep", "drop"] = "keep"
+    references: Literal["keep", "drop"] = "keep"
+
+
 class IngestConfig(Section):
     """Stage 1: raw files -> ``documents`` + ``quarantine`` (pipelines/ingest.py)."""
 
     inputs: list[str] = Field(default_factory=lambda: ["sample_data/*.jsonl.gz", "sample_data/*.wet.gz"], min_length=1)
-    format: Literal["auto", "jsonl", "json", "csv", "tsv", "parquet", "text", "wet", "warc"] = "auto"
+    format: Literal["auto", "jsonl", "json", "csv", "tsv", "jats", "parquet", "text", "wet", "warc"] = "auto"
     fields: IngestFields = Field(default_factory=IngestFields)
     csv_header: bool = True
     normalize: NormalizeConfig = Field(default_factory=NormalizeConfig)
@@ -128,6 +136,7 @@ class IngestConfig(Section):
     on_bad_file: Literal["fail", "continue"] = "fail"
     max_replacement_fraction: float = Field(default=0.1, gt=0, le=1)
     replacement_action: Literal["quarantine", "flag"] = "quarantine"
+    jats: JatsConfig = Field(default_factory=JatsConfig)
 
 
 # ------------------------------------------------------------------------------------------- dedup

@@ -73,6 +73,7 @@ def parse_options(cfg: IngestConfig) -> ParseOptions:
         meta_fields=tuple(f.meta), heading_field=f.heading, csv_header=cfg.csv_header, nfc=n.nfc, newlines=n.newlines, strip_invisible=n.strip_invisible,
         strip_control=n.strip_control, fix_mojibake=n.fix_mojibake,
         max_replacement_fraction=cfg.max_replacement_fraction, replacement_action=cfg.replacement_action,
+        jats_tables=cfg.jats.tables, jats_figures=cfg.jats.figures, jats_references=cfg.jats.references,
         max_doc_bytes=cfg.max_doc_bytes, html_extractor=cfg.html_extractor,
         excerpt_chars=cfg.excerpt_chars, batch_rows=cfg.batch_rows, batch_bytes=cfg.batch_bytes,
     )

@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from udfs.formats.collector import Collector
 from udfs.formats.compression import GZIP_MAGIC, StreamError, decompress, decompressed_chunks, gzip_error
+from udfs.formats.jats import read_jats
 from udfs.formats.jsonl import read_jsonl, read_text
 from udfs.formats.parquet import FooterError, read_parquet
 from udfs.formats.records import (
@@ -125,6 +126,17 @@ def explode_split(
         yield from c.flush()
         yield c.summary(fmt, size)
         return
+    if fmt == "xml":
+        fmt = _xml_kind(open_file, codec)
+        if fmt is None:
+            with open_file() as f:
+                head = b"".join(_first(decompressed_chunks(f, codec, 1 << 16)))
+            c.quarantine(0, "unsupported_format", head[:200],
+                         f"XML whose root is neither JATS <article> nor <pmc-articleset> (looks like "
+                         f"{looks_like(head)}); set ingest.format")
+            yield from c.flush()
+            yield c.summary("xml", size)
+            return
     label = fmt
     if codec == "gz" and size:
         with open_file() as f:
@@ -168,7 +180,26 @@ def explode_split(
     yield c.summary(label, size, head if fmt in _STREAMED else None, looks)
 
 
-_STREAMED = ("jsonl", "json", "csv", "tsv", "text")
+_STREAMED = ("jsonl", "json", "csv", "tsv", "jats", "text")
+
+
+def _first(chunks: Iterator[bytes]) -> list[bytes]:
+    try:
+        return [next(iter(chunks), b"")]
+    except StreamError:
+        return [b""]
+
+
+def _xml_kind(open_file: Callable[[], BinaryIO], codec: str | None) -> str | None:
+    """The format of a ``.xml`` file from its root element: ``jats`` or ``None`` (unknown)."""
+    import re
+
+    with open_file() as f:
+        head = b"".join(_first(decompressed_chunks(f, codec, 1 << 16)))
+    body = re.sub(rb"<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>]*>", b"", head[:65536], flags=re.DOTALL).lstrip()
+    root = re.match(rb"<([\w:.-]+)", body)
+    name = root.group(1).split(b":")[-1].lower() if root else b""
+    return "jats" if name in (b"article", b"pmc-articleset", b"articles") else None
 
 
 def _read_stream(
@@ -178,6 +209,8 @@ def _read_stream(
         return read_jsonl(c, stream, start, end)
     if fmt == "json":
         return read_json(c, stream)
+    if fmt == "jats":
+        return read_jats(c, stream)
     if fmt in ("csv", "tsv"):
         return read_csv(c, stream, "," if fmt == "csv" else "\t")
     return read_text(c, stream)

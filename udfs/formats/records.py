@@ -17,6 +17,7 @@ QUARANTINE_REASONS: dict[str, str] = {
     "malformed_json": (
         "a JSONL line that is not valid JSON; in a .json file, the rest of the file from its first error"
     ),
+    "malformed_xml": "an XML file (JATS) that is not well-formed: the rest of the file from its first error",
     "malformed_csv": "a CSV/TSV row the csv module rejects (a field over the size limit, a quote left open)",
     "invalid_record": (
         "a record of the wrong shape (JSON that is not an object, a WARC record without payload)"
@@ -31,13 +32,15 @@ QUARANTINE_REASONS: dict[str, str] = {
 }
 """The fixed vocabulary of quarantine reasons, with their meaning."""
 
-FORMATS = ("jsonl", "json", "csv", "tsv", "parquet", "text", "wet", "warc")
+FORMATS = ("jsonl", "json", "csv", "tsv", "jats", "parquet", "text", "wet", "warc")
 _FORMAT_SUFFIXES = {
     ".jsonl": "jsonl",
     ".json": "json",
     ".csv": "csv",
     ".tsv": "tsv",
     ".tab": "tsv",
+    ".nxml": "jats",
+    ".xml": "xml",  # which XML (JATS, MediaWiki) is read from the file's root element
     ".ndjson": "jsonl",
     ".parquet": "parquet",
     ".txt": "text",
@@ -92,6 +95,8 @@ class ParseOptions:
         max_replacement_fraction: documents with more U+FFFD (gained in decoding) per character
             are quarantined (``too_many_replacements``) or flagged; 1.0 = never.
         replacement_action: ``quarantine``, or ``flag`` (meta ``replacement_fraction``).
+        jats_tables: ``keep`` (caption + rows), ``caption`` or ``drop`` (:mod:`udfs.formats.jats`).
+        jats_figures, jats_references: ``keep`` or ``drop``.
         nfc, newlines, strip_invisible, strip_control: :func:`udfs.text.normalize` switches.
         max_doc_bytes: larger normalised texts are quarantined (``too_large``), UTF-8 bytes.
         html_extractor: ``trafilatura`` or ``none``.
@@ -113,6 +118,9 @@ class ParseOptions:
     fix_mojibake: bool = False
     max_replacement_fraction: float = 0.1
     replacement_action: str = "quarantine"
+    jats_tables: str = "keep"
+    jats_figures: str = "keep"
+    jats_references: str = "keep"
     nfc: bool = True
     newlines: bool = True
     strip_invisible: bool = True
