@@ -120,7 +120,9 @@ class IngestConfig(Section):
     """Stage 1: raw files -> ``documents`` + ``quarantine`` (pipelines/ingest.py)."""
 
     inputs: list[str] = Field(default_factory=lambda: ["sample_data/*.jsonl.gz", "sample_data/*.wet.gz"], min_length=1)
-    format: Literal["auto", "jsonl", "json", "csv", "tsv", "jats", "parquet", "text", "wet", "warc"] = "auto"
+    format: Literal[
+        "auto", "jsonl", "json", "csv", "tsv", "jats", "latex", "parquet", "text", "wet", "warc"
+    ] = "auto"
     fields: IngestFields = Field(default_factory=IngestFields)
     csv_header: bool = True
     normalize: NormalizeConfig = Field(default_factory=NormalizeConfig)

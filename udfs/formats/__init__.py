@@ -31,6 +31,7 @@ from udfs.formats.collector import Collector
 from udfs.formats.compression import GZIP_MAGIC, StreamError, decompress, decompressed_chunks, gzip_error
 from udfs.formats.jats import read_jats
 from udfs.formats.jsonl import read_jsonl, read_text
+from udfs.formats.latex import latex_to_text
 from udfs.formats.parquet import FooterError, read_parquet
 from udfs.formats.records import (
     FORMATS,
@@ -180,7 +181,7 @@ def explode_split(
     yield c.summary(label, size, head if fmt in _STREAMED else None, looks)
 
 
-_STREAMED = ("jsonl", "json", "csv", "tsv", "jats", "text")
+_STREAMED = ("jsonl", "json", "csv", "tsv", "jats", "latex", "text")
 
 
 def _first(chunks: Iterator[bytes]) -> list[bytes]:
@@ -211,6 +212,8 @@ def _read_stream(
         return read_json(c, stream)
     if fmt == "jats":
         return read_jats(c, stream)
+    if fmt == "latex":
+        return read_text(c, stream, latex_to_text)
     if fmt in ("csv", "tsv"):
         return read_csv(c, stream, "," if fmt == "csv" else "\t")
     return read_text(c, stream)

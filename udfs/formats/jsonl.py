@@ -182,9 +182,15 @@ def _line(c: Collector, i: int, line: bytes) -> None:
         c.quarantine(i, "invalid_record", line, f"JSON {type(obj).__name__}, not an object")
 
 
-def read_text(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]:
+def read_text(
+    c: Collector, chunks: Iterable[bytes], convert: Callable[[str], tuple[str, dict[str, str]]] | None = None
+) -> Iterator[pa.RecordBatch]:
     """A plain-text file is one document. Files over 4 x ``max_doc_bytes`` (decompressed) are
-    quarantined as ``too_large`` from their first bytes, without being held whole."""
+    quarantined as ``too_large`` from their first bytes, without being held whole.
+
+    Args:
+        convert: turns the decoded file into ``(text, meta)`` (LaTeX sources); ``None`` = as is.
+    """
     limit = 4 * c.opts.max_doc_bytes
     parts: list[bytes] = []
     n = 0
@@ -208,5 +214,13 @@ def read_text(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]
         )
     else:
         text, n_replaced = T.decode_utf8(data)
-        c.doc(1, text, n_replaced)
+        meta = None
+        if convert is not None:
+            try:
+                text, meta = convert(text)
+            except Exception as e:  # a converter bug on odd input: the file is quarantined, not lost
+                c.quarantine(1, "invalid_record", data[:4096], f"conversion failed: {type(e).__name__}: {e}")
+                yield from c.flush()
+                return
+        c.doc(1, text, n_replaced, meta=meta)
     yield from c.flush()

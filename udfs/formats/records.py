@@ -32,7 +32,7 @@ QUARANTINE_REASONS: dict[str, str] = {
 }
 """The fixed vocabulary of quarantine reasons, with their meaning."""
 
-FORMATS = ("jsonl", "json", "csv", "tsv", "jats", "parquet", "text", "wet", "warc")
+FORMATS = ("jsonl", "json", "csv", "tsv", "jats", "latex", "parquet", "text", "wet", "warc")
 _FORMAT_SUFFIXES = {
     ".jsonl": "jsonl",
     ".json": "json",
@@ -40,6 +40,7 @@ _FORMAT_SUFFIXES = {
     ".tsv": "tsv",
     ".tab": "tsv",
     ".nxml": "jats",
+    ".tex": "latex",
     ".xml": "xml",  # which XML (JATS, MediaWiki) is read from the file's root element
     ".ndjson": "jsonl",
     ".parquet": "parquet",
