@@ -116,12 +116,21 @@ class JatsConfig(Section):
     references: Literal["keep", "drop"] = "keep"
 
 
+class MediaWikiConfig(Section):
+    """What the MediaWiki dump reader keeps (udfs/formats/mediawiki.py)."""
+
+    namespaces: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    templates: Literal["drop", "params"] = "drop"
+    references: Literal["drop", "keep"] = "drop"
+    tables: Literal["drop", "keep"] = "drop"
+
+
 class IngestConfig(Section):
     """Stage 1: raw files -> ``documents`` + ``quarantine`` (pipelines/ingest.py)."""
 
     inputs: list[str] = Field(default_factory=lambda: ["sample_data/*.jsonl.gz", "sample_data/*.wet.gz"], min_length=1)
     format: Literal[
-        "auto", "jsonl", "json", "csv", "tsv", "jats", "latex", "parquet", "text", "wet", "warc"
+        "auto", "jsonl", "json", "csv", "tsv", "jats", "latex", "mediawiki", "parquet", "text", "wet", "warc"
     ] = "auto"
     fields: IngestFields = Field(default_factory=IngestFields)
     csv_header: bool = True
@@ -139,6 +148,7 @@ class IngestConfig(Section):
     max_replacement_fraction: float = Field(default=0.1, gt=0, le=1)
     replacement_action: Literal["quarantine", "flag"] = "quarantine"
     jats: JatsConfig = Field(default_factory=JatsConfig)
+    mediawiki: MediaWikiConfig = Field(default_factory=MediaWikiConfig)
 
 
 # ------------------------------------------------------------------------------------------- dedup

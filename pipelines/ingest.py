@@ -74,6 +74,8 @@ def parse_options(cfg: IngestConfig) -> ParseOptions:
         strip_control=n.strip_control, fix_mojibake=n.fix_mojibake,
         max_replacement_fraction=cfg.max_replacement_fraction, replacement_action=cfg.replacement_action,
         jats_tables=cfg.jats.tables, jats_figures=cfg.jats.figures, jats_references=cfg.jats.references,
+        mediawiki_namespaces=tuple(cfg.mediawiki.namespaces), mediawiki_templates=cfg.mediawiki.templates,
+        mediawiki_references=cfg.mediawiki.references, mediawiki_tables=cfg.mediawiki.tables,
         max_doc_bytes=cfg.max_doc_bytes, html_extractor=cfg.html_extractor,
         excerpt_chars=cfg.excerpt_chars, batch_rows=cfg.batch_rows, batch_bytes=cfg.batch_bytes,
     )

@@ -85,9 +85,9 @@ def test_broken_xml_keeps_articles_before_the_error():
 
 
 def test_other_xml_is_unsupported_naming_what_it_looks_like():
-    rows = _rows("dump.xml", b"<mediawiki><page><title>X</title></page></mediawiki>")
+    rows = _rows("feed.xml", b'<?xml version="1.0"?>\n<rss><channel><title>X</title></channel></rss>')
     bad = [r for r in rows if r["kind"] == "quarantine"]
-    assert [b["reason"] for b in bad] == ["unsupported_format"] and "mediawiki" in bad[0]["detail"]
+    assert [b["reason"] for b in bad] == ["unsupported_format"] and "looks like" in bad[0]["detail"]
 
 
 def test_external_entities_are_not_expanded():

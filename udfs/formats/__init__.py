@@ -32,6 +32,7 @@ from udfs.formats.compression import GZIP_MAGIC, StreamError, decompress, decomp
 from udfs.formats.jats import read_jats
 from udfs.formats.jsonl import read_jsonl, read_text
 from udfs.formats.latex import latex_to_text
+from udfs.formats.mediawiki import read_mediawiki
 from udfs.formats.parquet import FooterError, read_parquet
 from udfs.formats.records import (
     FORMATS,
@@ -133,7 +134,7 @@ def explode_split(
             with open_file() as f:
                 head = b"".join(_first(decompressed_chunks(f, codec, 1 << 16)))
             c.quarantine(0, "unsupported_format", head[:200],
-                         f"XML whose root is neither JATS <article> nor <pmc-articleset> (looks like "
+                         f"XML whose root is none of <article>, <pmc-articleset>, <mediawiki> (looks like "
                          f"{looks_like(head)}); set ingest.format")
             yield from c.flush()
             yield c.summary("xml", size)
@@ -181,7 +182,7 @@ def explode_split(
     yield c.summary(label, size, head if fmt in _STREAMED else None, looks)
 
 
-_STREAMED = ("jsonl", "json", "csv", "tsv", "jats", "latex", "text")
+_STREAMED = ("jsonl", "json", "csv", "tsv", "jats", "latex", "mediawiki", "text")
 
 
 def _first(chunks: Iterator[bytes]) -> list[bytes]:
@@ -192,7 +193,7 @@ def _first(chunks: Iterator[bytes]) -> list[bytes]:
 
 
 def _xml_kind(open_file: Callable[[], BinaryIO], codec: str | None) -> str | None:
-    """The format of a ``.xml`` file from its root element: ``jats`` or ``None`` (unknown)."""
+    """The format of a ``.xml`` file from its root element: ``jats``, ``mediawiki`` or ``None``."""
     import re
 
     with open_file() as f:
@@ -200,6 +201,8 @@ def _xml_kind(open_file: Callable[[], BinaryIO], codec: str | None) -> str | Non
     body = re.sub(rb"<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>]*>", b"", head[:65536], flags=re.DOTALL).lstrip()
     root = re.match(rb"<([\w:.-]+)", body)
     name = root.group(1).split(b":")[-1].lower() if root else b""
+    if name == b"mediawiki":
+        return "mediawiki"
     return "jats" if name in (b"article", b"pmc-articleset", b"articles") else None
 
 
@@ -212,6 +215,8 @@ def _read_stream(
         return read_json(c, stream)
     if fmt == "jats":
         return read_jats(c, stream)
+    if fmt == "mediawiki":
+        return read_mediawiki(c, stream)
     if fmt == "latex":
         return read_text(c, stream, latex_to_text)
     if fmt in ("csv", "tsv"):

@@ -17,7 +17,7 @@ QUARANTINE_REASONS: dict[str, str] = {
     "malformed_json": (
         "a JSONL line that is not valid JSON; in a .json file, the rest of the file from its first error"
     ),
-    "malformed_xml": "an XML file (JATS) that is not well-formed: the rest of the file from its first error",
+    "malformed_xml": "an XML file (JATS, MediaWiki) that is not well-formed: the rest from its first error",
     "malformed_csv": "a CSV/TSV row the csv module rejects (a field over the size limit, a quote left open)",
     "invalid_record": (
         "a record of the wrong shape (JSON that is not an object, a WARC record without payload)"
@@ -32,7 +32,7 @@ QUARANTINE_REASONS: dict[str, str] = {
 }
 """The fixed vocabulary of quarantine reasons, with their meaning."""
 
-FORMATS = ("jsonl", "json", "csv", "tsv", "jats", "latex", "parquet", "text", "wet", "warc")
+FORMATS = ("jsonl", "json", "csv", "tsv", "jats", "latex", "mediawiki", "parquet", "text", "wet", "warc")
 _FORMAT_SUFFIXES = {
     ".jsonl": "jsonl",
     ".json": "json",
@@ -98,6 +98,9 @@ class ParseOptions:
         replacement_action: ``quarantine``, or ``flag`` (meta ``replacement_fraction``).
         jats_tables: ``keep`` (caption + rows), ``caption`` or ``drop`` (:mod:`udfs.formats.jats`).
         jats_figures, jats_references: ``keep`` or ``drop``.
+        mediawiki_namespaces: MediaWiki namespaces read as articles (others skipped, counted).
+        mediawiki_templates: ``drop`` or ``params`` (keep parameter values).
+        mediawiki_references, mediawiki_tables: ``drop`` or ``keep`` (:mod:`udfs.formats.mediawiki`).
         nfc, newlines, strip_invisible, strip_control: :func:`udfs.text.normalize` switches.
         max_doc_bytes: larger normalised texts are quarantined (``too_large``), UTF-8 bytes.
         html_extractor: ``trafilatura`` or ``none``.
@@ -122,6 +125,10 @@ class ParseOptions:
     jats_tables: str = "keep"
     jats_figures: str = "keep"
     jats_references: str = "keep"
+    mediawiki_namespaces: tuple[int, ...] = (0,)
+    mediawiki_templates: str = "drop"
+    mediawiki_references: str = "drop"
+    mediawiki_tables: str = "drop"
     nfc: bool = True
     newlines: bool = True
     strip_invisible: bool = True
