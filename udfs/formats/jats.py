@@ -190,6 +190,16 @@ def article_text(article: Any, opts: Any) -> tuple[str, dict[str, str], str | No
     return "\n\n".join(x for x in w.out if x), meta, src_id
 
 
+def free(el: Any) -> None:
+    """Release an ``iterparse`` element that was read, and the siblings before it, so a streamed
+    file holds one element at a time (lxml keeps the tree it built otherwise)."""
+    el.clear(keep_tail=False)
+    parent = el.getparent()
+    if parent is not None:
+        while el.getprevious() is not None:
+            del parent[0]
+
+
 def read_jats(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]:
     """Parse every ``<article>`` of a JATS file (a single article, or a ``<pmc-articleset>``) into
     ``c``; each article is freed once read, so a bulk file is never held whole. A parse error keeps
@@ -208,11 +218,7 @@ def read_jats(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]
             text, meta, src_id = article_text(el, c.opts)
             url = f"https://doi.org/{meta['doi']}" if "doi" in meta else None
             c.doc(n, text, 0, src_id=src_id, url=url, meta=meta)
-            el.clear(keep_tail=False)
-            parent = el.getparent()
-            if parent is not None:
-                while el.getprevious() is not None:
-                    del parent[0]
+            free(el)
             if c.full():
                 yield from c.flush()
     except etree.XMLSyntaxError as e:

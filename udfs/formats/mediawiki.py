@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from udfs.formats.collector import Collector
+from udfs.formats.jats import free
 from udfs.formats.tabular import ChunkFile
 
 _BLANKS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
@@ -152,11 +153,7 @@ def read_mediawiki(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordB
                 continue
             n += 1
             _page(c, n, el, media_ns, base, wanted)
-            el.clear(keep_tail=False)
-            parent = el.getparent()
-            if parent is not None:
-                while el.getprevious() is not None:
-                    del parent[0]
+            free(el)
             if c.full():
                 yield from c.flush()
     except etree.XMLSyntaxError as e:
