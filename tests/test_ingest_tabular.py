@@ -227,3 +227,42 @@ def test_mostly_quarantined_file_fails_the_job_after_writing_the_tables(spark, m
     right = make_cfg(f"ingest.inputs=['{d}/*']", "ingest.format=json", root=tmp_path / "run3")
     (d / "good.csv").unlink()
     assert run_stage(spark, right, "ingest").rows_out == 6
+
+
+def _big_file(tmp_path, name: str, head: bytes, item, sep: bytes, tail: bytes, n: int):
+    p = tmp_path / name
+    with open(p, "wb") as f:
+        f.write(head)
+        for i in range(n):
+            f.write((sep if i else b"") + item(i))
+        f.write(tail)
+    return p
+
+
+@pytest.mark.parametrize("name, head, item, sep, tail", [
+    ("big.json", b"[\n", lambda i: json.dumps({"id": i, "text": f"Document {i} " + "word " * 200}, indent=2).encode(),
+     b",\n", b"\n]\n"),
+    ("big.csv", b"id,text\n", lambda i: f'{i},"Document {i}\n{"word " * 200}"\n'.encode(), b"", b""),
+    ("big.xml", b"<mediawiki>", lambda i: (f"<page><title>P{i}</title><ns>0</ns><id>{i}</id><revision><text>"
+                                          f"Document {i} {'word ' * 200}</text></revision></page>").encode(), b"",
+     b"</mediawiki>"),
+])
+def test_large_files_are_streamed_in_bounded_memory(tmp_path, name, head, item, sep, tail):
+    import tracemalloc
+
+    from udfs.formats import explode_split
+
+    small = _big_file(tmp_path, "small-" + name, head, item, sep, tail, 10)
+    path = _big_file(tmp_path, name, head, item, sep, tail, 6000)  # ~6-8 MB
+    size = path.stat().st_size
+    opts = ParseOptions(batch_rows=256, read_bytes=256 << 10)
+    for _ in explode_split(str(small), lambda: open(small, "rb"), small.stat().st_size, opts):
+        pass  # imports and caches first: they are not the file's memory
+    tracemalloc.start()
+    docs = 0
+    for batch in explode_split(str(path), lambda: open(path, "rb"), size, opts):
+        docs += batch.num_rows if batch.column("kind")[0].as_py() == "doc" else 0
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert docs == 6000
+    assert peak < 2_500_000, f"peak {peak} bytes of Python memory for a {size}-byte file"
