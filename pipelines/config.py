@@ -145,7 +145,7 @@ class IngestConfig(Section):
     max_quarantine_fraction: float = Field(default=0.5, gt=0, le=1)
     quarantine_min_records: int = Field(default=20, ge=1)
     on_bad_file: Literal["fail", "continue"] = "fail"
-    max_replacement_fraction: float = Field(default=0.1, gt=0, le=1)
+    max_replacement_fraction: float = Field(default=0.25, gt=0, le=1)
     replacement_action: Literal["quarantine", "flag"] = "quarantine"
     jats: JatsConfig = Field(default_factory=JatsConfig)
     mediawiki: MediaWikiConfig = Field(default_factory=MediaWikiConfig)

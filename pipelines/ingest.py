@@ -61,6 +61,9 @@ class BadInputFileError(UserError):
     format or the fields are wrong for them. Raised after the tables are written."""
 
 
+MAX_FILE_COUNTS = 1000
+"""Files whose decision counts (``extra.counts_by_file``) the stage report keeps: the completion record
+stays small on runs of many thousands of WARC files (the totals, ``extra.counts``, cover them all)."""
 _HASH_SEP = "\x1f"  # ASCII unit separator: cannot occur in a path and rarely in a source name
 _GLOB_CHARS = re.compile(r"[*?\[{]")
 
@@ -375,6 +378,7 @@ def _file_stats(rows: list[Any]) -> dict[str, Any]:
     formats: Counter = Counter()
     skipped: Counter = Counter()
     counted: Counter = Counter()
+    by_file: dict[str, Counter] = {}
     n_bytes = 0
     for r in rows:
         meta = dict(r["meta"])
@@ -387,9 +391,14 @@ def _file_stats(rows: list[Any]) -> dict[str, Any]:
                 skipped[k.removeprefix("skipped.")] += int(v)
             elif k.startswith("count."):
                 counted[k.removeprefix("count.")] += int(v)
+                by_file.setdefault(r["input_file"], Counter())[k.removeprefix("count.")] += int(v)
+    files = sorted(by_file)
     return {
         "records_read": sum(int(r["record"]) for r in rows), "files": len({r["input_file"] for r in rows}),
         "bytes_in": n_bytes,
         "formats": dict(sorted(formats.items())), "skipped": dict(sorted(skipped.items())),
         "counts": dict(sorted(counted.items())),
+        # charset decisions and their sources, mojibake repairs, per file (the first MAX_FILE_COUNTS files)
+        "counts_by_file": {f: dict(sorted(by_file[f].items())) for f in files[:MAX_FILE_COUNTS]},
+        "counts_by_file_omitted": max(0, len(files) - MAX_FILE_COUNTS),
     }

@@ -90,12 +90,12 @@ def test_page_declared_utf8_but_in_gbk_is_quarantined_for_replacements():
     rows = _rows("c.warc.gz", _warc(("text/html; charset=utf-8", body)))
     assert [r["reason"] for r in rows if r["kind"] == "quarantine"] == ["too_many_replacements"]
     flagged = _rows("c.warc.gz", _warc(("text/html; charset=utf-8", body)), ParseOptions(replacement_action="flag"))
-    assert flagged[0]["kind"] == "doc" and float(dict(flagged[0]["meta"])["replacement_fraction"]) > 0.1
+    assert flagged[0]["kind"] == "doc" and float(dict(flagged[0]["meta"])["replacement_fraction"]) > 0.25
 
 
 def test_replacement_fraction_just_inside_and_just_outside():
-    inside = _rows("a.txt", b"a" * 9 + b"\xff")  # 1 of 10 characters = 0.1: kept
-    outside = _rows("b.txt", b"a" * 8 + b"\xff")  # 1 of 9 > 0.1: quarantined
+    inside = _rows("a.txt", b"a" * 3 + b"\xff")  # 1 of 4 characters = 0.25: kept
+    outside = _rows("b.txt", b"a" * 2 + b"\xff")  # 1 of 3 > 0.25: quarantined
     assert inside[0]["kind"] == "doc" and inside[0]["n_replaced"] == 1
     assert outside[0]["reason"] == "too_many_replacements"
 

@@ -120,7 +120,7 @@ class ParseOptions:
     heading_field: str | None = None
     csv_header: bool = True
     fix_mojibake: bool = False
-    max_replacement_fraction: float = 0.1
+    max_replacement_fraction: float = 0.25
     replacement_action: str = "quarantine"
     jats_tables: str = "keep"
     jats_figures: str = "keep"
