@@ -68,6 +68,14 @@ def test_json_syntax_error_keeps_values_before_it_and_quarantines_the_rest_once(
     assert "the 1 values before it were kept" in rows[1]["detail"]
 
 
+def test_invalid_utf8_in_json_and_csv_costs_a_character_not_the_file():
+    for name, data in (("u.json", '[{"text": "bad \xff byte, Grüße"}, {"text": "fine"}]'.encode("latin-1")),
+                       ("u.csv", 'text\n"bad \xff byte, Grüße"\nfine\n'.encode("latin-1"))):
+        rows = _rows(name, data.replace("Grüße".encode("latin-1"), "Grüße".encode()))
+        assert [(r["text"], r["n_replaced"]) for r in rows if r["kind"] == "doc"] == [
+            ("bad \ufffd byte, Grüße", 1), ("fine", 0)], name
+
+
 def test_json_items_that_are_not_objects_are_invalid_records():
     rows = _rows("mixed.json", b'[{"text": "fine"}, 3, "str", null]')
     assert _docs(rows)[0][2] == "fine"

@@ -86,9 +86,17 @@ def owned_lines(
 
 
 def from_mapping(
-    c: Collector, record: int, obj: dict[str, Any], raw: bytes | str | Callable[[], str], escaped: bool
+    c: Collector,
+    record: int,
+    obj: dict[str, Any],
+    raw: bytes | str | Callable[[], str],
+    escaped: bool,
+    decoded_with_replacement: bool = False,
 ) -> None:
     """Route one parsed record (JSON object or Parquet row): document, or quarantine with a reason.
+
+    ``decoded_with_replacement``: the file's bytes were decoded with U+FFFD for invalid UTF-8 before
+    parsing (``.json``, CSV), so the text's U+FFFD count is its ``n_replaced``.
 
     ``raw`` is the raw record for excerpts, or a function rendering it (called only when quarantined).
     """
@@ -121,7 +129,7 @@ def from_mapping(
     c.doc(
         record,
         value,
-        0,
+        value.count(T.REPLACEMENT) if decoded_with_replacement else 0,
         escaped=escaped,
         src_id=lookup(obj, o.id_field) if o.id_field else None,
         url=lookup(obj, o.url_field) if o.url_field else None,

@@ -11,6 +11,7 @@ Source: RFC 8259 (JSON), RFC 4180 (CSV; TSV is the same dialect with a tab), the
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -37,8 +38,10 @@ class ChunkFile(io.RawIOBase):
         last: the last chunk read (excerpt of the place where a parser failed).
     """
 
-    def __init__(self, chunks: Iterable[bytes], limit: int):
+    def __init__(self, chunks: Iterable[bytes], limit: int, repair_utf8: bool = False):
         self._chunks = iter(chunks)
+        # Invalid UTF-8 becomes U+FFFD (re-encoded), so one bad byte costs a character, not the file.
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace") if repair_utf8 else None
         self._buf = b""
         self.limit, self.since = limit, 0
         self.last = b""
@@ -62,7 +65,12 @@ class ChunkFile(io.RawIOBase):
             try:
                 self._buf = next(self._chunks)
             except StopIteration:
+                if self._utf8 is not None and (rest := self._utf8.decode(b"", final=True)):
+                    self._buf, self._utf8 = rest.encode(), None
+                    continue
                 return 0
+            if self._utf8 is not None:
+                self._buf = self._utf8.decode(self._buf).encode("utf-8", "surrogatepass")
             if self.first:  # RFC 8259 section 8.1: a BOM may be ignored; Windows tools write one
                 self._buf, self.first = self._buf.removeprefix(UTF8_BOM), False
         n = min(len(b), len(self._buf))
@@ -90,7 +98,7 @@ def read_json(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]
     import ijson
 
     # The count is per read, so a value is stopped within two read buffers (ours and ijson's) of the cap.
-    raw = ChunkFile(chunks, 4 * c.opts.max_doc_bytes + 1024 + 2 * _BUF)
+    raw = ChunkFile(chunks, 4 * c.opts.max_doc_bytes + 1024 + 2 * _BUF, repair_utf8=True)
     f = io.BufferedReader(raw, _BUF)
     n = 0
     array = False
@@ -105,7 +113,7 @@ def read_json(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]
             n += 1
             raw.mark()
             if isinstance(obj, dict):
-                from_mapping(c, n, obj, _dumps(obj, c.opts.excerpt_chars), False)
+                from_mapping(c, n, obj, _dumps(obj, c.opts.excerpt_chars), False, True)
             else:
                 detail = f"JSON {type(obj).__name__}, not an object"
                 c.quarantine(n, "invalid_record", _dumps(obj, c.opts.excerpt_chars)(), detail)
@@ -161,7 +169,7 @@ def read_csv(c: Collector, chunks: Iterable[bytes], delimiter: str) -> Iterator[
         obj: dict[str, Any] = {str(i): v for i, v in enumerate(row)}
         if header:
             obj.update({h: row[i] for i, h in enumerate(header) if i < len(row)})
-        from_mapping(c, n, obj, lambda r=row: _csv_excerpt(r, delimiter), False)
+        from_mapping(c, n, obj, lambda r=row: _csv_excerpt(r, delimiter), False, True)
         if c.full():
             yield from c.flush()
     yield from c.flush()
