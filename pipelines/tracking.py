@@ -107,7 +107,12 @@ class Tracker:
             from mlflow.tracking import MlflowClient
 
             t = self.cfg.tracking
-            self._client = MlflowClient(tracking_uri=t.uri or mlflow.get_tracking_uri())
+            uri = t.uri or mlflow.get_tracking_uri()
+            if uri.startswith("file:"):
+                # MLflow 3 refuses its file store (in maintenance) unless allowed; a file: URI in the
+                # config is an explicit choice.
+                os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+            self._client = MlflowClient(tracking_uri=uri)
             name = t.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "winnow"
             exp = self._client.get_experiment_by_name(name)
             self._experiment_id = exp.experiment_id if exp else self._client.create_experiment(name)
