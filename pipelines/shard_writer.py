@@ -22,6 +22,7 @@ from pyspark.sql import types as T
 
 from udfs import mds, megatron
 from udfs import shuffle_quality as sq
+from udfs.tokenize import token_ids
 
 KEY_HEX = 64  # sha256 hex digits
 
@@ -192,8 +193,8 @@ def make_shard_writer(
             tokens = batch.column("tokens")
             if tokens.null_count:
                 raise ValueError(f"shard {k}: a document has null tokens")
-            lengths_parts.append(pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64))
-            flat = tokens.flatten().to_numpy(zero_copy_only=False)
+            doc_lengths, flat = token_ids(tokens)
+            lengths_parts.append(doc_lengths)
             if flat.size and (flat.min() < 0 or flat.max() >= vocab_size):
                 raise ValueError(f"shard {k}: token id outside [0, {vocab_size})")
             data = flat.astype(np_dtype.newbyteorder("<"), copy=False)
