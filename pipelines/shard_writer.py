@@ -110,8 +110,9 @@ def make_shard_writer(
     within partitions); a batch out of order fails the task. ``plan[shard]`` holds the driver's
     expectations (``docs``, ``tokens``, ``first_doc`` = stream index of the shard's first document,
     ``mds_first_file``); a mismatch raises inside the task, failing the job before any manifest
-    exists. Tokens are handled as the flat Arrow value buffer of the ``list<int32>`` column (one cast,
-    one write per batch), never per token or per document in Python.
+    exists. Tokens are handled as the flat id buffer of the ``tokens`` column
+    (:func:`udfs.tokenize.token_ids`: one cast, one write per batch), never per token or per document
+    in Python.
     """
     np_dtype = np.dtype(dtype)
     per_file = mds.samples_per_file(seq_len, np_dtype, size_limit)
