@@ -118,8 +118,8 @@ def _goals(parts: list[str]) -> list[Goal]:
         Goal("scaling_exponent", "whole pipeline N -> 4N: exponent log(t4N/tN)/log 4", "scaling", (r"^exponent$",), "<=", 1.1),
         Goal("neardup_cpu_vs_datatrove", "ingest + near-dedup CPU seconds: datatrove MinHash pipeline / Winnow (issue 12)",
              "neardup", (r"^goals\.neardup_cpu_vs_datatrove$",), ">=", 3.0),
-        Goal("ingest_mb_s_core", "ingest of one large JSONL + Parquet file, MB/s per core (issue 12)", "scale",
-             (r"^goals\.ingest_mb_s_core$",), ">=", 20.0),
+        Goal("ingest_mb_per_cpu_s", "ingest of one large JSONL + Parquet file, MB per CPU-second (issue 12: 20 MB/s per core)", "scale",
+             (r"^goals\.ingest_mb_per_cpu_s$",), ">=", 20.0),
     ]
     goals += [Goal(f"spark_overhead.{p}", f"{p}: Spark stage core-seconds / plain Arrow batch core-seconds", p,
                    _OVERHEAD_KEYS, "<=", 1.25) for p in parts if p in STAGE_MODULES]
@@ -238,7 +238,8 @@ def run_part(name: str, n_docs: int, seed: int, cache_dir: Path, timeout_s: floa
             cmd = [spy, "record", "--subprocesses", "--nonblocking", "--rate", "25", "--format", "raw",
                    "--output", str(prof_file), "--", *cmd]
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=REPO, env=_env(cache_dir))
+        partial = Path(tmp) / "partial.json"  # a part may write its figures so far there (bench/scale.py does)
+        proc = subprocess.Popen(cmd, cwd=REPO, env={**_env(cache_dir), "WINNOW_BENCH_PARTIAL": str(partial)})
         status = "ok"
         with TreeSampler(root=proc.pid, interval=0.5) as sampler:
             try:
@@ -250,6 +251,8 @@ def run_part(name: str, n_docs: int, seed: int, cache_dir: Path, timeout_s: floa
         if status == "ok" and (rc != 0 or not out_json.is_file()):
             status = "failed"
         figures = json.loads(out_json.read_text()) if out_json.is_file() else None
+        if figures is None and partial.is_file():
+            figures = {**json.loads(partial.read_text()), "partial": True}
         prof = summarize_pyspy_raw(prof_file) if prof_file.is_file() else None
     print(f"=== bench {name}: {status} in {wall:.0f}s", flush=True)
     return {
