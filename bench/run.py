@@ -40,10 +40,10 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "decontam", "pii", "tokenize", "shard")
 """``bench/<name>.py`` modules the harness looks for, in chain order."""
-PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "scale")
+PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "scale", "skew")
 """Everything the harness runs, in order: the references alone (:mod:`bench.references`), each stage
 module, the whole-pipeline scaling (:mod:`bench.scaling`)."""
-OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "scale"})
+OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "scale", "skew"})
 """Parts that do not read the synthetic corpus cache (tokenize measures real text, bench/tokenize_corpus.py;
 neardup and scale generate their own files)."""
 DEFAULT_DOCS = 60_000

@@ -76,11 +76,11 @@ def _progress(res: dict) -> None:
 
 
 def run_chain(inputs: list[str], root: Path, cores: int = 2, extra: list[str] | None = None,
-              facts: dict | None = None) -> dict:
+              facts: dict | None = None, stages: tuple[str, ...] = STAGES) -> dict:
     """Run the chain once in a child process; per-stage rows, seconds, CPU-seconds and peak RSS by role,
     the tree's CPU and memory. Each stage's figures are written by :func:`_progress` as it ends."""
     cmd = [sys.executable, "jobs/pipeline.py", "--conf", "conf/local.yaml", "--set", f"run.root={root}",
-           "--set", f"ingest.inputs={json.dumps(inputs)}", "--set", f"pipeline.stages=[{', '.join(STAGES)}]",
+           "--set", f"ingest.inputs={json.dumps(inputs)}", "--set", f"pipeline.stages=[{', '.join(stages)}]",
            "--set", "tokenize.input_table=null", "--set", f"spark.master=local[{cores}]",
            "--set", f"spark.shuffle_partitions={4 * cores}", "--set", "shard.num_shards=4", *(extra or [])]
     t0 = time.perf_counter()
