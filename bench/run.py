@@ -26,6 +26,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -239,13 +240,15 @@ def run_part(name: str, n_docs: int, seed: int, cache_dir: Path, timeout_s: floa
                    "--output", str(prof_file), "--", *cmd]
         t0 = time.perf_counter()
         partial = Path(tmp) / "partial.json"  # a part may write its figures so far there (bench/scale.py does)
-        proc = subprocess.Popen(cmd, cwd=REPO, env={**_env(cache_dir), "WINNOW_BENCH_PARTIAL": str(partial)})
+        # Its own process group, so a timeout also ends the chain, JVM and Python workers it started.
+        proc = subprocess.Popen(cmd, cwd=REPO, env={**_env(cache_dir), "WINNOW_BENCH_PARTIAL": str(partial)},
+                                start_new_session=True)
         status = "ok"
         with TreeSampler(root=proc.pid, interval=0.5) as sampler:
             try:
                 rc = proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 rc, status = proc.wait(), "timeout"
         wall = time.perf_counter() - t0
         if status == "ok" and (rc != 0 or not out_json.is_file()):
