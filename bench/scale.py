@@ -106,8 +106,14 @@ def run_chain(inputs: list[str], root: Path, cores: int = 2, extra: list[str] | 
                 _progress({**(facts or {}), "finished": False, "stages_done": list(stages),
                            "elapsed_s": round(time.perf_counter() - t0, 1), "stages": stages})
         rc = proc.wait()
+    total = sampler.summary()
+    # Peaks were reset at each stage's end: the run's peak is the largest of the stages' and the rest's.
+    for f in stages.values():
+        for role, mb in f["peak_rss_mb"].items():
+            total["peak_rss_mb"][role] = max(total["peak_rss_mb"].get(role, 0.0), mb)
+        total["peak_python_worker_rss_mb"] = max(total["peak_python_worker_rss_mb"], f["peak_python_worker_rss_mb"])
     return {"finished": rc == 0, "returncode": rc, "wall_s": round(time.perf_counter() - t0, 1), "stages": stages,
-            **sampler.summary(), **({} if rc == 0 else {"tail": tail})}
+            **total, **({} if rc == 0 else {"tail": tail})}
 
 
 def describe_inputs(folder: Path) -> dict:
