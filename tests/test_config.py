@@ -63,9 +63,9 @@ def test_unknown_key_names_path_and_allowed_keys():
 
 def test_bad_literal_names_key_value_and_allowed_values():
     with pytest.raises(ConfigError) as e:
-        load_config(overrides=["ingest.format=csv"])
+        load_config(overrides=["ingest.format=pdf"])
     msg = str(e.value)
-    assert "ingest.format" in msg and "'csv'" in msg and "'jsonl'" in msg and "'wet'" in msg
+    assert "ingest.format" in msg and "'pdf'" in msg and "'jsonl'" in msg and "'wet'" in msg
 
 
 def test_out_of_range_value():
@@ -86,6 +86,20 @@ def test_bad_stage_order():
         load_config(overrides=["pipeline.stages=[dedup, ingest]"])
     with pytest.raises(ConfigError, match="unknown stage 'dedupe'"):
         load_config(overrides=["pipeline.stages=[dedupe]"])
+
+
+def test_empty_stage_list_is_refused():
+    with pytest.raises(ConfigError, match=r"pipeline.stages.*empty.*'ingest'"):
+        load_config(overrides=["pipeline.stages=[]"])
+
+
+@pytest.mark.parametrize("item", ["shard.num_shards=true", "dedup.threshold=yes", "ingest.input_partitions=off"])
+def test_yes_no_is_not_a_number(item):
+    # YAML reads true/yes/on as booleans; pydantic's lax mode would take them as 1 and run on.
+    key = item.split("=")[0]
+    with pytest.raises(ConfigError, match=rf"'{re.escape(key)}': got (True|False): .*a number, not true/false"):
+        load_config(overrides=[item])
+    assert load_config(overrides=["dedup.near=false", "tokenize.roundtrip_sample_fraction=1e-3"]).dedup.near is False
 
 
 @pytest.mark.parametrize("bad", ["novalue", "=3", "a..b=1"])
