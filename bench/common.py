@@ -225,23 +225,103 @@ class TreeSampler:
 
 
 # ------------------------------------------------------------------------------------------ timing
+_SIGCHLD_BIT = 1 << (17 - 1)  # SIGCHLD is signal 17 on Linux; SigIgn is a bit mask of signals 1..64
+
+
+def _ignores_sigchld(pid: int) -> bool:
+    for line in (_read(f"/proc/{pid}/status") or "").splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) & _SIGCHLD_BIT)
+    return False
+
+
+def _snapshot(root: int, skip: int) -> dict[int, tuple[float, int]]:
+    """pid -> (own + reaped-children CPU seconds, ppid) for ``root``'s tree, without ``skip``."""
+    kids: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            f = _stat_fields(int(name))
+            if f is not None:
+                stats[int(name)] = f
+                kids.setdefault(int(f[3]), []).append(int(name))
+    out: dict[int, tuple[float, int]] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        f = stats.get(pid)
+        if f is not None and pid != skip:
+            out[pid] = (sum(int(x) for x in f[13:17]) / _CLK_TCK, int(f[3]))
+        todo.extend(kids.get(pid, ()))
+    return out
+
+
+def _tree_cpu_sampler(root: int, interval: float) -> None:
+    """Body of :class:`Measure`'s sampler process: prints ``ready``, samples until stdin closes, then
+    prints the CPU seconds ``root``'s tree used meanwhile (this process excluded)."""
+    import select
+    import sys
+
+    me = os.getpid()
+    base = _snapshot(root, me)
+    last = dict(base)
+    ign = {p: _ignores_sigchld(p) for p in base}
+    print("ready", flush=True)
+    while not select.select([sys.stdin], [], [], interval)[0]:
+        for pid, seen in _snapshot(root, me).items():
+            if pid not in ign:
+                ign[pid] = _ignores_sigchld(pid)
+            last[pid] = seen
+    end = _snapshot(root, me)
+    total = 0.0
+    for pid, (cpu, ppid) in last.items():
+        b = base[pid][0] if pid in base else 0.0
+        if pid in end:
+            total += end[pid][0] - b
+        elif ign.get(ppid, False):  # auto-reaped: its time is nowhere else
+            total += cpu - b
+        else:  # waited for: its whole time is in the parent's cutime now
+            total -= b
+    print(f"{total:.4f}", flush=True)
+
+
 class Measure:
     """Wall seconds and CPU seconds of this process tree over a ``with`` block.
 
-    ``cpu_s`` counts this process and all live descendants (a Spark JVM launched by this process and
-    its Python workers included), plus children that exited and were waited for. ``cores_used`` =
-    ``cpu_s / wall_s``: how much parallelism the block really got.
+    ``cpu_s`` counts this process and every descendant (a Spark JVM launched by this process and its
+    Python workers included), also those that end inside the block. A sampler process reads the tree
+    from ``/proc`` every ``interval`` seconds because Spark's ``pyspark.daemon`` ignores SIGCHLD: the
+    kernel then reaps the Python workers it forks without adding their CPU time to the daemon's
+    ``cutime`` (getrusage(2), Linux >= 2.6.9), so a before/after difference loses a worker that ends
+    inside the block and even subtracts the whole past of one that was alive at the start. Such a
+    process counts with its last sampled CPU time (at most ``interval`` of its work is lost); a child
+    reaped by a waiting parent counts through the parent's ``cutime``. The sampler is a process, not a
+    thread (a thread would wait for the GIL behind busy Python code), and its own CPU is not counted.
+    ``cores_used`` = ``cpu_s / wall_s``.
     """
 
-    def __enter__(self) -> Measure:
-        self._cpu0 = tree_cpu_seconds()
-        self._t0 = time.perf_counter()
+    def __init__(self, interval: float = 0.2) -> None:
+        self.interval = interval
         self.wall_s = self.cpu_s = 0.0
+
+    def __enter__(self) -> Measure:
+        import subprocess
+        import sys
+
+        here = Path(__file__).resolve().parent.parent
+        code = f"from bench.common import _tree_cpu_sampler; _tree_cpu_sampler({os.getpid()}, {self.interval})"
+        self._proc = subprocess.Popen([sys.executable, "-c", code], cwd=here, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True)
+        assert self._proc.stdout is not None
+        if self._proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("Measure: the CPU sampler process did not start")
+        self._t0 = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.wall_s = time.perf_counter() - self._t0
-        self.cpu_s = max(0.0, tree_cpu_seconds() - self._cpu0)
+        out, _ = self._proc.communicate("")
+        self.cpu_s = max(0.0, float(out.strip()))
 
     @property
     def cores_used(self) -> float:

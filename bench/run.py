@@ -26,6 +26,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,10 +41,10 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "decontam", "pii", "tokenize", "shard")
 """``bench/<name>.py`` modules the harness looks for, in chain order."""
-PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "scale")
+PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "scale", "skew")
 """Everything the harness runs, in order: the references alone (:mod:`bench.references`), each stage
 module, the whole-pipeline scaling (:mod:`bench.scaling`)."""
-OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "scale"})
+OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "scale", "skew"})
 """Parts that do not read the synthetic corpus cache (tokenize measures real text, bench/tokenize_corpus.py;
 neardup and scale generate their own files)."""
 DEFAULT_DOCS = 60_000
@@ -118,8 +119,8 @@ def _goals(parts: list[str]) -> list[Goal]:
         Goal("scaling_exponent", "whole pipeline N -> 4N: exponent log(t4N/tN)/log 4", "scaling", (r"^exponent$",), "<=", 1.1),
         Goal("neardup_cpu_vs_datatrove", "ingest + near-dedup CPU seconds: datatrove MinHash pipeline / Winnow (issue 12)",
              "neardup", (r"^goals\.neardup_cpu_vs_datatrove$",), ">=", 3.0),
-        Goal("ingest_mb_s_core", "ingest of one large JSONL + Parquet file, MB/s per core (issue 12)", "scale",
-             (r"^goals\.ingest_mb_s_core$",), ">=", 20.0),
+        Goal("ingest_mb_per_cpu_s", "ingest of one large JSONL + Parquet file, MB per CPU-second (issue 12: 20 MB/s per core)", "scale",
+             (r"^goals\.ingest_mb_per_cpu_s$",), ">=", 20.0),
     ]
     goals += [Goal(f"spark_overhead.{p}", f"{p}: Spark stage core-seconds / plain Arrow batch core-seconds", p,
                    _OVERHEAD_KEYS, "<=", 1.25) for p in parts if p in STAGE_MODULES]
@@ -238,18 +239,23 @@ def run_part(name: str, n_docs: int, seed: int, cache_dir: Path, timeout_s: floa
             cmd = [spy, "record", "--subprocesses", "--nonblocking", "--rate", "25", "--format", "raw",
                    "--output", str(prof_file), "--", *cmd]
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=REPO, env=_env(cache_dir))
+        partial = Path(tmp) / "partial.json"  # a part may write its figures so far there (bench/scale.py does)
+        # Its own process group, so a timeout also ends the chain, JVM and Python workers it started.
+        proc = subprocess.Popen(cmd, cwd=REPO, env={**_env(cache_dir), "WINNOW_BENCH_PARTIAL": str(partial)},
+                                start_new_session=True)
         status = "ok"
         with TreeSampler(root=proc.pid, interval=0.5) as sampler:
             try:
                 rc = proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 rc, status = proc.wait(), "timeout"
         wall = time.perf_counter() - t0
         if status == "ok" and (rc != 0 or not out_json.is_file()):
             status = "failed"
         figures = json.loads(out_json.read_text()) if out_json.is_file() else None
+        if figures is None and partial.is_file():
+            figures = {**json.loads(partial.read_text()), "partial": True}
         prof = summarize_pyspy_raw(prof_file) if prof_file.is_file() else None
     print(f"=== bench {name}: {status} in {wall:.0f}s", flush=True)
     return {

@@ -6,7 +6,9 @@ from ``BENCH_SCALE_MB`` (JSONL; default 2500, over Spark's 2 GB ``binaryFile`` l
 ``BENCH_SCALE_PARQUET_MB`` (default 1000). The corpus is generated (:mod:`bench.corpus`, ~3.5 KB
 documents, 2 % exact copies), nothing is shipped. The chain runs as ``jobs/pipeline.py`` in one
 process tree with the driver memory Winnow sets for a local run (:func:`pipelines.session.local_driver_memory`);
-per stage, MB/s per core = input text MB / (stage seconds x 2 cores), from each stage's end line.
+per stage, MB/s per core = input text MB / (stage seconds x 2 cores), from each stage's end line, and MB per
+CPU-second = input text MB / CPU-seconds of the whole process tree between the previous stage's end line and
+this one's (the figure that survives a shared machine; ingest's includes session start).
 """
 
 from __future__ import annotations
@@ -65,10 +67,20 @@ def write_inputs(folder: Path, jsonl_mb: float, parquet_mb: float, seed: int = 0
             "parquet_text_mb": round(written / 1e6, 1)}
 
 
-def run_chain(inputs: list[str], root: Path, cores: int = 2, extra: list[str] | None = None) -> dict:
-    """Run the chain once in a child process; per-stage rows and seconds, the tree's CPU and memory."""
+def _progress(res: dict) -> None:
+    """Write the figures so far to ``$WINNOW_BENCH_PARTIAL`` (set by ``bench.run``) and to stdout, so a run
+    that is killed or fails still says how far it got and what each finished stage cost."""
+    if path := os.environ.get("WINNOW_BENCH_PARTIAL"):
+        Path(path).write_text(json.dumps(res, default=str, indent=1))
+    print("SCALE-PROGRESS " + json.dumps(res, default=str), flush=True)
+
+
+def run_chain(inputs: list[str], root: Path, cores: int = 2, extra: list[str] | None = None,
+              facts: dict | None = None, stages: tuple[str, ...] = STAGES) -> dict:
+    """Run the chain once in a child process; per-stage rows, seconds, CPU-seconds and peak RSS by role,
+    the tree's CPU and memory. Each stage's figures are written by :func:`_progress` as it ends."""
     cmd = [sys.executable, "jobs/pipeline.py", "--conf", "conf/local.yaml", "--set", f"run.root={root}",
-           "--set", f"ingest.inputs={json.dumps(inputs)}", "--set", f"pipeline.stages=[{', '.join(STAGES)}]",
+           "--set", f"ingest.inputs={json.dumps(inputs)}", "--set", f"pipeline.stages=[{', '.join(stages)}]",
            "--set", "tokenize.input_table=null", "--set", f"spark.master=local[{cores}]",
            "--set", f"spark.shuffle_partitions={4 * cores}", "--set", "shard.num_shards=4", *(extra or [])]
     t0 = time.perf_counter()
@@ -76,39 +88,85 @@ def run_chain(inputs: list[str], root: Path, cores: int = 2, extra: list[str] | 
     stages: dict[str, dict] = {}
     tail: list[str] = []
     with TreeSampler(root=proc.pid, interval=1.0) as sampler:
+        cpu_before = 0.0
         for line in proc.stdout:  # type: ignore[union-attr]
             tail = (tail + [line.rstrip()])[-30:]
             if m := _END.match(line.strip()):
-                stages[m.group(1)] = {"rows_in": int(m.group(2)), "rows_out": int(m.group(3)), "seconds": float(m.group(4))}
+                sampler.sample()
+                summary = sampler.summary()
+                # Peaks are per stage: reset after each stage's end (the sampler thread only raises them).
+                sampler.peak_rss.clear()
+                sampler.peak_worker_rss = 0
+                stages[m.group(1)] = {"rows_in": int(m.group(2)), "rows_out": int(m.group(3)), "seconds": float(m.group(4)),
+                                      "cpu_s": round(summary["cpu_s"] - cpu_before, 1),
+                                      "peak_rss_mb": summary["peak_rss_mb"],
+                                      "peak_python_worker_rss_mb": summary["peak_python_worker_rss_mb"],
+                                      "load1_mean": summary["load1_mean"]}
+                cpu_before = summary["cpu_s"]
+                _progress({**(facts or {}), "finished": False, "stages_done": list(stages),
+                           "elapsed_s": round(time.perf_counter() - t0, 1), "stages": stages})
         rc = proc.wait()
+    total = sampler.summary()
+    # Peaks were reset at each stage's end: the run's peak is the largest of the stages' and the rest's.
+    for f in stages.values():
+        for role, mb in f["peak_rss_mb"].items():
+            total["peak_rss_mb"][role] = max(total["peak_rss_mb"].get(role, 0.0), mb)
+        total["peak_python_worker_rss_mb"] = max(total["peak_python_worker_rss_mb"], f["peak_python_worker_rss_mb"])
     return {"finished": rc == 0, "returncode": rc, "wall_s": round(time.perf_counter() - t0, 1), "stages": stages,
-            **sampler.summary(), **({} if rc == 0 else {"tail": tail})}
+            **total, **({} if rc == 0 else {"tail": tail})}
+
+
+def describe_inputs(folder: Path) -> dict:
+    """The facts :func:`write_inputs` returns, for a folder it wrote earlier (``BENCH_SCALE_INPUTS``)."""
+    import pyarrow.compute as pc
+
+    with open(folder / "big.jsonl", "rb") as f:
+        n_json = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
+    facts = {"jsonl_mb": round((folder / "big.jsonl").stat().st_size / 1e6, 1), "jsonl_docs": n_json,
+             "parquet_mb": 0, "parquet_docs": 0, "parquet_text_mb": 0, "reused_inputs": str(folder)}
+    if (folder / "big.parquet").is_file():
+        pf = pq.ParquetFile(folder / "big.parquet")
+        text_bytes = sum(pc.sum(pc.utf8_length(pf.read_row_group(i, columns=["text"])["text"])).as_py()
+                         for i in range(pf.num_row_groups))
+        facts.update(parquet_mb=round((folder / "big.parquet").stat().st_size / 1e6, 1),
+                     parquet_docs=pf.metadata.num_rows, parquet_text_mb=round(text_bytes / 1e6, 1))
+    return facts
 
 
 def run(n_docs: int = 0, seed: int = 0) -> dict:
-    """The ``make bench`` part: sizes from ``BENCH_SCALE_MB`` / ``BENCH_SCALE_PARQUET_MB``."""
-    return measure(float(os.environ.get("BENCH_SCALE_MB", 2500)), float(os.environ.get("BENCH_SCALE_PARQUET_MB", 1000)), seed)
+    """The ``make bench`` part: sizes from ``BENCH_SCALE_MB`` / ``BENCH_SCALE_PARQUET_MB``, or the files
+    ``big.jsonl`` / ``big.parquet`` of an earlier run's folder ``BENCH_SCALE_INPUTS`` (generating 3.5 GB
+    takes ~15 CPU-minutes)."""
+    reuse = os.environ.get("BENCH_SCALE_INPUTS")
+    return measure(float(os.environ.get("BENCH_SCALE_MB", 2500)), float(os.environ.get("BENCH_SCALE_PARQUET_MB", 1000)), seed,
+                   inputs=Path(reuse) if reuse else None)
 
 
-def measure(jsonl_mb: float, parquet_mb: float, seed: int = 0, cores: int = 2) -> dict:
+def measure(jsonl_mb: float, parquet_mb: float, seed: int = 0, cores: int = 2, inputs: Path | None = None) -> dict:
     from pipelines.session import local_driver_memory
 
     work = Path(tempfile.mkdtemp(prefix="winnow-scale-"))
     try:
         t0 = time.perf_counter()
-        facts = write_inputs(work / "in", jsonl_mb, parquet_mb, seed)
+        if inputs is None:
+            inputs = work / "in"
+            facts = write_inputs(inputs, jsonl_mb, parquet_mb, seed)
+        else:
+            facts = describe_inputs(inputs)
         facts["generate_s"] = round(time.perf_counter() - t0, 1)
-        inputs = [str(work / "in" / "big.jsonl")] + ([str(work / "in" / "big.parquet")] if facts["parquet_docs"] else [])
-        chain = run_chain(inputs, work / "out", cores)
+        files = [str(inputs / "big.jsonl")] + ([str(inputs / "big.parquet")] if facts["parquet_docs"] else [])
+        _progress({**facts, "finished": False, "stages_done": []})
+        chain = run_chain(files, work / "out", cores, facts=facts)
         mb = facts["jsonl_mb"] + facts["parquet_text_mb"]
         docs = facts["jsonl_docs"] + facts["parquet_docs"]
         per_stage = {}
         for s, f in chain["stages"].items():
             share = f["rows_in"] / docs if docs else 0  # input MB of the stage ~ its share of the documents
-            per_stage[s] = {**f, "mb_per_s_core": round(mb * share / max(f["seconds"], 1e-9) / cores, 2)}
+            per_stage[s] = {**f, "mb_per_s_core": round(mb * share / max(f["seconds"], 1e-9) / cores, 2),
+                            "mb_per_cpu_s": round(mb * share / max(f["cpu_s"], 1e-9), 2)}
         res = {**facts, "cores": cores, "driver_memory": local_driver_memory(), **chain, "stages": per_stage}
         if "ingest" in per_stage:
-            res["goals"] = {"ingest_mb_s_core": per_stage["ingest"]["mb_per_s_core"]}
+            res["goals"] = {"ingest_mb_per_cpu_s": per_stage["ingest"]["mb_per_cpu_s"]}
         return res
     finally:
         shutil.rmtree(work, ignore_errors=True)

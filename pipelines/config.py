@@ -15,10 +15,18 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from pipelines.chain import STAGES, document_tables_before
 from pipelines.filter_rules import PROFILES, profile_overrides, rule_names
@@ -33,6 +41,20 @@ class Section(BaseModel):
     """Base of every config section: unknown keys are errors, values are validated on assignment."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _bool_is_not_a_number(cls, v: Any, info: ValidationInfo) -> Any:
+        # YAML reads true/yes/on as booleans and pydantic's lax mode turns them into 1/0, so a stray
+        # `num_shards: yes` would silently mean 1; numbers must be written as numbers.
+        if isinstance(v, bool) and info.field_name and _is_number(cls.model_fields[info.field_name].annotation):
+            raise ValueError("expected a number, not true/false")
+        return v
+
+
+def _is_number(annotation: Any) -> bool:
+    types = get_args(annotation) or (annotation,)
+    return bool({int, float} & set(types)) and bool not in types
 
 
 # --------------------------------------------------------------------------------------------- run
@@ -89,6 +111,8 @@ class PipelineConfig(Section):
     @field_validator("stages")
     @classmethod
     def _known_and_ordered(cls, v: list[str]) -> list[str]:
+        if not v:  # jobs/pipeline.py would start Spark, run nothing and exit 0
+            raise ValueError(f"pipeline.stages is empty; list one or more of {list(STAGES)}")
         for s in v:
             if s not in STAGES:
                 raise ValueError(f"unknown stage {s!r}; allowed: {list(STAGES)}")

@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 
 from pipelines import chain, tables
 from pipelines.components import connected_components
-from pipelines.config import DedupConfig, WinnowConfig
+from pipelines.config import ConfigError, DedupConfig, WinnowConfig
 from pipelines.stage import StageReport
 from udfs import lsh, minhash
 from udfs.errors import UserError
@@ -162,7 +162,13 @@ def _check_columns(df: DataFrame, d: DedupConfig) -> None:
     if d.representative == "longest":
         need.append("n_chars")
     elif d.representative.startswith("max:"):
-        need.append(d.representative[4:])
+        col = d.representative[4:]
+        if col not in df.columns:  # a config value, not a broken input: one line, no traceback
+            raise ConfigError(
+                f"dedup.representative={d.representative!r}: the dedup input has no column {col!r}; "
+                f"allowed: 'first', 'longest' or 'max:<column>' with a column of {df.columns}"
+            )
+        need.append(col)
     chain.require_columns(df, need, STAGE, f"dedup.representative={d.representative!r}")
 
 

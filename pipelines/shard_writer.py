@@ -22,6 +22,7 @@ from pyspark.sql import types as T
 
 from udfs import mds, megatron
 from udfs import shuffle_quality as sq
+from udfs.tokenize import token_ids
 
 KEY_HEX = 64  # sha256 hex digits
 
@@ -109,8 +110,9 @@ def make_shard_writer(
     within partitions); a batch out of order fails the task. ``plan[shard]`` holds the driver's
     expectations (``docs``, ``tokens``, ``first_doc`` = stream index of the shard's first document,
     ``mds_first_file``); a mismatch raises inside the task, failing the job before any manifest
-    exists. Tokens are handled as the flat Arrow value buffer of the ``list<int32>`` column (one cast,
-    one write per batch), never per token or per document in Python.
+    exists. Tokens are handled as the flat id buffer of the ``tokens`` column
+    (:func:`udfs.tokenize.token_ids`: one cast, one write per batch), never per token or per document
+    in Python.
     """
     np_dtype = np.dtype(dtype)
     per_file = mds.samples_per_file(seq_len, np_dtype, size_limit)
@@ -192,8 +194,8 @@ def make_shard_writer(
             tokens = batch.column("tokens")
             if tokens.null_count:
                 raise ValueError(f"shard {k}: a document has null tokens")
-            lengths_parts.append(pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64))
-            flat = tokens.flatten().to_numpy(zero_copy_only=False)
+            doc_lengths, flat = token_ids(tokens)
+            lengths_parts.append(doc_lengths)
             if flat.size and (flat.min() < 0 or flat.max() >= vocab_size):
                 raise ValueError(f"shard {k}: token id outside [0, {vocab_size})")
             data = flat.astype(np_dtype.newbyteorder("<"), copy=False)

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import Accumulator, AccumulatorParam
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -99,6 +100,26 @@ class _Counts(AccumulatorParam):
         return [x + y for x, y in zip(a, b, strict=True)]
 
 
+class _SumBySource(AccumulatorParam):
+    """Key-wise sum of ``{source: tokens}`` dicts (the tokens written per source, from the write itself)."""
+
+    def zero(self, value: dict[str, int]) -> dict[str, int]:
+        return {}
+
+    def addInPlace(self, a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+        for k, v in b.items():
+            a[k] = a.get(k, 0) + v
+        return a
+
+
+def _tokens_by_source(sources: pa.Array, n_tokens: np.ndarray) -> dict[str, int]:
+    keep = n_tokens > 0  # documents that are written (zero-token ones are removed)
+    t = pa.table({"s": pc.cast(sources, pa.string()).filter(pa.array(keep)),
+                  "n": pa.array(n_tokens[keep].astype(np.int64))})
+    agg = t.group_by("s").aggregate([("n", "sum")])
+    return {str(k): int(v) for k, v in zip(agg.column("s").to_pylist(), agg.column("n_sum").to_pylist(), strict=True)}
+
+
 class TokenizeFailure(ValueError):
     """An executor found wrong ids (outside the vocabulary, or tiktoken != the HF tokenizer): nothing is written."""
 
@@ -108,7 +129,7 @@ _FAIL = "WINNOW_TOKENIZE_FAILURE: "  # marks the message of an executor-side fai
 
 def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str | None = None,
              encoding_factory: Callable[[tok_udfs.LoadedTokenizer], object] | None = None,
-             counts: Accumulator | None = None) -> DataFrame:
+             counts: Accumulator | None = None, by_source: Accumulator | None = None) -> DataFrame:
     """Token ids and validation signals of every document.
 
     Only ``doc_id``, ``text`` and ``source`` cross into Python; every other input column stays on the JVM
@@ -122,9 +143,12 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
         encoding_factory: builds the tiktoken encoding on the executor (default
             :func:`udfs.tokenize_tiktoken.encoding_for`); tests pass a deliberately wrong one.
         counts: an accumulator (:class:`_Counts`) that receives the :data:`COUNTS` of every batch.
+        by_source: an accumulator (:class:`_SumBySource`) that receives the tokens (incl. EOS/BOS) of
+            the documents with content, per ``source`` (null source -> ``"None"``).
 
     Returns:
-        ``doc_id``, ``source``, ``tokens`` (array<int32>: [BOS] content EOS), ``n_tokens`` (int, tokens
+        ``doc_id``, ``source``, ``tokens`` (binary: [BOS] content EOS as little-endian uint32 ids,
+        :data:`udfs.tokenize.TOKEN_DTYPE`; read with :func:`udfs.tokenize.token_ids`), ``n_tokens`` (int, tokens
         incl. EOS/BOS), ``n_content_tokens`` (int), ``roundtrip_checked`` (boolean),
         ``roundtrip_mismatch`` (boolean: the decoded text differs), ``roundtrip_error`` (string: the
         difference, kept for the ``roundtrip_examples`` smallest doc_ids of each batch, else null).
@@ -146,7 +170,7 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
         [
             df.schema["doc_id"],
             df.schema["source"],
-            T.StructField("tokens", T.ArrayType(T.IntegerType(), containsNull=False), False),
+            T.StructField("tokens", T.BinaryType(), False),
             T.StructField("n_tokens", T.IntegerType(), False),
             T.StructField("n_content_tokens", T.IntegerType(), False),
             T.StructField("roundtrip_checked", T.BooleanType(), False),
@@ -156,6 +180,7 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
     )
     arrow_schema = pa.schema([pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in out_schema.fields])
     first = 1 if bos_id is not None else 0
+    extra = 1 + first  # EOS, and BOS when configured
 
     def encode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tok_udfs.set_thread_budget(threads)
@@ -183,15 +208,17 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
                 sub = [texts[i] for i in picked]
                 if fast is not None:  # the audit of the fast path: tiktoken's ids must be HF's
                     _audit_engine(loaded, sub, [ids[i] for i in picked], [doc_ids[i].as_py() for i in picked])
-                offsets = tokens.offsets.to_numpy()
-                flat = tokens.values.to_numpy(zero_copy_only=False)
+                lengths, flat = tok_udfs.token_ids(tokens)
+                ends = np.cumsum(lengths)
                 for i, text in zip(picked, sub, strict=True):
-                    err = tok_udfs.roundtrip_mismatch(loaded, text, flat[offsets[i] + first: offsets[i + 1] - 1].tolist())
+                    err = tok_udfs.roundtrip_mismatch(loaded, text, flat[ends[i] - lengths[i] + first: ends[i] - 1].tolist())
                     if err is not None:
                         mismatch[i] = True
                         found.append((doc_ids[i].as_py(), int(i), err))
             if counts is not None:
                 counts.add([batch.num_rows, int((n_content == 0).sum()), len(picked), int(mismatch.sum())])
+            if by_source is not None:
+                by_source.add(_tokens_by_source(batch.column("source"), np.where(n_content > 0, n_content + extra, 0)))
             errors: list[str | None] = [None] * batch.num_rows
             for _, i, err in sorted(found)[:keep_examples]:  # the k smallest doc_ids: a superset of the global k
                 errors[i] = err
@@ -200,7 +227,7 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
                     doc_ids,
                     batch.column("source"),
                     tokens,
-                    pa.array(n_content + (1 + (bos_id is not None)), pa.int32()),
+                    pa.array(n_content + extra, pa.int32()),
                     pa.array(n_content, pa.int32()),
                     pa.array(sampled, pa.bool_()),
                     pa.array(mismatch, pa.bool_()),
@@ -266,9 +293,8 @@ def _executor_failure(e: Exception) -> TokenizeFailure | None:
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """Read the input table, tokenize, write ``tokenized`` and this stage's ``removed`` rows.
 
-    One pass over the input: the counts come from the ``tokenized`` write itself (an accumulator);
-    the tokens per source are read back from the written table (two columns);
-    the full rows of zero-token documents are joined back from the input only when there are any.
+    One pass over the input: the counts and the tokens per source come from the ``tokenized`` write
+    itself (accumulators, applied once per successful task); the full rows of zero-token documents are joined back from the input only when there are any.
 
     Returns:
         A :class:`StageReport` with ``removed = {"tokenize.zero_tokens": n}`` and in ``extra``: total
@@ -288,7 +314,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     engine, why_hf = resolve_engine(tcfg)
 
     counts = spark.sparkContext.accumulator([0] * len(COUNTS), _Counts())
-    annotated = tokenize(src, tcfg, cfg.run.seed, engine=engine, counts=counts)
+    by_source = spark.sparkContext.accumulator({}, _SumBySource())
+    annotated = tokenize(src, tcfg, cfg.run.seed, engine=engine, counts=counts, by_source=by_source)
     zero = F.col("n_content_tokens") == 0
     props = {
         "tokenizer": tcfg.tokenizer,
@@ -319,11 +346,10 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
                 .orderBy("doc_id").limit(tcfg.roundtrip_examples).collect())
         examples = [r.asDict() for r in rows]
 
-    written = tables.read_path(spark, outputs[OUTPUT_TABLE])
-    by_source = written.groupBy("source").agg(F.sum(F.col("n_tokens").cast("long")).alias("tokens")).collect()
-    total["tokens"] = sum(int(r["tokens"] or 0) for r in by_source)
+    tokens_by_source = dict(sorted(by_source.value.items()))
+    total["tokens"] = sum(tokens_by_source.values())
     if total["zero"]:
-        kept = written.select("doc_id")
+        kept = tables.read_path(spark, outputs[OUTPUT_TABLE]).select("doc_id")
         gone = src.select("doc_id").join(kept, "doc_id", "left_anti")
         removed = src.join(gone, "doc_id", "left_semi")
     else:
@@ -341,7 +367,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         extra={
             "input_table": name,
             "tokens": total["tokens"],
-            "tokens_by_source": {str(r["source"]): int(r["tokens"] or 0) for r in by_source},
+            "tokens_by_source": tokens_by_source,
             "roundtrip_checked": total["rt_checked"],
             "roundtrip_mismatches": total["rt_bad"],
             "roundtrip_examples": examples,

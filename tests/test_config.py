@@ -88,6 +88,20 @@ def test_bad_stage_order():
         load_config(overrides=["pipeline.stages=[dedupe]"])
 
 
+def test_empty_stage_list_is_refused():
+    with pytest.raises(ConfigError, match=r"pipeline.stages.*empty.*'ingest'"):
+        load_config(overrides=["pipeline.stages=[]"])
+
+
+@pytest.mark.parametrize("item", ["shard.num_shards=true", "dedup.threshold=yes", "ingest.input_partitions=off"])
+def test_yes_no_is_not_a_number(item):
+    # YAML reads true/yes/on as booleans; pydantic's lax mode would take them as 1 and run on.
+    key = item.split("=")[0]
+    with pytest.raises(ConfigError, match=rf"'{re.escape(key)}': got (True|False): .*a number, not true/false"):
+        load_config(overrides=[item])
+    assert load_config(overrides=["dedup.near=false", "tokenize.roundtrip_sample_fraction=1e-3"]).dedup.near is False
+
+
 @pytest.mark.parametrize("bad", ["novalue", "=3", "a..b=1"])
 def test_malformed_override(bad):
     with pytest.raises(ConfigError, match="KEY.PATH=VALUE"):

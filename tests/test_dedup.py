@@ -96,3 +96,12 @@ def test_missing_columns_are_named(spark):
     df = spark.createDataFrame([("a",)], "doc_id string")
     with pytest.raises(ValueError, match=r"missing columns \['text', 'n_chars'\]"):
         dedup.annotate(df, DedupConfig(representative="longest"), seed=1)
+
+
+def test_representative_of_an_unknown_column_is_a_config_error(spark):
+    # A user error: it must reach the user as one line (UserError), not a ValueError traceback.
+    from pipelines.config import ConfigError, DedupConfig
+
+    df = spark.createDataFrame([("a", "t", 3)], "doc_id string, text string, n_chars int")
+    with pytest.raises(ConfigError, match=r"dedup.representative='max:nope'.*no column 'nope'.*'n_chars'"):
+        dedup.annotate(df, DedupConfig(representative="max:nope"), seed=1)

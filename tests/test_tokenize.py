@@ -9,6 +9,7 @@ from pipelines import tables
 from pipelines.config import load_config
 from pipelines.stage import run_stage
 from pipelines.tokenize import input_table_name
+from udfs.tokenize import pack_token_ids as pack
 
 DOCS_SCHEMA = (
     "doc_id string, text string, source string, url string, meta map<string,string>, input_file string, "
@@ -36,10 +37,10 @@ def test_ids_are_exact_with_one_eos_and_literal_special_text(spark, tokenized):
     cfg, report = tokenized
     got = spark.read.format("delta").load(cfg.table_path("tokenized"))
     expected = spark.createDataFrame(
-        [("d1", "a", [15496, 995, EOS], 3),
-         ("d2", "b", [64, 1279, 91, 437, 1659, 5239, 91, 29, 275, EOS], 10),
-         ("d3", "b", [20682, 73, 454, 11, 40304, 0, EOS], 7)],
-        "doc_id string, source string, tokens array<int>, n_tokens int",
+        [("d1", "a", pack([15496, 995, EOS]), 3),
+         ("d2", "b", pack([64, 1279, 91, 437, 1659, 5239, 91, 29, 275, EOS]), 10),
+         ("d3", "b", pack([20682, 73, 454, 11, 40304, 0, EOS]), 7)],
+        "doc_id string, source string, tokens binary, n_tokens int",
     )
     assertDataFrameEqual(got, expected, checkRowOrder=False)
     assert (report.rows_in, report.rows_out, report.removed) == (5, 3, {"tokenize.zero_tokens": 2})

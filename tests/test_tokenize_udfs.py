@@ -42,13 +42,13 @@ def test_the_reference_package_drops_the_last_merge_and_we_do_not(gpt2):
 def test_literal_special_token_text_is_ordinary_text_exactly_one_eos(gpt2):
     texts = pa.array(["a <|endoftext|> b", "Hello world"])
     tokens, n_content = T.encode_documents(gpt2, texts, eos_id=GPT2_EOS)
-    assert tokens.to_pylist() == [[64, 1279, 91, 437, 1659, 5239, 91, 29, 275, GPT2_EOS], [15496, 995, GPT2_EOS]]
+    assert T.token_lists(tokens) == [[64, 1279, 91, 437, 1659, 5239, 91, 29, 275, GPT2_EOS], [15496, 995, GPT2_EOS]]
     assert n_content.tolist() == [9, 2]
 
 
 def test_bos_framing_and_empty_or_null_documents(gpt2):
     tokens, n_content = T.encode_documents(gpt2, pa.array(["Hello", "", None]), eos_id=GPT2_EOS, bos_id=7)
-    assert tokens.to_pylist() == [[7, 15496, GPT2_EOS], [7, GPT2_EOS], [7, GPT2_EOS]]
+    assert T.token_lists(tokens) == [[7, 15496, GPT2_EOS], [7, GPT2_EOS], [7, GPT2_EOS]]
     assert n_content.tolist() == [1, 0, 0]
 
 
@@ -56,7 +56,7 @@ def test_100k_character_single_line_round_trips(gpt2):
     text = ("naïve café 12345 ☃ " * 5_300)[:100_000]
     assert "\n" not in text and len(text) == 100_000
     tokens, n_content = T.encode_documents(gpt2, pa.array([text]), eos_id=GPT2_EOS)
-    ids = tokens.to_pylist()[0]
+    ids = T.token_lists(tokens)[0]
     assert ids[-1] == GPT2_EOS and len(ids) == n_content[0] + 1
     assert T.roundtrip_mismatch(gpt2, text, ids[:-1]) is None
 
@@ -64,6 +64,23 @@ def test_100k_character_single_line_round_trips(gpt2):
 def test_ids_out_of_range_counts_per_document():
     tokens = pa.ListArray.from_arrays(pa.array([0, 2, 2, 5], pa.int32()), pa.array([1, 99, 5, -1, 100], pa.int32()))
     assert T.ids_out_of_range(tokens, 100).tolist() == [0, 0, 2]
+    packed = pa.array([T.pack_token_ids(d) for d in ([1, 99], [], [5, 99, 100, 2**32 - 1])], pa.binary())
+    assert T.ids_out_of_range(packed, 100).tolist() == [0, 0, 2]
+
+
+def test_tokens_are_one_flat_little_endian_uint32_buffer_read_back_by_token_ids():
+    tokens, n_content = T.frame_ids([[5, 70_000], [], [1]], eos_id=9, bos_id=8)
+    assert tokens.type == pa.binary() and n_content.tolist() == [2, 0, 1]
+    assert tokens[0].as_py() == bytes([8, 0, 0, 0, 5, 0, 0, 0, 0x70, 0x11, 1, 0, 9, 0, 0, 0])
+    assert tokens.buffers()[2].size == 9 * 4  # one buffer for the batch, no per-document copies
+    lengths, flat = T.token_ids(tokens.slice(1))  # a slice keeps its offsets into the shared buffer
+    assert lengths.tolist() == [2, 3] and flat.tolist() == [8, 9, 8, 1, 9]
+    assert T.token_lists(pa.chunked_array([tokens.slice(0, 1), tokens.slice(2)])) == [[8, 5, 70_000, 9], [8, 1, 9]]
+    # tokenized tables written before the binary layout (list<int>) read the same
+    legacy = pa.array([[8, 5, 70_000, 9], [8, 9]], pa.list_(pa.int32()))
+    assert T.token_lists(legacy) == [[8, 5, 70_000, 9], [8, 9]]
+    with pytest.raises(ValueError, match="whole number"):
+        T.token_ids(pa.array([b"abc"], pa.binary()))
 
 
 def test_tokenizer_json_path_70k_vocab_encodes_special_text_as_text(tmp_path):
@@ -71,7 +88,7 @@ def test_tokenizer_json_path_70k_vocab_encodes_special_text_as_text(tmp_path):
     tok = T.load_tokenizer(str(path))
     assert tok.vocab_size == VOCAB_SIZE and tok.token_id(EOS) == VOCAB_SIZE - 1
     tokens, _ = T.encode_documents(tok, pa.array(["aab aac", f"x{EOS}y"]), eos_id=VOCAB_SIZE - 1)
-    first, second = tokens.to_pylist()
+    first, second = T.token_lists(tokens)
     assert max(first[:-1]) > 65_535 and first[-1] == VOCAB_SIZE - 1
     assert second.count(VOCAB_SIZE - 1) == 1 and second[-1] == VOCAB_SIZE - 1
     assert T.roundtrip_mismatch(tok, f"x{EOS}y", second[:-1]) is None

