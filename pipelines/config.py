@@ -320,6 +320,8 @@ class RefsVocab(Section):
     appendix: list[str]
     algorithm: list[str]
     listing: list[str]
+    # empty = no theorem-like mentions in this language (a vocabulary written before the kind existed)
+    theorem: list[str] = Field(default_factory=list)
     footnote: list[str]
     numbers: list[str]
     ordinals: list[str]
