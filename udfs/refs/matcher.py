@@ -49,6 +49,13 @@ _ACRONYM = r"(?-i:[A-Z]{2,}[A-Za-z0-9\-]*)\b(?!{_SP}[\d(])".replace("{_SP}", _SP
 (but "Table 2 in ANOVA 3"-like label runs are left alone)."""
 _CITED = r"(?:original|cited|above|aforementioned|companion|earlier|previous|same|following)"
 """Adjectives of "the cited paper": "Eq. (5) of the original paper" is that paper's equation."""
+_LAW_NOUNS = (r"(?:acts?|laws?|statutes?|treaty|treaties|codes?|constitutions?|conventions?|regulations?|directives?|"
+              r"bills?|ordinances?|rules)\b")
+"""Lower-case names of legislation: "section 1 of both acts" is a section of those acts."""
+_SELF_PARTS = (r"(?-i:Results|Methods|Materials|Discussion|Introduction|Conclusions?|Background|Appendix|Appendices|"
+               r"Supplement\w*|Main|Text|Paper|Article|Section|Chapter|Table|Figure|Abstract|Summary|Proof|Preliminaries)\b")
+"""Capitalised words after "of the" / "in the" that name a part of the document itself ("Table 2 in the
+Results"); any other capitalised name ("Section 1.3 of the Restatement") is another document."""
 _LEGAL_NOUNS = r"(?:bankruptcy|housing|vouchers?|visas?|benefits?|status|protection|filing|tenants?)\b"
 """Words after "Chapter 11" / "Section 8" that make it a statute's chapter, not the document's."""
 
@@ -151,7 +158,7 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
         re.IGNORECASE,
     )
     caption = re.compile(
-        rf"^[ \t>*_#|]*(?:{kw})\.?{_SP}(?P<label>{item})[ \t]*(?:\*\*|__|\*|_)?[ \t]*(?:[:.|](?!\d)|[—–\-][ \t]|$|(?-i:[ \t]+[A-Z(]))",
+        rf"^[ \t>*_#|•\-–]*(?:{kw})\.?{_SP}(?P<label>{item})[ \t]*(?:\*\*|__|\*|_)?[ \t]*(?:[:.|](?!\d)|[—–\-][ \t]|$|(?-i:[ \t]+[A-Z(]))",
         re.IGNORECASE | re.MULTILINE,
     )
     heading = re.compile(
@@ -176,6 +183,8 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
         rf"|{lead}(?:the\s+)?(?:(?-i:[A-Z])[\w.'’\-]*\s+){{0,6}}{_LAW_WORDS}"
         rf"|{lead}(?:the\s+)?{_ACRONYM}"
         rf"|{lead}(?:(?:his|her|their|its)\s+|the\s+{_CITED}\s+)[\w\-]+"
+        rf"|{lead}(?:the|both|each|either|that|those|these|all)\s+{_LAW_NOUNS}"
+        rf"|{lead}the\s+(?!{_SELF_PARTS})(?-i:[A-Z][a-z]{{2,}})\b"
         rf"|{_SP}(?:{_LAW_WORDS}|{_LEGAL_NOUNS})"
         rf"|{_SP}\)?[,;]{_SP}(?:pp?\.|pages?){_SP}\d",
         re.IGNORECASE,

@@ -24,7 +24,7 @@ from udfs.refs.vocab import DEFAULT_VOCAB
 
 # ------------------------------------------------------------------------------------------ mentions
 _NUMERIC_CITE = re.compile(
-    r"\[(?P<c>[ \t]*\d{1,4}(?:[ \t]*[-–,;][ \t]*\d{1,4})*[ \t]*)\](?![(:\[])"
+    r"\[(?P<c>[ \t]*\d{1,4}(?:[ \t]*[-–,;][ \t]*\d{1,4})*[ \t]*)\](?![(:\[\d]|[-–]\d)"
 )
 _PLACEHOLDER_CITE = re.compile(r"(?<![\w\]])\[[ \t]*\?{1,3}[ \t]*\]|\[[ \t]*(?:ref|cite)[ \t]*\?[ \t]*\]", re.IGNORECASE)
 _FOOTNOTE_REF = re.compile(r"\[\^(?P<n>[\w-]{1,20})\](?!:)")
@@ -38,6 +38,7 @@ _AUTHOR_YEAR = re.compile(
 _PAGINATION = re.compile(r"\[\d{1,4}\](?:[ \t|]+\[\d{1,4}\]){2,}")
 """Three or more bracketed numbers separated by spaces: page navigation ("[1] [2] [3] Next"), not citations."""
 _CITE_RANGE = re.compile(r"(\d+)[ \t]*[-–][ \t]*(\d+)|(\d+)")
+_PAGE_BEFORE = re.compile(r"\bpp?\.[ \t]*$")
 _STATUTE_BEFORE = re.compile(
     r"(?:(?<![\w.])(?-i:[A-Z][A-Za-z]{0,7})\.(?:(?-i:[A-Z])[a-z]?\.)*"
     r"|\b(?-i:Code|Act|Stat|Stats|Laws|Rules|Regs?|Ann))[ \t]*$"
@@ -157,6 +158,8 @@ def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
                 continue  # "Figure 3A-C": panel letters of the previous label
             if first and not core[:1].isdigit() and lab not in PLACEHOLDERS and not core.startswith("\\") and not refish:
                 break  # "I figure I can", "figure one out": non-numeric labels need a capitalised keyword
+            if first and core.lower() in m.numbers and kw_text.rstrip(" .~\u00a0").lower().endswith("s") and lt.end() == mt.end():
+                break  # "the algorithms one wants": a plural keyword before a lone spelled number
             if kind == "section" and (_leading_int(lab) or 0) > MAX_SECTION_NUMBER:
                 break
             n = _leading_int(lab)
@@ -187,8 +190,8 @@ def _citation_mentions(text: str) -> list[Candidate]:
     for mt in _NUMERIC_CITE.finditer(text):
         if mt.start() and (text[mt.start() - 1].isalnum() or text[mt.start() - 1] in "_[]\\^}"):
             continue  # x[1], a[1][2], \cite[1], \newcommand{\x}[1]
-        if any(a <= mt.start() < b for a, b in navigation):
-            continue
+        if any(a <= mt.start() < b for a, b in navigation) or _PAGE_BEFORE.search(text, max(0, mt.start() - 6), mt.start()):
+            continue  # "[1] [2] [3] Next"; "p. [231]-233" (a page number supplied by a cataloguer)
         line_start = text.rfind("\n", 0, mt.start()) + 1
         if not text[line_start : mt.start()].strip():
             continue  # "[12] Author, Title" at line start is a reference-list entry
