@@ -166,8 +166,13 @@ def delta_version(spark: SparkSession, path: str) -> int | None:
     """Latest committed version of the Delta table at ``path``, or None when there is none.
 
     Reads the file names of ``_delta_log/`` (the newest commit is always a ``NNN.json`` file, whatever
-    checkpoints exist), which costs one listing instead of a Spark job per table.
+    checkpoints exist), which costs one listing instead of a Spark job per table. ``spark=None``: a
+    local table, listed without Spark (:mod:`pipelines.local_state`).
     """
+    if spark is None:
+        from pipelines import local_state
+
+        return local_state.delta_version(path)
     fs, log = _hadoop_path(spark, path.rstrip("/") + "/_delta_log")
     if not fs.exists(log):
         return None

@@ -39,8 +39,9 @@ Rules (each one tested in ``tests/test_refs_udf.py``):
 * A mention resolves when the document holds a caption line (``Table 1:``, ``TABLE I.``, ``Figure
   2.``), a heading with that label (``## 3 Methods``, ``3.2 Results``, ``Appendix A``), a numbered
   display equation (a math line ending in ``(3)``, ``\\tag{3}``), a numbered clause ("10. Automatic
-  Licensing." opens section 10 of a licence; "Section 2(a)" resolves on it), a reference-list entry (``[12] ...``
-  or ``12. ...`` under a bibliography heading), any bibliography (author-year citations), a LaTeX
+  Licensing." opens section 10 of a licence; "Section 2(a)" resolves on it), a reference-list entry
+  (``[12] ...`` or ``12. ...`` under a bibliography heading, a ``\\bibitem``), any bibliography
+  (author-year citations), a LaTeX
   ``\\label`` for a ``\\ref``, or -- when the document has no labelled target of that kind -- enough
   unlabelled structures of the kind: markdown pipe tables, LaTeX ``tabular``/``table``, runs of >= 3
   lines with a consistent tab / multi-space column count, images, LaTeX equation environments.
