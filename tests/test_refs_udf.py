@@ -238,3 +238,12 @@ def test_licence_reference_to_a_lost_clause_still_dangles():
 def test_vocabulary_without_theorem_terms_still_compiles():
     vocab = {k: v for k, v in DEFAULT_VOCAB["en"].items() if k != "theorem"}
     assert [(m.kind, m.label) for m in find_mentions("By Lemma 3 and Table 2.", vocab)] == [("table", "2")]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("The SD grows with the MLT. Figure 3A also shows it.", [("figure", "3A", True)]),
+    ("Simulated Data.\nTable REF showcases the error.", [("table", "REF", True)]),
+    ("We used Hinode EIS. Table REF shows the rates.", [("table", "REF", True)]),
+])
+def test_a_sentence_ending_in_an_abbreviation_is_no_law_reporter(text, expected):
+    assert got(text) == expected

@@ -86,3 +86,56 @@ def test_tiny_input_through_the_whole_chain(spark, tmp_path, capsys, texts, stat
         manifest = json.loads((root / "shards" / "manifest.json").read_text())
         assert manifest["totals"]["documents"] == 1
     assert len(list((root / "shards").glob("megatron/*.bin"))) == shards
+
+
+# ------------------------------------------------------------------ --dry-run without Spark
+def test_local_plan_equals_the_spark_plan(spark, tmp_path):
+    from pipelines import local_state
+    from pipelines.runs import latest_records, plan
+    from tests.test_pipeline import _args, _docs
+
+    root = tmp_path / "run"
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "a", "text": "x"}) + "\n")
+    cfg = load_config(overrides=[f"run.root={root}", "pipeline.stages=[report]", "report.samples_per_reason=0",
+                                 f"ingest.inputs=[{src}]"])
+    assert local_state.can_plan(cfg)
+    assert plan(None, cfg, ["ingest", "report"]) == plan(spark, cfg, ["ingest", "report"])  # nothing yet
+    _docs(spark, cfg, ["one two three", "four five"])
+    assert pipeline.main([*_args(root), "--set", f"ingest.inputs=[{src}]"]) == 0
+    assert latest_records(None, cfg)["report"] == latest_records(spark, cfg)["report"]
+    for stages in (["report"], ["ingest", "report"]):
+        assert plan(None, cfg, stages) == plan(spark, cfg, stages)
+    assert plan(None, cfg, ["report"])[0].action == "skip"
+    from pipelines.ingest import input_files
+
+    assert local_state.input_files([str(src), str(tmp_path)]) == input_files(spark, [str(src), str(tmp_path)])
+
+
+def test_dry_run_starts_no_jvm(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    code = (
+        "import sys; from jobs import pipeline; "
+        "rc = pipeline.main(sys.argv[1:]); "
+        "from pyspark import SparkContext; "
+        "print('jvm', SparkContext._gateway is not None, SparkContext._jvm is not None); sys.exit(rc)"
+    )
+    src = tmp_path / "in.jsonl"
+    src.write_text("")
+    out = subprocess.run([sys.executable, "-c", code, "--conf", "conf/local.yaml", "--set", f"run.root={tmp_path / 'r'}",
+                          "--set", f"ingest.inputs=[{src}]", "--dry-run"], cwd=repo, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "jvm False False" in out.stdout and "  ingest    run   no completion record" in out.stdout
+
+
+def test_remote_or_hadoop_glob_runs_need_spark():
+    from pipelines import local_state
+
+    assert not local_state.can_plan(load_config(overrides=["run.root=s3://bucket/run"]))
+    assert not local_state.can_plan(load_config(overrides=["ingest.inputs=[data/{a,b}.jsonl]"]))
+    assert local_state.can_plan(load_config(overrides=["run.root=out/x", "ingest.inputs=[data/*.jsonl]"]))

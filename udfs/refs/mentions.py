@@ -39,13 +39,15 @@ _PAGINATION = re.compile(r"\[\d{1,4}\](?:[ \t|]+\[\d{1,4}\]){2,}")
 """Three or more bracketed numbers separated by spaces: page navigation ("[1] [2] [3] Next"), not citations."""
 _CITE_RANGE = re.compile(r"(\d+)[ \t]*[-–][ \t]*(\d+)|(\d+)")
 _PAGE_BEFORE = re.compile(r"\bpp?\.[ \t]*$")
+_ABBR = r"(?-i:[A-Z][A-Za-z]{0,6}\.|(?:[A-Z]\.){2,4})"
 _STATUTE_BEFORE = re.compile(
-    r"(?:(?<![\w.])(?-i:[A-Z][A-Za-z]{0,7})\.(?:(?-i:[A-Z])[a-z]?\.)*"
-    r"|\b(?-i:Code|Act|Stat|Stats|Laws|Rules|Regs?|Ann))[ \t]*$"
+    rf"(?:(?<![\w.])(?:\d{{1,4}}|{_ABBR})[ \t]+{_ABBR}|\b(?-i:Code|Stat|Stats|Laws|Ann|Regs|U\.S\.C|C\.F\.R)\.?)[ \t]*\Z"
 )
-"""A capitalised abbreviation or a code name right before the keyword: a law reporter ("Cal. App. 3d
-1234", "U.S. App. D.C.") or a statute ("Wis. Stat. § 19.35", "Penal Code § 12"), not the document's own
-part. Source: the reporter and code abbreviations of The Bluebook (tables T1, T6)."""
+"""A law reporter or a statute right before the keyword: a volume number or an abbreviation, then an
+abbreviation ("45 Cal. App. 3d 1234", "96 U.S. App. D.C. 14", "Wis. Stat. § 19.35"), or a code name
+("Penal Code § 12", "42 U.S.C. § 83"); not the document's own part. A lone abbreviation is not enough:
+"... the MLT. Figure 3A" ends a sentence. Source: the reporter and code abbreviations of The Bluebook
+(tables T1, T6)."""
 _BARE_REF = re.compile(r"\([ \t\u00a0]*(?:REF|\?\?)[ \t\u00a0]*\)")
 """``(REF)`` / ``(??)``: an ``\\eqref`` whose number the converter lost (unarXive, LaTeX)."""
 _EXCLUDED = re.compile(
