@@ -241,7 +241,7 @@ def test_vocabulary_without_theorem_terms_still_compiles():
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("The SD grows with the MLT. Figure 3A also shows it.", [("figure", "3A", True)]),
+    ("The SD grows with the MLT. Figure 3A also shows it.", [("figure", "3a", True)]),
     ("Simulated Data.\nTable REF showcases the error.", [("table", "REF", True)]),
     ("We used Hinode EIS. Table REF shows the rates.", [("table", "REF", True)]),
 ])
