@@ -225,6 +225,9 @@ def test_theorem_keyword_must_be_capitalised():
     # cataloguer page numbers and dates in brackets
     "Bibliography: p. [231]-233.", "Dated 15.2.1890 [15.2.[18]90].",
     "Obviously, the algorithms one wants to implement change.",
+    # prose and other versions of the paper
+    "In the first example, the two molecules are stacked.", "Then the section x is defined by the formula.",
+    "Please see Section 6 of the revised manuscript.", "Compare equations (1) and (2) in the main text.",
 ])
 def test_issue15_false_positives_are_gone(text):
     assert [m for m in got(text) if m[2]] == []

@@ -47,7 +47,7 @@ _LAW_WORDS = (
 _ACRONYM = r"(?-i:[A-Z]{2,}[A-Za-z0-9\-]*)\b(?!{_SP}[\d(])".replace("{_SP}", _SP)
 """An acronym after "of/in": "section 3 of the GPL", "Section 4 of RFC 2119" name another document
 (but "Table 2 in ANOVA 3"-like label runs are left alone)."""
-_CITED = r"(?:original|cited|above|aforementioned|companion|earlier|previous|same|following)"
+_CITED = r"(?:original|cited|above|aforementioned|companion|earlier|previous|same|following|revised|published)"
 """Adjectives of "the cited paper": "Eq. (5) of the original paper" is that paper's equation."""
 _LAW_NOUNS = (r"(?:acts?|laws?|statutes?|treaty|treaties|codes?|constitutions?|conventions?|regulations?|directives?|"
               r"bills?|ordinances?|rules)\b")
@@ -185,6 +185,7 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
         rf"|{lead}(?:(?:his|her|their|its)\s+|the\s+{_CITED}\s+)[\w\-]+"
         rf"|{lead}(?:the|both|each|either|that|those|these|all)\s+{_LAW_NOUNS}"
         rf"|{lead}the\s+(?!{_SELF_PARTS})(?-i:[A-Z][a-z]{{2,}})\b"
+        rf"|{lead}(?:the\s+)?main\s+(?:text|paper|article|manuscript|document)\b"
         rf"|{_SP}(?:{_LAW_WORDS}|{_LEGAL_NOUNS})"
         rf"|{_SP}\)?[,;]{_SP}(?:pp?\.|pages?){_SP}\d",
         re.IGNORECASE,

@@ -38,6 +38,7 @@ _AUTHOR_YEAR = re.compile(
 _PAGINATION = re.compile(r"\[\d{1,4}\](?:[ \t|]+\[\d{1,4}\]){2,}")
 """Three or more bracketed numbers separated by spaces: page navigation ("[1] [2] [3] Next"), not citations."""
 _CITE_RANGE = re.compile(r"(\d+)[ \t]*[-–][ \t]*(\d+)|(\d+)")
+_MORE_LABELS = re.compile(r"(?:[ \t]*(?:,|and|or|&|[-–—]|to)[ \t]*\(?(?-i:[A-Z])?\d[\w.]*\)?)*", re.IGNORECASE)
 _PAGE_BEFORE = re.compile(r"\bpp?\.[ \t]*$")
 _ABBR = r"(?-i:[A-Z][A-Za-z]{0,6}\.|(?:[A-Z]\.){2,4})"
 _STATUTE_BEFORE = re.compile(
@@ -160,6 +161,8 @@ def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
                 continue  # "Figure 3A-C": panel letters of the previous label
             if first and not core[:1].isdigit() and lab not in PLACEHOLDERS and not core.startswith("\\") and not refish:
                 break  # "I figure I can", "figure one out": non-numeric labels need a capitalised keyword
+            if first and core.isalpha() and core.islower() and core not in m.numbers and not kw_text[:1].isupper():
+                break  # "the section x is", "the equation x": a lower-case roman label needs "Section"
             if first and core.lower() in m.numbers and kw_text.rstrip(" .~\u00a0").lower().endswith("s") and lt.end() == mt.end():
                 break  # "the algorithms one wants": a plural keyword before a lone spelled number
             if kind == "section" and (_leading_int(lab) or 0) > MAX_SECTION_NUMBER:
@@ -179,7 +182,8 @@ def _ordinal_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
     return [
         Candidate(_kind(mt), str(m.ordinals[mt.group("ord").lower()]), mt.start("ord"), mt.end(), True)
         for mt in matches
-        if not (mt.start() and text[mt.start() - 1].isalnum())
+        if _kind(mt) != "theorem"  # "in the first example" is prose, not "Example 1"
+        and not (mt.start() and text[mt.start() - 1].isalnum())
         and m.ordinal_before.search(text, max(0, mt.start() - 16), mt.start())
     ]
 
@@ -242,7 +246,8 @@ def _bare_refs(text: str, keyword: list[Candidate]) -> list[Candidate]:
 
 
 def _external(text: str, kind: str, start: int, end: int, m: Matcher) -> bool:
-    if m.external_after.match(text, end) or m.external_before.search(text, max(0, start - 60), start):
+    rest = _MORE_LABELS.match(text, end).end()  # "equations (1) and (2) in the main text": the whole list
+    if m.external_after.match(text, rest) or m.external_before.search(text, max(0, start - 60), start):
         return True
     # a supplementary / online cue in the same sentence (60 characters before, 80 after), unless the cue
     # names an object of another kind: "Fig. 2 (Supplementary Table S3)" keeps Fig. 2 in the document
