@@ -228,6 +228,10 @@ def test_theorem_keyword_must_be_capitalised():
     # prose and other versions of the paper
     "In the first example, the two molecules are stacked.", "Then the section x is defined by the formula.",
     "Please see Section 6 of the revised manuscript.", "Compare equations (1) and (2) in the main text.",
+    # places in a cited or quoted work, title-case names, a sentence ending in a keyword word
+    '"The Making of a River", Appendix B; reprinted 1990.', "SAT Prep: Test 6, Section 9, Part 2",
+    "''100''(#3, section 1 — Vol 1, Introduction)", "New: 3 Figure Two Packs in stock.",
+    "Thermodynamic Properties. J Chem Phys. 1958, 29: 546-572.",
 ])
 def test_issue15_false_positives_are_gone(text):
     assert [m for m in got(text) if m[2]] == []

@@ -196,7 +196,10 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
     cue_names = re.compile(rf"[ \t]*(?:(?:material|information|data|file)\b[ \t,]*)?(?:{kw})", re.IGNORECASE)
     external_before = re.compile(
         r"\[[^\[\]\n]{1,60},[ \t]*$"  # "[12, Theorem 3]": a place in the cited work
-        r"|\b(?:chap(?:ter)?|ch|vol(?:ume)?|book|part|pt)\.?[ \t]*[\dIVXivx]+[a-z]?,[ \t]*$",  # "chap. 2, sect. 22"
+        r"|\b(?:chap(?:ter)?|ch|vol(?:ume)?|book|part|pt)\.?[ \t]*[\dIVXivx]+[a-z]?,[ \t]*$"  # "chap. 2, sect. 22"
+        r"|(?:\b(?:test|unit|lesson|module|paper|exam|form|question|problem|level|grade|season|episode|issue|"
+        r"article|title|act|rule|no\.?)|\#)[ \t]*\d{1,3}[a-z]?,[ \t]*$"  # "Test 6, Section 9", "(#1, section 1"
+        r"|[\"”],[ \t]*$",  # '"The Making of a Book", Appendix B': a part of the quoted work
         re.IGNORECASE,
     )
     stems = sorted({t.lower().rstrip(".") for k in kinds for t in vocab[k]}, key=len)

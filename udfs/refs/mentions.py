@@ -161,6 +161,10 @@ def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
                 continue  # "Figure 3A-C": panel letters of the previous label
             if first and not core[:1].isdigit() and lab not in PLACEHOLDERS and not core.startswith("\\") and not refish:
                 break  # "I figure I can", "figure one out": non-numeric labels need a capitalised keyword
+            if first and not core[:1].isdigit() and lab not in PLACEHOLDERS and _sentence_end(kw_text, m):
+                break  # "... Thermodynamic Properties. J Chem Phys.": a word ending a sentence, then a letter
+            if first and core.lower() in m.numbers and _TITLE_WORD.match(text, lt.end()):
+                break  # "Figure Two Packs": a product name in title case
             if first and core.isalpha() and core.islower() and core not in m.numbers and not kw_text[:1].isupper():
                 break  # "the section x is", "the equation x": a lower-case roman label needs "Section"
             if first and core.lower() in m.numbers and kw_text.rstrip(" .~\u00a0").lower().endswith("s") and lt.end() == mt.end():
@@ -176,6 +180,15 @@ def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
             last_n = n if lab.isdigit() else None
             first = False
     return out
+
+
+_TITLE_WORD = re.compile(r"[ \t]+(?-i:[A-Z][a-z]+)\b")
+
+
+def _sentence_end(kw_text: str, m: Matcher) -> bool:
+    """The keyword is a whole word followed by a full stop ("Properties."), not an abbreviation ("Fig.")."""
+    kw = kw_text.rstrip(" \t~\u00a0\u202f")
+    return kw.endswith(".") and kw[:-1].lower() not in m.abbreviations
 
 
 def _ordinal_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> list[Candidate]:
