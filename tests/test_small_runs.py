@@ -137,5 +137,5 @@ def test_remote_or_hadoop_glob_runs_need_spark():
     from pipelines import local_state
 
     assert not local_state.can_plan(load_config(overrides=["run.root=s3://bucket/run"]))
-    assert not local_state.can_plan(load_config(overrides=["ingest.inputs=[data/{a,b}.jsonl]"]))
+    assert not local_state.can_plan(load_config(overrides=['ingest.inputs=["data/{a,b}.jsonl"]']))
     assert local_state.can_plan(load_config(overrides=["run.root=out/x", "ingest.inputs=[data/*.jsonl]"]))
