@@ -338,6 +338,13 @@ class RefsVocab(Section):
             raise ValueError(f"must be a non-empty list of non-blank terms; got {v!r}")
         return v
 
+    @field_validator("theorem")
+    @classmethod
+    def _no_blank(cls, v: list[str]) -> list[str]:
+        if any(not t.strip() for t in v):
+            raise ValueError(f"must be a list of non-blank terms (empty = none); got {v!r}")
+        return v
+
 
 def _default_refs_vocab() -> dict[str, RefsVocab]:
     from udfs.refs.vocab import DEFAULT_VOCAB
