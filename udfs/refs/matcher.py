@@ -70,6 +70,29 @@ def _term_regex(term: str) -> str:
     return re.escape(t)
 
 
+def _trie_regex(terms: Sequence[str]) -> str:
+    """One regex matching what ``|``-joined :func:`_term_regex` terms match, with common prefixes
+    factored out: Python's ``re`` tries every branch of an alternation at every position, so a prefix
+    tree of 80 keywords scans several times faster than their flat alternation."""
+    root: dict = {}
+    for t in {t.strip().lower() for t in terms}:
+        if t.endswith(".") and len(t) > 1:
+            stem, end = t[:-1], r"(?:\.|\b)"
+        else:
+            stem, end = t, (r"\b" if t[-1:].isalnum() else "")
+        node = root
+        for ch in stem:
+            node = node.setdefault(ch, {})
+        node.setdefault("", set()).add(end)
+
+    def emit(node: dict) -> str:
+        alts = [re.escape(ch) + emit(child) for ch, child in sorted((k, v) for k, v in node.items() if k)]
+        alts += sorted(node.get("", ()), key=len, reverse=True)
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    return emit(root)
+
+
 def _alternation(terms: Sequence[str]) -> str:
     return "|".join(_term_regex(t) for t in sorted(set(terms), key=lambda s: (-len(s), s)))
 
@@ -149,8 +172,7 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
     # Case-insensitive alternations are ~7x slower in `re` than case-sensitive ones, so keyword and
     # ordinal candidates are found on the lower-cased text and only then matched in full, anchored.
     words = [t.lower() for k in kinds for t in vocab[k]] + list(ordinals)
-    scan = re.compile(r"\b(?:" + "|".join(_term_regex(t) for t in sorted(set(words), key=lambda w: (-len(w), w)))
-                      + r")|§")
+    scan = re.compile(r"\b" + _trie_regex(words) + r"|§")
     label = re.compile(rf"{item}|{cont_item}", re.IGNORECASE)
     preps = _words(vocab["prepositions"])
     ordinal = re.compile(
