@@ -124,12 +124,18 @@ def scores_by_family(docs: list[dict]) -> dict[str, dict]:
 
 
 def shared_flags(shared: Path = SHARED.parent) -> dict[str, dict]:
-    """What the detector flags on the real samples that have no gold: raw Wikipedia wikitext and web
-    crawl JSONL (documents, documents with a dangling mention, dangling mentions by kind, a few excerpts)."""
+    """What the detector flags on the real samples that have no gold: raw Wikipedia wikitext, the same
+    pages as ingest's MediaWiki reader turns them into text, and web crawl JSONL (documents, documents with a dangling mention, dangling mentions by kind, a few excerpts)."""
     sources: dict[str, list[str]] = {}
     wiki = shared / "wikipedia" / "wtf_wikipedia_wikitext_pages.jsonl"
     if wiki.is_file():
-        sources["wikipedia"] = [json.loads(x)["wikitext"] for x in wiki.read_text(encoding="utf-8").splitlines() if x.strip()]
+        from udfs.formats.mediawiki import wikitext_to_text
+        from udfs.formats.records import ParseOptions
+
+        pages = [json.loads(x)["wikitext"] for x in wiki.read_text(encoding="utf-8").splitlines() if x.strip()]
+        sources["wikipedia"] = pages
+        # what ingest makes of the same pages (templates, <ref> notes and tables dropped by default)
+        sources["wikipedia_ingested"] = [wikitext_to_text(p, ParseOptions())[0] for p in pages]
     web: list[str] = []
     for path in sorted((shared / "web_crawl").glob("*.jsonl*")):
         opener = gzip.open if path.suffix == ".gz" else open
