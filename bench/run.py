@@ -116,6 +116,8 @@ def _goals(parts: list[str]) -> list[Goal]:
              "decontam", (r"^goals\.decontam_vs_python_set$",), ">=", 1.0),
         Goal("tiktoken_vs_hf_stage", "tokenize stage with tiktoken vs with the HF tokenizer, same ids (tokens/s per core)",
              "tokenize", (r"^goals\.tiktoken_vs_hf_stage$",), ">=", 3.0),
+        Goal("refs_nonscience_precision", "refs: precision of dangling mentions on the labelled legal, licence, wiki, "
+             "LaTeX and hard-negative documents (issue 15)", "refs", (r"^goals\.refs_nonscience_precision$",), ">=", 0.95),
         Goal("scaling_exponent", "whole pipeline N -> 4N: exponent log(t4N/tN)/log 4", "scaling", (r"^exponent$",), "<=", 1.1),
         Goal("neardup_cpu_vs_datatrove", "ingest + near-dedup CPU seconds: datatrove MinHash pipeline / Winnow (issue 12)",
              "neardup", (r"^goals\.neardup_cpu_vs_datatrove$",), ">=", 3.0),

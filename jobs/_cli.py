@@ -183,7 +183,12 @@ def run_single_stage(
     print(report.summary_line(), flush=True)
     for name, loc in sorted(report.outputs.items()):
         print(f"  {name}: {loc}", flush=True)
-    return 0
+    from pipelines.outcome import small_run
+
+    status, line = small_run(cfg, {stage: report})
+    if line:
+        print(line, flush=True)
+    return status
 
 def _say(line: str) -> None:
     print(line, flush=True)

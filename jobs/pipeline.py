@@ -15,9 +15,11 @@ if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(
 
 import argparse
 from collections.abc import Sequence
+from typing import Any
 
 from jobs._cli import base_parser, parse_config, preflight_or_exit, spark_config
 from pipelines.chain import STAGES
+from pipelines.config import WinnowConfig
 
 
 def parser() -> argparse.ArgumentParser:
@@ -42,9 +44,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.from_stage and args.from_stage not in stages:
         p.exit(2, f"{p.prog}: --from {args.from_stage!r} is not one of pipeline.stages {stages}\n")
     preflight_or_exit(p, cfg, stages)
-    spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet))
-    steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
     say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+    steps = _plan_without_spark(cfg, stages, args) if args.dry_run else None
+    spark = None
+    if steps is None:
+        spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet))
+        steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
     say(f"winnow: stages {stages} -> {cfg.run.root} (config {cfg.fingerprint()[:12]})")
     say("plan:\n" + "\n".join(s.line() for s in steps))
     if args.dry_run:
@@ -53,14 +58,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     tracker = Tracker(cfg)
     tracker.start([s.stage for s in steps if s.action == "run"])
+    reports = {}
     try:
         for step in steps:
             if step.action == "skip":
                 say(f"[{step.stage}] skip: {step.why}")
                 continue
             # log=None with --quiet: no start line and no progress line, only the end line.
-            report = run_and_record(spark, cfg, step.stage, log=None if args.quiet else say, tracker=tracker)
-            print(report.summary_line(), flush=True)
+            reports[step.stage] = run_and_record(
+                spark, cfg, step.stage, log=None if args.quiet else say, tracker=tracker
+            )
+            print(reports[step.stage].summary_line(), flush=True)
     except BaseException:
         tracker.finish(spark, failed=True)
         raise
@@ -68,7 +76,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if tracker.run_id and tracker.active:
         say(f"winnow: MLflow run {tracker.run_id} ({cfg.tracking.experiment or 'experiment from the environment'})")
     say(f"winnow: done. Outputs under {cfg.run.root}/ (tables/, shards/, report/, config/)")
-    return 0
+    return _closing(spark, cfg, stages, reports)
+
+
+def _plan_without_spark(cfg: WinnowConfig, stages: list[str], args: argparse.Namespace) -> list[Any] | None:
+    """The plan read from local files (Delta logs, markers, input globs) with no JVM, or None when the run
+    is not local or its ``_runs`` log cannot be read that way (then Spark plans, as a real run does)."""
+    from pipelines import local_state
+    from pipelines.runs import plan
+
+    if not local_state.can_plan(cfg):
+        return None
+    try:
+        return plan(None, cfg, stages, from_stage=args.from_stage, force=args.force)
+    except local_state.NeedsSpark:
+        return None
+
+
+def _closing(spark: Any, cfg: WinnowConfig, stages: list[str], reports: dict[str, Any]) -> int:
+    """Print the small-run line (no survivor, fewer documents than shards) and return the exit status."""
+    from pipelines.outcome import small_run
+    from pipelines.runs import latest_records
+
+    counts = dict(reports)
+    if any(s not in reports for s in stages):  # skipped stages: their completion records hold the counts
+        counts = {s: r for s, r in latest_records(spark, cfg).items() if s in stages} | counts
+    status, line = small_run(cfg, counts)
+    if line:
+        print(line, flush=True)
+    return status
 
 
 if __name__ == "__main__":

@@ -465,6 +465,8 @@ class RefsVocab(Section):
     appendix: list[str]
     algorithm: list[str]
     listing: list[str]
+    # empty = no theorem-like mentions in this language (a vocabulary written before the kind existed)
+    theorem: list[str] = Field(default_factory=list)
     footnote: list[str]
     numbers: list[str]
     ordinals: list[str]
@@ -479,6 +481,13 @@ class RefsVocab(Section):
     def _non_empty(cls, v: list[str]) -> list[str]:
         if not v or any(not t.strip() for t in v):
             raise ValueError(f"must be a non-empty list of non-blank terms; got {v!r}")
+        return v
+
+    @field_validator("theorem")
+    @classmethod
+    def _no_blank(cls, v: list[str]) -> list[str]:
+        if any(not t.strip() for t in v):
+            raise ValueError(f"must be a list of non-blank terms (empty = none); got {v!r}")
         return v
 
 

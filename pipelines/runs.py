@@ -65,11 +65,14 @@ def input_files_digest(spark: SparkSession, globs: list[str]) -> str:
 
     Stands for the raw inputs of ingest: a file added, removed, grown or touched changes it. The
     files are those of :func:`pipelines.ingest.input_files` (a glob naming a folder stands for the
-    files in it), so what the digest covers is exactly what ingest reads.
+    files in it), so what the digest covers is exactly what ingest reads. ``spark=None``: local globs
+    listed without Spark (:func:`pipelines.local_state.input_files`).
     """
     from pipelines.ingest import input_files
+    from pipelines.local_state import input_files as local_input_files
 
-    entries = [f"{path}\t{size}\t{mtime}" for path, size, mtime in input_files(spark, globs)]
+    files = local_input_files(globs) if spark is None else input_files(spark, globs)
+    entries = [f"{path}\t{size}\t{mtime}" for path, size, mtime in files]
     return "sha256:" + hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
 
@@ -158,8 +161,17 @@ def record_completion(
 
 
 def latest_records(spark: SparkSession, cfg: WinnowConfig) -> dict[str, dict[str, Any]]:
-    """The latest completion record of every stage of this run (``{}`` when none was ever written)."""
+    """The latest completion record of every stage of this run (``{}`` when none was ever written).
+
+    ``spark=None``: read from the local Delta log and Parquet files (:mod:`pipelines.local_state`;
+    raises :class:`~pipelines.local_state.NeedsSpark` when that is not possible).
+    """
     path = cfg.table_path(RUNS_TABLE)
+    if spark is None:
+        from pipelines import local_state
+
+        rows = sorted(local_state.read_records(path), key=lambda r: r["finished_at"])
+        return {r["stage"]: r for r in rows}
     version = delta_version(spark, path)
     if version is None:
         return {}

@@ -58,6 +58,10 @@ INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "source", "tokens", "n_tokens")
 MANIFEST = chain.MANIFEST
 MDS_INDEX = "mds/index.json"
 
+
+class EmptyInput(ValueError):
+    """The shard stage's input holds no documents: there is nothing to write (the run is empty)."""
+
 _BUCKET_SCHEMA = T.StructType([T.StructField("_bucket", T.IntegerType()), T.StructField("n_docs", T.LongType()),
                                T.StructField("lengths", T.BinaryType()), T.StructField("duplicate", T.StringType()),
                                T.StructField("bad_counts", T.LongType())])
@@ -107,6 +111,8 @@ class ShardPlan:
         starts: int64 [S + 1], stream index of each shard's first document, then N.
         shard_tokens: int64 [S], tokens per shard.
         boundary_keys: the shuffle key of the first document of shards 1..S-1, as ``S64`` bytes (sorted).
+        requested: shards asked for (``shard.num_shards`` or derived); more than S when the stream holds
+            fewer documents than that (every shard gets at least one document).
     """
 
     docs: int
@@ -115,6 +121,7 @@ class ShardPlan:
     starts: np.ndarray
     shard_tokens: np.ndarray
     boundary_keys: np.ndarray
+    requested: int = 0
 
     @property
     def shards(self) -> int:
@@ -136,7 +143,10 @@ def plan_shards(df: DataFrame, seed: int, num_shards: int | None, tokens_per_sha
         The :class:`ShardPlan`.
 
     Raises:
-        ValueError: no documents, more shards than documents, a duplicated ``doc_id`` or ``n_tokens < 1``.
+        EmptyInput: no documents.
+        ValueError: a duplicated ``doc_id`` or ``n_tokens < 1``.
+
+    More shards requested than documents: one shard per document (``requested`` keeps the request).
     """
     slim = df.select("doc_id", F.col("n_tokens").cast("long").alias("n_tokens"), shuffle_key(seed).alias("_key"))
     slim = slim.withColumn("_bucket", key_bucket(buckets))
@@ -151,11 +161,10 @@ def plan_shards(df: DataFrame, seed: int, num_shards: int | None, tokens_per_sha
     lengths = np.concatenate([np.frombuffer(r["lengths"], dtype="<i4") for r in rows]) if rows else np.zeros(0, np.int32)
     docs = int(lengths.size)
     if docs == 0:
-        raise ValueError("shard: the input table 'tokenized' holds no documents; refusing to write empty shards")
+        raise EmptyInput("shard: the input table 'tokenized' holds no documents; refusing to write empty shards")
     total = int(lengths.sum(dtype=np.int64))
-    shards = num_shards if num_shards is not None else max(1, math.ceil(total / int(tokens_per_shard or 1)))
-    if shards > docs:
-        raise ValueError(f"shard: {shards} shards requested (shard.num_shards/tokens_per_shard) but only {docs} documents")
+    requested = num_shards if num_shards is not None else max(1, math.ceil(total / int(tokens_per_shard or 1)))
+    shards = min(requested, docs)  # an empty shard is useless to a loader and breaks Megatron's .idx
     starts = balanced_boundaries(lengths, shards)
     prefix = np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths, dtype=np.int64)])
 
@@ -181,7 +190,7 @@ def plan_shards(df: DataFrame, seed: int, num_shards: int | None, tokens_per_sha
         by_shard = {int(r["shard_id"]): r["_key"] for r in got}
         boundary_keys = np.array([by_shard[k].encode("ascii") for k in range(1, shards)], dtype=f"S{KEY_HEX}")
     return ShardPlan(docs=docs, tokens=total, max_doc_tokens=int(lengths.max()), starts=starts,
-                     shard_tokens=np.diff(prefix[starts]), boundary_keys=boundary_keys)
+                     shard_tokens=np.diff(prefix[starts]), boundary_keys=boundary_keys, requested=int(requested))
 
 
 def shard_id_column(boundary_keys: np.ndarray):
@@ -242,7 +251,15 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     for sub in ("megatron", "mds"):
         shutil.rmtree(local / sub, ignore_errors=True)
 
-    sp = plan_shards(df, cfg.run.seed, scfg.num_shards, scfg.tokens_per_shard, cfg.spark.shuffle_partitions)
+    try:
+        sp = plan_shards(df, cfg.run.seed, scfg.num_shards, scfg.tokens_per_shard, cfg.spark.shuffle_partitions)
+    except EmptyInput:
+        # No document survived: no shard and no manifest (the old ones are gone), a completion record
+        # all the same, so the report still runs and shows the funnel down to zero.
+        tables.publish(spark, cfg, STAGE, {})
+        return StageReport(stage=STAGE, outputs={"shards": root},
+                           extra={"totals": {"docs": 0, "tokens": 0, "shards": 0}, "empty": True,
+                                  "shards_requested": scfg.num_shards})
     totals = {"docs": sp.docs, "tokens": sp.tokens, "shards": sp.shards, "max_doc_tokens": sp.max_doc_tokens}
     per_file = mds.samples_per_file(scfg.seq_len, dtype, scfg.mds_size_limit)
     plan: dict[int, dict[str, int]] = {}
@@ -293,7 +310,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         rows_out=manifest["totals"]["documents"],
         outputs={"shards": root, "manifest": f"{root}/{MANIFEST}"},
         extra={"totals": manifest["totals"], "balance": manifest["balance"],
-               "shuffle_quality": manifest["shuffle_quality"], "upload": upload_stats},
+               "shuffle_quality": manifest["shuffle_quality"], "upload": upload_stats,
+               "shards_requested": sp.requested},
     )
 
 

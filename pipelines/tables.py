@@ -230,10 +230,15 @@ def delta_version(spark: SparkSession, path: str) -> int | None:
     """Latest committed version of the Delta table at ``path``, or None when there is none.
 
     Reads the file names of ``_delta_log/`` (the newest commit is always a ``NNN.json`` file, whatever
-    checkpoints exist), which costs one listing instead of a Spark job per table. A table name is
-    looked up in the catalog for its location; where that location cannot be listed (Unity Catalog
-    managed storage), the table's history says.
+    checkpoints exist), which costs one listing instead of a Spark job per table. ``spark=None``: a
+    local table, listed without Spark (:mod:`pipelines.local_state`). A table name is looked up in the
+    catalog for its location; where that location cannot be listed (Unity Catalog managed storage),
+    the table's history says.
     """
+    if spark is None:
+        from pipelines import local_state
+
+        return local_state.delta_version(path)
     if is_table_name(path):
         if not spark.catalog.tableExists(path):
             return None

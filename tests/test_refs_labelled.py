@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.refs import LABELLED, labelled_docs, real_scores, score
+from bench.refs import FAMILIES, LABELLED, labelled_docs, real_scores, score, scores_by_family
 
 GENERATOR = Path(__file__).parent / "data" / "refs" / "make_labelled.py"
 
@@ -41,6 +41,22 @@ def test_labelled_precision_recall_goal():
     assert s["recall"] >= 0.90, s["errors"][:5]
     negatives = score([d for d in labelled_docs() if d["category"].startswith("negative.")])
     assert negatives["fp"] == 0, negatives["errors"]
+
+
+def test_issue15_families_precision_recall():
+    docs = labelled_docs()
+    cats = Counter(d["category"] for d in docs)
+    for name in ("science.theorem", "science.subsection", "science.bare_ref", "science.supp_figure", "science.cited",
+                 "legal.clause", "legal.statute", "legal.reporter", "legal.cited_book", "legal.schedule",
+                 "licence.clause", "wiki.markers", "wiki.wikitext", "wiki.author_year", "wiki.link",
+                 "latex.newcommand", "latex.bibitem", "latex.example", "latex.ref"):
+        assert cats[name] >= 4, name
+    by_family = scores_by_family(docs)
+    assert set(FAMILIES) <= set(by_family)
+    assert by_family["non_science"]["precision"] >= 0.95, by_family["non_science"]["errors"]
+    for name in FAMILIES:
+        assert by_family[name]["tp"] >= 3, name  # every family has dangling mentions to find, too
+        assert by_family[name]["precision"] >= 0.95 and by_family[name]["recall"] >= 0.90, by_family[name]["errors"]
 
 
 def test_real_papers_precision_recall(shared_data):

@@ -159,3 +159,98 @@ def test_batch_signals_schema_and_empty_text():
 def test_unknown_default_language_fails_naming_allowed():
     with pytest.raises(ValueError, match=r"'xx' has no vocabulary; allowed: \['de', 'en', 'es', 'fr'\]"):
         refs_signals(pa.array(["x"]), default_lang="xx")
+
+
+# ---------------------------------------------------------------- issue 15: science, legal, licence, wiki, LaTeX
+@pytest.mark.parametrize(("text", "expected"), [
+    ("By Lemma 3, the sum is bounded.", [("theorem", "3", True)]),
+    ("Theorem REF and Proposition 2.1 give it.", [("theorem", "REF", True), ("theorem", "2.1", True)]),
+    ("Corollary 4 follows; see Definition 1, Example 2, Remark 5 and Property 6.",
+     [("theorem", "4", True), ("theorem", "1", True), ("theorem", "2", True), ("theorem", "5", True),
+      ("theorem", "6", True)]),
+    ("The estimator is in Subsection REF.", [("section", "REF", True)]),
+    ("Substituting (REF ) into (REF) gives the bound.", [("equation", "REF", True), ("equation", "REF", True)]),
+    ("Eq. (REF) holds.", [("equation", "REF", True)]),  # one mention, not a keyword one and a bare one
+    ("Fig. 2 shows the trend (Supplementary Table S3).", [("figure", "2", True), ("table", "S3", False)]),
+    ("The counts in Supplementary Table 3 agree with Fig. 2.", [("table", "3", False), ("figure", "2", True)]),
+])
+def test_scientific_kinds(text, expected):
+    assert got(text) == expected
+
+
+@pytest.mark.parametrize(("text", "target"), [
+    ("By Lemma 3, the sum is bounded.", "**Lemma 3.** Let x be positive."),
+    ("By Theorem 2, it holds.", "Theorem 2 (Main bound). Every set is bounded."),
+    ("The claim follows from Proposition 2.1.", "Proposition 2.1. Let f be continuous."),
+    ("It is Subsection 2.1.", "2.1 Estimation"),
+])
+def test_theorem_and_subsection_targets_resolve(text, target):
+    assert [m[2] for m in got(text + "\n\n" + target + "\n")] == [False]
+
+
+def test_theorem_keyword_must_be_capitalised():
+    assert got("We need a lemma 3 times.") == []
+
+
+@pytest.mark.parametrize("text", [
+    # numbered clauses of a licence / contract define the sections they refer to
+    "0. Definitions.\nText.\n\n3. Conveying Copies.\nSubject to section 10 and Section 3(b).\n\n10. Automatic Licensing.\nText.",
+    "1. Fees. Payment is due in thirty days.\n2. Term. Subject to Section 1, this runs a year.",
+    # a section of another document
+    "Compatible terms are those of section 3 of the GPL.",
+    "It follows Section 4 of the Apache License.",
+    "The agency relied on section 5 of the FTC Act.",
+    "Compare to section 1 of both acts.",
+    "Section 1.3 of the Restatement takes the opposite view.",
+    "The doctrine is traced in Wright, Federal Courts, chap. 4, sect. 12, p. 61.",
+    "Eq. (5) of the original paper has a sign error.",
+    "We use [4, Lemma 2.1] and [7, Eq. (3)].",
+    "The bound is Theorem 1.7 of {{cite:4bf97129}}.",
+    # statutes and law reporters
+    "Records are open under Wis. Stat. § 19.35 unless an exception applies.",
+    "See Miller v. Stone, 45 Cal. App. 3d 123, 130 (1975).",
+    "It was restated in 96 U.S. App. D.C. 14.",
+    # LaTeX macro arguments, example strings, a bibliography
+    "\\newcommand{\\norm}[1]{\\lVert #1 \\rVert}\n\\renewcommand{\\vec}[2]{(#1, #2)}",
+    'The numeric styles print "[1]" in the text; type `Figure~\\ref{fig:loss}`.',
+    "```\nAs shown in Table 2 and [3].\n```",
+    "It extends \\cite{a}.\n\\begin{thebibliography}{9}\n\\bibitem[Smith et al.(2019)]{a} Smith, J. et al. (2019), Table 4.\n"
+    "\\end{thebibliography}",
+    # wiki notes, citation templates, external-link labels, a wiki references heading
+    "It grew.<ref>National Office, Yearbook, Table 3.</ref> It peaked.",
+    "{{cite book |title=Demographic Yearbook – Table 3 |year=1952}}",
+    "See [http://example.org/faq.html Section G – Is it new?] for the answer.",
+    "It was popular (e.g., Moreau, 1993) et al.\n\n== References ==\n* Moreau, A. (1993). A book.",
+    "The ''Journeys Through Italy, India and Indonesia'' (2006) sold well.",
+    # cataloguer page numbers and dates in brackets
+    "Bibliography: p. [231]-233.", "Dated 15.2.1890 [15.2.[18]90].",
+    "Obviously, the algorithms one wants to implement change.",
+    # prose and other versions of the paper
+    "In the first example, the two molecules are stacked.", "Then the section x is defined by the formula.",
+    "Please see Section 6 of the revised manuscript.", "Compare equations (1) and (2) in the main text.",
+    # places in a cited or quoted work, title-case names, a sentence ending in a keyword word
+    '"The Making of a River", Appendix B; reprinted 1990.', "SAT Prep: Test 6, Section 9, Part 2",
+    "''100''(#3, section 1 — Vol 1, Introduction)", "New: 3 Figure Two Packs in stock.",
+    "Thermodynamic Properties. J Chem Phys. 1958, 29: 546-572.",
+])
+def test_issue15_false_positives_are_gone(text):
+    assert [m for m in got(text) if m[2]] == []
+
+
+def test_licence_reference_to_a_lost_clause_still_dangles():
+    text = "0. Definitions.\nText.\n\n1. Source Code.\nText.\n\nThe exception is described in Section 7."
+    assert got(text) == [("section", "7", True)]
+
+
+def test_vocabulary_without_theorem_terms_still_compiles():
+    vocab = {k: v for k, v in DEFAULT_VOCAB["en"].items() if k != "theorem"}
+    assert [(m.kind, m.label) for m in find_mentions("By Lemma 3 and Table 2.", vocab)] == [("table", "2")]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("The SD grows with the MLT. Figure 3A also shows it.", [("figure", "3a", True)]),
+    ("Simulated Data.\nTable REF showcases the error.", [("table", "REF", True)]),
+    ("We used Hinode EIS. Table REF shows the rates.", [("table", "REF", True)]),
+])
+def test_a_sentence_ending_in_an_abbreviation_is_no_law_reporter(text, expected):
+    assert got(text) == expected

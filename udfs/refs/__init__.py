@@ -21,13 +21,27 @@ Rules (each one tested in ``tests/test_refs_udf.py``):
   tables by convention), a supplementary / online cue in the same sentence, or "of/in/from" followed by
   a citation, an author or a named law ("Table 2 of [5]", "Section 230 of the Communications Decency
   Act"). Section numbers >= 100 are statute sections, not document sections, and are not mentions.
+* Theorem-like statements (Theorem, Lemma, Proposition, Corollary, Definition, Example, Remark,
+  Property, Conjecture: one kind, ``theorem``) need a capitalised keyword; ``Subsection`` is a section
+  keyword; a bare ``(REF)`` / ``(??)`` is an equation whose number was lost. A supplementary cue counts
+  only for the kind it names: "Fig. 2 (Supplementary Table S3)" leaves Fig. 2 in the document.
+* A place in another document is external: "section 3 of the GPL" (an acronym, a capitalised name that is
+  not a part of this document, a law noun: "of both acts"), "[12, Theorem 3]", "Eq. (5) of the original
+  paper", "chap. 2, sect. 22" and mentions followed by a page ("…, p. 61").
+* Not mentions: a keyword right after a capitalised abbreviation or a code name (law reporters "45 Cal.
+  App. 3d 123", statutes "Wis. Stat. § 19.35"); anything inside code blocks, inline code, verbatim /
+  listing environments, ``thebibliography`` / ``\\bibitem`` lines, wiki ``<ref>`` notes, citation
+  templates and external-link labels; a quoted mention ('"[1]"', an example string); ``[1]`` after
+  ``}`` (``\\newcommand{\\x}[1]``) or after "p." (a page), or followed by a digit.
 * Not mentions at all: "one table", "Figure skating", "[citation needed]", years in brackets
   ("[2019]"), array indices (``a[1]``), markdown links (``[1](url)``) and link definitions (``[1]: url``),
   page navigation ("[1] [2] [3] Next"), "Chapter 11 bankruptcy" / "Section 8 housing".
 * A mention resolves when the document holds a caption line (``Table 1:``, ``TABLE I.``, ``Figure
   2.``), a heading with that label (``## 3 Methods``, ``3.2 Results``, ``Appendix A``), a numbered
-  display equation (a math line ending in ``(3)``, ``\\tag{3}``), a reference-list entry (``[12] ...``
-  or ``12. ...`` under a bibliography heading), any bibliography (author-year citations), a LaTeX
+  display equation (a math line ending in ``(3)``, ``\\tag{3}``), a numbered clause ("10. Automatic
+  Licensing." opens section 10 of a licence; "Section 2(a)" resolves on it), a reference-list entry
+  (``[12] ...`` or ``12. ...`` under a bibliography heading, a ``\\bibitem``), any bibliography
+  (author-year citations), a LaTeX
   ``\\label`` for a ``\\ref``, or -- when the document has no labelled target of that kind -- enough
   unlabelled structures of the kind: markdown pipe tables, LaTeX ``tabular``/``table``, runs of >= 3
   lines with a consistent tab / multi-space column count, images, LaTeX equation environments.

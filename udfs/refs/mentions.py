@@ -24,11 +24,11 @@ from udfs.refs.vocab import DEFAULT_VOCAB
 
 # ------------------------------------------------------------------------------------------ mentions
 _NUMERIC_CITE = re.compile(
-    r"\[(?P<c>[ \t]*\d{1,4}(?:[ \t]*[-–,;][ \t]*\d{1,4})*[ \t]*)\](?![(:\[])"
+    r"\[(?P<c>[ \t]*\d{1,4}(?:[ \t]*[-–,;][ \t]*\d{1,4})*[ \t]*)\](?![(:\[\d]|[-–]\d)"
 )
 _PLACEHOLDER_CITE = re.compile(r"(?<![\w\]])\[[ \t]*\?{1,3}[ \t]*\]|\[[ \t]*(?:ref|cite)[ \t]*\?[ \t]*\]", re.IGNORECASE)
 _FOOTNOTE_REF = re.compile(r"\[\^(?P<n>[\w-]{1,20})\](?!:)")
-_NAME = r"(?-i:[A-Z])[\w'’\-]+"
+_NAME = r"(?-i:[A-Z])[\w'’\-]*\w"
 _YEAR = r"(?:19|20)\d{2}[a-z]?"
 _AUTHOR_YEAR = re.compile(
     rf"\((?:(?:see|e\.g\.|cf\.|i\.e\.)[ ,]+)?(?P<a>{_NAME})(?:(?P<many>\s+et\s+al\.?|\s+(?:and|&)\s+{_NAME}),?|,)"
@@ -38,6 +38,46 @@ _AUTHOR_YEAR = re.compile(
 _PAGINATION = re.compile(r"\[\d{1,4}\](?:[ \t|]+\[\d{1,4}\]){2,}")
 """Three or more bracketed numbers separated by spaces: page navigation ("[1] [2] [3] Next"), not citations."""
 _CITE_RANGE = re.compile(r"(\d+)[ \t]*[-–][ \t]*(\d+)|(\d+)")
+_MORE_LABELS = re.compile(r"(?:[ \t]*(?:,|and|or|&|[-–—]|to)[ \t]*\(?(?-i:[A-Z])?\d[\w.]*\)?)*", re.IGNORECASE)
+_PAGE_BEFORE = re.compile(r"\bpp?\.[ \t]*$")
+_ABBR = r"(?-i:[A-Z][A-Za-z]{0,6}\.|(?:[A-Z]\.){2,4})"
+_STATUTE_BEFORE = re.compile(
+    rf"(?:(?<![\w.])(?:\d{{1,4}}|{_ABBR})[ \t]+{_ABBR}|\b(?-i:Code|Stat|Stats|Laws|Ann|Regs|U\.S\.C|C\.F\.R)\.?)[ \t]*\Z"
+)
+"""A law reporter or a statute right before the keyword: a volume number or an abbreviation, then an
+abbreviation ("45 Cal. App. 3d 1234", "96 U.S. App. D.C. 14", "Wis. Stat. § 19.35"), or a code name
+("Penal Code § 12", "42 U.S.C. § 83"); not the document's own part. A lone abbreviation is not enough:
+"... the MLT. Figure 3A" ends a sentence. Source: the reporter and code abbreviations of The Bluebook
+(tables T1, T6)."""
+_BARE_REF = re.compile(r"\([ \t\u00a0]*(?:REF|\?\?)[ \t\u00a0]*\)")
+"""``(REF)`` / ``(??)``: an ``\\eqref`` whose number the converter lost (unarXive, LaTeX)."""
+_EXCLUDED = re.compile(
+    r"^[ \t]*```.*?(?:^[ \t]*```|\Z)"
+    r"|\\begin\{(?P<env>verbatim|lstlisting|minted|thebibliography)\}.*?(?:\\end\{(?P=env)\}|\Z)"
+    r"|^[ \t]*\\bibitem\b[^\n]*"
+    r"|<ref\b[^>]*/>|<ref\b[^>]*>.*?(?:</ref>|\Z)"
+    r"|\{\{[ \t]*(?:cite|citation|harvnb|sfn)\b[^{}]*(?:\{\{[^{}]*\}\}[^{}]*)*\}\}"
+    r"|\[https?://[^\s\]]+[ \t][^\]\n]*\]"
+    r"|`[^`\n]+`",
+    re.DOTALL | re.MULTILINE | re.IGNORECASE,
+)
+"""Where a mention is an example or an entry, not a reference: code blocks and inline code, verbatim and
+listing environments, ``thebibliography`` and ``\\bibitem`` lines, wiki ``<ref>`` notes, citation
+templates and external-link labels (a cited work's "Table 3" is that work's)."""
+_EXCLUDED_GATE = ("```", "\\begin{", "\\bibitem", "<ref", "{{", "[http", "`")
+_QUOTES = {'"': '"', "“": "”", "'": "'", "‘": "’"}
+
+
+def _excluded_spans(text: str) -> list[tuple[int, int]]:
+    if not any(g in text for g in _EXCLUDED_GATE):
+        return []
+    return [(mt.start(), mt.end()) for mt in _EXCLUDED.finditer(text)]
+
+
+def _quoted(text: str, start: int, end: int) -> bool:
+    """'"[1]"', "“Table 2”": a mention that is itself quoted is an example string."""
+    close = _QUOTES.get(text[start - 1 : start]) if start else None
+    return close is not None and text[end : end + 1] == close
 
 
 @dataclass(frozen=True)
@@ -97,6 +137,10 @@ def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
             continue  # inside a word ("timetable 2") or a LaTeX command
         kind = _kind(mt)
         kw_text = text[kw_start : mt.start("labels")]
+        if kind == "theorem" and not kw_text[:1].isupper():
+            continue  # "a lemma 3 ..." is not how mathematical text cites a statement
+        if _STATUTE_BEFORE.search(text, max(0, kw_start - 24), kw_start):
+            continue  # "Cal. App. 3d 1234" (a law reporter), "Wis. Stat. § 19.35" (a statute)
         prev = text[max(0, kw_start - 12) : kw_start].split()
         refish = kw_text[:1].isupper() or (prev and prev[-1].lower() in {"in", "see", "of", "and", "the", "to", "by", "from", "per"})
         labels_start = mt.start("labels")
@@ -117,6 +161,14 @@ def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
                 continue  # "Figure 3A-C": panel letters of the previous label
             if first and not core[:1].isdigit() and lab not in PLACEHOLDERS and not core.startswith("\\") and not refish:
                 break  # "I figure I can", "figure one out": non-numeric labels need a capitalised keyword
+            if first and not core[:1].isdigit() and lab not in PLACEHOLDERS and _sentence_end(kw_text, m):
+                break  # "... Thermodynamic Properties. J Chem Phys.": a word ending a sentence, then a letter
+            if first and core.lower() in m.numbers and _TITLE_WORD.match(text, lt.end()):
+                break  # "Figure Two Packs": a product name in title case
+            if first and core.isalpha() and core.islower() and core not in m.numbers and not kw_text[:1].isupper():
+                break  # "the section x is", "the equation x": a lower-case roman label needs "Section"
+            if first and core.lower() in m.numbers and kw_text.rstrip(" .~\u00a0").lower().endswith("s") and lt.end() == mt.end():
+                break  # "the algorithms one wants": a plural keyword before a lone spelled number
             if kind == "section" and (_leading_int(lab) or 0) > MAX_SECTION_NUMBER:
                 break
             n = _leading_int(lab)
@@ -130,11 +182,21 @@ def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
     return out
 
 
+_TITLE_WORD = re.compile(r"[ \t]+(?-i:[A-Z][a-z]+)\b")
+
+
+def _sentence_end(kw_text: str, m: Matcher) -> bool:
+    """The keyword is a whole word followed by a full stop ("Properties."), not an abbreviation ("Fig.")."""
+    kw = kw_text.rstrip(" \t~\u00a0\u202f")
+    return kw.endswith(".") and kw[:-1].lower() not in m.abbreviations
+
+
 def _ordinal_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> list[Candidate]:
     return [
         Candidate(_kind(mt), str(m.ordinals[mt.group("ord").lower()]), mt.start("ord"), mt.end(), True)
         for mt in matches
-        if not (mt.start() and text[mt.start() - 1].isalnum())
+        if _kind(mt) != "theorem"  # "in the first example" is prose, not "Example 1"
+        and not (mt.start() and text[mt.start() - 1].isalnum())
         and m.ordinal_before.search(text, max(0, mt.start() - 16), mt.start())
     ]
 
@@ -145,10 +207,10 @@ def _citation_mentions(text: str) -> list[Candidate]:
     if "[" not in text:
         return _author_year_mentions(text, out)
     for mt in _NUMERIC_CITE.finditer(text):
-        if mt.start() and (text[mt.start() - 1].isalnum() or text[mt.start() - 1] in "_[]\\^"):
-            continue  # x[1], a[1][2], \cite[1]
-        if any(a <= mt.start() < b for a, b in navigation):
-            continue
+        if mt.start() and (text[mt.start() - 1].isalnum() or text[mt.start() - 1] in "_[]\\^}"):
+            continue  # x[1], a[1][2], \cite[1], \newcommand{\x}[1]
+        if any(a <= mt.start() < b for a, b in navigation) or _PAGE_BEFORE.search(text, max(0, mt.start() - 6), mt.start()):
+            continue  # "[1] [2] [3] Next"; "p. [231]-233" (a page number supplied by a cataloguer)
         line_start = text.rfind("\n", 0, mt.start()) + 1
         if not text[line_start : mt.start()].strip():
             continue  # "[12] Author, Title" at line start is a reference-list entry
@@ -187,10 +249,34 @@ def _author_year_mentions(text: str, out: list[Candidate]) -> list[Candidate]:
     return out
 
 
-def _external(text: str, start: int, end: int, m: Matcher) -> bool:
-    if m.external_after.match(text, end):
+def _bare_refs(text: str, keyword: list[Candidate]) -> list[Candidate]:
+    """``(REF)`` outside a keyword mention ("substituting (REF) into (REF)"): a lost equation number."""
+    if "REF" not in text and "??" not in text:
+        return []
+    spans = [(c.start, c.end) for c in keyword]
+    return [Candidate("equation", mt.group().strip("() \t\u00a0"), mt.start(), mt.end(), False)
+            for mt in _BARE_REF.finditer(text) if not any(a <= mt.start() < b for a, b in spans)]
+
+
+def _external(text: str, kind: str, start: int, end: int, m: Matcher) -> bool:
+    rest = _MORE_LABELS.match(text, end).end()  # "equations (1) and (2) in the main text": the whole list
+    if m.external_after.match(text, rest) or m.external_before.search(text, max(0, start - 60), start):
         return True
-    return bool(m.external_before.search(text, max(0, start - 60), start))
+    # a supplementary / online cue in the same sentence (60 characters before, 80 after), unless the cue
+    # names an object of another kind: "Fig. 2 (Supplementary Table S3)" keeps Fig. 2 in the document
+    lo = max(0, start - 60)
+    before = text[lo:start]
+    lo += max(before.rfind(c) for c in ".!?\n") + 1
+    hi = end + 80
+    after = text[end:hi]
+    stops = [i for i in (after.find(c) for c in ".!?\n") if i >= 0]
+    hi = end + min(stops) if stops else min(hi, len(text))
+    for cues, a, b in ((m.cue_before, lo, start), (m.external_cue, end, hi)):
+        for cue in cues.finditer(text, a, b):
+            named = m.cue_names.match(text, cue.end())
+            if named is None or _kind(named) == kind:
+                return True
+    return False
 
 
 def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None) -> list[Mention]:
@@ -211,9 +297,12 @@ def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None) -
 
 def _analyse(text: str, m: Matcher) -> list[Mention]:
     kw_matches, ord_matches = _candidates(text, m)
-    raw = _keyword_mentions(text, m, kw_matches) + _ordinal_mentions(text, m, ord_matches) + _citation_mentions(text)
+    keyword = _keyword_mentions(text, m, kw_matches)
+    raw = keyword + _ordinal_mentions(text, m, ord_matches) + _citation_mentions(text) + _bare_refs(text, keyword)
     if not raw:
         return []
+    excluded = _excluded_spans(text)
+    raw = [r for r in raw if not _quoted(text, r.start, r.end) and not any(a <= r.start < b for a, b in excluded)]
     targets = _Targets(text, m)
     out: list[Mention] = []
     seen: set[tuple[str, str, int]] = set()
@@ -229,6 +318,6 @@ def _analyse(text: str, m: Matcher) -> list[Mention]:
         elif kind == "citation":
             dangling = True
         else:
-            dangling = not (label[:1] == "S" and label[1:2].isdigit()) and not _external(text, start, end, m)
+            dangling = not (label[:1] == "S" and label[1:2].isdigit()) and not _external(text, kind, start, end, m)
         out.append(Mention(kind, label, start, end, dangling))
     return out

@@ -28,6 +28,17 @@ _ALGORITHM_STRUCT = re.compile(r"\\begin\{algorithm\*?\}|\\begin\{algorithmic\}"
 _LISTING_STRUCT = re.compile(r"\\begin\{(?:lstlisting|listing|minted|verbatim)\}|^[ \t]*```", re.MULTILINE)
 _REF_ENTRY = re.compile(r"^[ \t]*\[(?P<n>\d{1,4})\](?![(])", re.MULTILINE)
 _NUMBERED_LINE = re.compile(r"^[ \t]*(?P<n>\d{1,4})[.)][ \t]+\S", re.MULTILINE)
+_CLAUSE = re.compile(
+    r"^[ \t]*(?:(?:section|sec\.|§|article|art\.|clause)[ \t]*)?(?P<n>\d{1,2}(?:\.\d{1,2})*)[.)][ \t]+[\"“(]?(?-i:[A-Z])",
+    re.MULTILINE | re.IGNORECASE,
+)
+"""A numbered clause: "10. Automatic Licensing." or "3. Grant of Licence. Subject to ..." opens section 10 / 3
+of a licence or a contract, whether or not its title ends the line (GPL, Apache, MPL and contract style)."""
+_THEOREM_ENV = re.compile(
+    r"\\begin\{(?:theorem|lemma|proposition|corollary|definition|example|remark|property|conjecture|thm|lem|prop"
+    r"|cor|defn|rem)\*?\}"
+)
+_BIBITEM = re.compile(r"\\bibitem\b")
 _FOOTNOTE_DEF = re.compile(r"^[ \t]*\[\^(?P<n>[^\]\s]{1,20})\]:", re.MULTILINE)
 _BIB_ENTRY = re.compile(
     r"^[^\n]{0,40}?(?-i:[A-Z])[\w'’\-]+,[ \t]+(?-i:[A-Z])\.[^\n]*?(?:19|20)\d{2}", re.MULTILINE
@@ -110,6 +121,9 @@ class _Targets:
                 lab = normalise_label(raw, "section", self.m.numbers)
                 if lab:
                     labels["section"].add(lab)
+            bib = self.m.bib_heading.search(self.text)
+            for mt in _CLAUSE.finditer(self.text, 0, bib.start() if bib else len(self.text)):
+                labels["section"].add(mt.group("n"))
             for mt in _EQ_LINE.finditer(self.text):
                 labels["equation"].add(mt.group("label").lower())
             for mt in _TAG.finditer(self.text):
@@ -134,6 +148,7 @@ class _Targets:
             "equation": len(_EQ_ENV.findall(t)),
             "algorithm": len(_ALGORITHM_STRUCT.findall(t)),
             "listing": len(_LISTING_STRUCT.findall(t)) // 2 if "```" in t else len(_LISTING_STRUCT.findall(t)),
+            "theorem": len(_THEOREM_ENV.findall(t)),
         }
 
     @cached_property
@@ -146,7 +161,9 @@ class _Targets:
             tail = self.text[heads[-1].end():]
             entries |= {int(mt.group("n")) for mt in _NUMBERED_LINE.finditer(tail)}
             after = sum(1 for line in tail.split("\n") if line.strip())
-        has_bib = bool(heads) or len(entries) >= 2 or len(_BIB_ENTRY.findall(self.text)) >= 3
+        bibitems = len(_BIBITEM.findall(self.text)) if "\\bibitem" in self.text else 0
+        entries |= set(range(1, bibitems + 1))  # \bibitem entries are numbered in order
+        has_bib = bool(heads) or len(entries) >= 2 or bibitems > 0 or len(_BIB_ENTRY.findall(self.text)) >= 3
         return has_bib, entries, after
 
     def resolves(self, kind: str, label: str, ordinal: bool = False) -> bool:
@@ -164,7 +181,8 @@ class _Targets:
             labels = self.labels["section"] | self.labels["appendix"]
             if label in labels or any(x.startswith(label + ".") for x in labels):
                 return True
-            return kind == "section" and "." in label and label.split(".")[0] in labels
+            major = re.match(r"\d+", label)  # "2.3" under heading 2, "2a" / "2(a)" a sub-clause of clause 2
+            return kind == "section" and major is not None and major.group() != label and major.group() in labels
         if label in labels:
             return True
         n = _leading_int(label)
@@ -178,7 +196,8 @@ class _Targets:
 
 
 def _kind(mt: re.Match[str]) -> str:
+    groups = mt.groupdict()
     for kind in KEYWORD_KINDS:
-        if mt.group(f"k_{kind}") is not None:
+        if groups.get(f"k_{kind}") is not None:
             return kind
     raise AssertionError("a keyword group matched without a kind")  # pragma: no cover

@@ -20,6 +20,7 @@ KINDS: tuple[str, ...] = (
     "appendix",
     "algorithm",
     "listing",
+    "theorem",
     "footnote",
     "citation",
 )
@@ -50,10 +51,15 @@ DEFAULT_VOCAB: dict[str, dict[str, list[str]]] = {
         "table": ["table", "tables", "tab.", "tabs."],
         "figure": ["figure", "figures", "fig.", "figs.", "fig.s"],
         "equation": ["equation", "equations", "eq.", "eqs.", "eqn.", "eqns."],
-        "section": ["section", "sections", "sec.", "secs.", "sect.", "§", "§§"],
+        "section": ["section", "sections", "sec.", "secs.", "sect.", "subsection", "subsections", "subsec.", "§",
+                    "§§"],
         "appendix": ["appendix", "appendices", "app."],
         "algorithm": ["algorithm", "algorithms", "alg.", "algo."],
         "listing": ["listing", "listings", "lst."],
+        "theorem": ["theorem", "theorems", "thm.", "lemma", "lemmas", "lemmata", "lem.", "proposition",
+                    "propositions", "prop.", "corollary", "corollaries", "cor.", "definition", "definitions",
+                    "def.", "defn.", "example", "examples", "remark", "remarks", "rem.", "property", "properties",
+                    "conjecture", "conjectures"],
         "footnote": ["footnote", "footnotes", "fn.", "note"],
         "numbers": _EN_NUMBERS,
         "ordinals": "first second third fourth fifth sixth seventh eighth ninth tenth".split(),
@@ -76,6 +82,8 @@ DEFAULT_VOCAB: dict[str, dict[str, list[str]]] = {
         "appendix": ["anhang", "anh."],
         "algorithm": ["algorithmus", "algorithmen"],
         "listing": ["listing", "quelltext"],
+        "theorem": ["satz", "lemma", "lemmata", "proposition", "korollar", "folgerung", "definition", "beispiel",
+                    "bemerkung", "eigenschaft", "vermutung"],
         "footnote": ["fußnote", "fussnote", "fn.", "anmerkung"],
         "numbers": _DE_NUMBERS,
         "ordinals": "erste zweite dritte vierte fünfte sechste siebte achte neunte zehnte".split(),
@@ -93,6 +101,9 @@ DEFAULT_VOCAB: dict[str, dict[str, list[str]]] = {
         "appendix": ["annexe", "annexes", "appendice"],
         "algorithm": ["algorithme", "algorithmes", "algo."],
         "listing": ["listing", "listage"],
+        "theorem": ["théorème", "théorèmes", "lemme", "lemmes", "proposition", "propositions", "corollaire",
+                    "corollaires", "définition", "définitions", "exemple", "exemples", "remarque", "remarques",
+                    "propriété", "propriétés", "conjecture"],
         "footnote": ["note"],
         "numbers": _FR_NUMBERS,
         "ordinals": "premier deuxième troisième quatrième cinquième sixième septième huitième neuvième dixième".split(),
@@ -110,6 +121,9 @@ DEFAULT_VOCAB: dict[str, dict[str, list[str]]] = {
         "appendix": ["apéndice", "apéndices", "anexo", "anexos"],
         "algorithm": ["algoritmo", "algoritmos"],
         "listing": ["listado", "listados"],
+        "theorem": ["teorema", "teoremas", "lema", "lemas", "proposición", "proposiciones", "corolario",
+                    "corolarios", "definición", "definiciones", "ejemplo", "ejemplos", "observación",
+                    "observaciones", "propiedad", "propiedades", "conjetura"],
         "footnote": ["nota"],
         "numbers": _ES_NUMBERS,
         "ordinals": "primero segundo tercero cuarto quinto sexto séptimo octavo noveno décimo".split(),
@@ -122,7 +136,11 @@ DEFAULT_VOCAB: dict[str, dict[str, list[str]]] = {
 }
 """language code (ISO 639-1) -> vocabulary field -> terms. "Chapter" is deliberately no section keyword:
 on the web it names a book's or a story's chapter, or a statute's ("Chapter 11"), far more often than a
-part of the document itself. Fields other than the keyword kinds:
+part of the document itself. ``theorem`` covers the numbered statements of mathematical writing (amsthm's
+``\\newtheorem`` environments: theorem, lemma, proposition, corollary, definition, example, remark,
+property, conjecture); they often share one counter, so they share one kind, and a theorem keyword must
+be capitalised ("Lemma 3", not "a lemma 3 ..."). "Claim" is left out: patents say "claim 1" for the
+numbered claims they list. Fields other than the keyword kinds:
 
 * ``numbers``: spelled cardinals, value = position + 1 (``one`` .. ``twenty``).
 * ``ordinals``: ``first`` .. ``tenth``; "the second table" points at table 2.

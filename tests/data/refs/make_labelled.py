@@ -133,6 +133,12 @@ class Doc:
                 self.gold += [{"kind": kind, "label": lab, "start": s, "end": s + len(text)} for lab in labels]
         self.add(after + " ")
 
+    def gold_piece(self, piece: str, kind: str, label: str, after: str = "") -> None:
+        """Add ``piece`` as one gold dangling mention, then ``after``."""
+        s = self.add(piece)
+        self.gold.append({"kind": kind, "label": label, "start": s, "end": s + len(piece)})
+        self.add(after)
+
     def text(self) -> str:
         return ("".join(self.parts) + "".join(self.trailer)).rstrip() + "\n"
 
@@ -379,9 +385,198 @@ def varied_doc(rng: random.Random, i: int) -> dict:
     return {"category": "varied", "text": doc.text(), "dangling": doc.gold}
 
 
+# ------------------------------------------------------------------ kinds of issue 15 (science, legal, ...)
+THEOREM_KW = ["Theorem", "Lemma", "Proposition", "Corollary", "Definition", "Example", "Remark", "Property",
+              "Thm.", "Prop."]
+THEOREM_SENTENCES = ["By {m}, the sum is bounded.", "The claim follows from {m}.", "{m} gives the base case.",
+                     "Combining {m} with the estimate above, we conclude."]
+
+
+def science_doc(rng: random.Random, i: int) -> dict:
+    """Scientific kinds: theorem-like statements, subsections, bare ``(REF)``, a figure next to a
+    supplementary table, and places in a cited work (never dangling)."""
+    doc = Doc(rng)
+    doc.para()
+    variant = ["theorem", "theorem", "subsection", "bare_ref", "supp_figure", "cited"][i % 6]
+    if variant == "theorem":
+        kw = rng.choice(THEOREM_KW)
+        lab = rng.choice(["2", "3", "2.1", "REF"])
+        dangling = lab == "REF" or rng.random() < 0.5
+        doc.mention(rng.choice(THEOREM_SENTENCES), [(f"{kw} {lab}", "theorem", [lab])], dangling)
+        doc.para(1)
+        if not dangling:
+            word = {"Thm.": "Theorem", "Prop.": "Proposition"}.get(kw, kw)
+            doc.add(rng.choice([f"**{word} {lab}.** Let x be a positive integer.\n\n",
+                                f"{word} {lab} (Main bound). Every finite set is bounded.\n\n",
+                                f"{word} {lab}. Let f be continuous.\n\n"]))
+    elif variant == "subsection":
+        lab = rng.choice(["2.1", "3.2", "REF"])
+        dangling = lab == "REF" or rng.random() < 0.5
+        doc.mention("The estimator is described in {m}.", [(f"Subsection {lab}", "section", [lab])], dangling)
+        if not dangling:
+            doc.trailer.append(f"\n\n{lab} Estimation\n\nText.")
+    elif variant == "bare_ref":
+        doc.add("Substituting ")
+        doc.gold_piece("(REF)", "equation", "REF", " into the update and using ")
+        doc.gold_piece("(REF )", "equation", "REF", " gives the bound. The three cases are (1) empty, (2) small and (3) large. ")
+    elif variant == "supp_figure":
+        n = rng.randint(1, 4)
+        dangling = rng.random() < 0.6
+        doc.mention(rng.choice(["{m} shows the trend, and the counts are in Supplementary Table S2.",
+                                "The counts (Supplementary Table S3) agree with {m}."]),
+                    [(f"Fig. {n}", "figure", [str(n)])], dangling)
+        if not dangling:
+            doc.add(f"\n\nFigure {n}: Trend of the counts.\n\n")
+    else:
+        doc.add(rng.choice([
+            "The bound is Theorem 3.2 of [4], applied twice. ", "We use [4, Lemma 2.1] and [7, Eq. (3)]. ",
+            "As in Section 4.2 of Knuth's book, the tree is balanced. ",
+            "Eq. (5) of the original paper has a sign error. ",
+            "The constant is taken from Proposition 6 in [2]. ",
+        ]))
+        doc.trailer.append("\n\nReferences\n" + "\n".join(f"[{k}] Author{k}, B. Title. 2018." for k in range(1, 9)))
+    doc.para()
+    return {"category": f"science.{variant}", "text": doc.text(), "dangling": doc.gold}
+
+
+CLAUSE_TITLES = ["Definitions", "Grant of Rights", "Fees and Payment", "Confidentiality", "Term and Termination",
+                 "Warranties", "Limitation of Liability", "Governing Law", "Notices", "Miscellaneous"]
+
+
+def _clauses(doc: Doc, rng: random.Random, n: int, inline: bool) -> None:
+    for k in range(1, n + 1):
+        body = rng.choice(["Each party shall keep the other informed.", "Payments are due within thirty days.",
+                           "This obligation survives the end of the agreement."])
+        sep = " " if inline else "\n"
+        doc.add(f"{k}. {CLAUSE_TITLES[k - 1]}.{sep}{body}\n\n")
+
+
+def legal_doc(rng: random.Random, i: int) -> dict:
+    """Contracts and legal prose: numbered clauses that define sections, statutes, law reporters."""
+    doc = Doc(rng)
+    variant = ["clause", "clause", "statute", "reporter", "cited_book", "schedule"][i % 6]
+    if variant == "clause":
+        n = rng.randint(6, 10)
+        _clauses(doc, rng, n, inline=rng.random() < 0.5)
+        a, b = rng.sample(range(1, n + 1), 2)
+        doc.add(rng.choice([f"Nothing in Section {a} limits the rights under Section {b}. ",
+                            f"Subject to section {a}(b), the terms of section {b} apply. ",
+                            f"The obligations in Sections {a} and {b} survive termination. "]))
+    elif variant == "statute":
+        doc.add(rng.choice([
+            "The agency relied on section 5 of the FTC Act and section 12(b) of the Securities Exchange Act. ",
+            "Records are open under Wis. Stat. § 19.35 unless an exception applies. ",
+            "The claim arises under Penal Code § 12 and Section 3 of Article II of the state charter. ",
+            "Section 2 of the Sherman Act forbids monopolisation. ",
+            "The tenant invoked section 8 of the Residential Tenancies Act. ",
+        ]))
+    elif variant == "reporter":
+        doc.add(rng.choice([
+            "See Miller v. Stone, 45 Cal. App. 3d 123, 130 (1975). ",
+            "The rule was restated in Doe v. Board, 512 F.2d 88 (D.C. Cir. 1975), 96 U.S. App. D.C. 14. ",
+            "Compare Hart v. Lane, 7 Ill. App. 2d 301 (1955), with the later cases. ",
+        ]))
+    elif variant == "cited_book":
+        doc.add(rng.choice([
+            "The doctrine is traced in Wright, Federal Courts, chap. 4, sect. 12, p. 61. ",
+            "See the treatise's Section 4.2 of Hale's Commentaries for the history. ",
+            "Section 1.3 of the Restatement takes the opposite view. ",
+        ]))
+    else:  # a schedule table stripped from a contract: the mention dangles
+        _clauses(doc, rng, 4, inline=True)
+        n = rng.randint(1, 3)
+        dangling = rng.random() < 0.5
+        doc.mention("The fees are set out in {m}.", [(f"Table {n}", "table", [str(n)])], dangling)
+        if not dangling:
+            doc.add(f"\n\nTable {n}: Fees.\n{TABLE_BODIES['markdown']}\n\n")
+    doc.add("\n")
+    return {"category": f"legal.{variant}", "text": doc.text(), "dangling": doc.gold}
+
+
+LICENCE_TITLES = ["Definitions", "Source Code", "Basic Permissions", "Protecting Users", "Conveying Copies",
+                  "Additional Terms", "Termination", "Acceptance Not Required", "Automatic Licensing",
+                  "Patents", "Disclaimer of Warranty", "Interpretation"]
+
+
+def licence_doc(rng: random.Random, i: int) -> dict:
+    """An invented copyleft licence: "N. Title." clauses (GPL style, numbered from 0) referring to each
+    other, and sections of other licences ("section 3 of the GPL")."""
+    doc = Doc(rng)
+    doc.add("SAMPLE PUBLIC LICENSE\nVersion 2, June 2026\n\nTERMS AND CONDITIONS\n\n")
+    n = rng.randint(8, 12)
+    for k in range(n):
+        doc.add(f"{k}. {LICENCE_TITLES[k]}.\n\n")
+        a = rng.randrange(n)
+        doc.add(rng.choice([f"You may convey copies only under the conditions of section {a} of this License. ",
+                            f"The requirements of Section {a} do not apply to system libraries. ",
+                            "You may not impose any further restrictions on the recipients. ",
+                            "Compatible terms are those of section 3 of the GPL and Section 4 of the Apache License. ",
+                            "The notice may follow section 7 of the MPL or section 2(c) of the LGPL. "]) + "\n\n")
+    if i % 4 == 0:  # a reference to a clause the copy lost: dangling by construction
+        doc.mention("The exception is described in {m}.", [(f"Section {n + 3}", "section", [str(n + 3)])], True)
+    doc.add("END OF TERMS AND CONDITIONS\n")
+    return {"category": "licence.clause", "text": doc.text(), "dangling": doc.gold}
+
+
+def wiki_doc(rng: random.Random, i: int) -> dict:
+    """Wiki-like text: citation markers, wikitext notes and templates, a references section."""
+    doc = Doc(rng)
+    doc.para()
+    variant = ["markers", "wikitext", "author_year", "link"][i % 4]
+    if variant == "markers":  # the reference list was stripped: markers dangle
+        doc.add("The harbour was rebuilt after the storm.")
+        doc.gold_piece("[3]", "citation", "3", " Trade recovered within a decade.")
+        doc.gold_piece("[4]", "citation", "4", " ")
+    elif variant == "wikitext":
+        doc.add("The population grew quickly.<ref>National Office, Yearbook, Table 3, p. 12.</ref> "
+                "It peaked in 1950.{{cite book |title=Demographic Yearbook – Table 3: Population |year=1952}} "
+                "Compare to section 1 of both acts.<ref group=note>See note 18 of the report.</ref> ")
+    elif variant == "author_year":
+        doc.add("The theory was popularised later (e.g., Moreau, 1993), and critics replied (Lindqvist, 2011). ")
+        doc.trailer.append("\n\n== References ==\n* Moreau, A. (1993). A book. Press.\n"
+                           "* Lindqvist, B. (2011). An article. Journal.")
+    else:
+        doc.add("The group answered the question in [http://example.org/faq/secG.html Section G – Is it new?] "
+                "and in its published ''Journeys Through Italy, India and Indonesia'' (2006). ")
+    doc.para()
+    return {"category": f"wiki.{variant}", "text": doc.text(), "dangling": doc.gold}
+
+
+def latex_doc(rng: random.Random, i: int) -> dict:
+    """LaTeX sources: macro definitions, example strings, thebibliography, \\ref without a label."""
+    doc = Doc(rng)
+    variant = ["newcommand", "bibitem", "example", "ref"][i % 4]
+    if variant == "newcommand":
+        doc.add("\\newcommand{\\norm}[1]{\\lVert #1 \\rVert}\n\\renewcommand{\\vec}[2]{(#1, #2)}\n"
+                "\\newcommand{\\pair}[2][0]{#1 + #2}\n\n")
+        doc.para()
+    elif variant == "bibitem":
+        doc.para()
+        doc.add("This extends earlier work \\cite{smith19,lee20}.\n\n")
+        doc.add("\\begin{thebibliography}{9}\n"
+                "\\bibitem[Smith et al.(2019)]{smith19} Smith, J., Lee, K. and Park, M. (2019). A study, Table 4.\n"
+                "\\bibitem[Lee and Kim(2020)]{lee20} Lee, K. and Kim, H. (2020). Another study [2].\n"
+                "\\end{thebibliography}\n")
+    elif variant == "example":
+        doc.add("To cite a source, type `\\cite{key}`; the numeric styles print \"[1]\" in the text, and "
+                "a cross-reference such as `Figure~\\ref{fig:loss}` becomes \"Figure 1\".\n\n"
+                "```latex\nAs shown in Table~\\ref{tab:main} and [2], ...\n```\n\n")
+        doc.para()
+    else:
+        dangling = rng.random() < 0.5
+        doc.para()
+        doc.mention("The results are listed in {m}.", [("Table~\\ref{tab:main}", "table", ["\\ref{tab:main}"])],
+                    dangling)
+        if not dangling:
+            doc.add("\n\n\\begin{table}\n\\caption{Results}\\label{tab:main}\n\\end{table}\n\n")
+    doc.add("\n")
+    return {"category": f"latex.{variant}", "text": doc.text(), "dangling": doc.gold}
+
+
 PLAN = [
     (keyword_doc, 150), (placeholder_doc, 25), (citation_doc, 40), (author_year_doc, 20), (footnote_doc, 10),
     (hard_negative_doc, 60), (varied_doc, 40), (table_present_doc, 15), (external_doc, 9), (multilingual_doc, 24),
+    (science_doc, 60), (legal_doc, 36), (licence_doc, 16), (wiki_doc, 24), (latex_doc, 24),
 ]
 
 
