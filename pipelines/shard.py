@@ -45,8 +45,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines import chain, storage, tables
+from pipelines import chain, shard_blend, storage, tables
 from pipelines.config import WinnowConfig
+from pipelines.shard_blend import blend_files
 from pipelines.shard_split import SplitPlan, plan_split, split_key
 from pipelines.shard_writer import KEY_HEX, RESULT_SCHEMA, keys_as_bytes, make_shard_writer, write_file
 from pipelines.stage import StageReport
@@ -248,12 +249,12 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
 
     # Retract what a previous run published before anything changes under it: readers trust the
     # manifest and the MDS indexes, so they go first.
-    indexes = [f"{s}/{MDS_INDEX}" for s in SPLITS] + [MDS_INDEX]
+    indexes = [f"{s}/{MDS_INDEX}" for s in SPLITS] + [MDS_INDEX, shard_blend.MEGATRON, shard_blend.STREAMS]
     if remote:
         for rel in [MANIFEST, *indexes]:
             storage.delete(root, rel, scfg.storage)
     (local / MANIFEST).unlink(missing_ok=True)
-    for sub in ("megatron", "mds", *SPLITS):
+    for sub in ("megatron", "mds", "blend", *SPLITS):
         shutil.rmtree(local / sub, ignore_errors=True)
 
     df = df.select(*INPUT_COLUMNS)
@@ -278,9 +279,12 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     if remote:
         upload_stats = storage.upload_verified(_local_files(local, data_files), root, scfg.storage)
     index_files = []
+    for rel, text in blend_files(root, data_files, remote).items():
+        index_blobs[rel] = text.encode("utf-8")
     for rel, blob in index_blobs.items():
         size, sha = write_file(local / rel, blob)
-        index_files.append({"path": rel, "format": "mds", "kind": "index", "bytes": size, "sha256": sha})
+        fmt, kind = ("mds", "index") if rel.endswith("index.json") else ("blend", "blend")
+        index_files.append({"path": rel, "format": fmt, "kind": kind, "bytes": size, "sha256": sha})
     if remote and index_files:
         more = storage.upload_verified(_local_files(local, index_files), root, scfg.storage)
         upload_stats = {k: upload_stats.get(k, 0) + v for k, v in more.items()}
@@ -425,7 +429,7 @@ def build_manifest(cfg: WinnowConfig, sections: dict[str, dict[str, Any]], files
             "streaming": {"num_canonical_nodes": STREAMING_CANONICAL_NODES, "shuffle": True, "shuffle_algo": "py1e",
                           "shuffle_seed": cfg.run.seed, "partition_algo": "orig"},
             "megatron": {"seed": cfg.run.seed, "sequence_length": cfg.shard.seq_len, "split": "100,0,0",
-                         "blend": f"{root}/train/megatron/{cfg.shard.name_prefix}_NNNNN (one prefix per shard)"},
+                         "per_split_data_args_path": f"{root}/{shard_blend.MEGATRON}"},
         },
         "tokens_by_source": train["tokens_by_source"],
         "token_share_by_source": train["token_share_by_source"],

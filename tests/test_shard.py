@@ -86,7 +86,7 @@ def test_manifest_totals_balance_and_per_file_facts(runs):
     assert m["balance"]["longest_document_tokens"] == longest
     assert m["balance"]["max_tokens"] - m["balance"]["min_tokens"] <= longest
     kinds = sorted({(f["format"], f["kind"]) for f in m["files"]})
-    assert kinds == [("mds", "index"), ("mds", "mds"), ("megatron", "bin"), ("megatron", "idx")]
+    assert kinds == [("blend", "blend"), ("mds", "index"), ("mds", "mds"), ("megatron", "bin"), ("megatron", "idx")]
     assert m["totals"]["mds_samples"] * 64 + m["totals"]["mds_dropped_tokens"] == tokens
     assert m["totals"]["mds_dropped_tokens"] < 3 * 64
     shares = m["token_share_by_source"]

@@ -48,7 +48,7 @@ def split_run(spark, tmp_path_factory):
     return {"rows": rows, "base": base, "run": run}
 
 
-def test_a_fraction_of_documents_is_held_out_by_split_key_into_its_own_shard_set(split_run):
+def test_a_fraction_of_documents_is_held_out_by_split_key_into_its_own_shard_set(spark, split_run):
     report, m = split_run["run"]("shard.split.validation=0.1", "shard.split.validation_shards=2")
     rows = split_run["rows"]
     by_key = sorted(rows, key=lambda r: split_key(42, r[0]))
@@ -63,7 +63,23 @@ def test_a_fraction_of_documents_is_held_out_by_split_key_into_its_own_shard_set
     assert m["totals"]["documents"] == N and report.extra["split"]["validation_documents"] == 40
     for name in ("train", "validation"):
         assert (out / name / "mds" / "index.json").is_file()
+    # Blend files: Megatron-LM's --per-split-data-args-path (weight = shard tokens) and streaming streams.
+    meg = json.loads((out / "blend" / "megatron.json").read_text())
+    tokens = {f["path"][: -len(".bin")]: f["tokens"] for f in m["files"] if f["kind"] == "bin"}
+    assert meg["test"] == [] and len(meg["train"]) == len(meg["valid"]) == 4
+    for split, folder in (("train", "train"), ("valid", "validation")):
+        pairs = list(zip(meg[split][::2], meg[split][1::2], strict=True))
+        assert [(int(w), p) for w, p in pairs] == [(tokens[f"{folder}/megatron/winnow_{k:05d}"], f"{out}/{folder}/megatron/winnow_{k:05d}")
+                                                   for k in range(2)]
+    assert json.loads((out / "blend" / "streams.json").read_text()) == {
+        s: {s: {"local": f"{out}/{s}/mds", "proportion": 1.0}} for s in ("train", "validation")}
     assert verify(str(out)).problems == []
+    # jobs/inspect.py --doc-id names the shard set a document went to.
+    from pipelines.inspect import doc_path
+
+    cfg = load_config(overrides=[f"run.root={split_run['base']}"])
+    assert doc_path(spark, cfg, held[0][0])[-1]["status"] == "validation"
+    assert doc_path(spark, cfg, kept[0][0])[-1]["status"] == "train"
 
 
 def test_a_fraction_of_tokens_and_a_token_count_stop_at_the_first_document_that_reaches_them(split_run):

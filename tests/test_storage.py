@@ -167,11 +167,11 @@ def test_shard_stage_to_s3_through_faults_and_no_manifest_when_retries_run_out(s
     ok = cfg("s3://shards/run1")
     tables.write_table(spark.createDataFrame(tokenized_rows(200), TOK_SCHEMA), ok, "tokenized", properties=gpt2_props())
     first = run_stage(spark, ok, "shard")
-    assert first.extra["upload"]["uploaded"] == 7 and proxy.injected > 0
+    assert first.extra["upload"]["uploaded"] == 9 and proxy.injected > 0  # 4 Megatron, 2 MDS, index, 2 blend files
     direct = StorageConfig(endpoint_url=f"http://{moto_server[0]}:{moto_server[1]}")
     assert verify("s3://shards/run1", direct).problems == []
     # Data files then the index: two upload calls, each of one round.
-    assert run_stage(spark, ok, "shard").extra["upload"] == {"uploaded": 0, "skipped": 7, "bytes_uploaded": 0, "rounds": 2}
+    assert run_stage(spark, ok, "shard").extra["upload"] == {"uploaded": 0, "skipped": 9, "bytes_uploaded": 0, "rounds": 2}
 
     proxy.fraction = 1.0
     failing = cfg("s3://shards/run2", attempts=2)
