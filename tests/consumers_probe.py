@@ -29,25 +29,36 @@ def build(config, num_samples: int | None):
     from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
     from megatron.core.datasets.gpt_dataset import GPTDataset
 
-    train, _, _ = BlendedMegatronDatasetBuilder(GPTDataset, [num_samples, None, None], lambda: True, config).build()
+    # With a weighted blend Megatron wants a size for every split: 0 for the unused valid/test ones.
+    sizes = [num_samples, None, None] if num_samples is None else [num_samples, 0, 0]
+    train, _, _ = BlendedMegatronDatasetBuilder(GPTDataset, sizes, lambda: True, config).build()
     return train
 
 
 def megatron(spec: dict) -> dict[str, np.ndarray]:
+    import os
+
+    import torch.distributed as dist
     from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+    # BlendedDataset asks torch.distributed for its rank, as in training: a one-process gloo group
+    # (rendezvous through a file, no port).
+    os.makedirs(spec["cache"], exist_ok=True)
+    dist.init_process_group("gloo", init_method=f"file://{spec['cache']}/rendezvous", rank=0, world_size=1)
 
     out: dict[str, np.ndarray] = {}
     for i, prefix in enumerate(spec["prefixes"]):
         ds = IndexedDataset(prefix)
-        out[f"idx{i}_lengths"] = np.asarray(ds.sequence_lengths)
-        out[f"idx{i}_doc_indices"] = np.asarray(ds.document_indices)
-        docs = [ds[j] for j in range(len(ds))]
+        out[f"idx{i}_lengths"] = np.array(ds.sequence_lengths)
+        out[f"idx{i}_doc_indices"] = np.array(ds.document_indices)
+        # Copies: the loaders hand out views of memory maps that close with the dataset.
+        docs = [np.array(ds[j]) for j in range(len(ds))]
         out[f"idx{i}_dtype"] = np.array(str(docs[0].dtype))
         out[f"idx{i}_tokens"] = np.concatenate(docs)
     for dp in (1, 4):
         ds = build(gpt_config(spec, spec["prefixes"][:1], None, f"{spec['cache']}/dp{dp}", dp), None)
         for name in ("document_index", "sample_index", "shuffle_index"):
-            out[f"gpt_dp{dp}_{name}"] = np.asarray(getattr(ds, name))
+            out[f"gpt_dp{dp}_{name}"] = np.array(getattr(ds, name))
         if dp == 1:
             out["gpt_len"] = np.array(len(ds))
             picked = sorted({0, 1, len(ds) // 2, len(ds) - 1})
@@ -56,7 +67,7 @@ def megatron(spec: dict) -> dict[str, np.ndarray]:
             out["gpt_labels"] = np.stack([ds[i]["labels"].numpy() for i in picked])
     blended = build(gpt_config(spec, spec["prefixes"][:2], [0.5, 0.5], f"{spec['cache']}/blend"), spec["blend_samples"])
     out["blend_type"] = np.array(type(blended).__name__)
-    out["blend_dataset_index"] = np.asarray(blended.dataset_index)
+    out["blend_dataset_index"] = np.array(blended.dataset_index)
     out["blend_tokens"] = np.stack([blended[i]["tokens"].numpy() for i in range(len(blended))])
     return out
 

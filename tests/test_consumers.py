@@ -154,44 +154,54 @@ def recommended_reader(manifest: dict) -> dict:
 
 
 def read_ranks(mds: Path, tmp: Path, world: int, reader: dict, state: dict | None, batches: int | None):
-    """Each rank of a ``world``-node job (one rank per node) reads in its own process and its own copy of
-    the MDS folder (a node's local cache); returns what each rank saw and rank 0's state after it."""
-    import shutil
+    """The ranks of a ``world``-GPU job on one node read at once, each in its own process (streaming joins
+    them in a gloo group through ``MASTER_ADDR``/``MASTER_PORT`` on 127.0.0.1); returns what each rank saw
+    and rank 0's state after it."""
+    import socket
 
-    seen, states = [], []
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
     for rank in range(world):
-        local = tmp / f"w{world}-r{rank}"
-        shutil.copytree(mds, local)
-        env = {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
-               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "0"}
-        got = probe({"kind": "resume", "mds": str(local), "reader": reader, "state": state, "batches": batches,
-                     "world_size": world}, tmp / f"w{world}-r{rank}-out", env)
-        seen.append(got["seen"].astype(np.int64))
-        states.append(json.loads(str(got["state"])))
+        spec = tmp / f"w{world}-r{rank}.json"
+        spec.write_text(json.dumps({"kind": "resume", "mds": str(mds), "reader": reader, "state": state,
+                                    "batches": batches, "world_size": world}))
+        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+               "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        procs.append(subprocess.Popen([str(CONSUMERS_PYTHON), str(PROBE), str(spec), str(spec.with_suffix(".npz"))],
+                                      env=env, stderr=subprocess.PIPE, text=True))
+    seen, states = [], []
+    for rank, p in enumerate(procs):
+        err = p.communicate(timeout=600)[1]
+        assert p.returncode == 0, err[-3000:]
+        with np.load(tmp / f"w{world}-r{rank}.npz") as z:
+            seen.append(z["seen"].astype(np.int64))
+            states.append(json.loads(str(z["state"])))
     return seen, states[0]
 
 
-def interleave(seen: list[np.ndarray], batch: int) -> np.ndarray:
-    """The global order of a data-parallel job: step s takes batch s of rank 0, then of rank 1, ..."""
-    steps = min(len(s) for s in seen) // batch
-    return np.concatenate([s[i * batch : (i + 1) * batch] for i in range(steps) for s in seen])
+def interleave(seen: list[np.ndarray]) -> np.ndarray:
+    """The global order of the ranks' samples: streaming deals them out one sample per rank in turn."""
+    return np.stack([x for step in zip(*seen, strict=False) for x in step])
 
 
-def test_streaming_resumes_on_2_then_4_nodes_in_the_order_of_one_uninterrupted_node(run, tmp_path):
+def test_streaming_resumes_on_2_then_4_gpus_in_the_order_of_one_uninterrupted_gpu(run, tmp_path):
     mds = run["root"] / "train" / "mds"
     reader = recommended_reader(run["manifest"])
-    (tmp_path / "ref").mkdir()
+    for name in ("ref", "head", "two", "four"):
+        (tmp_path / name).mkdir()
     (full,), _ = read_ranks(mds, tmp_path / "ref", 1, reader, None, None)
     assert len(full) >= 16, "enough samples to stop twice"
     k1 = 3 * RESUME_BATCH
-    (head,), state1 = read_ranks(mds, tmp_path, 1, reader, None, 3)
+    (head,), state1 = read_ranks(mds, tmp_path / "head", 1, reader, None, 3)
     assert np.array_equal(head, full[:k1]) and state1["sample_in_epoch"] == k1
-    two, state2 = read_ranks(mds, tmp_path, 2, reader, state1, 2)
+    two, state2 = read_ranks(mds, tmp_path / "two", 2, reader, state1, 2)
     k2 = k1 + 2 * 2 * RESUME_BATCH
-    assert np.array_equal(interleave(two, RESUME_BATCH), full[k1:k2]) and state2["sample_in_epoch"] == k2
-    four, _ = read_ranks(mds, tmp_path, 4, reader, state2, None)
-    rest = interleave(four, RESUME_BATCH)
-    # Four ranks read whole global batches of 4 x 2: the order is the single node's up to the last
-    # complete global batch (streaming pads or drops the remainder to keep ranks equal).
-    assert len(rest) >= len(full) - k2 - 4 * RESUME_BATCH
-    assert np.array_equal(rest, full[k2 : k2 + len(rest)])
+    assert np.array_equal(interleave(two), full[k1:k2]) and state2["sample_in_epoch"] == k2
+    four, _ = read_ranks(mds, tmp_path / "four", 4, reader, state2, None)
+    rest = interleave(four)
+    # The four ranks read the rest in the single GPU's order; streaming pads the last step with samples
+    # already seen so that every rank reads as many.
+    assert np.array_equal(rest[: len(full) - k2], full[k2:])
+    assert len(rest) - (len(full) - k2) < 4 and {tuple(x) for x in rest[len(full) - k2 :]} <= {tuple(x) for x in full}
