@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pipelines.chain import STAGES, document_tables_before
-from pipelines.filter_rules import rule_names
+from pipelines.filter_rules import PROFILES, profile_overrides, rule_names
 from udfs.errors import UserError
 
 
@@ -83,6 +83,18 @@ class IngestFields(Section):
     url: str | None = "url"
     source: str | None = "source"
     meta: list[str] = Field(default_factory=list)
+    heading: str | None = None
+
+    @model_validator(mode="after")
+    def _heading_shares_text_array(self) -> IngestFields:
+        if self.heading is not None:
+            arr = self.text.rpartition("[]")[0]
+            if not arr or self.heading.rpartition("[]")[0] != arr:
+                raise ValueError(
+                    f"ingest.fields.heading {self.heading!r} must iterate the same array as ingest.fields.text "
+                    f"{self.text!r} (e.g. text: body_text[].text, heading: body_text[].section)"
+                )
+        return self
 
 
 class NormalizeConfig(Section):
@@ -93,14 +105,35 @@ class NormalizeConfig(Section):
     newlines: bool = True
     strip_invisible: bool = True
     strip_control: bool = True
+    fix_mojibake: bool = False
+
+
+class JatsConfig(Section):
+    """What the JATS / PMC NXML reader keeps of the targets of references (udfs/formats/jats.py)."""
+
+    tables: Literal["keep", "caption", "drop"] = "keep"
+    figures: Literal["keep", "drop"] = "keep"
+    references: Literal["keep", "drop"] = "keep"
+
+
+class MediaWikiConfig(Section):
+    """What the MediaWiki dump reader keeps (udfs/formats/mediawiki.py)."""
+
+    namespaces: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    templates: Literal["drop", "params"] = "drop"
+    references: Literal["drop", "keep"] = "drop"
+    tables: Literal["drop", "keep"] = "drop"
 
 
 class IngestConfig(Section):
     """Stage 1: raw files -> ``documents`` + ``quarantine`` (pipelines/ingest.py)."""
 
     inputs: list[str] = Field(default_factory=lambda: ["sample_data/*.jsonl.gz", "sample_data/*.wet.gz"], min_length=1)
-    format: Literal["auto", "jsonl", "parquet", "text", "wet", "warc"] = "auto"
+    format: Literal[
+        "auto", "jsonl", "json", "csv", "tsv", "jats", "latex", "mediawiki", "parquet", "text", "wet", "warc"
+    ] = "auto"
     fields: IngestFields = Field(default_factory=IngestFields)
+    csv_header: bool = True
     normalize: NormalizeConfig = Field(default_factory=NormalizeConfig)
     max_doc_bytes: int = Field(default=4_000_000, ge=1, lt=2**31)
     html_extractor: Literal["trafilatura", "none"] = "trafilatura"
@@ -109,6 +142,13 @@ class IngestConfig(Section):
     split_bytes: int = Field(default=64 << 20, ge=1024)
     batch_rows: int = Field(default=2048, ge=1)
     batch_bytes: int = Field(default=32 << 20, ge=1024, lt=2**31)
+    max_quarantine_fraction: float = Field(default=0.5, gt=0, le=1)
+    quarantine_min_records: int = Field(default=20, ge=1)
+    on_bad_file: Literal["fail", "continue"] = "fail"
+    max_replacement_fraction: float = Field(default=0.25, gt=0, le=1)
+    replacement_action: Literal["quarantine", "flag"] = "quarantine"
+    jats: JatsConfig = Field(default_factory=JatsConfig)
+    mediawiki: MediaWikiConfig = Field(default_factory=MediaWikiConfig)
 
 
 # ------------------------------------------------------------------------------------------- dedup
@@ -219,6 +259,9 @@ class GopherQualityConfig(RuleFamily):
     max_ellipsis_lines_ratio: float | None = Field(default=0.3, ge=0, le=1)
     min_alpha_words_ratio: float | None = Field(default=0.8, ge=0, le=1)
     min_stop_words: int | None = Field(default=2, ge=0, le=8)
+    # Which words alpha_words counts: the paper's whitespace-separated words, or datatrove's spaCy tokens
+    # (punctuation and numbers are words there, so math and citations pull the ratio down).
+    alpha_words_reading: Literal["whitespace", "datatrove"] = "whitespace"
 
     @model_validator(mode="after")
     def _ranges_not_empty(self) -> GopherQualityConfig:
@@ -251,13 +294,22 @@ class GopherRepetitionConfig(RuleFamily):
 
 
 class C4Config(RuleFamily):
-    """C4 page rules (Raffel et al. 2020, section 2.2); line removal is never done (signals only)."""
+    """C4 page rules (Raffel et al. 2020, section 2.2; TFDS ``text/c4_utils.py``) and C4's line cleaning.
+
+    Defaults follow datatrove's ``C4QualityFilter`` (the ``web`` profile); the ``c4`` profile sets the
+    values of the code that built C4 (see :data:`pipelines.filter_rules.PROFILES`).
+    """
 
     family: ClassVar[str] = "c4"
 
     drop_lorem_ipsum: bool = True
     drop_curly_bracket: bool = True
     min_sentences: int | None = Field(default=5, ge=0)
+    min_words_per_line: int = Field(default=3, ge=1, le=50)
+    end_marks: str = Field(default=".?!\"'", min_length=1)
+    page_checks: Literal["page", "kept_lines"] = "page"
+    sentences_in: Literal["kept_lines", "text"] = "kept_lines"
+    clean_lines: bool = False
 
 
 class FineWebConfig(RuleFamily):
@@ -279,6 +331,8 @@ class LangIdConfig(Section):
     label_prefix: str = "__label__"
     aliases: dict[str, str] = Field(default_factory=lambda: {"no": "nb"})
     max_chars: int = Field(default=1000, ge=1)
+    sample_windows: int = Field(default=4, ge=1, le=64)
+    topk_max_chars: int = Field(default=100_000, ge=1)
     top_k: int = Field(default=3, ge=1, le=20)
     action: Action = "drop"
     _off = field_validator("action", mode="before")(_yaml_off)
@@ -307,6 +361,49 @@ class FilterConfig(Section):
     fineweb: FineWebConfig = Field(default_factory=FineWebConfig)
     langid: LangIdConfig = Field(default_factory=LangIdConfig)
     quality_model: QualityModelConfig = Field(default_factory=QualityModelConfig)
+    # ---- rule profiles (issue 14): per-source rule sets on top of the settings above
+    signals_from: Literal["text", "prose"] = "text"
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    profile_by_source: dict[str, str] = Field(default_factory=dict)
+    default_profile: str = "web"
+
+    _PROFILE_SECTIONS: ClassVar[tuple[str, ...]] = (
+        "gopher_quality", "gopher_repetition", "c4", "fineweb", "langid", "quality_model", "signals_from")
+
+    @model_validator(mode="after")
+    def _profiles_known_and_valid(self) -> FilterConfig:
+        names = self.profile_names()
+        for where, name in [("default_profile", self.default_profile),
+                            *((f"profile_by_source.{k}", v) for k, v in self.profile_by_source.items())]:
+            if name not in names:
+                raise ValueError(f"filter.{where}={name!r} is not a profile; allowed: {names}")
+        for name, over in self.profiles.items():
+            bad = sorted(set(over) - set(self._PROFILE_SECTIONS))
+            if bad:
+                raise ValueError(f"filter.profiles.{name}: unknown section(s) {bad}; allowed: "
+                                 f"{list(self._PROFILE_SECTIONS)}")
+            try:
+                self.profile_config(name)
+            except ValidationError as e:
+                raise ValueError(f"filter.profiles.{name}: {_describe(e)}") from None
+        return self
+
+    def profile_names(self) -> list[str]:
+        """Built-in profiles (:data:`pipelines.filter_rules.PROFILES`) then user-defined ones, in order."""
+        return list(dict.fromkeys([*PROFILES, *self.profiles]))
+
+    def profile_config(self, name: str) -> FilterConfig:
+        """The complete rule set of profile ``name``: these settings, the built-in profile's overrides,
+        then ``profiles.<name>`` (later wins, merged recursively); its own profile keys are empty.
+
+        Raises:
+            ValueError: ``name`` is not a profile.
+        """
+        if name not in self.profile_names():
+            raise ValueError(f"unknown filter profile {name!r}; allowed: {self.profile_names()}")
+        base = self.model_dump(exclude={"profiles", "profile_by_source", "default_profile"})
+        merged = deep_merge(deep_merge(base, profile_overrides(name)), self.profiles.get(name, {}))
+        return FilterConfig.model_validate(merged)
 
 
 # -------------------------------------------------------------------------------------------- refs

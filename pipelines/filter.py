@@ -39,19 +39,44 @@ INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "text")
 
 FAMILY_COLUMNS: tuple[str, ...] = ("gopher_quality", "gopher_repetition", "c4", "fineweb")
 LANG_COLUMNS: tuple[str, ...] = ("lang", "lang_score", "lang_topk")
-SIGNAL_COLUMNS: tuple[str, ...] = (*FAMILY_COLUMNS, *LANG_COLUMNS, "quality_score")
+PROFILE_COLUMNS: tuple[str, ...] = ("filter_profile", "line_cleaning")
+"""The rule profile that judged the document and, when it cleans lines (``c4.clean_lines``), what C4's
+line cleaning removed from ``text`` (struct ``lines_removed``, ``chars_removed``; null otherwise)."""
+SIGNAL_COLUMNS: tuple[str, ...] = (*FAMILY_COLUMNS, *LANG_COLUMNS, "quality_score", *PROFILE_COLUMNS)
 DECISION_COLUMNS: tuple[str, ...] = ("filter_reasons", "filter_flags")
 OUTPUT_COLUMNS: tuple[str, ...] = (*SIGNAL_COLUMNS, "filter_flags")
 """Columns ``filtered`` adds to the input columns."""
 
 _TOPK_TYPE = pa.list_(pa.struct([("lang", pa.string()), ("score", pa.float64())]))
+_CLEANING_TYPE = pa.struct([("lines_removed", pa.int64()), ("chars_removed", pa.int64())])
 
 
 def _signals_arrow_type() -> pa.StructType:
     from udfs.quality import SIGNALS_TYPE
 
     return pa.struct([*SIGNALS_TYPE, ("lang", pa.string()), ("lang_score", pa.float64()),
-                      ("lang_topk", _TOPK_TYPE), ("quality_score", pa.float64())])
+                      ("lang_topk", _TOPK_TYPE), ("quality_score", pa.float64()),
+                      ("filter_profile", pa.string()), ("line_cleaning", _CLEANING_TYPE)])
+
+
+def _glob_regex(glob: str) -> str:
+    """A shell glob (``*``, ``?``, ``[...]``) as an anchored Java regex for ``rlike``."""
+    out = []
+    for ch in glob:
+        out.append(".*" if ch == "*" else "." if ch == "?" else ch if ch in "[]" else
+                   ch if ch.isalnum() else "\\" + ch)
+    return "^" + "".join(out) + "$"
+
+
+def profile_column(df: DataFrame, cfg: FilterConfig) -> Column:
+    """The rule profile of each row: the first ``profile_by_source`` glob matching ``source`` wins,
+    else ``default_profile`` (also without a ``source`` column)."""
+    col = F.lit(cfg.default_profile)
+    if "source" not in df.columns:
+        return col
+    for glob, name in reversed(list(cfg.profile_by_source.items())):
+        col = F.when(F.col("source").rlike(_glob_regex(glob)), F.lit(name)).otherwise(col)
+    return col
 
 
 def _spark_type(t: pa.DataType) -> T.DataType:
@@ -79,17 +104,36 @@ def _model_locator(spark: SparkSession, path: str | None) -> Callable[[], str] |
     return locate
 
 
+def _profile_params(cfg: FilterConfig) -> dict[str, tuple[str, Any, bool, bool]]:
+    """Per profile: (Gopher word reading, C4 line-rule options, clean lines?, signals from prose?)."""
+    from udfs.quality import C4Options
+
+    out = {}
+    for name in cfg.profile_names():
+        pc_ = cfg.profile_config(name)
+        c = pc_.c4
+        opts = C4Options(c.min_words_per_line, c.end_marks, c.page_checks, c.sentences_in)
+        out[name] = (pc_.gopher_quality.alpha_words_reading, opts, c.clean_lines, pc_.signals_from == "prose")
+    return out
+
+
 def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     """Add every signal column (:data:`SIGNAL_COLUMNS`) computed from ``text`` in one Arrow UDF.
 
+    Each row is judged under its rule profile (:func:`profile_column`); a profile with
+    ``c4.clean_lines`` first removes the lines C4's line rules reject (``text`` becomes the cleaned
+    text, ``n_chars``/``n_bytes`` follow it) and every signal reads the cleaned text, as TFDS does.
+
     Args:
         df: a DataFrame with at least :data:`INPUT_COLUMNS`.
-        cfg: the ``filter`` config section (LID model, classifier model).
+        cfg: the ``filter`` config section (profiles, LID model, classifier model).
 
     Returns:
         ``df`` plus struct columns ``gopher_quality``, ``gopher_repetition``, ``c4``, ``fineweb`` (fields
-        as in :mod:`udfs.quality`), ``lang`` string, ``lang_score`` double, ``lang_topk``
-        array<struct<lang,score>>, ``quality_score`` double (null without a classifier).
+        as in :mod:`udfs.quality`), ``lang`` string, ``lang_score`` double in [0, 1], ``lang_topk``
+        array<struct<lang,score>> (from the whole document), ``quality_score`` double (null without a
+        classifier), ``filter_profile`` string, ``line_cleaning`` struct<lines_removed, chars_removed>
+        (int64; null when the profile does not clean lines).
 
     Raises:
         ValueError: a required column is missing, or a configured model file does not exist.
@@ -104,20 +148,36 @@ def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     lid_locate = _model_locator(spark, (lid.model or default_model_path())) if lid.enabled else None
     qm = cfg.quality_model
     qm_locate = _model_locator(spark, qm.model) if qm.model else None
-    arrow_type = _signals_arrow_type()
-    lid_args = (lid.max_chars, lid.top_k, lid.label_prefix, dict(lid.aliases))
+    arrow_type = pa.struct([*_signals_arrow_type(), ("__clean_text", pa.string())])
+    lid_args = (lid.max_chars, lid.top_k, lid.label_prefix, dict(lid.aliases), lid.sample_windows,
+                lid.topk_max_chars)
     positive = qm.positive_label
+    params = _profile_params(cfg)
 
-    def signals(text: pa.Array) -> pa.Array:
-        from udfs import langid, quality, quality_model
+    def one_profile(text: pa.Array, name: str) -> list[pa.Array]:
+        from udfs import langid, langid_prose, quality, quality_model
 
         n = len(text)
-        heur = quality.quality_signals(text)
+        reading, opts, clean, from_prose = params[name]
+        cleaned = cleaning = c4_page = None
+        if clean:
+            page = quality.parse(text)
+            cleaned, lines_removed, chars_removed = quality.c4_clean(page, opts)
+            cleaning = pa.StructArray.from_arrays([pa.array(lines_removed), pa.array(chars_removed)],
+                                                  fields=list(_CLEANING_TYPE))
+            # C4's own page rules read the page as TFDS does (lorem ipsum in a line later dropped for
+            # "javascript" still drops the page); every other family reads the cleaned text
+            c4_page = quality.c4(page, opts)
+            text = cleaned
+        heur = quality.quality_signals(langid_prose.prose(text) if from_prose else text,
+                                       alpha_words_reading=reading, c4_options=opts)
         fields = [heur.field(i) for i in range(heur.type.num_fields)]
+        if c4_page is not None:
+            fields[heur.type.get_field_index("c4")] = c4_page
         if lid_locate is not None:
-            max_chars, k, prefix, aliases = lid_args
+            max_chars, k, prefix, aliases, windows, topk_chars = lid_args
             model = langid.load_model(lid_locate())
-            lang, score, topk = langid.predict(model, langid.preprocess(text, max_chars), k, prefix, aliases)
+            lang, score, topk = langid.identify(model, text, max_chars, windows, topk_chars, k, prefix, aliases)
         else:
             lang, score, topk = pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()), pa.nulls(n, _TOPK_TYPE)
         if qm_locate is not None:
@@ -125,14 +185,34 @@ def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
             qscore = pa.array(quality_model.score(qmodel, quality_model.prepare(text), positive), pa.float64())
         else:
             qscore = pa.nulls(n, pa.float64())
-        return pa.StructArray.from_arrays([*fields, lang, score, topk, qscore], fields=list(arrow_type))
+        return [*fields, lang, score, topk, qscore, pa.array([name] * n, pa.string()),
+                cleaning if cleaning is not None else pa.nulls(n, _CLEANING_TYPE),
+                cleaned.cast(pa.string()) if cleaned is not None else pa.nulls(n, pa.string())]
+
+    def signals(text: pa.Array, profile: pa.Array) -> pa.Array:
+        import numpy as np
+
+        names = profile.to_numpy(zero_copy_only=False)
+        groups = [(name, np.flatnonzero(names == name)) for name in dict.fromkeys(names.tolist())]
+        if len(groups) == 1:
+            cols = one_profile(text, groups[0][0])
+        else:  # profiles judged apart, then put back in row order
+            parts = [one_profile(text.take(pa.array(idx)), name) for name, idx in groups]
+            back = pa.array(np.argsort(np.concatenate([idx for _, idx in groups]), kind="stable"))
+            cols = [pa.concat_arrays([p[i] for p in parts]).take(back) for i in range(len(parts[0]))]
+        return pa.StructArray.from_arrays(cols, fields=list(arrow_type))
 
     signals_arrow_udf = arrow_udf(signals, _spark_type(arrow_type)).asNondeterministic()
     # Non-deterministic only to stop the optimiser from evaluating the UDF once per extracted field;
     # the function itself is deterministic.
     tmp = "__filter_signals"
-    out = df.withColumn(tmp, signals_arrow_udf(F.col("text")))
-    return out.select(*[F.col(c) for c in df.columns], *[F.col(f"{tmp}.{c}").alias(c) for c in SIGNAL_COLUMNS])
+    out = df.withColumn(tmp, signals_arrow_udf(F.col("text"), profile_column(df, cfg)))
+    clean = F.col(f"{tmp}.__clean_text")
+    replaced = {"text": F.coalesce(clean, F.col("text")),
+                "n_chars": F.when(clean.isNotNull(), F.char_length(clean)).otherwise(F.col("n_chars")),
+                "n_bytes": F.when(clean.isNotNull(), F.octet_length(clean)).otherwise(F.col("n_bytes"))}
+    base = [replaced[c].cast(df.schema[c].dataType).alias(c) if c in replaced else F.col(c) for c in df.columns]
+    return out.select(*base, *[F.col(f"{tmp}.{c}").alias(c) for c in SIGNAL_COLUMNS])
 
 
 def _signal(rule: Rule) -> Column:
@@ -180,12 +260,16 @@ def _rules(cfg: FilterConfig) -> list[tuple[str, str, Column, list[str] | None]]
 
 
 def rule_ids(cfg: FilterConfig) -> list[str]:
-    """The reason ids of every active rule, in decision order."""
-    return [rid for rid, *_ in _rules(cfg)]
+    """The reason ids of every active rule of any profile, in decision order (``default_profile`` first)."""
+    names = [cfg.default_profile, *cfg.profile_names()]
+    return list(dict.fromkeys(rid for name in names for rid, *_ in _rules(cfg.profile_config(name))))
 
 
 def decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     """Add ``filter_reasons`` and ``filter_flags`` (array<string>) from the signal columns and config.
+
+    Each row is judged by the rule set of its ``filter_profile`` (:meth:`FilterConfig.profile_config`;
+    a null profile, from a table written before profiles, reads as ``default_profile``).
 
     Args:
         df: a DataFrame with :data:`SIGNAL_COLUMNS` (from :func:`compute_signals` or a stored table).
@@ -200,11 +284,14 @@ def decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     """
     chain.require_columns(df, SIGNAL_COLUMNS, STAGE)
     df = df.drop(*[c for c in DECISION_COLUMNS if c in df.columns])
+    profile = F.coalesce(F.col("filter_profile"), F.lit(cfg.default_profile))
     by_action: dict[str, list[Column]] = {"drop": [], "flag": []}
-    for rid, action, cond, langs in _rules(cfg):
-        if langs is not None:
-            cond = cond & (F.col("lang").isNull() | F.col("lang").isin(list(langs)))
-        by_action[action].append(F.when(F.coalesce(cond, F.lit(False)), F.lit(rid)))
+    for name in cfg.profile_names():
+        in_profile = profile == F.lit(name)
+        for rid, action, cond, langs in _rules(cfg.profile_config(name)):
+            if langs is not None:
+                cond = cond & (F.col("lang").isNull() | F.col("lang").isin(list(langs)))
+            by_action[action].append(F.when(in_profile & F.coalesce(cond, F.lit(False)), F.lit(rid)))
 
     def reasons(items: list[Column]) -> Column:
         if not items:
@@ -228,18 +315,24 @@ def filter_documents(df: DataFrame, cfg: WinnowConfig | FilterConfig) -> DataFra
 def _write(spark: SparkSession, cfg: WinnowConfig, decided: DataFrame, rows_in_cols: list[str], mode: str) -> StageReport:
     decided = decided.persist()
     try:
-        first = F.try_element_at(F.col("filter_reasons"), F.lit(1))
-        counts = decided.groupBy(first.alias("first")).count().collect()
+        first = _headline_reason(F.col("filter_reasons"))
+        source = F.col("source") if "source" in decided.columns else F.lit(None).cast("string")
+        grouped = decided.groupBy(first.alias("first"), source.alias("source"),
+                                  F.col("filter_profile").alias("profile")).count().collect()
         per_rule = (
             decided.select(F.explode(F.concat(F.col("filter_reasons"), F.col("filter_flags"))).alias("r"))
             .groupBy("r").count().collect()
         )
-        removed = {row["first"]: int(row["count"]) for row in counts if row["first"] is not None}
-        kept_n = sum(int(row["count"]) for row in counts if row["first"] is None)
+        removed: dict[str, int] = {}
+        for row in grouped:
+            if row["first"] is not None:
+                removed[row["first"]] = removed.get(row["first"], 0) + int(row["count"])
+        kept_n = sum(int(row["count"]) for row in grouped if row["first"] is None)
         kept = decided.filter(F.size("filter_reasons") == 0).select(*rows_in_cols, *OUTPUT_COLUMNS)
         gone = decided.filter(F.size("filter_reasons") > 0).select(
             *rows_in_cols, *OUTPUT_COLUMNS, F.col("filter_reasons").alias("reason")
         )
+        extra_split = _breakdown(grouped)
         props = {"mode": mode, "rules": rule_ids(cfg.filter)}
         outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=gone, properties=props)
     finally:
@@ -250,9 +343,38 @@ def _write(spark: SparkSession, cfg: WinnowConfig, decided: DataFrame, rows_in_c
         rows_out=kept_n,
         removed=removed,
         outputs=outputs,
-        extra={"mode": mode, "failing_by_rule": {row["r"]: int(row["count"]) for row in per_rule}},
+        extra={"mode": mode, "failing_by_rule": {row["r"]: int(row["count"]) for row in per_rule},
+               **extra_split},
         first_reason_only=True,
+        notes={k: extra_split[k] for k in ("removed_language", "removed_quality")},
     )
+
+
+def _headline_reason(reasons: Column) -> Column:
+    """The reason a removed document is counted under in the stage line: its language reason if it
+    has one (the language decision is reported apart from the quality rules), else its first reason."""
+    lang = F.filter(reasons, lambda r: r.startswith("lang."))
+    return F.coalesce(F.try_element_at(lang, F.lit(1)), F.try_element_at(reasons, F.lit(1)))
+
+
+def _breakdown(grouped: list[Any]) -> dict[str, Any]:
+    """Documents in, kept and removed (by headline reason) per source and per profile; language
+    removals apart from quality removals."""
+    out: dict[str, Any] = {"by_source": {}, "by_profile": {}, "removed_language": 0, "removed_quality": 0}
+    for row in grouped:
+        n, reason = int(row["count"]), row["first"]
+        for key, name in (("by_source", row["source"]), ("by_profile", row["profile"])):
+            entry = out[key].setdefault(str(name), {"in": 0, "kept": 0, "removed": {}})
+            entry["in"] += n
+            if reason is None:
+                entry["kept"] += n
+            else:
+                entry["removed"][reason] = entry["removed"].get(reason, 0) + n
+        if reason is not None:
+            out["removed_language" if reason.startswith("lang.") else "removed_quality"] += n
+    for key in ("by_source", "by_profile"):
+        out[key] = {k: {**v, "removed": dict(sorted(v["removed"].items()))} for k, v in sorted(out[key].items())}
+    return out
 
 
 def run(spark: SparkSession, cfg: WinnowConfig, decide_only: bool = False) -> StageReport:

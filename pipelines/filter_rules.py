@@ -181,3 +181,118 @@ def thresholds(section: Mapping[str, Any], column: str) -> list[dict[str, Any]]:
         if isinstance(v, int | float) and not isinstance(v, bool):
             out.append({"key": key, "value": float(v), "keeps": ">=" if compare == "min" else "<="})
     return out
+
+
+# ------------------------------------------------------------------------------------------ profiles
+@dataclass(frozen=True)
+class Override:
+    """One difference of a built-in profile from ``web``: a key under ``filter``, its value, and why.
+
+    Attributes:
+        key: a dotted key under ``filter``: a rule's threshold key (a row of :data:`RULES`) or one of
+            :data:`PROFILE_OPTIONS`.
+        value: the value in this profile (``None`` switches a threshold's rule off).
+        why: the reason for the difference, shown in the README and the report.
+    """
+
+    key: str
+    value: Any
+    why: str
+
+
+PROFILE_OPTIONS: tuple[str, ...] = (
+    "signals_from", "gopher_quality.alpha_words_reading",
+    "c4.min_words_per_line", "c4.end_marks", "c4.page_checks", "c4.sentences_in", "c4.clean_lines",
+)
+"""Keys under ``filter`` that shape how a signal is computed (not a threshold); a profile may set them."""
+
+_BRACES = Override("c4.drop_curly_bracket", False,
+                   "`{` is LaTeX, templates or code here, not a sign of a broken page (the rule's target)")
+_SENTENCES_IN_TEXT = Override("c4.sentences_in", "text",
+                              "count sentences in the whole text: a paragraph that is one line without "
+                              "final punctuation is prose, not a navigation line")
+_NO_LINE_PUNCT = Override("fineweb.min_line_punct_ratio", None,
+                          "equations, formulas, headings and list items are lines without final punctuation")
+_NO_SHORT_LINES = Override("fineweb.max_short_line_ratio", None,
+                           "short lines (headings, list items, formulas, dialogue, code) are the genre's "
+                           "layout, not menu residue")
+
+PROFILES: dict[str, tuple[Override, ...]] = {
+    "web": (
+        Override("gopher_quality.alpha_words_reading", "datatrove",
+                 "today's web behaviour, datatrove-compatible (agreement test); on the DCLM human-labelled "
+                 "set the paper's whitespace words keep more bad pages (precision 0.717 -> 0.674)"),
+    ),
+    "c4": (
+        Override("c4.min_words_per_line", 5,
+                 "TFDS c4_utils._MIN_WORDS_PER_LINE = 5 (the code that built C4)"),
+        Override("c4.min_sentences", 3, "TFDS c4_utils._MIN_NUM_SENTENCES = 3 (the code that built C4)"),
+        Override("c4.end_marks", ".?!\"", "TFDS c4_utils._END_MARKS = ('.', '?', '!', '\"'): no `'`"),
+        Override("c4.page_checks", "kept_lines",
+                 "TFDS clean_page looks for lorem ipsum and `{` only in lines that survived the line rules"),
+        Override("c4.clean_lines", True, "C4 removed the lines its line rules reject and kept the rest"),
+    ),
+    "science": (
+        Override("signals_from", "prose",
+                 "LaTeX commands, math and code listings are not the paper's words (the rules read the "
+                 "prose of udfs.langid_prose; the text itself is unchanged)"),
+        _BRACES, _SENTENCES_IN_TEXT, _NO_LINE_PUNCT, _NO_SHORT_LINES,
+        Override("gopher_repetition.max_dup_line_frac", None,
+                 "display equations, formula placeholders and theorem labels repeat as lines"),
+        *(Override(f"gopher_repetition.max_dup_{k}gram_char_frac", round(0.25 - (k - 5) * 0.01, 2),
+                   "papers restate definitions, theorem statements and notation: the paper's values + 0.10")
+          for k in range(5, 11)),
+        Override("fineweb.max_char_dup_ratio", None,
+                 "papers repeat short lines on purpose (equation labels, 'Table REF', section stubs)"),
+    ),
+    "wiki": (
+        Override("signals_from", "prose",
+                 "raw wikitext: templates, infoboxes, tables and ref tags are markup, not the article's "
+                 "words (the rules read the prose of udfs.langid_prose; the text itself is unchanged)"),
+        _BRACES, _SENTENCES_IN_TEXT, _NO_LINE_PUNCT, _NO_SHORT_LINES,
+        Override("c4.min_sentences", 3, "a stub of three sentences is a complete article (TFDS's value)"),
+        Override("fineweb.max_char_dup_ratio", None,
+                 "infobox and navbox remnants repeat field lines ('|}' , '}}') in every article"),
+    ),
+    "code": (
+        _BRACES, _SENTENCES_IN_TEXT, _NO_LINE_PUNCT, _NO_SHORT_LINES,
+        Override("gopher_quality.min_alpha_words_ratio", 0.6,
+                 "identifiers with digits, operators and literals are words without letters in code"),
+        Override("gopher_repetition.max_dup_line_frac", None,
+                 "closing braces and blank-ish lines repeat in code"),
+        Override("gopher_repetition.max_dup_line_char_frac", None,
+                 "closing braces and repeated calls repeat in code"),
+        Override("fineweb.max_char_dup_ratio", None, "repeated short code lines (`}`, `end`, `return`)"),
+    ),
+    "books": (
+        Override("gopher_quality.max_words", None, "a novel has more than 100,000 words"),
+        _NO_SHORT_LINES,
+        Override("fineweb.max_char_dup_ratio", None, "chapter separators and headings repeat"),
+    ),
+}
+"""Built-in rule profiles: each is ``web`` (the defaults of :mod:`pipelines.config`) plus its overrides.
+
+Source of the ``c4`` values: TFDS ``tensorflow_datasets/text/c4_utils.py`` (commit 0560e686), the code
+that generated C4: constants ``_MIN_WORDS_PER_LINE``, ``_MIN_NUM_SENTENCES``, ``_END_MARKS`` and
+``clean_page``."""
+
+
+def profile_overrides(name: str) -> dict[str, Any]:
+    """The built-in overrides of profile ``name`` as a nested mapping under ``filter`` ({} if unknown).
+
+    >>> profile_overrides("c4")["c4"]["min_sentences"]
+    3
+    """
+    out: dict[str, Any] = {}
+    for o in PROFILES.get(name, ()):
+        node = out
+        *parents, last = o.key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = o.value
+    return out
+
+
+def profile_keys() -> set[str]:
+    """Every key a profile may set: rule thresholds and :data:`PROFILE_OPTIONS`."""
+    return {r.key for r in RULES} | set(PROFILE_OPTIONS)

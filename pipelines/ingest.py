@@ -20,6 +20,7 @@ Accounting: rows in (records the parser emitted, per file) = rows in ``documents
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -55,6 +56,14 @@ class NoInputFilesError(UserError, FileNotFoundError):
     """A glob of ``ingest.inputs`` matches no file (a typo, or the data is not where the config says)."""
 
 
+class BadInputFileError(UserError):
+    """Input files most of whose records were quarantined (``ingest.max_quarantine_fraction``): the
+    format or the fields are wrong for them. Raised after the tables are written."""
+
+
+MAX_FILE_COUNTS = 1000
+"""Files whose decision counts (``extra.counts_by_file``) the stage report keeps: the completion record
+stays small on runs of many thousands of WARC files (the totals, ``extra.counts``, cover them all)."""
 _HASH_SEP = "\x1f"  # ASCII unit separator: cannot occur in a path and rarely in a source name
 _GLOB_CHARS = re.compile(r"[*?\[{]")
 
@@ -64,8 +73,13 @@ def parse_options(cfg: IngestConfig) -> ParseOptions:
     f, n = cfg.fields, cfg.normalize
     return ParseOptions(
         format=cfg.format, text_field=f.text, id_field=f.id, url_field=f.url, source_field=f.source,
-        meta_fields=tuple(f.meta), nfc=n.nfc, newlines=n.newlines, strip_invisible=n.strip_invisible,
-        strip_control=n.strip_control, max_doc_bytes=cfg.max_doc_bytes, html_extractor=cfg.html_extractor,
+        meta_fields=tuple(f.meta), heading_field=f.heading, csv_header=cfg.csv_header, nfc=n.nfc, newlines=n.newlines, strip_invisible=n.strip_invisible,
+        strip_control=n.strip_control, fix_mojibake=n.fix_mojibake,
+        max_replacement_fraction=cfg.max_replacement_fraction, replacement_action=cfg.replacement_action,
+        jats_tables=cfg.jats.tables, jats_figures=cfg.jats.figures, jats_references=cfg.jats.references,
+        mediawiki_namespaces=tuple(cfg.mediawiki.namespaces), mediawiki_templates=cfg.mediawiki.templates,
+        mediawiki_references=cfg.mediawiki.references, mediawiki_tables=cfg.mediawiki.tables,
+        max_doc_bytes=cfg.max_doc_bytes, html_extractor=cfg.html_extractor,
         excerpt_chars=cfg.excerpt_chars, batch_rows=cfg.batch_rows, batch_bytes=cfg.batch_bytes,
     )
 
@@ -297,6 +311,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         )
         extra.update(chars_out=int(stats["chars"] or 0), bytes_out=int(stats["bytes"] or 0),
                      n_replaced=int(stats["replaced"] or 0))
+        counts = records.where(F.col("kind") != "file").groupBy("input_file", "reason").count().collect()
+        bad = bad_files([(r["input_file"], r["reason"], int(r["count"])) for r in counts], summaries, icfg)
         outputs = tables.publish(
             spark, cfg, STAGE, {"documents": to_documents(records), "quarantine": to_quarantine(records)},
             properties={"doc_id_scheme": DOC_ID_SCHEME},
@@ -310,6 +326,15 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         r["reason"]: int(r["count"])
         for r in tables.read_path(spark, outputs["quarantine"]).groupBy("reason").count().collect()
     }
+    if bad:
+        for line in bad:
+            print(line, file=sys.stderr, flush=True)
+        if icfg.on_bad_file == "fail":
+            raise BadInputFileError(
+                f"ingest: {len(bad)} input file(s) mostly quarantined (lines above; tables written); fix "
+                "ingest.format / ingest.fields, or set ingest.on_bad_file=continue to go on"
+            )
+        extra["bad_files"] = bad
     report = StageReport(
         stage=STAGE, rows_in=extra.pop("records_read"), rows_out=rows_out, quarantined=dict(sorted(quarantined.items())),
         outputs=outputs, extra=extra,
@@ -317,9 +342,43 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     return report
 
 
+def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], icfg: IngestConfig) -> list[str]:
+    """One line per file most of whose records were quarantined (``ingest.max_quarantine_fraction``
+    over at least ``ingest.quarantine_min_records`` records), naming the file, its main reason and
+    what its bytes look like.
+
+    Args:
+        counts: ``(input_file, reason, rows)``; ``reason`` ``None`` for documents.
+        summaries: the ``kind = "file"`` rows (``input_file``, ``split_start``, ``meta``).
+
+    Returns:
+        The lines, sorted by file (empty when every file is fine).
+    """
+    per_file: dict[str, Counter] = {}
+    for path, reason, n in counts:
+        per_file.setdefault(path, Counter())[reason] += n
+    info = {r["input_file"]: dict(r["meta"]) for r in summaries if r["split_start"] == 0}
+    lines = []
+    for path, c in sorted(per_file.items()):
+        total = sum(c.values())
+        quarantined = total - c[None]
+        if total < icfg.quarantine_min_records or quarantined <= icfg.max_quarantine_fraction * total:
+            continue
+        reason, k = max(((r, n) for r, n in c.items() if r is not None), key=lambda x: (x[1], x[0]))
+        meta = info.get(path, {})
+        lines.append(
+            f"ingest: {path}: {quarantined} of {total} records quarantined "
+            f"(> ingest.max_quarantine_fraction {icfg.max_quarantine_fraction}), mostly {reason} ({k}); "
+            f"read as {meta.get('format', 'unknown')}, looks like {meta.get('looks_like', 'unknown')}"
+        )
+    return lines
+
+
 def _file_stats(rows: list[Any]) -> dict[str, Any]:
     formats: Counter = Counter()
     skipped: Counter = Counter()
+    counted: Counter = Counter()
+    by_file: dict[str, Counter] = {}
     n_bytes = 0
     for r in rows:
         meta = dict(r["meta"])
@@ -330,8 +389,16 @@ def _file_stats(rows: list[Any]) -> dict[str, Any]:
         for k, v in meta.items():
             if k.startswith("skipped."):
                 skipped[k.removeprefix("skipped.")] += int(v)
+            elif k.startswith("count."):
+                counted[k.removeprefix("count.")] += int(v)
+                by_file.setdefault(r["input_file"], Counter())[k.removeprefix("count.")] += int(v)
+    files = sorted(by_file)
     return {
         "records_read": sum(int(r["record"]) for r in rows), "files": len({r["input_file"] for r in rows}),
         "bytes_in": n_bytes,
         "formats": dict(sorted(formats.items())), "skipped": dict(sorted(skipped.items())),
+        "counts": dict(sorted(counted.items())),
+        # charset decisions and their sources, mojibake repairs, per file (the first MAX_FILE_COUNTS files)
+        "counts_by_file": {f: dict(sorted(by_file[f].items())) for f in files[:MAX_FILE_COUNTS]},
+        "counts_by_file_omitted": max(0, len(files) - MAX_FILE_COUNTS),
     }

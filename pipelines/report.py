@@ -22,7 +22,8 @@ from pyspark.sql import types as T
 from pipelines import chain, tables
 from pipelines.chain import STAGES, marker_files
 from pipelines.config import WinnowConfig
-from pipelines.filter_rules import thresholds
+from pipelines.filter_rules import thresholds  # noqa: F401  (re-exported: callers look it up here)
+from pipelines.report_filter import filter_breakdown, profile_thresholds
 from pipelines.runs import latest_records
 from pipelines.samples import row_signals, seeded_order, truncate
 from pipelines.stage import StageReport
@@ -143,9 +144,8 @@ def signal_sample(spark: SparkSession, cfg: WinnowConfig) -> tuple[dict[str, lis
         frames.append(removed.where(F.col("stage") == "filter").select("doc_id", *sel))
     both = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
     pdf = both.orderBy(seeded_order(cfg.run.seed)).limit(cfg.report.hist_sample_rows).select(*[f"`{c}`" for c in cols]).toPandas()
-    section = cfg.filter.model_dump(mode="json")
     values = {c: [float(x) for x in pdf[c].dropna().tolist()] for c in cols}
-    return values, {c: thresholds(section, c) for c in cols}
+    return values, {c: profile_thresholds(cfg.filter, c) for c in cols}
 
 
 def counts_by(df: DataFrame | None, col: str, limit: int = 30) -> list[dict[str, Any]]:
@@ -322,6 +322,7 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
         "stages": records,
         "funnel": funnel(spark, cfg, manifest),
         "removals": removals(spark, cfg),
+        "filter_breakdown": filter_breakdown(spark, cfg),
         "signals": {c: {"n": len(v), "thresholds": thr[c]} for c, v in values.items()},
         "signal_values": values,
         "language_mix": language_mix(spark, cfg),

@@ -176,10 +176,27 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
                         + '<p class="muted">A document failing several rules counts under each of them here, so the rows'
                         " can add up to more than the stage removed (Stages: removed).</p>"))
 
+    fb = stats.get("filter_breakdown")
+    if fb:
+        from pipelines.report_filter import breakdown_rows
+
+        cols = ["name", "in", "kept", "removed", "reasons"]
+        body = (f"<p>filter removals: language {fb['removed_language']}, quality rules {fb['removed_quality']}"
+                f" · documents with replacement characters (U+FFFD, ingest): {fb['replacement_char_documents']}</p>"
+                + "<h3>per source</h3>" + table(breakdown_rows(fb, "by_source"), cols, left=("name", "reasons"))
+                + "<h3>per profile</h3>" + table(breakdown_rows(fb, "by_profile"), cols, left=("name", "reasons"))
+                + '<p class="muted">Each removed document counts once: under its language reason if it has one,'
+                " else its first failing rule.</p>")
+        out.append(_section("Filter by source and profile", body))
     if stats["signal_values"]:
-        plots = [histogram(v, c, fmt, bins, stats["signals"][c]["thresholds"]) for c, v in sorted(stats["signal_values"].items()) if v]
+        from pipelines.report_filter import constant_signals
+
+        const = constant_signals(stats["signal_values"])
+        plots = [histogram(v, c, fmt, bins, stats["signals"][c]["thresholds"]) for c, v in sorted(stats["signal_values"].items())
+                 if v and c not in const]
+        notes = "".join(f"<li><code>{esc(c)}</code> = {esc(_fmt(v))} for every sampled document</li>" for c, v in sorted(const.items()))
         out.append(_section("Quality signals (kept and filter-removed, seeded sample; dashed: thresholds)",
-                            '<div class="plots">' + "".join(plots) + "</div>"))
+                            '<div class="plots">' + "".join(plots) + "</div>" + (f"<ul>{notes}</ul>" if notes else "")))
     mix = stats["language_mix"]
     if mix["kept"] or mix["removed"]:
         body = "".join(

@@ -28,8 +28,9 @@ from udfs import langid, quality  # noqa: E402
 
 def reasons(texts: list[str], cfg: FilterConfig | None = None) -> list[list[str]]:
     """The failing ``drop`` rules of the filter for each text, as ``<family>.<rule>`` ids."""
-    cfg = cfg or FilterConfig()
-    sig = quality.quality_signals(pa.array(texts, pa.string())).to_pylist()
+    cfg = (cfg or FilterConfig()).profile_config("web")  # the profile sample_data's web sources get
+    sig = quality.quality_signals(pa.array(texts, pa.string()),
+                                  alpha_words_reading=cfg.gopher_quality.alpha_words_reading).to_pylist()
     model = langid.load_model(langid.default_model_path())
     lang, score, _ = langid.predict(model, langid.preprocess(pa.array(texts), cfg.langid.max_chars))
     g, r, c, w, lid = cfg.gopher_quality, cfg.gopher_repetition, cfg.c4, cfg.fineweb, cfg.langid

@@ -60,8 +60,8 @@ def test_every_rule_key_exists_and_every_threshold_key_has_a_rule():
     keyed = {r.key for r in filter_rules.RULES}
     thresholds = {f"{sub}.{k}" for sub, v in section.items() if isinstance(v, dict)
                   for k in v if k.startswith(("min_", "max_", "drop_")) or k == "allowed"}
-    # langid.max_chars is how much text LID reads, not a threshold.
-    assert thresholds - {"langid.max_chars"} == keyed
+    # langid.max_chars is how much text LID reads, not a threshold; profile options shape signals.
+    assert thresholds - {"langid.max_chars", *filter_rules.PROFILE_OPTIONS} == keyed
 
 
 def test_rule_names_are_what_rule_actions_accept():

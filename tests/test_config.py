@@ -63,9 +63,9 @@ def test_unknown_key_names_path_and_allowed_keys():
 
 def test_bad_literal_names_key_value_and_allowed_values():
     with pytest.raises(ConfigError) as e:
-        load_config(overrides=["ingest.format=csv"])
+        load_config(overrides=["ingest.format=pdf"])
     msg = str(e.value)
-    assert "ingest.format" in msg and "'csv'" in msg and "'jsonl'" in msg and "'wet'" in msg
+    assert "ingest.format" in msg and "'pdf'" in msg and "'jsonl'" in msg and "'wet'" in msg
 
 
 def test_out_of_range_value():

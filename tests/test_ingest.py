@@ -198,3 +198,8 @@ def test_real_web_crawl_files(spark, shared_data, make_cfg):
     }
     assert report.quarantined == {"empty_after_normalization": 27} and report.rows_in == 1000
     assert report.extra["skipped"] == {"warc_metadata": 2, "warc_request": 37, "warc_resource": 4, "warc_warcinfo": 2}
+    # charset decisions per file: 5 of the 15 pages of sample-0001 declare theirs in <meta> only
+    counts = {f.rsplit("/", 1)[-1]: c for f, c in report.extra["counts_by_file"].items()}
+    assert counts["dolma_warc_sample-0001.warc.gz"] == {
+        "charset.utf-8": 15, "charset_source.http": 10, "charset_source.meta": 5}
+    assert report.extra["counts"]["charset_source.http"] == 31

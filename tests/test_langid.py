@@ -69,7 +69,7 @@ def test_fidelity_and_accuracy_on_the_shared_set(model, shared_data):
     # fidelity: the stage's label and score equal a direct fastText predict on the same strings
     labels, probs = model.predict(prepared, k=1)
     assert lang.to_pylist() == [langid.canonical_code(ls[0]) for ls in labels]
-    assert score.to_pylist() == [float(p[0]) for p in probs]
+    assert score.to_pylist() == [min(1.0, float(p[0])) for p in probs]  # clamped: fastText can give 1.00002
     assert [t[0]["lang"] for t in topk.to_pylist()] == lang.to_pylist()
     # accuracy per language over the languages lid.176 knows (after canonical mapping)
     known = {langid.canonical_code(lab) for lab in model.get_labels()}

@@ -23,7 +23,10 @@ def test_gopher_quality_hand_computed():
     # 4 non-blank lines (blank lines are not lines): 2 bullets, 2 ending with an ellipsis (... and …)
     assert g["bullet_lines_ratio"] == pytest.approx(0.5)
     assert g["ellipsis_lines_ratio"] == pytest.approx(0.5)
-    assert g["alpha_words_ratio"] == pytest.approx(0.6)
+    # whitespace words (the paper): a - b c • d... the end … -> 6 of 9 hold a letter
+    assert g["alpha_words_ratio"] == pytest.approx(6 / 9)
+    dt = q.quality_signals(pa.array(["a\n\n- b c\n• d...\n\n\nthe end …\n"]), alpha_words_reading="datatrove")
+    assert dt.to_pylist()[0]["gopher_quality"]["alpha_words_ratio"] == pytest.approx(0.6)  # 6 of 10 tokens
     assert g["stop_words"] == 1
     f = s["fineweb"]
     assert f["line_punct_ratio"] == pytest.approx(0.25)  # only "• d..." ends with terminal punctuation

@@ -80,8 +80,10 @@ def test_agreement_with_datatrove(shared_data):
     texts = _docs(shared_data)
     filters = {"gopher_quality": GopherQualityFilter(), "gopher_repetition": GopherRepetitionFilter(),
                "c4": C4QualityFilter(), "fineweb": FineWebQualityFilter()}
-    cfg = FilterConfig()
-    ours = [_ours(s, cfg) for s in q.quality_signals(pa.array(texts)).to_pylist()]
+    cfg = FilterConfig().profile_config("web")  # the datatrove-compatible word reading
+    reading = cfg.gopher_quality.alpha_words_reading
+    assert reading == "datatrove"
+    ours = [_ours(s, cfg) for s in q.quality_signals(pa.array(texts), alpha_words_reading=reading).to_pylist()]
     dropped_empty = [not ours[i]["gopher_quality"] and not t for i, t in enumerate(texts)]
     agree, excluded = {}, {}
     for name, f in filters.items():

@@ -92,6 +92,10 @@ def test_stats_from_existing_tables(report_run):
     assert sorted(stats["signal_values"]["gopher_quality.word_count"]) == [2.0, 3.0, 4.0, 12.0]
     assert stats["language_mix"] == {"kept": [{"value": "en", "documents": 2}],
                                      "removed": [{"value": "de", "documents": 1}, {"value": "en", "documents": 1}]}
+    assert stats["filter_breakdown"] == {
+        "by_source": {"web": {"in": 4, "kept": 2, "removed": {"gopher_quality.word_count": 1, "lang.score": 1}}},
+        "by_profile": {"None": {"in": 4, "kept": 2, "removed": {"gopher_quality.word_count": 1, "lang.score": 1}}},
+        "removed_language": 1, "removed_quality": 1, "replacement_char_documents": 0}
     assert stats["cluster_sizes"] == [{"kind": "exact", "size": 3, "clusters": 1}, {"kind": "near", "size": 3, "clusters": 1}]
     assert stats["token_lengths"] == [] and stats["broken_refs"] == []
     assert [(s["reason"], s["doc_id"]) for s in stats["samples"]] == [

@@ -205,7 +205,7 @@ def predict(
 
     Returns:
         ``lang`` string[n] (canonical code of the top label), ``lang_score`` float64[n] (its probability,
-        as fastText returns it), ``lang_topk`` list<struct<lang string, score float64>>[n] (up to ``k``
+        clamped to [0, 1]), ``lang_topk`` list<struct<lang string, score float64>>[n] (up to ``k``
         candidates, best first).
     """
     if k < 1:
@@ -225,7 +225,46 @@ def predict(
     # fastText returns float32 probabilities widened to float64 here; the top-1 of each row:
     lang = [code(ls[0]) for ls in labels]
     scores = [np.asarray(p, dtype=np.float64) for p in probs]
+    scores = [np.clip(s, 0.0, 1.0) for s in scores]  # softmax float error can give 1.00001
     lang_score = np.array([s[0] for s in scores], dtype=np.float64)
     topk = [[{"lang": code(lab), "score": float(s)} for lab, s in zip(ls, sc, strict=True)] for ls, sc in zip(labels, scores, strict=True)]
     topk_type = pa.list_(pa.struct([("lang", pa.string()), ("score", pa.float64())]))
     return pa.array(lang, pa.string()), pa.array(lang_score, pa.float64()), pa.array(topk, topk_type)
+
+
+def identify(
+    model,
+    texts: pa.Array,
+    max_chars: int,
+    windows: int,
+    topk_max_chars: int,
+    k: int = 3,
+    prefix: str = "__label__",
+    aliases: Mapping[str, str] = LID176_ALIASES,
+) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """Language of each document from its prose (:mod:`udfs.langid_prose`).
+
+    ``lang`` and ``lang_score`` come from a ``max_chars`` sample spread over the prose in ``windows``
+    slices (:func:`udfs.langid_prose.spread_sample`, then this module's upper-case rule);
+    ``lang_topk`` holds the document's top ``k`` languages with their share of its prose characters,
+    every line of up to ``topk_max_chars`` characters judged (the sample's top-k when no line is long
+    enough). A document without prose (all code or markup) is judged on its raw head instead.
+
+    Returns:
+        ``lang`` string[n], ``lang_score`` float64[n] in [0, 1], ``lang_topk``
+        list<struct<lang string, score float64>>[n] (score: share of prose characters, or probability
+        in the fallback).
+    """
+    from udfs import langid_prose
+
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
+    clean = langid_prose.prose(texts)
+    empty = np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(clean)), 0).to_numpy(zero_copy_only=False), bool)
+    if empty.any():
+        clean = pc.if_else(pa.array(empty), pc.fill_null(texts, ""), clean)
+    sample = pa.array(langid_prose.spread_sample(clean, max_chars, windows), pa.string())
+    lang, score, topk = predict(model, preprocess(sample, max_chars), k, prefix, aliases)
+    shares = langid_prose.language_shares(model, clean, topk_max_chars, k, lambda lab: canonical_code(lab, prefix, aliases))
+    merged = langid_prose.topk_or_fallback(shares, topk.to_pylist())
+    return lang, score, pa.array(merged, topk.type)

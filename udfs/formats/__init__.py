@@ -13,7 +13,8 @@ at most ``ParseOptions.batch_rows`` rows, each row one of
 * ``kind = "file"``: one summary row per split (``record`` = rows emitted, ``meta`` = format, bytes,
   lines, head and skipped non-document records such as WARC ``request`` or blank JSONL lines).
 
-Formats: JSONL (plain, ``.gz``, ``.zst``, ``.bz2``, ``.xz``), Parquet, plain text (one document per
+Formats: JSONL, JSON (one object, concatenated objects or an array; :mod:`udfs.formats.tabular`),
+CSV/TSV (each plain, ``.gz``, ``.zst``, ``.bz2``, ``.xz``), Parquet, plain text (one document per
 file), WARC/WET (``conversion`` records as they are, ``response`` records through trafilatura).
 Compressed files are decompressed as a stream (:mod:`udfs.formats.compression`).
 """
@@ -28,7 +29,10 @@ import pyarrow as pa
 
 from udfs.formats.collector import Collector
 from udfs.formats.compression import GZIP_MAGIC, StreamError, decompress, decompressed_chunks, gzip_error
+from udfs.formats.jats import read_jats
 from udfs.formats.jsonl import read_jsonl, read_text
+from udfs.formats.latex import latex_to_text
+from udfs.formats.mediawiki import read_mediawiki
 from udfs.formats.parquet import FooterError, read_parquet
 from udfs.formats.records import (
     FORMATS,
@@ -37,8 +41,10 @@ from udfs.formats.records import (
     ParseOptions,
     file_format,
     is_splittable,
+    looks_like,
     split_name,
 )
+from udfs.formats.tabular import read_csv, read_json
 from udfs.formats.warc import codec_name, read_warc
 
 __all__ = [
@@ -122,6 +128,17 @@ def explode_split(
         yield from c.flush()
         yield c.summary(fmt, size)
         return
+    if fmt == "xml":
+        fmt = _xml_kind(open_file, codec)
+        if fmt is None:
+            with open_file() as f:
+                head = b"".join(_first(decompressed_chunks(f, codec, 1 << 16)))
+            c.quarantine(0, "unsupported_format", head[:200],
+                         f"XML whose root is none of <article>, <pmc-articleset>, <mediawiki> (looks like "
+                         f"{looks_like(head)}); set ingest.format")
+            yield from c.flush()
+            yield c.summary("xml", size)
+            return
     label = fmt
     if codec == "gz" and size:
         with open_file() as f:
@@ -147,20 +164,64 @@ def explode_split(
                 stream = _Guarded(
                     decompressed_chunks(f, codec, opts.read_bytes), 4 * max(opts.excerpt_chars, 50)
                 )
-                yield from (read_jsonl(c, stream, start, end) if fmt == "jsonl" else read_text(c, stream))
-                head = stream.head
+                yield from _read_stream(c, fmt, stream, start, end)
     except FooterError as e:
         if start == 0:  # every split of the file fails the same way: report it once
             c.quarantine(0, "unreadable_file", None, f"parquet: {e}")
     except Exception as e:  # a reader bug or an unforeseen corruption: never lose the file silently
         c.quarantine(0, "unreadable_file", head[:200] or None, f"{fmt}: {type(e).__name__}: {e}")
+    if stream is not None:
+        head = stream.head
     if stream is not None and stream.error is not None:
         c.quarantine(0, "unreadable_file", None, f"{stream.error}; records before the damage were kept")
     elif whole and c.emitted == 0 and not c.buffered:
         # The decompressed bytes (an empty .gz has a 20-byte header that means nothing to a reader).
         c.quarantine(0, "empty_file", head[:200] or None, f"{size} bytes, no record")
     yield from c.flush()
-    yield c.summary(label, size, head if fmt in ("jsonl", "text") else None)
+    looks = looks_like(head) if start == 0 and head else None
+    yield c.summary(label, size, head if fmt in _STREAMED else None, looks)
+
+
+_STREAMED = ("jsonl", "json", "csv", "tsv", "jats", "latex", "mediawiki", "text")
+
+
+def _first(chunks: Iterator[bytes]) -> list[bytes]:
+    try:
+        return [next(iter(chunks), b"")]
+    except StreamError:
+        return [b""]
+
+
+def _xml_kind(open_file: Callable[[], BinaryIO], codec: str | None) -> str | None:
+    """The format of a ``.xml`` file from its root element: ``jats``, ``mediawiki`` or ``None``."""
+    import re
+
+    with open_file() as f:
+        head = b"".join(_first(decompressed_chunks(f, codec, 1 << 16)))
+    body = re.sub(rb"<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>]*>", b"", head[:65536], flags=re.DOTALL).lstrip()
+    root = re.match(rb"<([\w:.-]+)", body)
+    name = root.group(1).split(b":")[-1].lower() if root else b""
+    if name == b"mediawiki":
+        return "mediawiki"
+    return "jats" if name in (b"article", b"pmc-articleset", b"articles") else None
+
+
+def _read_stream(
+    c: Collector, fmt: str, stream: Iterator[bytes], start: int, end: int | None
+) -> Iterator[pa.RecordBatch]:
+    if fmt == "jsonl":
+        return read_jsonl(c, stream, start, end)
+    if fmt == "json":
+        return read_json(c, stream)
+    if fmt == "jats":
+        return read_jats(c, stream)
+    if fmt == "mediawiki":
+        return read_mediawiki(c, stream)
+    if fmt == "latex":
+        return read_text(c, stream, latex_to_text)
+    if fmt in ("csv", "tsv"):
+        return read_csv(c, stream, "," if fmt == "csv" else "\t")
+    return read_text(c, stream)
 
 
 def explode_file(

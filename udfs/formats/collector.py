@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from udfs import text as T
+from udfs.formats import mojibake
 from udfs.formats.records import QUARANTINE_REASONS, RECORD_SCHEMA, ParseOptions, as_str, clean, excerpt
 
 _DOC_FIELDS = ("record", "source", "src_id", "url", "meta", "text", "n_replaced")
@@ -33,6 +34,8 @@ class Collector:
         emitted: rows emitted so far (documents + quarantined).
         lines: lines owned by the split (JSONL), for the driver's line-number prefix sum.
         skipped: non-document records skipped, by kind (``blank_line``, ``warc_request``...).
+        counted: per-file counts of decisions (``charset_source.meta``, ``charset.gb18030``,
+            ``mojibake_fixed``), emitted as ``count.<key>`` in the summary row.
     """
 
     path: str
@@ -46,6 +49,7 @@ class Collector:
     emitted: int = 0
     lines: int | None = None
     skipped: Counter = field(default_factory=Counter)
+    counted: Counter = field(default_factory=Counter)
 
     def doc(
         self,
@@ -112,6 +116,11 @@ class Collector:
 
     def _flush_docs(self) -> Iterator[pa.RecordBatch]:
         o, d = self.opts, self.docs
+        if o.fix_mojibake:
+            fixed = mojibake.fix_all(d["text"])
+            for i in fixed:
+                d["meta"][i] = [*d["meta"][i], ("mojibake_fixed", "true")]
+            self.counted["mojibake_fixed"] += len(fixed)
         raw = pa.array(d["text"], pa.string())
         text = T.normalize(
             raw,
@@ -123,9 +132,26 @@ class Collector:
         n_chars, n_bytes = T.lengths(text)
         blank = T.is_blank(text)
         large = pc.greater(n_bytes, o.max_doc_bytes)
-        for i in pc.indices_nonzero(pc.or_(blank, large)).to_pylist():
+        replaced = pa.array(d["n_replaced"], pa.int32())
+        chars = pc.max_element_wise(pc.cast(n_chars, pa.float64()), 1.0)
+        frac = pc.divide(pc.cast(replaced, pa.float64()), chars)
+        garbled = pc.greater(frac, o.max_replacement_fraction)
+        if o.replacement_action == "flag":
+            for i in pc.indices_nonzero(garbled).to_pylist():
+                d["meta"][i] = [*d["meta"][i], ("replacement_fraction", f"{frac[i].as_py():.4f}")]
+            garbled = pa.array([False] * len(d["text"]))
+        bad = pc.or_(pc.or_(blank, large), garbled)
+        for i in pc.indices_nonzero(bad).to_pylist():
             if blank[i].as_py():
                 self.quarantine(d["record"][i], "empty_after_normalization", d["text"][i], None)
+            elif garbled[i].as_py():
+                self.quarantine(
+                    d["record"][i],
+                    "too_many_replacements",
+                    d["text"][i],
+                    f"{replaced[i].as_py()} of {n_chars[i].as_py()} characters are U+FFFD > "
+                    f"max_replacement_fraction {o.max_replacement_fraction} (wrong or undeclared charset)",
+                )
             else:
                 self.quarantine(
                     d["record"][i],
@@ -133,7 +159,7 @@ class Collector:
                     d["text"][i],
                     f"{n_bytes[i].as_py()} bytes > max_doc_bytes {o.max_doc_bytes}",
                 )
-        keep = pc.invert(pc.or_(blank, large))
+        keep = pc.invert(bad)
         cols = {
             "record": pa.array(d["record"], pa.int64()),
             "source": pa.array(d["source"], pa.string()),
@@ -143,7 +169,7 @@ class Collector:
             "text": text,
             "n_chars": n_chars,
             "n_bytes": n_bytes,
-            "n_replaced": pa.array(d["n_replaced"], pa.int32()),
+            "n_replaced": replaced,
         }
         cols = {k: v.filter(keep) for k, v in cols.items()}
         n = len(cols["record"])
@@ -171,14 +197,20 @@ class Collector:
                 arrays.append(pa.nulls(n, f.type))
         return pa.RecordBatch.from_arrays(arrays, schema=RECORD_SCHEMA)
 
-    def summary(self, fmt: str | None, size: int, head: bytes | None = None) -> pa.RecordBatch:
+    def summary(
+        self, fmt: str | None, size: int, head: bytes | None = None, looks: str | None = None
+    ) -> pa.RecordBatch:
         """The split's ``kind = "file"`` row: ``record`` = rows emitted; ``meta`` = format, bytes
         (the file's size on its first split, else 0, so sums count each file once), ``lines`` owned
-        (JSONL), ``head`` (an excerpt of the decompressed start, first split) and skipped records."""
+        (JSONL), ``head`` (an excerpt of the decompressed start, first split), ``looks_like`` (what the
+        start looks like, :func:`records.looks_like`) and skipped records."""
         meta = [("format", fmt or "unknown"), ("bytes", str(size if self.split_start == 0 else 0))]
         if self.lines is not None:
             meta.append(("lines", str(self.lines)))
         if head is not None and self.split_start == 0:
             meta.append(("head", excerpt(head, self.opts.excerpt_chars) or ""))
+        if looks is not None:
+            meta.append(("looks_like", looks))
         meta += [(f"skipped.{k}", str(v)) for k, v in sorted(self.skipped.items())]
+        meta += [(f"count.{k}", str(v)) for k, v in sorted(self.counted.items())]
         return self._batch("file", 1, {"record": [self.emitted], "meta": [meta]})

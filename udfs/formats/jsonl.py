@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from udfs import text as T
 from udfs.formats.collector import Collector
-from udfs.formats.records import MISSING, as_str, lookup
+from udfs.formats.records import MISSING, as_str, join_text, lookup, sectioned_text
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -86,14 +86,28 @@ def owned_lines(
 
 
 def from_mapping(
-    c: Collector, record: int, obj: dict[str, Any], raw: bytes | str | Callable[[], str], escaped: bool
+    c: Collector,
+    record: int,
+    obj: dict[str, Any],
+    raw: bytes | str | Callable[[], str],
+    escaped: bool,
+    decoded_with_replacement: bool = False,
 ) -> None:
     """Route one parsed record (JSON object or Parquet row): document, or quarantine with a reason.
+
+    ``decoded_with_replacement``: the file's bytes were decoded with U+FFFD for invalid UTF-8 before
+    parsing (``.json``, CSV), so the text's U+FFFD count is its ``n_replaced``.
 
     ``raw`` is the raw record for excerpts, or a function rendering it (called only when quarantined).
     """
     o = c.opts
-    value = lookup(obj, o.text_field)
+    if o.heading_field is None:
+        value = lookup(obj, o.text_field)
+    else:
+        value = sectioned_text(obj, o.text_field, o.heading_field)
+    if isinstance(value, list):  # paragraphs (body_text[].text): joined with blank lines
+        joined = join_text(value)
+        value = value if joined is None else joined
     if value is MISSING or value is None or not isinstance(value, str):
         raw = raw() if callable(raw) else raw
     if value is MISSING or value is None:
@@ -115,7 +129,7 @@ def from_mapping(
     c.doc(
         record,
         value,
-        0,
+        value.count(T.REPLACEMENT) if decoded_with_replacement else 0,
         escaped=escaped,
         src_id=lookup(obj, o.id_field) if o.id_field else None,
         url=lookup(obj, o.url_field) if o.url_field else None,
@@ -176,9 +190,15 @@ def _line(c: Collector, i: int, line: bytes) -> None:
         c.quarantine(i, "invalid_record", line, f"JSON {type(obj).__name__}, not an object")
 
 
-def read_text(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]:
+def read_text(
+    c: Collector, chunks: Iterable[bytes], convert: Callable[[str], tuple[str, dict[str, str]]] | None = None
+) -> Iterator[pa.RecordBatch]:
     """A plain-text file is one document. Files over 4 x ``max_doc_bytes`` (decompressed) are
-    quarantined as ``too_large`` from their first bytes, without being held whole."""
+    quarantined as ``too_large`` from their first bytes, without being held whole.
+
+    Args:
+        convert: turns the decoded file into ``(text, meta)`` (LaTeX sources); ``None`` = as is.
+    """
     limit = 4 * c.opts.max_doc_bytes
     parts: list[bytes] = []
     n = 0
@@ -202,5 +222,13 @@ def read_text(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]
         )
     else:
         text, n_replaced = T.decode_utf8(data)
-        c.doc(1, text, n_replaced)
+        meta = None
+        if convert is not None:
+            try:
+                text, meta = convert(text)
+            except Exception as e:  # a converter bug on odd input: the file is quarantined, not lost
+                c.quarantine(1, "invalid_record", data[:4096], f"conversion failed: {type(e).__name__}: {e}")
+                yield from c.flush()
+                return
+        c.doc(1, text, n_replaced, meta=meta)
     yield from c.flush()

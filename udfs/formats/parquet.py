@@ -58,8 +58,9 @@ def read_parquet(
     except Exception as e:  # ArrowInvalid on a bad magic/footer, OSError on a short file
         raise FooterError(f"{type(e).__name__}: {e}") from None
     names = pf.schema_arrow.names
-    wanted = [x for x in (o.text_field, o.id_field, o.url_field, o.source_field, *o.meta_fields) if x]
-    tops = sorted({x.split(".")[0] if x not in names else x for x in wanted} & set(names))
+    fields = (o.text_field, o.heading_field, o.id_field, o.url_field, o.source_field, *o.meta_fields)
+    wanted = [x for x in fields if x]
+    tops = sorted({x.split(".")[0].split("[]")[0] if x not in names else x for x in wanted} & set(names))
     for rg, first in owned_row_groups(pf.metadata, start, end):
         record = first
         for batch in pf.iter_batches(batch_size=o.batch_rows, row_groups=[rg], columns=tops):

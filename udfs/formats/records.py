@@ -14,7 +14,11 @@ QUARANTINE_REASONS: dict[str, str] = {
     "unreadable_file": "the file (or its rest) cannot be decompressed or parsed as its format",
     "unsupported_format": "format auto and the file name has no known extension",
     "empty_file": "the file holds no record (0 bytes, an empty .gz, only blank lines)",
-    "malformed_json": "a JSONL line that is not valid JSON",
+    "malformed_json": (
+        "a JSONL line that is not valid JSON; in a .json file, the rest of the file from its first error"
+    ),
+    "malformed_xml": "an XML file (JATS, MediaWiki) that is not well-formed: the rest from its first error",
+    "malformed_csv": "a CSV/TSV row the csv module rejects (a field over the size limit, a quote left open)",
     "invalid_record": (
         "a record of the wrong shape (JSON that is not an object, a WARC record without payload)"
     ),
@@ -24,13 +28,20 @@ QUARANTINE_REASONS: dict[str, str] = {
     "too_large": "the normalised text is over max_doc_bytes UTF-8 bytes",
     "extraction_failed": "HTML to text gave nothing (no main content, or html_extractor none)",
     "unsupported_content_type": "a WARC response that is neither HTML nor plain text (images, PDF, ...)",
+    "too_many_replacements": "over ingest.max_replacement_fraction of the text is U+FFFD (wrong charset)",
 }
 """The fixed vocabulary of quarantine reasons, with their meaning."""
 
-FORMATS = ("jsonl", "parquet", "text", "wet", "warc")
+FORMATS = ("jsonl", "json", "csv", "tsv", "jats", "latex", "mediawiki", "parquet", "text", "wet", "warc")
 _FORMAT_SUFFIXES = {
     ".jsonl": "jsonl",
-    ".json": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".nxml": "jats",
+    ".tex": "latex",
+    ".xml": "xml",  # which XML (JATS, MediaWiki) is read from the file's root element
     ".ndjson": "jsonl",
     ".parquet": "parquet",
     ".txt": "text",
@@ -75,6 +86,21 @@ class ParseOptions:
         text_field, id_field, url_field, source_field: record fields (dotted paths reach into nested
             objects, e.g. ``metadata.url``); ``None`` disables id/url/source.
         meta_fields: fields copied into ``meta`` (strings as they are, other values as JSON).
+            Field paths may iterate arrays with ``[]`` (``body_text[].text``, see :func:`lookup`);
+            CSV/TSV fields are column names, or 0-based column indices (``"2"``).
+        heading_field: a path naming the section heading of each element of the text path's array
+            (``body_text[].section`` beside ``body_text[].text``); kept as a line before the first
+            paragraph of each section. ``None``: paragraphs only.
+        csv_header: CSV/TSV files start with a header row of column names.
+        fix_mojibake: repair text decoded with the wrong charset (ftfy, :mod:`udfs.formats.mojibake`).
+        max_replacement_fraction: documents with more U+FFFD (gained in decoding) per character
+            are quarantined (``too_many_replacements``) or flagged; 1.0 = never.
+        replacement_action: ``quarantine``, or ``flag`` (meta ``replacement_fraction``).
+        jats_tables: ``keep`` (caption + rows), ``caption`` or ``drop`` (:mod:`udfs.formats.jats`).
+        jats_figures, jats_references: ``keep`` or ``drop``.
+        mediawiki_namespaces: MediaWiki namespaces read as articles (others skipped, counted).
+        mediawiki_templates: ``drop`` or ``params`` (keep parameter values).
+        mediawiki_references, mediawiki_tables: ``drop`` or ``keep`` (:mod:`udfs.formats.mediawiki`).
         nfc, newlines, strip_invisible, strip_control: :func:`udfs.text.normalize` switches.
         max_doc_bytes: larger normalised texts are quarantined (``too_large``), UTF-8 bytes.
         html_extractor: ``trafilatura`` or ``none``.
@@ -91,6 +117,18 @@ class ParseOptions:
     url_field: str | None = "url"
     source_field: str | None = "source"
     meta_fields: tuple[str, ...] = ()
+    heading_field: str | None = None
+    csv_header: bool = True
+    fix_mojibake: bool = False
+    max_replacement_fraction: float = 0.25
+    replacement_action: str = "quarantine"
+    jats_tables: str = "keep"
+    jats_figures: str = "keep"
+    jats_references: str = "keep"
+    mediawiki_namespaces: tuple[int, ...] = (0,)
+    mediawiki_templates: str = "drop"
+    mediawiki_references: str = "drop"
+    mediawiki_tables: str = "drop"
     nfc: bool = True
     newlines: bool = True
     strip_invisible: bool = True
@@ -167,11 +205,102 @@ def excerpt(raw: bytes | str | None, n: int) -> str | None:
 
 
 def lookup(obj: Any, path: str) -> Any:
-    """``obj[path]``, or the dotted path through nested dicts; :data:`MISSING` when absent."""
+    """``obj[path]``, or the dotted path through nested dicts; :data:`MISSING` when absent.
+
+    A segment ending in ``[]`` maps the rest of the path over a list: ``body_text[].text`` of
+    ``{"body_text": [{"text": "a"}, {"text": "b"}]}`` is ``["a", "b"]`` (elements lacking the rest
+    are left out). A value that is not a list where ``[]`` expects one is returned as it is.
+    """
     if isinstance(obj, dict) and path in obj:
         return obj[path]
+    if "[]" in path:
+        head, _, rest = path.partition("[]")
+        arr = lookup(obj, head)
+        rest = rest.removeprefix(".")
+        if not isinstance(arr, list) or not rest:
+            return arr
+        return [v for v in (lookup(x, rest) for x in arr) if v is not MISSING]
     for part in path.split("."):
         if not isinstance(obj, dict) or part not in obj:
             return MISSING
         obj = obj[part]
     return obj
+
+
+def join_text(value: Any) -> str | None:
+    """A text field's value as one string: a string as it is; a list (of lists) of strings joined
+    with blank lines (paragraphs), ``None`` items left out; ``None`` for any other type."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        return None
+    parts: list[str] = []
+    for v in value:
+        if v is None:
+            continue
+        s = join_text(v)
+        if s is None:
+            return None
+        if s:
+            parts.append(s)
+    return "\n\n".join(parts)
+
+
+def sectioned_text(obj: Any, text_path: str, heading_path: str) -> Any:
+    """The paragraphs of ``text_path`` with each section's heading (``heading_path``) as its own
+    paragraph before the section's first paragraph (S2ORC / unarXive ``body_text`` shape).
+
+    Both paths share the array they iterate (``body_text[].text`` and ``body_text[].section``,
+    checked by the config). Returns a list for :func:`join_text`, or what :func:`lookup` gives
+    when the array is absent or not a list.
+    """
+    prefix, _, text_rel = text_path.rpartition("[]")
+    arr = lookup(obj, prefix)
+    if not isinstance(arr, list):
+        return lookup(obj, text_path)
+    head_rel = heading_path.rpartition("[]")[2].removeprefix(".")
+    text_rel = text_rel.removeprefix(".")
+    out: list[Any] = []
+    last = None
+    for el in arr:
+        h = lookup(el, head_rel) if head_rel else MISSING
+        if isinstance(h, str) and h.strip() and h != last:
+            out.append(h)
+        last = h if isinstance(h, str) else last
+        t = lookup(el, text_rel) if text_rel else el
+        if t is not MISSING:
+            out.append(t)
+    return out
+
+
+def looks_like(head: bytes) -> str:
+    """What the first bytes of a file look like, for messages about a file read with the wrong
+    format (magic numbers: gzip RFC 1952, zstd RFC 8878, bzip2, xz, Parquet ``PAR1``, WARC)."""
+    magic = {b"\x1f\x8b": "gzip-compressed data", b"\x28\xb5\x2f\xfd": "zstd-compressed data",
+             b"BZh": "bzip2-compressed data", b"\xfd7zXZ": "xz-compressed data", b"PAR1": "parquet",
+             b"WARC/": "warc"}
+    for m, name in magic.items():
+        if head.startswith(m):
+            return name
+    s = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:4096].decode("utf-8", "replace")
+    first = s.split("\n", 1)[0].strip()
+    if s.startswith("["):
+        return "json (an array; name it .json or set ingest.format: json)"
+    if s.startswith("{") and not first.endswith("}"):
+        return "json (a pretty-printed object; name it .json or set ingest.format: json)"
+    if s.startswith("{"):
+        return "jsonl"
+    low = s[:1000].lower()
+    if "<mediawiki" in low:
+        return "mediawiki xml"
+    if "<article" in low:
+        return "jats xml"
+    if low.startswith(("<!doctype html", "<html")):
+        return "html"
+    if "\\documentclass" in low or "\\begin{document}" in low:
+        return "latex"
+    lines = [x for x in s.split("\n")[:5] if x.strip()]
+    for sep, name in (("\t", "tsv"), (",", "csv")):
+        if len(lines) > 1 and len({x.count(sep) for x in lines[:-1]}) == 1 and lines[0].count(sep):
+            return name
+    return "plain text"

@@ -13,6 +13,7 @@ from typing import BinaryIO
 import pyarrow as pa
 
 from udfs import text as T
+from udfs.formats import charset
 from udfs.formats.collector import Collector
 from udfs.formats.compression import gzip_error, open_codec
 
@@ -26,22 +27,16 @@ def codec_name(name: str) -> str:
     return codecs.lookup(name).name
 
 
-def _charset(content_type: str | None) -> str:
-    for part in (content_type or "").split(";")[1:]:
-        k, _, v = part.strip().partition("=")
-        if k.strip().lower() == "charset" and v.strip():
-            try:
-                return codec_name(v.strip().strip("\"'").lower())
-            except LookupError:
-                return "utf-8"
-    return "utf-8"
-
-
-def _decode(payload: bytes, charset: str) -> tuple[str, int]:
-    if charset == "utf-8":
+def _decode(c: Collector, payload: bytes, ctype: str | None, html: bool, meta: dict) -> tuple[str, int]:
+    """Decode by BOM, HTTP charset, ``<meta>``, detection (:func:`charset.decide`); the decision and
+    its source go to the document's ``meta`` and the file's counts."""
+    codec, source = charset.decide(payload, ctype, html)
+    meta["charset"], meta["charset_source"] = codec, source
+    c.counted[f"charset_source.{source}"] += 1
+    c.counted[f"charset.{codec}"] += 1
+    if codec == "utf-8":
         return T.decode_utf8(payload)
-    text = payload.decode(charset, errors="replace")
-    return text, text.count(T.REPLACEMENT)
+    return charset.decode(payload, codec)
 
 
 def _html_to_text(html: str, url: str | None) -> str | None:
@@ -131,7 +126,7 @@ def _record(c: Collector, n: int, rec) -> bool:
             meta["http_status"] = http.get_statuscode()
         mime = (ctype or "").split(";")[0].strip().lower()
         if mime in _HTML_TYPES:
-            html, n_rep = _decode(payload, _charset(ctype))
+            html, n_rep = _decode(c, payload, ctype, True, meta)
             extracted = _html_to_text(html, url) if c.opts.html_extractor == "trafilatura" else None
             if not extracted:
                 c.quarantine(
@@ -143,7 +138,7 @@ def _record(c: Collector, n: int, rec) -> bool:
                 return False
             text, n_rep = extracted, min(n_rep, extracted.count(T.REPLACEMENT))
         elif mime == "text/plain":
-            text, n_rep = _decode(payload, _charset(ctype))
+            text, n_rep = _decode(c, payload, ctype, False, meta)
         else:
             c.quarantine(n, "unsupported_content_type", payload[:200], f"{ctype!r} ({url})")
             return False

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -11,7 +13,16 @@ import pyarrow.compute as pc
 from udfs.quality.parse import Parsed, _np, _per_doc, _struct
 
 C4_END_PUNCTUATION = ".?!\"'"
-"""C4's terminal punctuation (TFDS ``c4_utils``): a line must end with one of these, and not with ``...``."""
+"""Terminal punctuation of datatrove's ``C4QualityFilter`` (the ``web`` reading): a line must end with one
+of these, and not with ``...``. The code that built C4 (TFDS ``c4_utils._END_MARKS``) has no ``'``:
+:data:`TFDS_END_MARKS`."""
+
+TFDS_END_MARKS = ".?!\""
+"""TFDS ``tensorflow_datasets/text/c4_utils.py`` ``_END_MARKS = (".", "?", "!", "\"")``."""
+TFDS_MIN_WORDS_PER_LINE = 5
+"""TFDS ``c4_utils._MIN_WORDS_PER_LINE``: the code that built C4 keeps lines of >= 5 whitespace words."""
+TFDS_MIN_NUM_SENTENCES = 3
+"""TFDS ``c4_utils._MIN_NUM_SENTENCES``: the code that built C4 keeps pages of >= 3 sentences."""
 
 C4_POLICY_SUBSTRINGS: tuple[str, ...] = (
     "terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies",
@@ -42,33 +53,48 @@ C4_TYPE = pa.struct([
 ])
 
 
-def c4(p: Parsed, min_words_per_line: int = 3) -> pa.StructArray:
-    """C4 signals (Raffel et al. 2020, section 2.2; TFDS ``c4_utils.clean_page``; datatrove ``C4QualityFilter``).
+@dataclass(frozen=True)
+class C4Options:
+    """How C4's line rules read a page (the ``filter.c4`` keys of the same names).
 
-    Line rules run on each non-blank, stripped line in TFDS order: a word longer than
-    :data:`C4_MAX_WORD_CHARS` (line dropped), Wikipedia citation markers removed, no terminal punctuation
-    (:data:`C4_END_PUNCTUATION`, or ends with ``...``), fewer than ``min_words_per_line`` words, mentions
-    "javascript", holds a policy phrase (:data:`C4_POLICY_SUBSTRINGS`). Each count is over lines that
-    passed the earlier rules. The page-level "lorem ipsum" and ``{`` signals look at the whole page, as the
-    paper states ("any page where the phrase 'lorem ipsum' appeared", "any pages that contained a curly
-    bracket"); TFDS and datatrove only look at lines that survived the line rules.
-
-    Args:
-        p: a :func:`parse`-d batch of ``n`` texts.
-        min_words_per_line: C4's minimum words per kept line (paper: 3).
-
-    Returns:
-        StructArray[n] of :data:`C4_TYPE` (counts int64, flags bool); ``kept_sentences`` counts sentence
-        ends (``.``, ``!``, ``?`` runs before whitespace or line end) in kept lines (paper keeps pages
-        with >= 5 sentences).
+    Attributes:
+        min_words_per_line: a line with fewer whitespace-separated words is dropped (datatrove 3; TFDS 5).
+        end_marks: characters a kept line must end with (datatrove ``.?!"'``; TFDS ``.?!"``).
+        page_checks: where "lorem ipsum" and ``{`` are looked for: ``page`` (the whole text, as the paper
+            words it) or ``kept_lines`` (lines that survived the earlier line rules, as TFDS
+            ``clean_page`` does).
+        sentences_in: where sentences are counted: ``kept_lines`` (TFDS, datatrove) or ``text`` (the
+            whole text; a one-line paragraph without final punctuation still holds sentences).
     """
+
+    min_words_per_line: int = 3
+    end_marks: str = C4_END_PUNCTUATION
+    page_checks: str = "page"
+    sentences_in: str = "kept_lines"
+
+
+DATATROVE_C4 = C4Options()
+"""The ``web`` reading (datatrove ``C4QualityFilter`` defaults)."""
+
+
+@dataclass
+class _Lines:
+    line: pa.Array  # stripped lines with citation markers removed
+    keep: np.ndarray  # bool per line: survives every line rule
+    counts: dict[str, np.ndarray]  # per document counts of C4_TYPE's line fields
+    lorem_line: np.ndarray  # bool per line: "lorem ipsum" in a line alive when TFDS checks it
+    brace_line: np.ndarray  # bool per line: "{" in a line alive when TFDS checks it
+
+
+def _line_rules(p: Parsed, o: C4Options) -> _Lines:
+    """C4's line rules in TFDS ``clean_page`` order over every non-blank stripped line of the batch."""
     n = p.n
     line = p.lines_stripped
     if len(line):
         cited = _np(pc.match_substring(line, "["), bool)
         if cited.any():  # citation markers are rare: rewrite only lines holding a "["
             line = pc.if_else(pa.array(cited), pc.utf8_trim_whitespace(pc.replace_substring_regex(line, _CITATION, "")), line)
-    lower = pc.utf8_lower(p.lines_stripped)
+    lower = pc.utf8_lower(line)
     long_word = np.zeros(len(line), dtype=bool)
     maybe_long = np.flatnonzero(p.line_stripped_chars > C4_MAX_WORD_CHARS)
     if len(maybe_long):
@@ -77,28 +103,94 @@ def c4(p: Parsed, min_words_per_line: int = 3) -> pa.StructArray:
         rx = rf"\S{{{half}}}\S{{{C4_MAX_WORD_CHARS - half + 1}}}"
         long_word[maybe_long] = _np(pc.match_substring_regex(p.lines_stripped.take(pa.array(maybe_long)), rx), bool)
     last = pc.utf8_slice_codeunits(line, -1)
-    terminal = _np(pc.is_in(last, value_set=pa.array(list(C4_END_PUNCTUATION))), bool) & ~_np(pc.ends_with(line, "..."), bool)
+    terminal = _np(pc.is_in(last, value_set=pa.array(list(o.end_marks))), bool) & ~_np(pc.ends_with(line, "..."), bool)
+    k = o.min_words_per_line
     # fewer than k words <=> no k whitespace-separated runs; the match stops at the first hit
-    few_words = ~_np(pc.match_substring_regex(p.lines_stripped, r"\S" + r"\s+\S+" * (min_words_per_line - 2) + r"\s+\S"), bool) if min_words_per_line >= 2 else np.zeros(len(line), bool)
+    few_words = ~_np(pc.match_substring_regex(line, r"\S+" + r"\s+\S+" * (k - 1)), bool) if k >= 2 else np.zeros(len(line), bool)
     javascript = _np(pc.match_substring(lower, "javascript"), bool)
     policy = _np(pc.match_substring_regex(lower, "|".join(C4_POLICY_SUBSTRINGS)), bool)
+    lorem = _np(pc.match_substring(lower, "lorem ipsum"), bool)
+    brace = _np(pc.match_substring(line, "{"), bool)
 
     alive = ~long_word
-    out = {"lines": _per_doc(p.line_doc, n), "lines_long_word": _per_doc(p.line_doc[long_word], n)}
+    counts = {"lines": _per_doc(p.line_doc, n), "lines_long_word": _per_doc(p.line_doc[long_word], n)}
+    lorem_line = brace_line = np.zeros(len(line), bool)
     for name, drop in (
         ("lines_no_terminal_punct", ~terminal),
         ("lines_too_few_words", few_words),
         ("lines_javascript", javascript),
         ("lines_policy", policy),
     ):
+        if name == "lines_javascript":
+            lorem_line = alive & lorem  # TFDS: after the word count, before javascript
+        if name == "lines_policy":
+            brace_line = alive & brace  # TFDS: after javascript, before the policy lines
         hit = alive & drop
-        out[name] = _per_doc(p.line_doc[hit], n)
+        counts[name] = _per_doc(p.line_doc[hit], n)
         alive &= ~drop
-    out["kept_lines"] = _per_doc(p.line_doc[alive], n)
-    kept = np.flatnonzero(alive)
-    sentences = _np(pc.count_substring_regex(line.take(pa.array(kept)), _SENTENCE_END), np.int64) if len(kept) else kept
-    out["kept_sentences"] = _per_doc(p.line_doc[kept], n, np.maximum(sentences, 1))
-    lower_text = pc.utf8_lower(p.texts)
-    out["has_lorem_ipsum"] = _np(pc.match_substring(lower_text, "lorem ipsum"), bool)
-    out["has_curly_bracket"] = _np(pc.match_substring(p.texts, "{"), bool)
+    counts["kept_lines"] = _per_doc(p.line_doc[alive], n)
+    return _Lines(line, alive, counts, lorem_line, brace_line)
+
+
+def c4(p: Parsed, options: C4Options | None = None) -> pa.StructArray:
+    """C4 signals (Raffel et al. 2020, section 2.2; TFDS ``c4_utils.clean_page``; datatrove ``C4QualityFilter``).
+
+    Line rules run on each non-blank, stripped line in TFDS ``clean_page`` order: a word longer than
+    :data:`C4_MAX_WORD_CHARS` (line dropped), Wikipedia citation markers removed, no terminal mark
+    (``options.end_marks``, or ends with ``...``), fewer than ``options.min_words_per_line``
+    whitespace words, mentions "javascript", holds a policy phrase (:data:`C4_POLICY_SUBSTRINGS`). Each
+    count is over lines that passed the earlier rules. "lorem ipsum" and ``{`` are looked for in the
+    whole page or, with ``page_checks="kept_lines"``, where TFDS looks (lines alive at that point).
+
+    Args:
+        p: a :func:`parse`-d batch of ``n`` texts.
+        options: the line-rule reading (:class:`C4Options`; default datatrove's).
+
+    Returns:
+        StructArray[n] of :data:`C4_TYPE` (counts int64, flags bool). ``kept_sentences`` counts sentence
+        ends (runs of ``.``, ``!``, ``?`` before whitespace or line end), at least one per kept line, in
+        kept lines (TFDS counts punkt sentences of each kept line; each ends with a mark, so >= 1), or
+        with ``sentences_in="text"`` in the whole text (at least 1 for a non-empty text).
+    """
+    n = p.n
+    options = options or DATATROVE_C4
+    lr = _line_rules(p, options)
+    out = dict(lr.counts)
+    if options.sentences_in == "text":
+        ends = _np(pc.count_substring_regex(p.texts, _SENTENCE_END), np.int64)
+        out["kept_sentences"] = np.where(p.n_chars > 0, np.maximum(ends, 1), 0)
+    else:
+        kept = np.flatnonzero(lr.keep)
+        sentences = _np(pc.count_substring_regex(lr.line.take(pa.array(kept)), _SENTENCE_END), np.int64) if len(kept) else kept
+        out["kept_sentences"] = _per_doc(p.line_doc[kept], n, np.maximum(sentences, 1))
+    if options.page_checks == "kept_lines":
+        out["has_lorem_ipsum"] = _per_doc(p.line_doc[lr.lorem_line], n) > 0
+        out["has_curly_bracket"] = _per_doc(p.line_doc[lr.brace_line], n) > 0
+    else:
+        out["has_lorem_ipsum"] = _np(pc.match_substring(pc.utf8_lower(p.texts), "lorem ipsum"), bool)
+        out["has_curly_bracket"] = _np(pc.match_substring(p.texts, "{"), bool)
     return _struct({k: out[k] for k in C4_TYPE.names}, {f.name: f.type for f in C4_TYPE})
+
+
+def c4_clean(p: Parsed, options: C4Options | None = None) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """C4's line cleaning: each page keeps only the lines its line rules keep (TFDS ``clean_page``).
+
+    The kept lines are stripped, citation markers removed, joined with ``\\n`` (TFDS:
+    ``"\\n".join(valid_lines).strip()``).
+
+    Args:
+        p: a :func:`parse`-d batch of ``n`` texts.
+        options: the line-rule reading (:class:`C4Options`).
+
+    Returns:
+        ``(texts, lines_removed, chars_removed)``: the cleaned string[n]; int64[n] non-blank lines
+        removed; int64[n] characters (code points) removed (blank lines and stripped whitespace count).
+    """
+    lr = _line_rules(p, options or DATATROVE_C4)
+    kept = np.flatnonzero(lr.keep)
+    offsets = np.concatenate([[0], np.cumsum(lr.counts["kept_lines"])]).astype(np.int32)
+    values = lr.line.take(pa.array(kept)).cast(pa.string())
+    cleaned = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), values), "\n")
+    removed_lines = (lr.counts["lines"] - lr.counts["kept_lines"]).astype(np.int64)
+    removed_chars = (p.n_chars - _np(pc.utf8_length(cleaned), np.int64)).astype(np.int64)
+    return cleaned, removed_lines, removed_chars

@@ -44,11 +44,30 @@ GOPHER_QUALITY_TYPE = pa.struct([
 ])
 
 
-def gopher_quality(p: Parsed) -> pa.StructArray:
+def whitespace_alpha_ratio(texts: pa.Array) -> np.ndarray:
+    """Fraction of whitespace-separated words holding a letter (``\\pL``), per text; 0.0 without words.
+
+    The paper's reading of Gopher's alphabetic-word rule (Rae et al. 2021, A.1.1: "80% of words in a
+    document contain at least one alphabetic character"): a word is what a reader calls one, so
+    ``(1)``, ``x=2,`` or ``2.5`` are one word each and trailing punctuation does not count apart.
+
+    >>> whitespace_alpha_ratio(pa.array(["Energy E = mc^2 (1).", ""])).tolist()
+    [0.6, 0.0]
+    """
+    lists = pc.utf8_split_whitespace(texts)
+    words = pc.list_flatten(lists)
+    doc = _np(pc.list_parent_indices(lists), np.int64)
+    nonempty = _np(pc.utf8_length(words), np.int64) > 0
+    alpha = _np(pc.match_substring_regex(words, r"\pL"), bool) & nonempty
+    return _ratio(_per_doc(doc[alpha], len(texts)), _per_doc(doc[nonempty], len(texts)))
+
+
+def gopher_quality(p: Parsed, alpha_words_reading: str = "whitespace") -> pa.StructArray:
     """Gopher quality-filter signals (Rae et al. 2021, A.1.1; datatrove ``GopherQualityFilter``).
 
     Args:
         p: a :func:`parse`-d batch of ``n`` texts.
+        alpha_words_reading: ``whitespace`` or ``datatrove`` (see ``alpha_words_ratio``).
 
     Returns:
         StructArray[n] of :data:`GOPHER_QUALITY_TYPE`:
@@ -58,7 +77,10 @@ def gopher_quality(p: Parsed) -> pa.StructArray:
         word, all words counted as datatrove does (paper <= 0.1);
         ``bullet_lines_ratio`` / ``ellipsis_lines_ratio`` float64, fraction of non-blank lines starting
         with a bullet (:data:`BULLETS`) resp. ending with ``...``/``…`` (paper <= 0.9 / <= 0.3);
-        ``alpha_words_ratio`` float64, words holding an alphabetic character / words (paper >= 0.8);
+        ``alpha_words_ratio`` float64, words holding an alphabetic character / words (paper >= 0.8):
+        whitespace-separated words with ``alpha_words_reading="whitespace"`` (the paper,
+        :func:`whitespace_alpha_ratio`), spaCy-like tokens with ``"datatrove"`` (datatrove's reading,
+        where every punctuation mark and number is a word);
         ``stop_words`` int64, distinct :data:`STOP_WORDS` present, case-insensitive (paper >= 2).
         Ratios are 0.0 when their denominator is 0.
     """
@@ -87,7 +109,8 @@ def gopher_quality(p: Parsed) -> pa.StructArray:
             "ellipsis_word_ratio": _ratio(ellipses, n_words),
             "bullet_lines_ratio": _ratio(_per_doc(p.line_doc[bullet], n), n_lines),
             "ellipsis_lines_ratio": _ratio(_per_doc(p.line_doc[ell_end], n), n_lines),
-            "alpha_words_ratio": _ratio(p.alpha_words, n_words),
+            "alpha_words_ratio": (_ratio(p.alpha_words, n_words) if alpha_words_reading == "datatrove"
+                                  else whitespace_alpha_ratio(p.texts)),
             "stop_words": stop_words,
         },
         {f.name: f.type for f in GOPHER_QUALITY_TYPE},

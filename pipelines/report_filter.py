@@ -1,0 +1,71 @@
+"""The filter stage's part of the report: removals per source and per profile (language apart from quality
+rules), each profile's thresholds on the signal histograms, constant signals as one-line notes, and
+documents holding replacement characters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pipelines.config import FilterConfig, WinnowConfig
+from pipelines.filter_rules import thresholds
+from pipelines.tables import read_if_exists
+
+
+def filter_breakdown(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] | None:
+    """Documents in, kept and removed (by headline reason: the language reason first, else the first
+    failing rule) per source and per profile, from ``filtered`` and the filter's ``removed`` rows.
+
+    Returns:
+        ``{"by_source": {source: {in, kept, removed: {reason: documents}}}, "by_profile": {...},
+        "removed_language", "removed_quality", "replacement_char_documents"}`` or None before a filter run.
+    """
+    from pipelines.filter import _breakdown, _headline_reason
+
+    kept = read_if_exists(spark, cfg, "filtered")
+    if kept is None:
+        return None
+
+    def part(df, reasons):
+        src = F.col("source") if "source" in df.columns else F.lit(None).cast("string")
+        prof = F.col("filter_profile") if "filter_profile" in df.columns else F.lit(None).cast("string")
+        return df.select(src.alias("source"), prof.alias("profile"), reasons.alias("first"))
+
+    frames = [part(kept, F.lit(None).cast("string"))]
+    removed = read_if_exists(spark, cfg, "removed")
+    if removed is not None:
+        frames.append(part(removed.where(F.col("stage") == "filter"), _headline_reason(F.col("reason"))))
+    both = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    out = _breakdown(both.groupBy("first", "source", "profile").count().collect())
+    docs = read_if_exists(spark, cfg, "documents")
+    has_count = docs is not None and "n_replaced" in docs.columns
+    out["replacement_char_documents"] = docs.where(F.col("n_replaced") > 0).count() if has_count else None
+    return out
+
+
+def profile_thresholds(cfg: FilterConfig, column: str) -> list[dict[str, Any]]:
+    """Thresholds of signal ``column`` under the default profile, then under every other profile in use
+    whose value differs (its ``key`` suffixed with `` (<profile>)``)."""
+    base = thresholds(cfg.profile_config(cfg.default_profile).model_dump(mode="json"), column)
+    out = list(base)
+    seen = {(t["key"], t["value"]) for t in base}
+    for name in dict.fromkeys(cfg.profile_by_source.values()):
+        for t in thresholds(cfg.profile_config(name).model_dump(mode="json"), column):
+            if (t["key"], t["value"]) not in seen:
+                seen.add((t["key"], t["value"]))
+                out.append({**t, "key": f"{t['key']} ({name})"})
+    return out
+
+
+def constant_signals(values: dict[str, list[float]]) -> dict[str, float]:
+    """Signals whose sampled values are all equal (a histogram of them says nothing): signal -> value."""
+    return {c: v[0] for c, v in values.items() if v and min(v) == max(v)}
+
+
+def breakdown_rows(b: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """Table rows ``{name, in, kept, removed, reasons}`` of ``b[key]`` (``by_source`` or ``by_profile``)."""
+    return [{"name": name, "in": v["in"], "kept": v["kept"], "removed": v["in"] - v["kept"],
+             "reasons": ", ".join(f"{r}={n}" for r, n in v["removed"].items())} for name, v in b[key].items()]

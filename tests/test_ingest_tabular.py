@@ -1,0 +1,276 @@
+"""udfs/formats/tabular.py and nested field paths: .json files, CSV/TSV, body_text[].text, bad files.
+
+Invented inputs only; no Spark except the one end-to-end check of ingest.max_quarantine_fraction.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+
+import pyarrow as pa
+import pytest
+import zstandard
+
+from pipelines.config import ConfigError, load_config
+from pipelines.ingest import bad_files
+from udfs.formats import ParseOptions, explode_file
+from udfs.formats.records import looks_like
+
+
+def _rows(path: str, data: bytes, opts: ParseOptions | None = None) -> list[dict]:
+    return pa.Table.from_batches(list(explode_file(path, data, opts or ParseOptions()))).to_pylist()
+
+
+def _docs(rows):
+    return [(r["record"], r["src_id"], r["text"]) for r in rows if r["kind"] == "doc"]
+
+
+def _bad(rows):
+    return [(r["record"], r["reason"]) for r in rows if r["kind"] == "quarantine"]
+
+
+# ------------------------------------------------------------------------------------------ .json
+ARRAY = json.dumps([{"id": "a", "text": "Alpha one."}, {"id": "b", "text": "Beta two."}], indent=2).encode()
+
+
+@pytest.mark.parametrize("name, data", [
+    ("x.json", ARRAY),
+    ("x.json.gz", gzip.compress(ARRAY)),
+    ("x.json.bz2", bz2.compress(ARRAY)),
+    ("x.json.xz", lzma.compress(ARRAY)),
+    ("x.json.zst", zstandard.ZstdCompressor().compress(ARRAY)),
+    ("x.json", b"\xef\xbb\xbf" + ARRAY),  # a BOM (Windows tools)
+    # concatenated pretty-printed objects, and JSONL named .json
+    ("x.json", json.dumps({"id": "a", "text": "Alpha one."}, indent=4).encode() + b"\n"
+     + json.dumps({"id": "b", "text": "Beta two."}, indent=4).encode()),
+    ("x.json", b'{"id": "a", "text": "Alpha one."}\n{"id": "b", "text": "Beta two."}\n'),
+])
+def test_json_array_or_objects_pretty_printed_any_compression(name, data):
+    rows = _rows(name, data)
+    assert _docs(rows) == [(1, "a", "Alpha one."), (2, "b", "Beta two.")]
+    assert _bad(rows) == []
+    assert rows[-1]["kind"] == "file" and rows[-1]["record"] == 2
+
+
+def test_json_single_object_is_one_document():
+    data = json.dumps({"id": "only", "text": "Just one\ndocument.", "url": "https://e/x"}, indent=2).encode()
+    rows = _rows("one.json", data)
+    assert _docs(rows) == [(1, "only", "Just one\ndocument.")] and rows[0]["url"] == "https://e/x"
+
+
+def test_json_syntax_error_keeps_values_before_it_and_quarantines_the_rest_once():
+    rows = _rows("cut.json", b'[{"id": "a", "text": "ok"},\n {"id": "b", "text": "brok')
+    assert _docs(rows) == [(1, "a", "ok")]
+    assert _bad(rows) == [(2, "malformed_json")]
+    assert "the 1 values before it were kept" in rows[1]["detail"]
+
+
+def test_invalid_utf8_in_json_and_csv_costs_a_character_not_the_file():
+    for name, data in (("u.json", '[{"text": "bad \xff byte, Grüße"}, {"text": "fine"}]'.encode("latin-1")),
+                       ("u.csv", 'text\n"bad \xff byte, Grüße"\nfine\n'.encode("latin-1"))):
+        rows = _rows(name, data.replace("Grüße".encode("latin-1"), "Grüße".encode()))
+        assert [(r["text"], r["n_replaced"]) for r in rows if r["kind"] == "doc"] == [
+            ("bad \ufffd byte, Grüße", 1), ("fine", 0)], name
+
+
+def test_json_items_that_are_not_objects_are_invalid_records():
+    rows = _rows("mixed.json", b'[{"text": "fine"}, 3, "str", null]')
+    assert _docs(rows)[0][2] == "fine"
+    assert _bad(rows) == [(2, "invalid_record"), (3, "invalid_record"), (4, "invalid_record")]
+
+
+def test_json_value_over_the_limit_is_too_large_without_being_held():
+    big = json.dumps([{"text": "x" * 300_000}, {"text": "y" * 50}]).encode()  # over the cap + read buffers
+    rows = _rows("big.json", big, ParseOptions(max_doc_bytes=100))
+    assert _docs(rows) == [] and _bad(rows) == [(1, "too_large")]
+
+
+def test_empty_json_file_and_empty_array():
+    assert _bad(_rows("e.json", b"")) == [(0, "empty_file")]
+    assert _bad(_rows("e.json", b"  [ ]\n")) == [(0, "empty_file")]
+
+
+# --------------------------------------------------------------------------------------- CSV/TSV
+def test_csv_quoted_fields_with_newlines_commas_and_quotes():
+    data = b'id,text,lang\r\n1,"Hello, ""world""\r\nsecond line",en\r\n2,Plain,de\r\n\r\n3,,fr\r\n4\r\n'
+    rows = _rows("x.csv", data, ParseOptions(meta_fields=("lang",)))
+    assert _docs(rows) == [(1, "1", 'Hello, "world"\nsecond line'), (2, "2", "Plain")]
+    assert rows[0]["meta"] == [("lang", "en")]
+    # an empty text field normalises to nothing; a short row lacks the text column
+    assert sorted(_bad(rows)) == [(3, "empty_after_normalization"), (4, "text_missing")]
+    assert dict(rows[-1]["meta"])["skipped.blank_line"] == "1"
+
+
+def test_tsv_by_column_index_without_header_and_gz():
+    data = gzip.compress(b"a\tFirst text.\tx\nb\t\"Quoted\ttab\"\ty\n")
+    rows = _rows("x.tsv.gz", data, ParseOptions(csv_header=False, text_field="1", id_field="0", meta_fields=("2",)))
+    assert _docs(rows) == [(1, "a", "First text."), (2, "b", "Quoted\ttab")]
+    assert rows[1]["meta"] == [("2", "y")]
+
+
+def test_csv_header_names_and_indices_both_work_and_bom_is_dropped():
+    data = "\ufeffdoc,body\nd1,Über alles.\n".encode()
+    assert _docs(_rows("x.csv", data, ParseOptions(text_field="body", id_field="doc"))) == [(1, "d1", "Über alles.")]
+    assert _docs(_rows("x.csv", data, ParseOptions(text_field="1", id_field="0"))) == [(1, "d1", "Über alles.")]
+
+
+def test_csv_field_over_the_limit_is_quarantined_and_the_rest_is_read():
+    data = b"id,text\n1," + b"x" * 3000 + b"\n2,Fine.\n"
+    rows = _rows("x.csv", data, ParseOptions(max_doc_bytes=100))
+    assert _docs(rows) == [(2, "2", "Fine.")]
+    assert [r for _, r in _bad(rows)] in (["malformed_csv"], ["too_large"])
+
+
+# ---------------------------------------------------------------------------------- nested paths
+S2ORC = {"paper_id": "p1", "body_text": [
+    {"section": "Introduction", "text": "First paragraph."},
+    {"section": "Introduction", "text": "Second paragraph."},
+    {"section": "Methods", "text": "Third paragraph."},
+    {"text": "No section."},
+]}
+
+
+def test_body_text_paragraphs_joined_with_blank_lines():
+    rows = _rows("s.jsonl", json.dumps(S2ORC).encode(), ParseOptions(text_field="body_text[].text", id_field="paper_id"))
+    assert _docs(rows) == [(1, "p1", "First paragraph.\n\nSecond paragraph.\n\nThird paragraph.\n\nNo section.")]
+
+
+def test_section_headings_kept_once_per_section_when_a_path_names_them():
+    opts = ParseOptions(text_field="body_text[].text", heading_field="body_text[].section", id_field="paper_id")
+    rows = _rows("s.json", json.dumps([S2ORC]).encode(), opts)
+    assert _docs(rows)[0][2] == (
+        "Introduction\n\nFirst paragraph.\n\nSecond paragraph.\n\nMethods\n\nThird paragraph.\n\nNo section."
+    )
+
+
+def test_list_of_strings_field_and_nested_lists():
+    rows = _rows("p.jsonl", b'{"paragraphs": ["One.", null, "Two."]}\n{"paragraphs": [["A."], ["B."]]}\n'
+                 b'{"paragraphs": ["One.", 3]}\n', ParseOptions(text_field="paragraphs"))
+    assert [t for _, _, t in _docs(rows)] == ["One.\n\nTwo.", "A.\n\nB."]
+    assert _bad(rows) == [(3, "text_not_string")]
+
+
+def test_nested_path_in_parquet_reads_the_top_column():
+    import io
+
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist([S2ORC]), buf)
+    rows = _rows("s.parquet", buf.getvalue(), ParseOptions(text_field="body_text[].text", id_field="paper_id"))
+    assert _docs(rows)[0][2].startswith("First paragraph.\n\nSecond")
+
+
+def test_heading_must_share_the_text_array():
+    with pytest.raises(ConfigError, match="ingest.fields.heading"):
+        load_config(overrides=["ingest.fields.text=body_text[].text", "ingest.fields.heading=sections[].title"])
+    load_config(overrides=["ingest.fields.text=body_text[].text", "ingest.fields.heading=body_text[].section"])
+
+
+# ------------------------------------------------------------------------- mostly quarantined files
+@pytest.mark.parametrize("head, expected", [
+    (b'{\n  "id": 1,\n  "text": "a"\n}', "json (a pretty-printed object"),
+    (b'[\n {"text": "a"}]', "json (an array"),
+    (b'{"text": "a"}\n{"text": "b"}\n', "jsonl"),
+    (b"id\ttext\n1\ta\n2\tb\n", "tsv"),
+    (b"id,text\n1,a\n2,b\n", "csv"),
+    (b"\x1f\x8b\x08\x00", "gzip-compressed data"),
+    (b"PAR1\x15\x04", "parquet"),
+    (b"WARC/1.0\r\n", "warc"),
+    (b"<mediawiki xmlns=", "mediawiki xml"),
+    (b"Just some words.", "plain text"),
+])
+def test_looks_like(head, expected):
+    assert looks_like(head).startswith(expected)
+
+
+def _cfg(**kw):
+    return load_config(overrides=[f"ingest.{k}={v}" for k, v in kw.items()]).ingest
+
+
+def _summary(path, fmt="jsonl", looks="json (a pretty-printed object)"):
+    return {"input_file": path, "split_start": 0, "meta": [("format", fmt), ("looks_like", looks)]}
+
+
+def test_bad_file_just_over_and_just_under_the_fraction():
+    over = [("f.jsonl", None, 9), ("f.jsonl", "malformed_json", 10), ("f.jsonl", "text_missing", 1)]  # 11/20
+    under = [("g.jsonl", None, 10), ("g.jsonl", "malformed_json", 10)]  # 10/20, not over 0.5
+    lines = bad_files(over + under, [_summary("f.jsonl"), _summary("g.jsonl")], _cfg())
+    assert lines == [
+        "ingest: f.jsonl: 11 of 20 records quarantined (> ingest.max_quarantine_fraction 0.5), mostly "
+        "malformed_json (10); read as jsonl, looks like json (a pretty-printed object)"
+    ]
+
+
+def test_bad_file_needs_min_records():
+    few = [("f.jsonl", "malformed_json", 19)]
+    assert bad_files(few, [_summary("f.jsonl")], _cfg()) == []
+    assert len(bad_files(few, [_summary("f.jsonl")], _cfg(quarantine_min_records=19))) == 1
+
+
+def test_mostly_quarantined_file_fails_the_job_after_writing_the_tables(spark, make_cfg, tmp_path, capsys):
+    from pipelines import tables
+    from pipelines.ingest import BadInputFileError
+    from pipelines.stage import run_stage
+
+    d = tmp_path / "in"
+    d.mkdir()
+    pretty = json.dumps([{"id": i, "text": f"Document {i}."} for i in range(6)], indent=2)  # 26 lines
+    (d / "pretty.jsonl").write_text(pretty)
+    (d / "good.csv").write_text("id,text\n" + "".join(f"{i},Row {i}.\n" for i in range(30)))
+    cfg = make_cfg(f"ingest.inputs=['{d}/*']")
+    with pytest.raises(BadInputFileError, match="ingest.on_bad_file=continue"):
+        run_stage(spark, cfg, "ingest")
+    err = capsys.readouterr().err
+    assert "pretty.jsonl: 26 of 26 records quarantined" in err and "mostly malformed_json" in err
+    assert "looks like json (an array" in err and "good.csv" not in err
+    assert tables.read_path(spark, f"{cfg.run.root}/tables/documents").count() == 30
+
+    ok = make_cfg(f"ingest.inputs=['{d}/*']", "ingest.on_bad_file=continue", root=tmp_path / "run2")
+    report = run_stage(spark, ok, "ingest")
+    assert len(report.extra["bad_files"]) == 1 and report.rows_out == 30
+    right = make_cfg(f"ingest.inputs=['{d}/*']", "ingest.format=json", root=tmp_path / "run3")
+    (d / "good.csv").unlink()
+    assert run_stage(spark, right, "ingest").rows_out == 6
+
+
+def _big_file(tmp_path, name: str, head: bytes, item, sep: bytes, tail: bytes, n: int):
+    p = tmp_path / name
+    with open(p, "wb") as f:
+        f.write(head)
+        for i in range(n):
+            f.write((sep if i else b"") + item(i))
+        f.write(tail)
+    return p
+
+
+@pytest.mark.parametrize("name, head, item, sep, tail", [
+    ("big.json", b"[\n", lambda i: json.dumps({"id": i, "text": f"Document {i} " + "word " * 200}, indent=2).encode(),
+     b",\n", b"\n]\n"),
+    ("big.csv", b"id,text\n", lambda i: f'{i},"Document {i}\n{"word " * 200}"\n'.encode(), b"", b""),
+    ("big.xml", b"<mediawiki>", lambda i: (f"<page><title>P{i}</title><ns>0</ns><id>{i}</id><revision><text>"
+                                          f"Document {i} {'word ' * 200}</text></revision></page>").encode(), b"",
+     b"</mediawiki>"),
+])
+def test_large_files_are_streamed_in_bounded_memory(tmp_path, name, head, item, sep, tail):
+    import tracemalloc
+
+    from udfs.formats import explode_split
+
+    small = _big_file(tmp_path, "small-" + name, head, item, sep, tail, 10)
+    path = _big_file(tmp_path, name, head, item, sep, tail, 6000)  # ~6-8 MB
+    size = path.stat().st_size
+    opts = ParseOptions(batch_rows=256, read_bytes=256 << 10)
+    for _ in explode_split(str(small), lambda: open(small, "rb"), small.stat().st_size, opts):
+        pass  # imports and caches first: they are not the file's memory
+    tracemalloc.start()
+    docs = 0
+    for batch in explode_split(str(path), lambda: open(path, "rb"), size, opts):
+        docs += batch.num_rows if batch.column("kind")[0].as_py() == "doc" else 0
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert docs == 6000
+    assert peak < 2_500_000, f"peak {peak} bytes of Python memory for a {size}-byte file"

@@ -1,0 +1,163 @@
+"""Language ID on prose: markup, LaTeX and code removed, a bounded sample spread over the document, and
+the document's top languages with their shares of its prose.
+
+Why: reading only the head of a document judges a LaTeX file by its preamble and a German page with a
+large English-commented code block by its code (issue 14). fastText LID models (lid.176) were trained
+on prose; code, math and markup are noise to them.
+
+* :func:`prose` removes, with RE2 passes over the whole batch: fenced code blocks (Markdown, ``~~~``),
+  ``<pre>``/``<code>``/``<script>``/``<style>`` elements, HTML/XML tags, the LaTeX preamble (up to
+  ``\\begin{document}``), math/code/table environments, ``$...$`` math, LaTeX commands (their braced
+  arguments stay: ``\\emph{word}`` is prose), wiki templates ``{{...}}``, tables ``{| ... |}``, links
+  ``[[target|label]]`` (label kept), ``<ref>`` notes, lines left without a letter or digit, and lines
+  that look like code (end with ``;``,
+  ``{`` or ``}``, start with a comment marker or a common keyword).
+* :func:`spread_sample` takes ``max_chars`` characters as ``windows`` equal slices spread evenly over
+  the prose (start, middle, end), not only its head.
+* :func:`language_shares` predicts each prose line of the whole document (up to ``max_chars``) and
+  returns the top languages with the share of prose characters each holds.
+
+Scores are clamped to [0, 1]: fastText's softmax output can exceed 1.0 by float error (``1.00001``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_MATH_ENVS = ("equation|align|alignat|eqnarray|gather|multline|displaymath|math|verbatim|lstlisting|minted"
+              "|tabular|tabularx|array|tikzpicture|algorithmic|algorithm|figure|table|thebibliography")
+_CODE_KEYWORDS = (r"import|from\s+\S+\s+import|def|class|return|public|private|static|void|int|var|let|const"
+                  r"|function|#include|#define|package|using|namespace|if\s*\(|for\s*\(|while\s*\(|print\(|SELECT")
+
+# (pattern, replacement) in order; every pattern is RE2.
+_PASSES: tuple[tuple[str, str], ...] = (
+    (r"(?s)```.*?(```|$)", "\n"),
+    (r"(?s)~~~.*?(~~~|$)", "\n"),
+    *((rf"(?is)<{tag}[\s>].*?</{tag}>", "\n") for tag in ("pre", "code", "script", "style", "math")),
+    (r"(?is)<ref[^>/]*/>|<ref[^>]*>.*?</ref>", " "),
+    (r"(?s)\\documentclass.*?(\\begin\{document\}|$)", "\n"),
+    (rf"(?s)\\begin\{{(?:{_MATH_ENVS})\*?\}}.*?\\end\{{(?:{_MATH_ENVS})\*?\}}", "\n"),
+    (r"(?s)\$\$.*?\$\$|\\\[.*?\\\]|\\\(.*?\\\)", " "),
+    (r"\$[^$\n]{0,300}\$", " "),
+    (r"\\[a-zA-Z@]+\*?(\[[^\]\n]*\])?", " "),
+    (r"(?s)\{\|.*?\|\}", "\n"),
+    (r"\{\{[^{}]*\}\}", " "),
+    (r"\{\{[^{}]*\}\}", " "),  # templates nest once more often than not
+    (r"\[\[(?:[^|\]\n]*\|)?([^\]\n]*)\]\]", r"\1"),
+    (r"<[^<>\n]{1,300}>", " "),
+    (rf"(?m)^[ \t]*(?:#|//|/\*|\*/|--|(?:{_CODE_KEYWORDS})\b).*$", ""),
+    (r"(?m)^.*[;{}][ \t]*$", ""),
+    (r"[{}]|'''|''", " "),
+    (r"(?m)^[^\pL\pN\n]+$", ""),  # residue of removed markup: "*" of a cited reference, "|}"
+)
+
+
+def prose(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The prose of each text: markup, LaTeX, math and code removed (see the module docstring).
+
+    Args:
+        texts: string array of ``n`` texts (nulls read as ``""``).
+
+    Returns:
+        string[n]; lines are kept apart (``\\n``), so :func:`language_shares` can judge them one by one.
+
+    >>> prose(pa.array(["\\\\section{Intro} Das ist $x^2$ gut.\\nint x = 1;"])).to_pylist()
+    ['  Intro  Das ist   gut.\\n']
+    """
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
+    out = pc.fill_null(texts, "")
+    for pattern, repl in _PASSES:
+        out = pc.replace_substring_regex(out, pattern, repl)
+    return out
+
+
+def spread_sample(texts: pa.Array, max_chars: int, windows: int) -> list[str]:
+    """``max_chars`` characters of each text, as ``windows`` equal slices spread evenly over it.
+
+    Whitespace runs (newlines included) become one space first; a text no longer than ``max_chars``
+    is kept whole. Slices are joined with a space.
+
+    Args:
+        texts: string array of ``n`` texts (from :func:`prose`).
+        max_chars: characters per text handed to the model (>= 1).
+        windows: slices per text (>= 1).
+
+    Returns:
+        ``n`` Python strings without ``\\n``.
+
+    >>> spread_sample(pa.array(["aaaa bbbb cccc dddd"]), 8, 2)
+    ['aaaa dddd']
+    """
+    if max_chars < 1 or windows < 1:
+        raise ValueError(f"max_chars and windows must be >= 1; got {max_chars}, {windows}")
+    flat = pc.utf8_trim_whitespace(pc.replace_substring_regex(pc.fill_null(texts, ""), r"\s+", " "))
+    out = []
+    for t in flat.to_pylist():  # string slicing only; the model call dominates
+        if len(t) <= max_chars:
+            out.append(t)
+            continue
+        width = max_chars // windows
+        starts = np.linspace(0, len(t) - width, windows).astype(int) if windows > 1 else [0]
+        out.append(" ".join(t[s : s + width].strip() for s in starts))
+    return out
+
+
+def language_shares(
+    model,
+    texts: pa.Array,
+    max_chars: int,
+    k: int,
+    code,
+    min_line_chars: int = 20,
+) -> list[list[dict]]:
+    """Top ``k`` languages of each document with their share of its prose characters.
+
+    Each prose line of at least ``min_line_chars`` characters (up to ``max_chars`` characters per
+    document, in order) is predicted alone; a language's share is the characters of its lines over the
+    characters of every judged line.
+
+    Args:
+        model: a loaded fastText model.
+        texts: string array of ``n`` prose texts (from :func:`prose`).
+        max_chars: characters judged per document.
+        k: languages kept per document.
+        code: label -> canonical code (:func:`udfs.langid.canonical_code` bound to prefix and aliases).
+        min_line_chars: shorter lines are not judged (too little evidence).
+
+    Returns:
+        ``n`` lists of ``{"lang", "score"}`` (score = share in [0, 1]), largest first; empty for a
+        document without a judged line.
+    """
+    lines = pc.split_pattern(pc.utf8_slice_codeunits(pc.fill_null(texts, ""), 0, max_chars), "\n")
+    flat = pc.utf8_trim_whitespace(pc.list_flatten(lines))
+    doc = np.asarray(pc.list_parent_indices(lines).to_numpy(zero_copy_only=False), np.int64)
+    chars = np.asarray(pc.utf8_length(flat).to_numpy(zero_copy_only=False), np.int64)
+    keep = np.flatnonzero(chars >= min_line_chars)
+    out: list[list[dict]] = [[] for _ in range(len(texts))]
+    if not len(keep):
+        return out
+    labels, _ = model.predict(flat.take(pa.array(keep)).to_pylist(), k=1)
+    codes = [code(ls[0]) for ls in labels]
+    per_doc: list[dict[str, int]] = [{} for _ in range(len(texts))]
+    for d, c, n in zip(doc[keep].tolist(), codes, chars[keep].tolist(), strict=True):
+        per_doc[d][c] = per_doc[d].get(c, 0) + n
+    for d, counts in enumerate(per_doc):
+        total = sum(counts.values())
+        best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        out[d] = [{"lang": c, "score": n / total} for c, n in best]
+    return out
+
+
+def clamp_scores(scores: Sequence[float] | np.ndarray) -> np.ndarray:
+    """fastText probabilities clamped to [0, 1] (float64)."""
+    return np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0)
+
+
+def topk_or_fallback(shares: list[list[dict]], fallback: list) -> list:
+    """Each document's shares, or the sample's fastText top-k when no line was judged."""
+    return [s if s else f for s, f in zip(shares, fallback, strict=True)]
