@@ -16,6 +16,7 @@ What the loaders are built with (the README quotes it):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -68,13 +69,16 @@ def run(spark, reference_run):  # noqa: F811
     manifest = json.loads((root / "manifest.json").read_text())
     cfg = load_config(overrides=[f"run.root={reference_run.root}"])
     rows = tables.read_table(spark, cfg, "tokenized").select("doc_id", "tokens").collect()
-    by_key = sorted(rows, key=lambda r: (shuffle_key(manifest["seed"], r["doc_id"]), r["doc_id"]))
+    cut = manifest["split"]["cut"]  # the validation set is held out: train holds the keys >= cut
+    train = [r for r in rows if cut is None or hashlib.sha256(f"{manifest['seed']}:validation:{r['doc_id']}".encode()).hexdigest() >= cut]
+    by_key = sorted(train, key=lambda r: (shuffle_key(manifest["seed"], r["doc_id"]), r["doc_id"]))
     docs = [np.asarray(r["tokens"], dtype=np.int64) for r in by_key]
     shards, start = [], 0
-    for f in sorted((f for f in manifest["files"] if f["kind"] == "bin"), key=lambda f: f["shard"]):
+    for f in sorted((f for f in manifest["files"] if f["kind"] == "bin" and f["path"].startswith("train/")),
+                    key=lambda f: f["shard"]):
         shards.append({"prefix": str(root / f["path"][: -len(".bin")]), "docs": docs[start : start + f["documents"]]})
         start += f["documents"]
-    assert start == len(docs) == manifest["totals"]["documents"]
+    assert start == len(docs) == manifest["splits"]["train"]["documents"]
     assert len(shards) == 2, "the reference run writes two train shards"
     return {"root": root, "manifest": manifest, "shards": shards}
 
