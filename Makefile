@@ -4,6 +4,11 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The consumers extra (torch, megatron-core, mosaicml-streaming: ~3 GB of wheels) in its own venv, as a
+# training environment: it cannot share .venv with the dev extra (datatrove needs huggingface-hub>=1.6,
+# streaming imports transformers<5, which needs huggingface-hub<1). tests/test_consumers.py runs it.
+CONSUMERS_VENV := .venv-consumers
+CONSUMERS := $(CONSUMERS_VENV)/.installed
 CONF ?= conf/local.yaml
 ROOT ?= out
 INPUTS ?=
@@ -40,8 +45,14 @@ run: java-check $(STAMP)
 	@if [ -f $(ROOT)/shards/manifest.json ]; then $(PY) jobs/verify.py --conf $(CONF) --set run.root=$(ROOT); fi
 	@echo "Outputs: $(ROOT)/tables/ (Delta), $(ROOT)/shards/, $(ROOT)/report/report.html, $(ROOT)/config/"
 
+$(CONSUMERS): pyproject.toml
+	@[ -x $(CONSUMERS_VENV)/bin/python ] || $(PYTHON) -m venv $(CONSUMERS_VENV)
+	$(CONSUMERS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(CONSUMERS_VENV)/bin/python -m pip install -q -e ".[consumers]"
+	@touch $(CONSUMERS)
+
 # Doctests of udfs/ and pipelines/ run with the tests (examples in docstrings are checked, not decoration).
-test: java-check $(STAMP)
+test: java-check $(STAMP) $(CONSUMERS)
 	$(PY) -m pytest --doctest-modules udfs pipelines tests $(PYTEST_ARGS)
 
 lint: $(STAMP)

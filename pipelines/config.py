@@ -668,6 +668,25 @@ class StorageConfig(Section):
     staging_dir: str | None = None
 
 
+class SplitConfig(Section):
+    """The held-out validation set: documents chosen by a seeded hash of ``doc_id`` (``pipelines/shard_split.py``)."""
+
+    # How much is held out, in `unit`: a fraction in [0, 1) of documents or tokens, or a token count.
+    validation: float = Field(default=0.0, ge=0.0)
+    unit: Literal["documents", "tokens", "token_count"] = "documents"
+    # Shards of the validation set (num_shards / tokens_per_shard apply to train).
+    validation_shards: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _amount_fits_unit(self) -> SplitConfig:
+        if self.unit in ("documents", "tokens") and self.validation >= 1.0:
+            raise ValueError(f"shard.split.validation={self.validation} with unit={self.unit!r} is a fraction; "
+                             "allowed: 0 <= validation < 1 (or unit=token_count for a number of tokens)")
+        if self.unit == "token_count" and self.validation != int(self.validation):
+            raise ValueError(f"shard.split.validation={self.validation} with unit='token_count' must be a whole number of tokens")
+        return self
+
+
 class ShardConfig(Section):
     """The shard stage: ``tokenized`` -> Megatron/MDS shards + ``manifest.json`` (``pipelines/shard.py``)."""
 
@@ -681,6 +700,7 @@ class ShardConfig(Section):
     mds_size_limit: int = Field(default=1 << 26, ge=1024, lt=1 << 32)
     shuffle_window_docs: int = Field(default=1000, ge=2)
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    split: SplitConfig = Field(default_factory=SplitConfig)
 
     @field_validator("tokens_per_shard")
     @classmethod

@@ -123,7 +123,29 @@ def doc_path(spark: SparkSession, cfg: WinnowConfig, doc_id: str) -> list[dict[s
             out.append({"stage": stage, "status": "kept", "detail": names[0]})
         else:
             out.append({"stage": stage, "status": "absent", "detail": f"not in {names[0]}"})
+    if out and out[-1]["status"] == "kept":
+        out.append(_shard_place(cfg, doc_id))
     return out
+
+
+def _shard_place(cfg: WinnowConfig, doc_id: str) -> dict[str, Any]:
+    """The shard set (train or validation) a tokenized document went to, from the manifest's split cut."""
+    import hashlib
+    import json
+
+    from pipelines import storage
+
+    try:
+        manifest = json.loads(storage.get_bytes(cfg.shard_root, chain.MANIFEST, cfg.shard.storage))
+    except Exception as e:
+        if storage.is_not_found(e):
+            return {"stage": "shard", "status": "not run", "detail": f"no {chain.MANIFEST} under {cfg.shard_root}"}
+        raise
+    cut = (manifest.get("split") or {}).get("cut")
+    key = hashlib.sha256(f"{manifest['seed']}:validation:{doc_id}".encode()).hexdigest()
+    held = cut is not None and key < cut
+    return {"stage": "shard", "status": "validation" if held else "train",
+            "detail": f"{'validation' if held else 'train'}/ shard set (split key {key[:12]}..., cut {str(cut)[:12]}...)"}
 
 
 def format_sample(rows: list[dict[str, Any]], header: str) -> str:

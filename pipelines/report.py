@@ -347,7 +347,9 @@ def _shard_part(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
     files = manifest.get("files") or []
     fmt = "megatron" if any(f.get("format") == "megatron" for f in files) else "mds"
     per_shard: dict[int, int] = {}
-    for f in files:
+    for f in files:  # the train split's shards (the validation set is reported under "splits")
+        if str(f.get("path", "")).startswith("validation/"):
+            continue
         if f.get("format") == fmt and f.get("kind") in ("bin", "mds") and "shard" in f:
             per_shard[int(f["shard"])] = per_shard.get(int(f["shard"]), 0) + int(f.get("tokens", 0))
     tokens = [per_shard[k] for k in sorted(per_shard)]
@@ -361,6 +363,9 @@ def _shard_part(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
         "token_share_by_source": manifest.get("token_share_by_source"),
         "dtype": manifest.get("dtype"),
         "formats": sorted({str(f) for f in manifest.get("formats", [])}),
+        "split": manifest.get("split"),
+        "splits": {k: {c: v.get(c) for c in ("shards", "documents", "tokens", "mds_samples")}
+                   for k, v in (manifest.get("splits") or {}).items()},
     }
 
 

@@ -236,6 +236,11 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
         if sh["tokens_per_shard"]:
             body += '<div class="plots">' + bars([str(i) for i in range(sh["n_shards"])], sh["tokens_per_shard"],
                                                  "tokens per shard", fmt, "tokens") + "</div>"
+        if sh.get("splits"):
+            body += "<h3>Train / validation split</h3>" + table(
+                [{"set": k, **v} for k, v in sh["splits"].items()], ["set", "shards", "documents", "tokens", "mds_samples"], left=("set",))
+            split = sh.get("split") or {}
+            body += f"<p>held out: {esc(str(split.get('validation')))} ({esc(str(split.get('unit')))}), by sha256(seed:validation:doc_id)</p>"
         for title, key in (("Balance", "balance"), ("Shuffle quality", "shuffle_quality"), ("Token share by source", "token_share_by_source")):
             body += f"<h3>{title}</h3><pre>{esc(json.dumps(sh[key], indent=1, sort_keys=True, default=str))}</pre>"
         out.append(_section("Shards", body))

@@ -45,8 +45,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines import chain, storage, tables
+from pipelines import chain, shard_blend, storage, tables
 from pipelines.config import WinnowConfig
+from pipelines.shard_blend import blend_files
+from pipelines.shard_split import SplitPlan, plan_split, split_key
 from pipelines.shard_writer import KEY_HEX, RESULT_SCHEMA, keys_as_bytes, make_shard_writer, write_file
 from pipelines.stage import StageReport
 from udfs import mds, megatron
@@ -57,6 +59,14 @@ STAGE = "shard"
 INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "source", "tokens", "n_tokens")
 MANIFEST = chain.MANIFEST
 MDS_INDEX = "mds/index.json"
+STREAMING_CANONICAL_NODES = 8
+"""Recommended ``num_canonical_nodes`` of streaming readers (``manifest["readers"]``): the global sample order
+is a function of it, the seed and the shuffle settings only, so a job may resume on any number of nodes
+that divides it or that it divides (1, 2, 4, 8, 16, ...) and read the same order
+(``streaming/base/partition/orig.py``). tests/test_consumers.py resumes on 1 -> 2 -> 4 nodes."""
+SPLITS = ("train", "validation")
+"""Shard sets under the shard root, each with its own ``megatron/`` and ``mds/`` (``validation`` only when
+``shard.split.validation`` > 0)."""
 
 
 class EmptyInput(ValueError):
@@ -220,7 +230,11 @@ def _output_dirs(cfg: WinnowConfig) -> tuple[str, Path, bool]:
 
 
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
-    """Shuffle ``tokenized`` and write shards + ``manifest.json`` (last) to ``shard.output``.
+    """Shuffle ``tokenized`` and write ``train/`` (and ``validation/``) shard sets + ``manifest.json`` (last).
+
+    Publishing order: data files (and, for ``s3://``, their upload and remote check), then each
+    ``mds/index.json``, then ``manifest.json``; the indexes and the manifest of a previous run are
+    retracted first, so a failed run leaves no index pointing at a missing or short file.
 
     Returns:
         A :class:`StageReport` (``rows_out`` = documents in shards; nothing is removed) whose ``extra``
@@ -239,28 +253,103 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     props = tables.table_properties(spark, src_path)
     version = tables.table_version(spark, src_path)
     vocab = int(props["vocab_size"])
-    eos_id = int(props["eos_id"])
-    bos_id = json.loads(props.get("bos_id", "null"))
     dtype = megatron.choose_dtype(vocab, scfg.dtype)
     root, local, remote = _output_dirs(cfg)
 
-    # Retract what a previous run published before anything changes under it.
+    # Retract what a previous run published before anything changes under it: readers trust the
+    # manifest and the MDS indexes, so they go first.
+    indexes = [f"{s}/{MDS_INDEX}" for s in SPLITS] + [MDS_INDEX, shard_blend.MEGATRON, shard_blend.STREAMS]
     if remote:
-        storage.delete(root, MANIFEST, scfg.storage)
+        for rel in [MANIFEST, *indexes]:
+            storage.delete(root, rel, scfg.storage)
     (local / MANIFEST).unlink(missing_ok=True)
-    for sub in ("megatron", "mds"):
+    for sub in ("megatron", "mds", "blend", *SPLITS):
         shutil.rmtree(local / sub, ignore_errors=True)
 
-    try:
-        sp = plan_shards(df, cfg.run.seed, scfg.num_shards, scfg.tokens_per_shard, cfg.spark.shuffle_partitions)
-    except EmptyInput:
-        # No document survived: no shard and no manifest (the old ones are gone), a completion record
-        # all the same, so the report still runs and shows the funnel down to zero.
-        tables.publish(spark, cfg, STAGE, {})
-        return StageReport(stage=STAGE, outputs={"shards": root},
-                           extra={"totals": {"docs": 0, "tokens": 0, "shards": 0}, "empty": True,
-                                  "shards_requested": scfg.num_shards})
-    totals = {"docs": sp.docs, "tokens": sp.tokens, "shards": sp.shards, "max_doc_tokens": sp.max_doc_tokens}
+    df = df.select(*INPUT_COLUMNS)
+    cut = plan_split(df, cfg.run.seed, scfg.split)
+    parts = [("train", df, scfg.num_shards, scfg.tokens_per_shard)]
+    if cut.cut is not None:
+        held = split_key(cfg.run.seed) < F.lit(cut.cut)
+        parts = [("train", df.filter(~held), scfg.num_shards, scfg.tokens_per_shard),
+                 ("validation", df.filter(held), scfg.split.validation_shards, None)]
+    sections: dict[str, dict[str, Any]] = {}
+    requested: dict[str, int] = {}  # shards asked for per split (more than written when documents are few)
+    data_files: list[dict[str, Any]] = []
+    index_blobs: dict[str, bytes] = {}
+    for name, part, num, per in parts:
+        try:
+            section, files, blob, asked = _write_split(cfg, part, name, local / name, dtype, vocab, num, per)
+        except EmptyInput:
+            if name != "train":
+                raise
+            # No document survived: no shard and no manifest (the old ones are gone), a completion record
+            # all the same, so the report still runs and shows the funnel down to zero.
+            tables.publish(spark, cfg, STAGE, {})
+            return StageReport(stage=STAGE, outputs={"shards": root},
+                               extra={"totals": {"docs": 0, "tokens": 0, "shards": 0}, "empty": True,
+                                      "shards_requested": scfg.num_shards})
+        sections[name], data_files = section, data_files + files
+        requested[name] = asked
+        if blob is not None:
+            index_blobs[f"{name}/{MDS_INDEX}"] = blob
+
+    # Publish: data files verified first, then the MDS indexes, then the manifest.
+    _check_local(local, data_files)
+    upload_stats: dict[str, int] = {}
+    if remote:
+        upload_stats = storage.upload_verified(_local_files(local, data_files), root, scfg.storage)
+    index_files = []
+    for rel, text in blend_files(root, data_files, remote).items():
+        index_blobs[rel] = text.encode("utf-8")
+    for rel, blob in index_blobs.items():
+        size, sha = write_file(local / rel, blob)
+        fmt, kind = ("mds", "index") if rel.endswith("index.json") else ("blend", "blend")
+        index_files.append({"path": rel, "format": fmt, "kind": kind, "bytes": size, "sha256": sha})
+    if remote and index_files:
+        more = storage.upload_verified(_local_files(local, index_files), root, scfg.storage)
+        upload_stats = {k: upload_stats.get(k, 0) + v for k, v in more.items()}
+    manifest = build_manifest(cfg, sections, data_files + index_files, props=props, version=version,
+                              dtype=dtype.name, vocab=vocab, root=root, cut=cut)
+    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    write_file(local / MANIFEST, text.encode("utf-8"))
+    if remote:
+        storage.put_text(root, MANIFEST, text, scfg.storage)
+    tables.publish(spark, cfg, STAGE, {})
+
+    return StageReport(
+        stage=STAGE,
+        rows_in=sum(s["documents"] for s in sections.values()),
+        rows_out=manifest["totals"]["documents"],
+        outputs={"shards": root, "manifest": f"{root}/{MANIFEST}"},
+        extra={"totals": manifest["totals"], "balance": manifest["balance"], "split": manifest["split"],
+               "shuffle_quality": manifest["shuffle_quality"], "upload": upload_stats,
+               "shards_requested": sum(requested.values())},
+    )
+
+
+def _local_files(local: Path, files: list[dict[str, Any]]) -> list[storage.LocalFile]:
+    return [storage.LocalFile(f["path"], local / f["path"], f["bytes"], f["sha256"]) for f in files]
+
+
+def _check_local(local: Path, files: list[dict[str, Any]]) -> None:
+    """Every data file the workers reported is on disk with its size (before any index names it)."""
+    bad = [f["path"] for f in files if not (local / f["path"]).is_file() or (local / f["path"]).stat().st_size != f["bytes"]]
+    if bad:
+        raise RuntimeError(f"shard: {len(bad)} written files are missing or of another size than reported: {bad[:5]}")
+
+
+def _write_split(cfg: WinnowConfig, df: DataFrame, name: str, out: Path, dtype: np.dtype, vocab: int,
+                 num_shards: int | None, tokens_per_shard: int | None
+                 ) -> tuple[dict[str, Any], list[dict[str, Any]], bytes | None, int]:
+    """Shuffle and write one split's shards under ``out``.
+
+    Returns:
+        (its manifest section, its data files with paths relative to the shard root, the bytes of its
+        ``mds/index.json`` or None when MDS is not written, the number of shards asked for).
+    """
+    scfg = cfg.shard
+    sp = plan_shards(df, cfg.run.seed, num_shards, tokens_per_shard, cfg.spark.shuffle_partitions)
     per_file = mds.samples_per_file(scfg.seq_len, dtype, scfg.mds_size_limit)
     plan: dict[int, dict[str, int]] = {}
     next_file = 0
@@ -270,10 +359,10 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
                    "mds_first_file": next_file}
         next_file += mds.files_per_shard(tokens_k, scfg.seq_len, per_file) if "mds" in scfg.formats else 0
     writer = make_shard_writer(
-        str(local), plan, prefix=scfg.name_prefix, formats=list(scfg.formats), dtype=dtype.name, vocab_size=vocab,
+        str(out), plan, prefix=scfg.name_prefix, formats=list(scfg.formats), dtype=dtype.name, vocab_size=vocab,
         seq_len=scfg.seq_len, size_limit=scfg.mds_size_limit, window=scfg.shuffle_window_docs,
     )
-    keyed = df.select(*INPUT_COLUMNS, shuffle_key(cfg.run.seed).alias("_key"))
+    keyed = df.withColumn("_key", shuffle_key(cfg.run.seed))
     # Rows reach the writer sorted by key within their shard: the grouped-map operator needs its input
     # clustered by shard_id and sorted by it, which this partitioning and sort already satisfy, so Spark
     # adds no exchange or sort of its own (the writer checks the order as it streams).
@@ -283,41 +372,21 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         .sortWithinPartitions("shard_id", "_key")
     )
     results = sorted(with_shard.groupBy("shard_id").applyInArrow(writer, RESULT_SCHEMA).collect(), key=lambda r: r["shard_id"])
-
-    manifest, files = build_manifest(cfg, results, totals, props=props, version=version, dtype=dtype.name, vocab=vocab,
-                                     eos_id=eos_id, bos_id=bos_id, root=root)
+    totals = {"docs": sp.docs, "tokens": sp.tokens, "shards": sp.shards, "max_doc_tokens": sp.max_doc_tokens}
+    section = split_section(cfg, results, totals)
+    files = [dict(f, path=f"{name}/{f['path']}") for r in results for f in json.loads(r["files"])]
+    blob = None
     if "mds" in scfg.formats:
-        entries = [e for r in results for e in json.loads(r["mds_entries"])]
-        blob = mds.index_json(entries).encode("utf-8")
-        size, sha = write_file(local / MDS_INDEX, blob)
-        files.append({"path": MDS_INDEX, "format": "mds", "kind": "index", "bytes": size, "sha256": sha})
-        manifest["files"] = files
-        manifest["totals"]["bytes"] += size
-    upload_stats: dict[str, int] = {}
-    if remote:
-        local_files = [storage.LocalFile(f["path"], local / f["path"], f["bytes"], f["sha256"]) for f in files]
-        upload_stats = storage.upload(local_files, root, scfg.storage)
-        storage.verify_remote(local_files, root, scfg.storage)
-    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-    write_file(local / MANIFEST, text.encode("utf-8"))
-    if remote:
-        storage.put_text(root, MANIFEST, text, scfg.storage)
-    tables.publish(spark, cfg, STAGE, {})
-
-    return StageReport(
-        stage=STAGE,
-        rows_in=totals["docs"],
-        rows_out=manifest["totals"]["documents"],
-        outputs={"shards": root, "manifest": f"{root}/{MANIFEST}"},
-        extra={"totals": manifest["totals"], "balance": manifest["balance"],
-               "shuffle_quality": manifest["shuffle_quality"], "upload": upload_stats,
-               "shards_requested": sp.requested},
-    )
+        blob = mds.index_json([e for r in results for e in json.loads(r["mds_entries"])]).encode("utf-8")
+    return section, files, blob, sp.requested
 
 
-def build_manifest(cfg: WinnowConfig, results: list[Any], totals: dict[str, int], *, props: dict[str, str], version: int,
-                   dtype: str, vocab: int, eos_id: int, bos_id: int | None, root: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The manifest (without ``mds/index.json``, added by the caller) and its list of files."""
+def split_section(cfg: WinnowConfig, results: list[Any], totals: dict[str, int]) -> dict[str, Any]:
+    """One split's manifest section: counts, tokens by source, balance and shuffle quality of its shards.
+
+    Raises:
+        RuntimeError: the writers wrote other document or token counts than planned.
+    """
     files = [f for r in results for f in json.loads(r["files"])]
     docs = sum(int(r["n_docs"]) for r in results)
     tokens = sum(int(r["n_tokens"]) for r in results)
@@ -337,8 +406,27 @@ def build_manifest(cfg: WinnowConfig, results: list[Any], totals: dict[str, int]
     mds_tokens = sum(f["tokens"] for f in files if f["kind"] == "mds")
     quality = sq.window_deviation(windows, docs, cfg.shard.shuffle_window_docs)
     quality["longest_same_source_run"] = sq.longest_run([json.loads(r["runs"]) for r in results])
-    manifest = {
-        "manifest_version": 1,
+    return {
+        "shards": len(results), "documents": docs, "tokens": tokens,
+        "mds_samples": sum(f.get("samples", 0) for f in files),
+        "mds_dropped_tokens": tokens - mds_tokens if "mds" in cfg.shard.formats else 0,
+        "tokens_by_source": dict(sorted(by_src.items())),
+        "token_share_by_source": {s: n / tokens for s, n in sorted(by_src.items())},
+        "balance": {"target_tokens_per_shard": target, "min_tokens": min(shard_tokens), "max_tokens": max(shard_tokens),
+                    "max_abs_deviation": max(abs(t - target) for t in shard_tokens),
+                    "longest_document_tokens": totals["max_doc_tokens"]},
+        "shuffle_quality": quality,
+    }
+
+
+def build_manifest(cfg: WinnowConfig, sections: dict[str, dict[str, Any]], files: list[dict[str, Any]], *,
+                   props: dict[str, str], version: int, dtype: str, vocab: int, root: str, cut: SplitPlan) -> dict[str, Any]:
+    """The manifest: run-wide facts, totals over the splits, the train split's figures at top level
+    (``balance``, ``shuffle_quality``, ``tokens_by_source``), each split under ``splits``, every file."""
+    train = sections["train"]
+    split_cfg = cfg.shard.split
+    return {
+        "manifest_version": 2,
         "output": root,
         "formats": list(cfg.shard.formats),
         "dtype": dtype,
@@ -347,18 +435,28 @@ def build_manifest(cfg: WinnowConfig, results: list[Any], totals: dict[str, int]
         "config_fingerprint": cfg.fingerprint(),
         "stage_fingerprint": cfg.stage_fingerprint(STAGE),
         "tokenizer": {"spec": props.get("tokenizer"), "fingerprint": props.get("tokenizer_fingerprint"),
-                      "vocab_size": vocab, "eos_id": eos_id, "bos_id": bos_id},
+                      "vocab_size": vocab, "eos_id": int(props["eos_id"]), "bos_id": json.loads(props.get("bos_id", "null"))},
         "input_tables": {"tokenized": {"path": cfg.table_path("tokenized"), "version": version},
                          props.get("input_table", "unknown"): {"version": json.loads(props.get("input_version", "null"))}},
-        "totals": {"shards": len(results), "documents": docs, "tokens": tokens, "files": len(files),
-                   "bytes": sum(f["bytes"] for f in files), "mds_samples": sum(f.get("samples", 0) for f in files),
-                   "mds_dropped_tokens": tokens - mds_tokens if "mds" in cfg.shard.formats else 0},
-        "tokens_by_source": dict(sorted(by_src.items())),
-        "token_share_by_source": {s: n / tokens for s, n in sorted(by_src.items())},
-        "balance": {"target_tokens_per_shard": target, "min_tokens": min(shard_tokens), "max_tokens": max(shard_tokens),
-                    "max_abs_deviation": max(abs(t - target) for t in shard_tokens),
-                    "longest_document_tokens": totals["max_doc_tokens"]},
-        "shuffle_quality": quality,
+        "totals": {"shards": sum(s["shards"] for s in sections.values()),
+                   "documents": sum(s["documents"] for s in sections.values()),
+                   "tokens": sum(s["tokens"] for s in sections.values()), "files": len(files),
+                   "bytes": sum(f["bytes"] for f in files),
+                   "mds_samples": sum(s["mds_samples"] for s in sections.values()),
+                   "mds_dropped_tokens": sum(s["mds_dropped_tokens"] for s in sections.values())},
+        "split": {"validation": split_cfg.validation, "unit": split_cfg.unit, "target": cut.target,
+                  "key": "sha256(<seed>:validation:<doc_id>) < cut", "cut": cut.cut,
+                  "validation_documents": cut.docs, "validation_tokens": cut.tokens},
+        "splits": sections,
+        "readers": {
+            "streaming": {"num_canonical_nodes": STREAMING_CANONICAL_NODES, "shuffle": True, "shuffle_algo": "py1e",
+                          "shuffle_seed": cfg.run.seed, "partition_algo": "orig"},
+            "megatron": {"seed": cfg.run.seed, "sequence_length": cfg.shard.seq_len, "split": "100,0,0",
+                         "per_split_data_args_path": f"{root}/{shard_blend.MEGATRON}"},
+        },
+        "tokens_by_source": train["tokens_by_source"],
+        "token_share_by_source": train["token_share_by_source"],
+        "balance": train["balance"],
+        "shuffle_quality": train["shuffle_quality"],
         "files": files,
     }
-    return manifest, files

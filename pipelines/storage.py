@@ -3,7 +3,9 @@
 * Uploads go through one boto3 transfer manager (multipart above ``multipart_threshold_mb``, at most
   ``max_concurrency`` requests in flight over all files).
 * Every request uses botocore's ``adaptive`` retry mode: 503 SlowDown, 429 and 5xx answers back off
-  (exponential backoff with jitter plus a client-side token bucket) and retry up to ``max_attempts``.
+  (exponential backoff with jitter plus a client-side token bucket); ``max_attempts`` is the total number
+  of attempts per request, the first one included (botocore's ``total_max_attempts``; its
+  ``max_attempts`` key counts retries only, so 5 there sends 6 requests).
 * Idempotent: an object whose size and ``x-amz-meta-sha256`` match the local file is not uploaded
   again, so a re-run after a failure resumes.
 * :func:`verify_remote` checks every object (HEAD size + sha256 metadata, or a full re-download with
@@ -67,7 +69,7 @@ def client(scfg: StorageConfig):
     from botocore.config import Config
 
     conf = Config(
-        retries={"mode": "adaptive", "max_attempts": scfg.max_attempts},
+        retries={"mode": "adaptive", "total_max_attempts": scfg.max_attempts},
         max_pool_connections=max(10, scfg.max_concurrency + 2),
         connect_timeout=10,
         read_timeout=60,
@@ -150,17 +152,50 @@ def verify_remote(files: list[LocalFile], root: str, scfg: StorageConfig) -> Non
     try:
         for f in files:
             key = _key(prefix, f.rel)
-            if scfg.verify_download:
-                body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-                ok = len(body) == f.size and hashlib.sha256(body).hexdigest() == f.sha256
-            else:
-                ok = _remote_matches(s3, bucket, key, f)
-            if not ok:
+            if not _object_ok(s3, bucket, key, f, scfg.verify_download):
                 bad.append(key)
     except Exception as e:
         raise StorageError(f"remote verification of {root!r} failed: {e}") from e
     if bad:
         raise StorageError(f"{len(bad)} objects under {root!r} are missing or differ from the local shards: {bad[:5]}")
+
+
+def upload_verified(files: list[LocalFile], root: str, scfg: StorageConfig) -> dict[str, int]:
+    """Upload ``files`` and check every object; an object that comes back missing, short or different is
+    uploaded again, up to ``max_attempts`` rounds in all.
+
+    Returns:
+        The summed :func:`upload` statistics of every round, plus ``rounds``.
+
+    Raises:
+        StorageError: an upload failed after retries, or objects still differ after ``max_attempts`` rounds.
+    """
+    bucket, prefix = split_s3(root)
+    s3 = client(scfg)
+    total = {"uploaded": 0, "skipped": 0, "bytes_uploaded": 0, "rounds": 0}
+    todo = files
+    for _ in range(scfg.max_attempts):
+        stats = upload(todo, root, scfg)
+        # "skipped": objects already in place before this run (the first round's count).
+        stats["skipped"] = stats["skipped"] if total["rounds"] == 0 else 0
+        total["rounds"] += 1
+        for k, v in stats.items():
+            total[k] += v
+        try:
+            todo = [f for f in todo if not _object_ok(s3, bucket, _key(prefix, f.rel), f, scfg.verify_download)]
+        except Exception as e:
+            raise StorageError(f"remote verification of {root!r} failed: {e}") from e
+        if not todo:
+            return total
+    raise StorageError(f"{len(todo)} objects under {root!r} still differ from the local files after "
+                       f"{scfg.max_attempts} upload rounds: {[f.rel for f in todo][:5]}")
+
+
+def _object_ok(s3, bucket: str, key: str, f: LocalFile, download: bool) -> bool:
+    if download:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        return len(body) == f.size and hashlib.sha256(body).hexdigest() == f.sha256
+    return _remote_matches(s3, bucket, key, f)
 
 
 def put_text(root: str, rel: str, text: str, scfg: StorageConfig) -> None:

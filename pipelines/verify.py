@@ -133,18 +133,21 @@ def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -
 
 def _verify_mds(manifest: dict[str, Any], blobs: dict[str, bytes], dtype: np.dtype, seq_len: int, vocab: int,
                 res: VerifyResult) -> None:
-    index = blobs.get("mds/index.json")
-    if index is None:
-        res.problems.append("mds/index.json is missing")
-        return
-    entries = {e["raw_data"]["basename"]: e for e in json.loads(index)["shards"]}
+    # One index.json per MDS folder (train/mds, validation/mds; mds/ in manifests before splits).
+    entries: dict[str, dict[str, Any]] = {}
+    folders = {f["path"].rsplit("/", 1)[0] for f in manifest["files"] if f["kind"] == "mds"}
+    for folder in sorted(folders):
+        index = blobs.get(f"{folder}/index.json")
+        if index is None:
+            res.problems.append(f"{folder}/index.json is missing")
+            continue
+        entries.update({f"{folder}/{e['raw_data']['basename']}": e for e in json.loads(index)["shards"]})
     samples = 0
     for f in manifest["files"]:
         if f["kind"] != "mds" or f["path"] not in blobs:
             continue
-        name = f["path"].split("/")[-1]
         try:
-            e = entries[name]
+            e = entries[f["path"]]
             if e["raw_data"]["bytes"] != f["bytes"] or e["raw_data"]["hashes"].get("sha256") != f["sha256"]:
                 raise ValueError("index.json entry differs from the file")
             arr = mds.decode_shard(blobs[f["path"]], seq_len, dtype)

@@ -38,6 +38,10 @@ SEQ_LEN = 64
 """MDS sample length of the end-to-end runs: short enough that the few surviving documents fill MDS
 samples, so MDS shard files are compared too (at the default 2048 every token would be dropped)."""
 
+VALIDATION = 0.2
+"""Fraction of documents the end-to-end runs hold out (shard.split.validation), so that the validation
+shard set is written, compared and read by the loaders too."""
+
 SHUFFLE_PARTITIONS = 2
 """Shuffle partitions of the end-to-end runs: one task per core of local[2] and of the two 1-core workers."""
 
@@ -104,7 +108,7 @@ def chain_args(root: Path, chain: list[str], inputs: Path) -> list[str]:
     """jobs/pipeline.py arguments for ``chain`` on the files under ``inputs``, writing under ``root``."""
     return ["--set", f"run.root={root}", "--set", f"pipeline.stages={json.dumps(chain)}",
             "--set", f"ingest.inputs=[{inputs}/*]", "--set", f"spark.shuffle_partitions={SHUFFLE_PARTITIONS}",
-            "--set", f"shard.seq_len={SEQ_LEN}"]
+            "--set", f"shard.seq_len={SEQ_LEN}", "--set", f"shard.split.validation={VALIDATION}"]
 
 
 @contextmanager

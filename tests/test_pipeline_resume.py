@@ -77,7 +77,7 @@ def test_sigkill_mid_dedup_and_mid_shard_then_resume(spark, reference_run, tmp_p
     lines = _kill_at(MID_SHARD, args)
     assert "[ingest] skip: up to date" in "\n".join(lines)
     assert _starts(lines) == [f"[{s}]" for s in ref.chain[1:]]
-    assert any((root / "shards" / "megatron").iterdir())
+    assert any((root / "shards" / "train" / "megatron").iterdir())
     assert not (root / "shards" / "manifest.json").exists()
     assert set(latest_records(spark, cfg)) == set(ref.chain) - {"shard"}
 

@@ -81,7 +81,7 @@ def test_stats_from_existing_tables(report_run):
     assert stats["shards"] == {
         "n_shards": 2, "tokens_per_shard": [20, 10], "max_over_mean": 20 / 15, "balance": {"max_tokens": 20, "min_tokens": 10},
         "shuffle_quality": {"longest_same_source_run": 1}, "token_share_by_source": {"web": 1.0}, "dtype": "uint16",
-        "formats": ["megatron"]}
+        "formats": ["megatron"], "split": None, "splits": {}}  # a manifest from before the train/validation split
     assert stats["removals"] == [
         {"stage": "ingest", "reason": "quarantine.malformed_json", "documents": 1, "bytes": None},
         {"stage": "filter", "reason": "c4.javascript", "documents": 1, "bytes": len(XSS.encode())},

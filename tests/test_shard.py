@@ -86,7 +86,7 @@ def test_manifest_totals_balance_and_per_file_facts(runs):
     assert m["balance"]["longest_document_tokens"] == longest
     assert m["balance"]["max_tokens"] - m["balance"]["min_tokens"] <= longest
     kinds = sorted({(f["format"], f["kind"]) for f in m["files"]})
-    assert kinds == [("mds", "index"), ("mds", "mds"), ("megatron", "bin"), ("megatron", "idx")]
+    assert kinds == [("blend", "blend"), ("mds", "index"), ("mds", "mds"), ("megatron", "bin"), ("megatron", "idx")]
     assert m["totals"]["mds_samples"] * 64 + m["totals"]["mds_dropped_tokens"] == tokens
     assert m["totals"]["mds_dropped_tokens"] < 3 * 64
     shares = m["token_share_by_source"]
@@ -103,7 +103,7 @@ def test_two_sources_fed_in_order_come_out_mixed(runs):
 
 
 def test_megatron_shards_hold_every_document_once_in_shuffled_order(runs):
-    out = runs["base"] / "out1" / "megatron"
+    out = runs["base"] / "out1" / "train" / "megatron"
     docs = []
     for k in range(3):
         idx = megatron.decode_index((out / f"winnow_{k:05d}.idx").read_bytes())
@@ -116,7 +116,7 @@ def test_verify_passes_and_catches_a_flipped_byte(runs, tmp_path):
     assert verify(str(runs["base"] / "out1")).problems == []
     copy = tmp_path / "copy"
     shutil.copytree(runs["base"] / "out1", copy)
-    with open(copy / "megatron" / "winnow_00001.bin", "r+b") as f:
+    with open(copy / "train" / "megatron" / "winnow_00001.bin", "r+b") as f:
         f.seek(10)
         f.write(b"\xff")
     assert verify_job.main(["--root", str(copy)]) == 1
@@ -124,7 +124,7 @@ def test_verify_passes_and_catches_a_flipped_byte(runs, tmp_path):
 
 
 def test_stream_is_in_keyed_hash_order_and_another_seed_gives_another(runs):
-    out = runs["base"] / "out1" / "megatron"
+    out = runs["base"] / "out1" / "train" / "megatron"
     got = []
     for k in range(3):
         idx = megatron.decode_index((out / f"winnow_{k:05d}.idx").read_bytes())
@@ -149,6 +149,7 @@ def test_70k_vocabulary_gives_int32_shards_that_round_trip(spark, tmp_path):
     run_stage(spark, cfg, "shard")
     out = tmp_path / "run" / "shards"
     assert manifest(out)["dtype"] == "int32"
+    out = out / "train"
     tok = load_tokenizer(str(path))
     decoded, max_id = [], 0
     for k in range(2):

@@ -23,6 +23,13 @@ class FaultProxy:
 
     def __init__(self, upstream: tuple[str, int], fraction: float, seed: int = 0):
         self.fraction, self.injected, self.forwarded = fraction, 0, 0
+        # Object keys (path suffixes) whose PUT is answered 200 but leaves a short object behind: the proxy
+        # forwards the PUT, then overwrites the object with its first half (same metadata). ``cut_times``
+        # PUTs are cut (None: every one).
+        self.cut_suffix: str | None = None
+        self.cut_times: int | None = 1
+        self.cut: list[str] = []
+        self.requests: dict[str, int] = {}  # method -> requests received
         rng, lock, proxy = random.Random(seed), threading.Lock(), self
 
         class Handler(BaseHTTPRequestHandler):
@@ -34,6 +41,7 @@ class FaultProxy:
             def _handle(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with lock:
+                    proxy.requests[self.command] = proxy.requests.get(self.command, 0) + 1
                     fault = rng.random() < proxy.fraction
                     proxy.injected += fault
                     proxy.forwarded += not fault
@@ -59,6 +67,18 @@ class FaultProxy:
                 if self.command != "HEAD":
                     self.wfile.write(data)
                 conn.close()
+                path = self.path.split("?")[0]
+                if (self.command == "PUT" and resp.status == 200 and proxy.cut_suffix and path.endswith(proxy.cut_suffix)
+                        and "uploadId" not in self.path and (proxy.cut_times is None or len(proxy.cut) < proxy.cut_times)):
+                    proxy.cut.append(path)
+                    self._cut_short(path, headers)
+
+            def _cut_short(self, path, headers):
+                bucket, key = path.lstrip("/").split("/", 1)
+                s3 = storage.client(StorageConfig(endpoint_url=f"http://{upstream[0]}:{upstream[1]}"))
+                obj = s3.get_object(Bucket=bucket, Key=key)
+                body = obj["Body"].read()
+                s3.put_object(Bucket=bucket, Key=key, Body=body[: len(body) // 2], Metadata=obj["Metadata"])
 
             do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _handle
 
@@ -125,6 +145,8 @@ def test_exhausted_retries_raise_storage_error(proxy, tmp_path):
     scfg = StorageConfig(endpoint_url=proxy.url, max_attempts=2)
     with pytest.raises(storage.StorageError, match="failed after 2 attempts"):
         storage.upload(local_files(tmp_path, [100]), "s3://shards/fail", scfg)
+    # max_attempts counts every attempt, the first included: the one HEAD is sent twice, then it gives up.
+    assert proxy.requests == {"HEAD": 2}
 
 
 @pytest.mark.slow  # three shard-stage runs plus retry backoff
@@ -145,10 +167,11 @@ def test_shard_stage_to_s3_through_faults_and_no_manifest_when_retries_run_out(s
     ok = cfg("s3://shards/run1")
     tables.write_table(spark.createDataFrame(tokenized_rows(200), TOK_SCHEMA), ok, "tokenized", properties=gpt2_props())
     first = run_stage(spark, ok, "shard")
-    assert first.extra["upload"]["uploaded"] == 7 and proxy.injected > 0
+    assert first.extra["upload"]["uploaded"] == 9 and proxy.injected > 0  # 4 Megatron, 2 MDS, index, 2 blend files
     direct = StorageConfig(endpoint_url=f"http://{moto_server[0]}:{moto_server[1]}")
     assert verify("s3://shards/run1", direct).problems == []
-    assert run_stage(spark, ok, "shard").extra["upload"] == {"uploaded": 0, "skipped": 7, "bytes_uploaded": 0}
+    # Data files then the index: two upload calls, each of one round.
+    assert run_stage(spark, ok, "shard").extra["upload"] == {"uploaded": 0, "skipped": 9, "bytes_uploaded": 0, "rounds": 2}
 
     proxy.fraction = 1.0
     failing = cfg("s3://shards/run2", attempts=2)
@@ -157,3 +180,51 @@ def test_shard_stage_to_s3_through_faults_and_no_manifest_when_retries_run_out(s
     keys = [o["Key"] for o in storage.client(direct).list_objects_v2(Bucket="shards", Prefix="run2/").get("Contents", [])]
     assert "run2/manifest.json" not in keys
     assert not (tmp_path / "staging-run2" / "manifest.json").exists()
+
+
+@pytest.mark.slow  # four shard-stage runs
+def test_a_short_object_is_uploaded_again_and_a_failed_run_leaves_no_index_or_manifest(spark, proxy, moto_server, tmp_path):
+    from pipelines import tables
+    from pipelines.config import load_config
+    from pipelines.stage import run_stage
+    from pipelines.verify import verify
+    from tests.test_shard import TOK_SCHEMA, gpt2_props, tokenized_rows
+
+    direct = StorageConfig(endpoint_url=f"http://{moto_server[0]}:{moto_server[1]}")
+
+    def cfg(attempts: int):
+        return load_config(overrides=[
+            f"run.root={tmp_path / 'run'}", "spark.shuffle_partitions=2", "shard.num_shards=2", "shard.seq_len=32",
+            "shard.output=s3://shards/short", f"shard.storage.endpoint_url={proxy.url}",
+            f"shard.storage.max_attempts={attempts}", f"shard.storage.staging_dir={tmp_path / 'staging'}",
+        ])
+
+    def visible() -> set[str]:
+        listed = storage.client(direct).list_objects_v2(Bucket="shards", Prefix="short/").get("Contents", [])
+        return {o["Key"].removeprefix("short/") for o in listed}
+
+    tables.write_table(spark.createDataFrame(tokenized_rows(200), TOK_SCHEMA), cfg(10), "tokenized", properties=gpt2_props())
+    # 1. Slowdowns plus one shard file cut short: it is uploaded again within the run, which succeeds.
+    proxy.cut_suffix = "train/megatron/winnow_00001.bin"
+    first = run_stage(spark, cfg(10), "shard")
+    assert proxy.cut == ["/shards/short/train/megatron/winnow_00001.bin"] and proxy.injected > 0
+    assert first.extra["upload"]["rounds"] == 3  # data files: all, then the short one again; then the index
+    assert {"manifest.json", "train/mds/index.json"} <= visible()
+    assert verify("s3://shards/short", direct).problems == []
+
+    # 2. The same object comes back short on every attempt: the run fails after max_attempts rounds and a
+    #    reader of the bucket finds neither a manifest nor an MDS index (the previous ones were retracted).
+    proxy.cut, proxy.cut_times, proxy.fraction = [], None, 0.0
+    tables.write_table(spark.createDataFrame(tokenized_rows(210), TOK_SCHEMA), cfg(2), "tokenized", properties=gpt2_props())
+    with pytest.raises(storage.StorageError, match="after 2 upload rounds"):
+        run_stage(spark, cfg(2), "shard")
+    assert len(proxy.cut) == 2
+    seen = visible()
+    assert "manifest.json" not in seen and not any(k.endswith("index.json") for k in seen)
+
+    # 3. The rerun without faults repairs the bucket.
+    proxy.cut_suffix = None
+    again = run_stage(spark, cfg(2), "shard")
+    assert again.extra["upload"]["uploaded"] >= 1
+    assert {"manifest.json", "train/mds/index.json"} <= visible()
+    assert verify("s3://shards/short", direct).problems == []
