@@ -23,6 +23,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from tests.chain import REPO, reference_run  # noqa: F401  (the session fixture)
@@ -64,6 +65,7 @@ def run(spark, reference_run):  # noqa: F811
     from pipelines import tables
     from pipelines.config import load_config
     from udfs.shuffle_quality import shuffle_key
+    from udfs.tokenize import token_lists
 
     root = reference_run.root / "shards"
     manifest = json.loads((root / "manifest.json").read_text())
@@ -72,7 +74,9 @@ def run(spark, reference_run):  # noqa: F811
     cut = manifest["split"]["cut"]  # the validation set is held out: train holds the keys >= cut
     train = [r for r in rows if cut is None or hashlib.sha256(f"{manifest['seed']}:validation:{r['doc_id']}".encode()).hexdigest() >= cut]
     by_key = sorted(train, key=lambda r: (shuffle_key(manifest["seed"], r["doc_id"]), r["doc_id"]))
-    docs = [np.asarray(r["tokens"], dtype=np.int64) for r in by_key]
+    # tokenized.tokens is read through its one reader (binary little-endian ids, or an older list<int>).
+    ids = token_lists(pa.array([r["tokens"] for r in by_key]))
+    docs = [np.asarray(d, dtype=np.int64) for d in ids]
     shards, start = [], 0
     for f in sorted((f for f in manifest["files"] if f["kind"] == "bin" and f["path"].startswith("train/")),
                     key=lambda f: f["shard"]):

@@ -77,3 +77,12 @@ def test_lengths_and_blank():
     assert n_chars.to_pylist() == [5, 0, 4, None, 2] and n_chars.type == pa.int32()
     assert n_bytes.to_pylist() == [6, 0, 6, None, 6]
     assert T.is_blank(texts).to_pylist() == [False, True, True, True, False]
+
+
+def test_nfc_composes_even_where_arrow_does_not():
+    # pyarrow 24-25's utf8_normalize("NFC") decomposes: a curly quote made "é" come out as "e" + U+0301.
+    from udfs.text import normalize
+
+    got = normalize(pa.array(["caf\u00e9 \u2019x\u2019", "cafe\u0301", "\ufb01 \uff21"]), nfc=True, newlines=True,
+                    strip_invisible=True, strip_control=True).to_pylist()
+    assert got == ["caf\u00e9 \u2019x\u2019", "caf\u00e9", "\ufb01 \uff21"]  # NFC, not NFKC: ligature, full-width kept

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import unicodedata
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -150,8 +151,34 @@ def normalize(
         out = _rewrite(out, pc.match_substring_regex(out, CONTROL_PATTERN),
                        lambda a: pc.replace_substring_regex(a, CONTROL_PATTERN, ""))
     if nfc:
-        out = _rewrite(out, _match_within(out, non_ascii, NFC_CANDIDATE_PATTERN), lambda a: pc.utf8_normalize(a, "NFC"))
+        out = _rewrite(out, _match_within(out, non_ascii, NFC_CANDIDATE_PATTERN), nfc_strings)
     return out
+
+
+def _arrow_composes() -> bool:
+    return pc.utf8_normalize(pa.array(["e\u0301"]), "NFC").to_pylist() == ["\u00e9"]
+
+
+ARROW_NFC_OK = _arrow_composes()
+"""Whether this pyarrow's ``utf8_normalize(..., "NFC")`` composes. pyarrow 24.0.0-25.0.1 (manylinux wheels,
+checked 2026-12-01) return the decomposed form for every form, so "é" came out as "e" + U+0301 from NFC in
+every document holding any code point >= U+0300 (a curly quote is enough)."""
+
+
+def nfc_strings(arr: pa.Array) -> pa.Array:
+    """NFC of a string column (UAX #15), nulls kept.
+
+    Arrow's kernel when it composes (:data:`ARROW_NFC_OK`), otherwise CPython's ``unicodedata`` over the
+    rows that are not NFC already (``is_normalized`` is a C quick check). Only candidate rows reach this
+    (:data:`NFC_CANDIDATE_PATTERN`), so the Python path runs on a fraction of a batch.
+
+    >>> nfc_strings(pa.array(["e\u0301 \u2019", None, "\u00e9"])).to_pylist()
+    ['é ’', None, 'é']
+    """
+    if ARROW_NFC_OK:
+        return pc.utf8_normalize(arr, "NFC")
+    return pa.array([s if s is None or unicodedata.is_normalized("NFC", s) else unicodedata.normalize("NFC", s)
+                     for s in arr.to_pylist()], pa.string())
 
 
 NFC_CANDIDATE_PATTERN = r"[\x{0300}-\x{10FFFF}]"
