@@ -15,11 +15,11 @@ JOBS = ["ingest", "dedup", "filter", "refs", "decontam", "tokenize", "shard", "p
 @pytest.mark.parametrize("job", JOBS)
 def test_bad_config_exits_2_naming_the_key(job):
     r = subprocess.run(
-        [sys.executable, str(REPO / "jobs" / f"{job}.py"), "--set", "ingest.format=csv"],
+        [sys.executable, str(REPO / "jobs" / f"{job}.py"), "--set", "ingest.format=docx"],
         capture_output=True, text=True, cwd=REPO, timeout=120,
     )
     assert r.returncode == 2, r.stderr
-    assert "ingest.format" in r.stderr and "'csv'" in r.stderr
+    assert "ingest.format" in r.stderr and "'docx'" in r.stderr
 
 
 def test_help_lists_conf_and_set():
