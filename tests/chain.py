@@ -92,10 +92,13 @@ def small_inputs(dest: Path, records: int = SUBSET_RECORDS) -> Path:
 
 def output_fingerprint(spark, root: Path, chain: list[str]) -> dict[str, str]:
     """sha256 of every shard file when the run has a manifest, else of the last table's rows (sorted
-    JSON lines), so two runs compare byte for byte."""
+    JSON lines), so two runs compare byte for byte. The manifest and the ``blend/`` files name the run's
+    own output location (loaders need it), so runs under two roots are compared on the data and MDS
+    index files only."""
     shards = root / "shards"
     if (shards / "manifest.json").exists():
-        files = sorted(p for p in shards.rglob("*") if p.is_file() and p.name != "manifest.json")
+        files = sorted(p for p in shards.rglob("*")
+                       if p.is_file() and p.name != "manifest.json" and p.relative_to(shards).parts[0] != "blend")
         return {str(p.relative_to(shards)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
     from pipelines.chain import stage
 
