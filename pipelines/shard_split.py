@@ -63,7 +63,8 @@ def plan_split(df: DataFrame, seed: int, scfg: SplitConfig) -> SplitPlan:
         The :class:`SplitPlan` (``cut`` None when ``validation`` is 0).
 
     Raises:
-        ValueError: the validation set would take every document (names the key and the value).
+        ValueError: a ``token_count`` validation set would take every document (names the key and the
+            value); a fraction holds out nothing instead when the run is too small to keep train non-empty.
     """
     unit = "documents" if scfg.unit == "documents" else "tokens"
     if scfg.validation == 0:
@@ -77,7 +78,11 @@ def plan_split(df: DataFrame, seed: int, scfg: SplitConfig) -> SplitPlan:
     toks = np.array([r["t"] for r in hist], dtype=np.int64)
     n_docs, n_toks = int(docs.sum()), int(toks.sum())
     if scfg.unit == "documents":
-        target = float(max(1, round(scfg.validation * n_docs)))
+        # At least one document when asked for any, never all of them: a fraction of a tiny run holds
+        # out nothing rather than leave train empty (an explicit token_count that does is an error).
+        target = float(min(max(1, round(scfg.validation * n_docs)), n_docs - 1))
+        if target <= 0:
+            return SplitPlan(None, 0, 0, 0.0, unit)
     elif scfg.unit == "tokens":
         target = scfg.validation * n_toks
     else:
@@ -85,6 +90,8 @@ def plan_split(df: DataFrame, seed: int, scfg: SplitConfig) -> SplitPlan:
     measure = docs if unit == "documents" else toks
     cum = np.cumsum(measure)
     b = int(np.searchsorted(cum, target, side="left"))
+    if scfg.unit == "tokens" and n_docs <= 1:  # a fraction of one document's tokens is that document
+        return SplitPlan(None, 0, 0, 0.0, unit)
     if b >= len(names):
         raise ValueError(f"shard.split.validation={scfg.validation} ({scfg.unit}) holds out every document "
                          f"({n_docs} documents, {n_toks} tokens); lower it so that train keeps some")
