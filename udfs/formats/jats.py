@@ -31,24 +31,18 @@ import pyarrow as pa
 
 from udfs.formats.collector import Collector
 from udfs.formats.tabular import ChunkFile
+from udfs.formats.xmlstream import free, iterparse, local_name
 
 _WS = re.compile(r"[ \t\r\n]+")
 _BLOCKS = {"p", "title", "label", "list-item", "caption", "mixed-citation", "element-citation"}
 _SKIP_INLINE = {"table-wrap", "fig", "disp-formula", "ref-list", "fn-group", "supplementary-material"}
 
 
-def _name(el: Any) -> str:
-    tag = el.tag
-    if not isinstance(tag, str):  # comments, processing instructions
-        return ""
-    return tag.rsplit("}", 1)[-1]
-
-
 def _inline(el: Any) -> str:
     """The text of an element, children included, except block structures nested in it."""
     parts = [el.text or ""]
     for ch in el:
-        name = _name(ch)
+        name = local_name(ch)
         if name in _BLOCKS:  # a caption's <title> then <p>: words of two blocks must not run together
             parts.append(f" {_inline(ch)} ")
         elif name and name not in _SKIP_INLINE:
@@ -59,7 +53,7 @@ def _inline(el: Any) -> str:
 
 def _child(el: Any, name: str) -> Any:
     for ch in el:
-        if _name(ch) == name:
+        if local_name(ch) == name:
             return ch
     return None
 
@@ -81,7 +75,7 @@ class _Writer:
         self.dropped: set[str] = set()
 
     def block(self, el: Any) -> None:
-        name = _name(el)
+        name = local_name(el)
         if name in ("sec", "abstract", "body", "app", "app-group", "boxed-text", "list", "list-item", "back"):
             for ch in el:
                 self.block(ch)
@@ -89,13 +83,13 @@ class _Writer:
             if t := _inline(el):
                 parent = el.getparent()
                 label = _child(parent, "label") if parent is not None else None
-                lab = _inline(label) if label is not None and _name(parent) == "sec" else ""
+                lab = _inline(label) if label is not None and local_name(parent) == "sec" else ""
                 self.out.append(f"{lab} {t}".strip())
         elif name == "p":
             if t := _inline(el):
                 self.out.append(t)
             for ch in el:  # tables, figures and formulas nested in a paragraph come after it
-                if _name(ch) in ("table-wrap", "fig", "disp-formula"):
+                if local_name(ch) in ("table-wrap", "fig", "disp-formula"):
                     self.block(ch)
         elif name == "table-wrap":
             self.table(el)
@@ -119,7 +113,7 @@ class _Writer:
         if self.o.jats_tables == "caption":
             self.dropped.add("table")
             return
-        rows = ["\t".join(_inline(c) for c in tr if _name(c) in ("td", "th")) for tr in el.iter("{*}tr")]
+        rows = ["\t".join(_inline(c) for c in tr if local_name(c) in ("td", "th")) for tr in el.iter("{*}tr")]
         if rows := [r for r in rows if r.strip()]:
             self.out.append("\n".join(rows))
 
@@ -140,16 +134,16 @@ class _Writer:
             return
         title = _child(el, "title")
         self.out.append(_inline(title) if title is not None else "References")
-        for i, ref in enumerate((r for r in el if _name(r) == "ref"), 1):
+        for i, ref in enumerate((r for r in el if local_name(r) == "ref"), 1):
             label = _child(ref, "label")
             lab = _inline(label).strip("[]. ") if label is not None else str(i)
-            body = " ".join(_citation(ch) for ch in ref if _name(ch) not in ("label", ""))
+            body = " ".join(_citation(ch) for ch in ref if local_name(ch) not in ("label", ""))
             self.out.append(f"[{lab}] {body}".strip())
 
 
 def _citation(el: Any) -> str:
     # <element-citation> is all markup, no punctuation in its text: its leaves are joined with spaces.
-    if _name(el) == "element-citation":
+    if local_name(el) == "element-citation":
         return " ".join(t.strip() for t in el.itertext() if t.strip())
     return _inline(el)
 
@@ -163,7 +157,7 @@ def article_text(article: Any, opts: Any) -> tuple[str, dict[str, str], str | No
     am = _child(front, "article-meta") if front is not None else None
     if am is not None:
         for aid in am:
-            if _name(aid) == "article-id" and aid.text:
+            if local_name(aid) == "article-id" and aid.text:
                 ids[aid.get("pub-id-type", "")] = aid.text.strip()
         tg = _child(am, "title-group")
         title = _child(tg, "article-title") if tg is not None else None
@@ -171,7 +165,7 @@ def article_text(article: Any, opts: Any) -> tuple[str, dict[str, str], str | No
             w.out.append(t)
             meta["title"] = t
         for ab in am:
-            if _name(ab) == "abstract" and ab.get("abstract-type") is None:
+            if local_name(ab) == "abstract" and ab.get("abstract-type") is None:
                 if _child(ab, "title") is None:
                     w.out.append("Abstract")
                 w.block(ab)
@@ -190,16 +184,6 @@ def article_text(article: Any, opts: Any) -> tuple[str, dict[str, str], str | No
     return "\n\n".join(x for x in w.out if x), meta, src_id
 
 
-def free(el: Any) -> None:
-    """Release an ``iterparse`` element that was read, and the siblings before it, so a streamed
-    file holds one element at a time (lxml keeps the tree it built otherwise)."""
-    el.clear(keep_tail=False)
-    parent = el.getparent()
-    if parent is not None:
-        while el.getprevious() is not None:
-            del parent[0]
-
-
 def read_jats(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]:
     """Parse every ``<article>`` of a JATS file (a single article, or a ``<pmc-articleset>``) into
     ``c``; each article is freed once read, so a bulk file is never held whole. A parse error keeps
@@ -209,10 +193,8 @@ def read_jats(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]
     f = ChunkFile(chunks, 1 << 62)
     n = 0
     try:
-        # resolve_entities=False, no_network: never fetch a DTD or expand external entities (XXE).
-        for _, el in etree.iterparse(f, events=("end",), tag=("{*}article", "article"), recover=False,
-                                     resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True):
-            if el.getparent() is not None and _name(el.getparent()) in ("sub-article", "response"):
+        for el in iterparse(f, tag=("{*}article", "article")):
+            if el.getparent() is not None and local_name(el.getparent()) in ("sub-article", "response"):
                 continue
             n += 1
             text, meta, src_id = article_text(el, c.opts)

@@ -26,8 +26,8 @@ from typing import Any
 import pyarrow as pa
 
 from udfs.formats.collector import Collector
-from udfs.formats.jats import free
 from udfs.formats.tabular import ChunkFile
+from udfs.formats.xmlstream import free, iterparse, local_name
 
 _BLANKS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _SPACES = re.compile(r"[ \t]{2,}")
@@ -117,15 +117,10 @@ def wikitext_to_text(source: str, opts: Any, media_ns: set[str] = frozenset()) -
     return _BLANKS.sub("\n\n", text).strip(), dropped
 
 
-def _local(el: Any) -> str:
-    tag = el.tag
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
-
-
 def _field(page: Any, *path: str) -> Any:
     el = page
     for name in path:
-        el = next((ch for ch in el if _local(ch) == name), None)
+        el = next((ch for ch in el if local_name(ch) == name), None)
         if el is None:
             return None
     return el
@@ -142,9 +137,8 @@ def read_mediawiki(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordB
     base = None
     wanted = {int(x) for x in c.opts.mediawiki_namespaces}
     try:
-        for _, el in etree.iterparse(f, events=("end",), resolve_entities=False, no_network=True,
-                                     load_dtd=False, huge_tree=True):
-            name = _local(el)
+        for el in iterparse(f):
+            name = local_name(el)
             if name == "namespace" and el.get("key") in ("6", "14") and el.text:
                 media_ns.add(el.text.strip().lower())
             elif name == "base" and el.text:
