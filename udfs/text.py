@@ -160,9 +160,11 @@ def _arrow_composes() -> bool:
 
 
 ARROW_NFC_OK = _arrow_composes()
-"""Whether this pyarrow's ``utf8_normalize(..., "NFC")`` composes. pyarrow 24.0.0-25.0.1 (manylinux wheels,
-checked 2026-12-01) return the decomposed form for every form, so "é" came out as "e" + U+0301 from NFC in
-every document holding any code point >= U+0300 (a curly quote is enough)."""
+"""Whether this pyarrow's ``utf8_normalize(..., "NFC")`` composes. The shipped wheels skip the composition
+step for NFC/NFKC (apache/arrow#51225, fixed by apache/arrow#51237; every wheel from 19.0.1 to 25.0.1
+checked here on 2026-12-01 decomposes), so "é" came out as "e" + U+0301 in every document holding any code
+point >= U+0300 (a curly quote is enough). pandas falls back to ``unicodedata`` the same way
+(pandas-dev/pandas#66221); a fixed pyarrow switches back to the kernel by itself."""
 
 
 def nfc_strings(arr: pa.Array) -> pa.Array:
