@@ -441,7 +441,9 @@ def build_manifest(cfg: WinnowConfig, sections: dict[str, dict[str, Any]], files
         "totals": {"shards": sum(s["shards"] for s in sections.values()),
                    "documents": sum(s["documents"] for s in sections.values()),
                    "tokens": sum(s["tokens"] for s in sections.values()), "files": len(files),
-                   "bytes": sum(f["bytes"] for f in files),
+                   # Blend files name the output root: counting them would make two runs of the same
+                   # data under two roots differ, so the total is of the data and index files only.
+                   "bytes": sum(f["bytes"] for f in files if f["kind"] != "blend"),
                    "mds_samples": sum(s["mds_samples"] for s in sections.values()),
                    "mds_dropped_tokens": sum(s["mds_dropped_tokens"] for s in sections.values())},
         "split": {"validation": split_cfg.validation, "unit": split_cfg.unit, "target": cut.target,
