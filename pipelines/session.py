@@ -15,6 +15,7 @@ so no run pays for (or prints) Ivy's resolution again.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -136,7 +137,13 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
         # Python workers must run this interpreter (the venv with pyarrow etc.), not whatever
         # `python3` is first on PATH; spark-submit users set PYSPARK_PYTHON themselves.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        builder = builder.master(cfg.master or "local[*]")
+        master = cfg.master or "local[*]"
+        builder = builder.master(master)
+        if SNAPSHOT_PARTITIONS not in cfg.conf:
+            # Delta rebuilds a table's snapshot from its log in 50 tasks by default, sized for clusters
+            # and large logs; Winnow reads small logs (one commit per run) dozens of times per run, so
+            # on one machine 50 tiny tasks per read were ~44 % of a small run's CPU (bench/notes.md).
+            builder = builder.config(SNAPSHOT_PARTITIONS, str(local_snapshot_partitions(master)))
         jars = cfg.jars or cached_delta_jars() or resolve_delta_jars()
         if jars:
             builder = builder.config("spark.jars", ",".join(jars))
@@ -153,6 +160,35 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     _apply_runtime_conf(spark, cfg)
     _check_delta(spark)
     return spark
+
+
+SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
+"""Delta SQL setting: partitions of the job that rebuilds a table snapshot from its ``_delta_log``
+(Delta's ``DeltaSQLConf.DELTA_SNAPSHOT_PARTITIONS``, default 50)."""
+
+
+def local_snapshot_partitions(master: str) -> int:
+    """Delta snapshot partitions for a local master: its thread count, 1 to 8.
+
+    Args:
+        master: a Spark master URL such as ``local``, ``local[4]``, ``local[*]`` or ``local[2,3]``.
+
+    Returns:
+        The number of worker threads of ``master`` (the machine's CPUs for ``*``), clamped to 1..8;
+        8 for a non-local master.
+
+    >>> [local_snapshot_partitions(m) for m in ("local[2]", "local", "local[64]", "spark://h:7077")]
+    [2, 1, 8, 8]
+    """
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master.strip())
+    if m is None:
+        return 8
+    threads = m.group(1)
+    if threads == "*":
+        n = os.cpu_count() or 1
+    else:
+        n = int(threads or 1)  # plain "local" is one thread
+    return max(1, min(8, n))
 
 
 def local_driver_memory(total_bytes: int | None = None) -> str:

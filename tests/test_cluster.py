@@ -126,6 +126,9 @@ def test_standalone_cluster_matches_local_mode(spark, reference_run, standalone_
     cmd = [str(BIN / "spark-submit"), "--master", url, "--packages", delta_coordinates(), "--py-files", str(zip_path),
            "--driver-memory", "1g", "--executor-memory", "700m", "--conf", f"spark.pyspark.python={python}",
            "--conf", f"spark.pyspark.driver.python={python}", "--conf", "spark.ui.enabled=false",
+           # What get_spark gives a local master (pipelines/session.py): Delta's 50 log-replay tasks per
+           # snapshot would cost this test minutes on two 1-core workers.
+           "--conf", "spark.databricks.delta.snapshotPartitions=2",
            str(app / "jobs" / "pipeline.py"), *chain_args(cluster_root, ref.chain, ref.inputs), "--quiet"]
     r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
