@@ -28,6 +28,7 @@ when the epoch count has a fraction).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -115,6 +116,20 @@ def plan_mix(counts: dict[str, tuple[int, int]], mix: dict[str, MixSourceConfig]
         out[s] = SourcePlan(docs=counts[s][0], tokens=counts[s][1], epochs=epochs, asked_share=want / total,
                             min_repeat_distance=m.min_repeat_distance)
     return out
+
+
+def copies(seed: int, doc_id: str, epochs: float) -> int:
+    """Copies of one document in the train set (Python twin of :func:`apply_mix`, for inspection).
+
+    Args:
+        seed: ``run.seed``.
+        doc_id: the document.
+        epochs: its source's E_s (the manifest's ``mix.<source>.epochs_asked``).
+    """
+    full = math.floor(epochs)
+    digest = hashlib.sha256(f"{seed}:mixpick:{doc_id}".encode()).hexdigest()
+    pick = int(digest[:_FRAC_HEX], 16) / float(1 << (4 * _FRAC_HEX))
+    return full + (1 if pick < epochs - full else 0)
 
 
 def _fraction(text: Column) -> Column:

@@ -82,6 +82,7 @@ def test_epochs_2_5_gives_every_document_twice_and_a_seeded_half_three_times(spa
     for d, s, _, _ in rows:
         pick = frac(f"42:mixpick:{d}")
         assert counts[d] == (1 if s == "b" else 3 if pick < 0.5 else 2), (d, pick)
+        assert counts[d] == shard_mix.copies(42, d, 2.5 if s == "a" else 1.0)  # the Python twin inspect uses
     a_picks = sorted(frac(f"42:mixpick:{d}") for d, s, _, _ in rows if s == "a")
     assert a_picks[0] < 0.5 < a_picks[-1]  # both sides of the threshold are exercised
 
@@ -154,3 +155,27 @@ def test_mixed_run_is_byte_identical_for_1_and_4_partitions_and_records_the_mix(
     assert m1["split"]["validation_documents"] == m1["splits"]["validation"]["documents"] == 100
     assert a["documents_in"] + b["documents_in"] == 1900
     assert r1.extra["mix"] == m1["mix"]
+
+
+def test_report_and_inspect_show_the_mix(tmp_path):
+    from pipelines.inspect import _shard_place
+    from pipelines.report import _shard_part
+
+    docs = [f"a{i}" for i in range(200)]
+    picks = {d: frac(f"42:mixpick:{d}") for d in docs}
+    kept = min((d for d in docs if picks[d] >= 0.5), key=lambda d: picks[d])  # just outside: 2 copies
+    third = max((d for d in docs if picks[d] < 0.5), key=lambda d: picks[d])  # just inside: 3 copies
+    block = {"a": {"epochs_asked": 2.5, "share_asked": 0.8, "share_realised": 0.79, "documents_repeated": 100},
+             "b": {"epochs_asked": 0.5, "share_asked": 0.2, "share_realised": 0.21}}
+    manifest = {"seed": 42, "split": {"cut": None}, "mix": block, "files": []}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    cfg = load_config(overrides=[f"run.root={tmp_path}", f"shard.output={tmp_path}"])
+    assert [_shard_place(cfg, d, "a")["status"] for d in (kept, third)] == ["repeated", "repeated"]
+    assert "3 copies" in _shard_place(cfg, third, "a")["detail"] and "2 copies" in _shard_place(cfg, kept, "a")["detail"]
+    dropped = next(d for d in docs if picks[d] >= 0.5)
+    assert _shard_place(cfg, dropped, "b")["status"] == "not selected"
+    assert _shard_place(cfg, next(d for d in docs if picks[d] < 0.5), "b")["status"] == "train"
+    rows = _shard_part(manifest)["mix"]
+    assert [(r["source"], r["share_asked"], r["share_realised"], r["epochs_asked"]) for r in rows] == [
+        ("a", 0.8, 0.79, 2.5), ("b", 0.2, 0.21, 0.5)]
+    assert "mix" not in _shard_part({"files": []})
