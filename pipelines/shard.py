@@ -262,7 +262,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
 
     # Retract what a previous run published before anything changes under it: readers trust the
     # manifest and the MDS indexes, so they go first.
-    indexes = [f"{s}/{MDS_INDEX}" for s in SPLITS] + [MDS_INDEX, shard_blend.MEGATRON, shard_blend.STREAMS]
+    indexes = [f"{s}/{MDS_INDEX}" for s in SPLITS] + [MDS_INDEX, shard_blend.MEGATRON, shard_blend.STREAMS,
+                                                      shard_blend.MIX]
     if remote:
         for rel in [MANIFEST, *indexes]:
             storage.delete(root, rel, scfg.storage)
@@ -312,6 +313,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     index_files = []
     for rel, text in blend_files(root, data_files, remote).items():
         index_blobs[rel] = text.encode("utf-8")
+    if mix is not None:
+        index_blobs[shard_blend.MIX] = shard_blend.mix_file(mix).encode("utf-8")
     for rel, blob in index_blobs.items():
         size, sha = write_file(local / rel, blob)
         fmt, kind = ("mds", "index") if rel.endswith("index.json") else ("blend", "blend")

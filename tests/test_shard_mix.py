@@ -155,6 +155,11 @@ def test_mixed_run_is_byte_identical_for_1_and_4_partitions_and_records_the_mix(
     assert m1["split"]["validation_documents"] == m1["splits"]["validation"]["documents"] == 100
     assert a["documents_in"] + b["documents_in"] == 1900
     assert r1.extra["mix"] == m1["mix"]
+    blend = json.loads(one[next(p for p in blends if p.name == "mix.json")])
+    assert blend["megatron_data_path"] == ["0.3", "<a>", "0.7", "<b>"]
+    assert blend["streams"]["a"] == {"proportion": pytest.approx(0.3), "repeat": a["epochs_asked"]}
+    assert {f["path"] for f in m1["files"] if f["kind"] == "blend"} == {
+        "blend/megatron.json", "blend/streams.json", "blend/mix.json"}
 
 
 def test_report_and_inspect_show_the_mix(tmp_path):
