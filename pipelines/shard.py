@@ -4,7 +4,8 @@ How shards are written deterministically, in parallel, with the tokens moved onc
 
 1. **Order.** Every document gets ``shuffle_key = sha256("<seed>:<doc_id>")`` as hex
    (:func:`udfs.shuffle_quality.shuffle_key`); the stream order is ``(shuffle_key, doc_id)``, which
-   depends on neither input order, partitioning nor executors.
+   depends on neither input order, partitioning nor executors. With ``shard.mix`` the train documents
+   are first selected and copied, and each copy gets its own key (:mod:`pipelines.shard_mix`).
 2. **Buckets.** The first 8 hex digits of the key (uniform, as sha256 is) give a *range* bucket
    ``floor(prefix * B / 2^32)``: bucket ``b`` holds a contiguous slice of the stream, without the
    sampling job of ``repartitionByRange``. ``B`` (``spark.shuffle_partitions``) changes no byte of output.
