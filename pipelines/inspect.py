@@ -153,7 +153,7 @@ def _shard_place(cfg: WinnowConfig, doc_id: str, source: str | None = None) -> d
     if mix is not None and not held:
         from pipelines.shard_mix import copies
 
-        n = copies(int(manifest["seed"]), doc_id, float(mix["epochs_asked"]))
+        n = copies(int(manifest["seed"]), doc_id, int(mix["full_passes"]), int(mix["pick_cut"]))
         status = "not selected" if n == 0 else "repeated" if n > 1 else "train"
         return {"stage": "shard", "status": status,
                 "detail": f"train/ shard set: {n} copies (source {source!r}, epochs {mix['epochs_asked']:.6g})"}

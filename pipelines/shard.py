@@ -282,6 +282,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     mix: dict[str, Any] | None = None
     if scfg.mix:  # the mix applies to train only, after the validation documents are chosen
         plans = shard_mix.plan_mix(shard_mix.source_counts(parts[0][1]), scfg.mix)
+        plans = shard_mix.pick_cuts(parts[0][1], cfg.run.seed, plans)
         copies = shard_mix.apply_mix(parts[0][1], cfg.run.seed, plans)
         mix = shard_mix.mix_section(plans, shard_mix.mix_counts(copies))
         parts[0] = ("train", copies.select(*INPUT_COLUMNS, "_key"), scfg.num_shards, scfg.tokens_per_shard)

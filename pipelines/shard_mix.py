@@ -2,10 +2,12 @@
 
 Each source ``s`` (the ingest ``source`` column) is given an *epoch count* ``E_s`` (a float): directly
 (``epochs``), from ``target_tokens / T_s``, or from its ``weight`` (share of the train tokens; see
-:func:`plan_mix`). Its documents are then copied ``floor(E_s)`` times, plus once more for the documents
-whose *pick hash* ``sha256("<seed>:mixpick:<doc_id>")`` falls below ``frac(E_s)`` (read as a fraction of
-2^52): 2.5 = every document twice plus a seeded half; 0.3 = a seeded 30 % of the documents. The choice
-depends on the seed and the ``doc_id`` only, never on partitioning.
+:func:`plan_mix`). Its documents are then copied ``floor(E_s)`` times, plus once more for the shortest
+prefix, in *pick hash* order (the first 13 hex digits of ``sha256("<seed>:mixpick:<doc_id>")``), whose
+tokens reach ``frac(E_s) * T_s`` (:func:`pick_cuts`, the search of ``pipelines/shard_split.py``): 2.5 =
+every document twice plus a seeded half of the tokens; 0.3 = a seeded 30 %. The realised amount exceeds
+the asked one by less than one document; the choice depends on the seed and the ``doc_id`` only, never
+on partitioning.
 
 **Order.** Copy ``p`` (the *pass*, 0-based) of a document gets a stream position
 ``t = (p + l_p * v) / E_s`` in [0, 1), where ``l_p = min(1, E_s - p)`` is the length of pass ``p`` and
@@ -61,6 +63,8 @@ class SourcePlan:
     epochs: float
     asked_share: float
     min_repeat_distance: int | None = None
+    pick_cut: int | None = None
+    """Documents whose pick hash (an int < 2^52) is below this get the partial pass (:func:`pick_cuts`)."""
 
     @property
     def full_passes(self) -> int:
@@ -118,18 +122,76 @@ def plan_mix(counts: dict[str, tuple[int, int]], mix: dict[str, MixSourceConfig]
     return out
 
 
-def copies(seed: int, doc_id: str, epochs: float) -> int:
+def copies(seed: int, doc_id: str, full_passes: int, pick_cut: int) -> int:
     """Copies of one document in the train set (Python twin of :func:`apply_mix`, for inspection).
 
     Args:
         seed: ``run.seed``.
         doc_id: the document.
-        epochs: its source's E_s (the manifest's ``mix.<source>.epochs_asked``).
+        full_passes: its source's ``floor(E_s)`` (the manifest's ``mix.<source>.full_passes``).
+        pick_cut: its source's :attr:`SourcePlan.pick_cut` (``mix.<source>.pick_cut``).
     """
-    full = math.floor(epochs)
     digest = hashlib.sha256(f"{seed}:mixpick:{doc_id}".encode()).hexdigest()
-    pick = int(digest[:_FRAC_HEX], 16) / float(1 << (4 * _FRAC_HEX))
-    return full + (1 if pick < epochs - full else 0)
+    return full_passes + (1 if int(digest[:_FRAC_HEX], 16) < pick_cut else 0)
+
+
+def _pick(seed: int) -> Column:
+    """The pick hash of ``doc_id`` as a long < 2^52."""
+    digest = F.sha2(F.concat(F.lit(f"{seed}:mixpick:"), F.col("doc_id")), 256)
+    return F.conv(F.substring(digest, 1, _FRAC_HEX), 16, 10).cast("long")
+
+
+def pick_cuts(df: DataFrame, seed: int, plans: dict[str, SourcePlan]) -> dict[str, SourcePlan]:
+    """Set each source's :attr:`SourcePlan.pick_cut`: the shortest pick-hash prefix reaching frac(E_s) * T_s.
+
+    Two slim Spark jobs, as in :func:`pipelines.shard_split.plan_split`: token sums per (source, top 16
+    bits of the pick hash) to the driver (at most 65,536 rows per source), then the rows of the one bucket
+    per source where the amount is reached.
+
+    Args:
+        df: the train documents (``doc_id``, ``source``, ``n_tokens``).
+        seed: ``run.seed``.
+        plans: :func:`plan_mix`.
+
+    Returns:
+        ``plans`` with ``pick_cut`` set (0 for a source without a partial pass).
+    """
+    need = {s: p.fraction * p.tokens for s, p in plans.items() if p.fraction > 0}
+    cuts = {s: 0 for s in plans}
+    if need:
+        low = 4 * _FRAC_HEX - 16
+        keyed = df.select(F.coalesce(F.col("source"), F.lit("")).alias("source"), _pick(seed).alias("_pick"),
+                          F.col("n_tokens").cast("long").alias("n_tokens")).filter(F.col("source").isin(list(need)))
+        keyed = keyed.withColumn("_b", F.shiftright("_pick", low))
+        hist: dict[str, list[tuple[int, int]]] = {s: [] for s in need}
+        for r in keyed.groupBy("source", "_b").agg(F.sum("n_tokens").alias("t")).collect():
+            hist[r["source"]].append((int(r["_b"]), int(r["t"])))
+        where: dict[str, tuple[int, float]] = {}
+        for s, cells in hist.items():
+            done = 0
+            for b, t in sorted(cells):
+                if done + t >= need[s]:
+                    where[s] = (b, need[s] - done)
+                    break
+                done += t
+        cond = None
+        for s, (b, _) in where.items():
+            one = (F.col("source") == F.lit(s)) & (F.col("_b") == F.lit(b))
+            cond = one if cond is None else cond | one
+        rows: dict[str, list[tuple[int, int]]] = {s: [] for s in where}
+        for r in keyed.filter(cond).collect():
+            rows[r["source"]].append((int(r["_pick"]), int(r["n_tokens"])))
+        for s, (b, rest) in where.items():
+            got = 0
+            inner = sorted(rows[s])
+            cuts[s] = (b + 1) << low  # the whole bucket, unless a document inside it reaches the amount
+            for i, (_, t) in enumerate(inner):
+                got += t
+                if got >= rest:
+                    cuts[s] = inner[i + 1][0] if i + 1 < len(inner) else (b + 1) << low
+                    break
+    return {s: SourcePlan(p.docs, p.tokens, p.epochs, p.asked_share, p.min_repeat_distance, cuts[s])
+            for s, p in plans.items()}
 
 
 def _fraction(text: Column) -> Column:
@@ -159,10 +221,11 @@ def apply_mix(df: DataFrame, seed: int, plans: dict[str, SourcePlan]) -> DataFra
     """
     df = df.withColumn("source", F.coalesce(F.col("source"), F.lit("")))  # as source_counts counts it
     epochs = _per_source(plans, lambda p: float(p.epochs)).cast("double")
+    if any(p.pick_cut is None for p in plans.values()):
+        raise ValueError("shard mix: call pick_cuts before apply_mix (a source has no pick_cut)")
     full = _per_source(plans, lambda p: p.full_passes)
-    frac = _per_source(plans, lambda p: p.fraction).cast("double")
-    pick = _fraction(F.sha2(F.concat(F.lit(f"{seed}:mixpick:"), F.col("doc_id")), 256))
-    copies = full + F.when(pick < frac, 1).otherwise(0)
+    cut = _per_source(plans, lambda p: p.pick_cut).cast("long")
+    copies = full + F.when(_pick(seed) < cut, 1).otherwise(0)
     out = df.withColumn("_copies", copies).filter(F.col("_copies") > 0).withColumn("_epochs", epochs)
     out = out.withColumn(PASS, F.explode(F.sequence(F.lit(0), F.col("_copies") - 1)))
     h = F.sha2(F.concat(F.lit(f"{seed}:mix:"), F.col(PASS).cast("string"), F.lit(":"), F.col("doc_id")), 256)
@@ -223,6 +286,7 @@ def mix_section(plans: dict[str, SourcePlan], rows: list[tuple[str, int, int, in
             "documents_repeated": docs[1] if passes > 1 else 0,
             "documents_out": sum(docs), "tokens_out": tokens_out,
             "epochs_asked": plan.epochs, "epochs_realised": tokens_out / plan.tokens,
+            "full_passes": plan.full_passes, "pick_cut": plan.pick_cut,
             "share_asked": plan.asked_share, "share_realised": tokens_out / total,
             "min_repeat_distance": plan.min_repeat_distance, "repeat_distance_bound": bound,
         }

@@ -20,6 +20,24 @@ def frac(text: str) -> float:
     return int(hashlib.sha256(text.encode()).hexdigest()[:13], 16) / 2**52
 
 
+def pick(doc_id: str, seed: int = 42) -> int:
+    return int(hashlib.sha256(f"{seed}:mixpick:{doc_id}".encode()).hexdigest()[:13], 16)
+
+
+def plans_for(spark, rows, entries, seed=42):
+    df = spark.createDataFrame(rows, TOK_SCHEMA)
+    return shard_mix.pick_cuts(df, seed, shard_mix.plan_mix(shard_mix.source_counts(df), entries))
+
+
+def assert_shortest_prefix(rows, source, chosen, fraction):
+    """``chosen`` is the shortest prefix of ``source``'s documents in pick order reaching ``fraction`` of its tokens."""
+    docs = sorted((pick(d), d, n) for d, s, _, n in rows if s == source)
+    want = fraction * sum(n for _, _, n in docs)
+    k = len(chosen)
+    assert sorted(chosen) == sorted(d for _, d, _ in docs[:k])
+    assert sum(n for _, _, n in docs[:k]) >= want > sum(n for _, _, n in docs[: k - 1])  # just inside, just outside
+
+
 def mix(**entries: dict) -> dict[str, MixSourceConfig]:
     return {s: MixSourceConfig(**e) for s, e in entries.items()}
 
@@ -73,24 +91,21 @@ def test_epochs_from_weights_and_fixed_amounts():
 
 def test_epochs_2_5_gives_every_document_twice_and_a_seeded_half_three_times(spark):
     rows = tokenized_rows(N, seed=3)
-    plans = shard_mix.plan_mix({"a": (200, 0), "b": (200, 0)} | {s: (200, 1) for s in "ab"},
-                               mix(a={"epochs": 2.5, "min_repeat_distance": 50}, b={"epochs": 1}))
+    plans = plans_for(spark, rows, mix(a={"epochs": 2.5, "min_repeat_distance": 50}, b={"epochs": 1}))
     _, got = copies_of(spark, rows, plans)
     counts: dict[str, int] = {}
     for _, d, _, _ in got:
         counts[d] = counts.get(d, 0) + 1
-    for d, s, _, _ in rows:
-        pick = frac(f"42:mixpick:{d}")
-        assert counts[d] == (1 if s == "b" else 3 if pick < 0.5 else 2), (d, pick)
-        assert counts[d] == shard_mix.copies(42, d, 2.5 if s == "a" else 1.0)  # the Python twin inspect uses
-    a_picks = sorted(frac(f"42:mixpick:{d}") for d, s, _, _ in rows if s == "a")
-    assert a_picks[0] < 0.5 < a_picks[-1]  # both sides of the threshold are exercised
+    assert {counts[d] for d, s, _, _ in rows if s == "b"} == {1}
+    assert {counts[d] for d, s, _, _ in rows if s == "a"} == {2, 3}
+    assert_shortest_prefix(rows, "a", [d for d, s, _, _ in rows if s == "a" and counts[d] == 3], 0.5)
+    for d, s, _, _ in rows:  # the Python twin jobs/inspect.py uses
+        assert counts[d] == shard_mix.copies(42, d, plans[s].full_passes, plans[s].pick_cut)
 
 
 def test_passes_are_ordered_and_copies_keep_the_guaranteed_distance(spark):
     rows = tokenized_rows(N, seed=4)
-    plans = shard_mix.plan_mix({"a": (200, 1), "b": (200, 1)},
-                               mix(a={"epochs": 3.4, "min_repeat_distance": 20}, b={"epochs": 1}))
+    plans = plans_for(spark, rows, mix(a={"epochs": 3.4, "min_repeat_distance": 20}, b={"epochs": 1}))
     copies, got = copies_of(spark, rows, plans)
     section = shard_mix.mix_section(plans, shard_mix.mix_counts(copies))
     bound = section["a"]["repeat_distance_bound"]
@@ -104,20 +119,18 @@ def test_passes_are_ordered_and_copies_keep_the_guaranteed_distance(spark):
     gaps = [b - a for pos in where.values() for a, b in zip(pos, pos[1:], strict=False)]
     assert 20 <= bound <= min(gaps)
     # Just outside: asking one more than the bound fails, naming the key.
-    too_far = shard_mix.plan_mix({"a": (200, 1), "b": (200, 1)},
-                                 mix(a={"epochs": 3.4, "min_repeat_distance": bound + 1}, b={"epochs": 1}))
+    too_far = plans_for(spark, rows, mix(a={"epochs": 3.4, "min_repeat_distance": bound + 1}, b={"epochs": 1}))
     with pytest.raises(UserError, match=rf"shard.mix.a.min_repeat_distance={bound + 1}:.*allowed: 1..{bound}"):
         shard_mix.mix_section(too_far, shard_mix.mix_counts(copies))
 
 
 def test_downsampling_selects_by_seeded_hash_whatever_the_partitioning(spark):
     rows = tokenized_rows(N, seed=6)
-    plans = shard_mix.plan_mix({"a": (200, 1), "b": (200, 1)}, mix(a={"epochs": 0.3}, b={"epochs": 1}))
+    plans = plans_for(spark, rows, mix(a={"epochs": 0.3}, b={"epochs": 1}))
     _, one = copies_of(spark, rows, plans, partitions=1)
     _, four = copies_of(spark, rows, plans, partitions=4)
     assert one == four
-    assert sorted(d for _, d, s, _ in one if s == "a") == sorted(
-        d for d, s, _, _ in rows if s == "a" and frac(f"42:mixpick:{d}") < 0.3)
+    assert_shortest_prefix(rows, "a", [d for _, d, s, _ in one if s == "a"], 0.3)
 
 
 @pytest.fixture(scope="module")
@@ -147,8 +160,8 @@ def test_mixed_run_is_byte_identical_for_1_and_4_partitions_and_records_the_mix(
     assert {p: one[p] for p in one if p not in blends} == {p: four[p] for p in four if p not in blends}
     a, b = m1["mix"]["a"], m1["mix"]["b"]
     assert (a["share_asked"], b["share_asked"]) == (pytest.approx(0.3), pytest.approx(0.7))
-    # Selection is per document (Bernoulli by hash), so shares are met within a few documents' tokens.
-    assert abs(a["share_realised"] - 0.3) < 0.03 and abs(b["share_realised"] - 0.7) < 0.03
+    # The partial pass is a token-exact prefix: shares are met within one document's tokens (<= 13 here).
+    assert abs(a["share_realised"] - 0.3) < 13 / b["tokens_out"] and abs(b["share_realised"] - 0.7) < 13 / b["tokens_out"]
     assert a["documents_repeated"] == b["documents_repeated"] == 0
     assert m1["splits"]["train"]["documents"] == a["documents_out"] + b["documents_out"]
     # Validation is chosen before the mix: it is untouched by it.
@@ -170,8 +183,9 @@ def test_report_and_inspect_show_the_mix(tmp_path):
     picks = {d: frac(f"42:mixpick:{d}") for d in docs}
     kept = min((d for d in docs if picks[d] >= 0.5), key=lambda d: picks[d])  # just outside: 2 copies
     third = max((d for d in docs if picks[d] < 0.5), key=lambda d: picks[d])  # just inside: 3 copies
-    block = {"a": {"epochs_asked": 2.5, "share_asked": 0.8, "share_realised": 0.79, "documents_repeated": 100},
-             "b": {"epochs_asked": 0.5, "share_asked": 0.2, "share_realised": 0.21}}
+    block = {"a": {"epochs_asked": 2.5, "share_asked": 0.8, "share_realised": 0.79, "documents_repeated": 100,
+                   "full_passes": 2, "pick_cut": 2**51},
+             "b": {"epochs_asked": 0.5, "share_asked": 0.2, "share_realised": 0.21, "full_passes": 0, "pick_cut": 2**51}}
     manifest = {"seed": 42, "split": {"cut": None}, "mix": block, "files": []}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     cfg = load_config(overrides=[f"run.root={tmp_path}", f"shard.output={tmp_path}"])
