@@ -687,6 +687,27 @@ class SplitConfig(Section):
         return self
 
 
+class MixSourceConfig(Section):
+    """How much of one source the train shards hold (``shard.mix.<source>``, ``pipelines/shard_mix.py``).
+
+    Exactly one of ``weight`` (share of the output tokens), ``target_tokens`` or ``epochs`` (2.5 = every
+    document twice plus a seeded half).
+    """
+
+    weight: float | None = Field(default=None, gt=0.0, le=1.0)
+    target_tokens: int | None = Field(default=None, ge=1)
+    epochs: float | None = Field(default=None, gt=0.0)
+    # Fewest documents from one copy of a document to the next in the shuffled train stream (>= 1).
+    min_repeat_distance: int = Field(default=1000, ge=1)
+
+    @model_validator(mode="after")
+    def _exactly_one_amount(self) -> MixSourceConfig:
+        given = [k for k in ("weight", "target_tokens", "epochs") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"set exactly one of weight, target_tokens, epochs; got {given or 'none'}")
+        return self
+
+
 class ShardConfig(Section):
     """The shard stage: ``tokenized`` -> Megatron/MDS shards + ``manifest.json`` (``pipelines/shard.py``)."""
 
@@ -701,6 +722,21 @@ class ShardConfig(Section):
     shuffle_window_docs: int = Field(default=1000, ge=2)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     split: SplitConfig = Field(default_factory=SplitConfig)
+    # Per source (the ingest `source` column): how much of it the train shards hold; {} = every document once.
+    mix: dict[str, MixSourceConfig] = Field(default_factory=dict)
+
+    @field_validator("mix")
+    @classmethod
+    def _weights_sum_to_one(cls, v: dict[str, MixSourceConfig]) -> dict[str, MixSourceConfig]:
+        weights = {s: m.weight for s, m in v.items() if m.weight is not None}
+        total = sum(weights.values())
+        if weights and len(weights) == len(v) and abs(total - 1.0) > 1e-6:
+            raise ValueError(f"shard.mix: the weights {weights} sum to {total:.6g}; when every source has a weight "
+                             "they must sum to 1 (or give some sources epochs / target_tokens)")
+        if weights and len(weights) < len(v) and total >= 1.0:
+            raise ValueError(f"shard.mix: the weights {weights} sum to {total:.6g}; beside sources with epochs / "
+                             "target_tokens they must sum to less than 1")
+        return v
 
     @field_validator("tokens_per_shard")
     @classmethod

@@ -124,12 +124,17 @@ def doc_path(spark: SparkSession, cfg: WinnowConfig, doc_id: str) -> list[dict[s
         else:
             out.append({"stage": stage, "status": "absent", "detail": f"not in {names[0]}"})
     if out and out[-1]["status"] == "kept":
-        out.append(_shard_place(cfg, doc_id))
+        source = df.where(F.col("doc_id") == doc_id).select("source").first()["source"] if df is not None else None
+        out.append(_shard_place(cfg, doc_id, source))
     return out
 
 
-def _shard_place(cfg: WinnowConfig, doc_id: str) -> dict[str, Any]:
-    """The shard set (train or validation) a tokenized document went to, from the manifest's split cut."""
+def _shard_place(cfg: WinnowConfig, doc_id: str, source: str | None = None) -> dict[str, Any]:
+    """The shard set a tokenized document went to, from the manifest's split cut and its ``mix`` block.
+
+    Status: ``validation``; ``train`` (one copy); ``repeated`` (n copies in train, n in detail);
+    ``not selected`` (downsampled away by ``shard.mix``).
+    """
     import hashlib
     import json
 
@@ -144,6 +149,14 @@ def _shard_place(cfg: WinnowConfig, doc_id: str) -> dict[str, Any]:
     cut = (manifest.get("split") or {}).get("cut")
     key = hashlib.sha256(f"{manifest['seed']}:validation:{doc_id}".encode()).hexdigest()
     held = cut is not None and key < cut
+    mix = (manifest.get("mix") or {}).get(source or "")
+    if mix is not None and not held:
+        from pipelines.shard_mix import copies
+
+        n = copies(int(manifest["seed"]), doc_id, int(mix["full_passes"]), int(mix["pick_cut"]))
+        status = "not selected" if n == 0 else "repeated" if n > 1 else "train"
+        return {"stage": "shard", "status": status,
+                "detail": f"train/ shard set: {n} copies (source {source!r}, epochs {mix['epochs_asked']:.6g})"}
     return {"stage": "shard", "status": "validation" if held else "train",
             "detail": f"{'validation' if held else 'train'}/ shard set (split key {key[:12]}..., cut {str(cut)[:12]}...)"}
 

@@ -340,6 +340,11 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
     }
 
 
+MIX_COLUMNS = ("source", "share_asked", "share_realised", "epochs_asked", "epochs_realised", "documents_in",
+               "documents_selected", "documents_repeated", "documents_out", "tokens_out", "repeat_distance_bound")
+"""Columns of the report's data-mix table (the manifest's ``mix`` block per source)."""
+
+
 def _shard_part(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
     """Shard balance and shuffle quality from the manifest (tokens per shard from its file list)."""
     if manifest is None:
@@ -366,6 +371,9 @@ def _shard_part(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
         "split": manifest.get("split"),
         "splits": {k: {c: v.get(c) for c in ("shards", "documents", "tokens", "mds_samples")}
                    for k, v in (manifest.get("splits") or {}).items()},
+        # shard.mix (pipelines/shard_mix.py): one row per source, asked vs realised; absent without a mix
+        **({"mix": [{"source": s, **{c: m.get(c) for c in MIX_COLUMNS[1:]}} for s, m in sorted(manifest["mix"].items())]}
+           if manifest.get("mix") else {}),
     }
 
 

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from pipelines.config import WinnowConfig
+from pipelines.report import MIX_COLUMNS
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'none'"
 """No script of any origin, images only from ``data:`` URIs, inline CSS only."""
@@ -241,6 +242,8 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
                 [{"set": k, **v} for k, v in sh["splits"].items()], ["set", "shards", "documents", "tokens", "mds_samples"], left=("set",))
             split = sh.get("split") or {}
             body += f"<p>held out: {esc(str(split.get('validation')))} ({esc(str(split.get('unit')))}), by sha256(seed:validation:doc_id)</p>"
+        if sh.get("mix"):
+            body += "<h3>Data mix of train (shard.mix): asked vs realised</h3>" + table(sh["mix"], list(MIX_COLUMNS), left=("source",))
         for title, key in (("Balance", "balance"), ("Shuffle quality", "shuffle_quality"), ("Token share by source", "token_share_by_source")):
             body += f"<h3>{title}</h3><pre>{esc(json.dumps(sh[key], indent=1, sort_keys=True, default=str))}</pre>"
         out.append(_section("Shards", body))

@@ -4,7 +4,8 @@ How shards are written deterministically, in parallel, with the tokens moved onc
 
 1. **Order.** Every document gets ``shuffle_key = sha256("<seed>:<doc_id>")`` as hex
    (:func:`udfs.shuffle_quality.shuffle_key`); the stream order is ``(shuffle_key, doc_id)``, which
-   depends on neither input order, partitioning nor executors.
+   depends on neither input order, partitioning nor executors. With ``shard.mix`` the train documents
+   are first selected and copied, and each copy gets its own key (:mod:`pipelines.shard_mix`).
 2. **Buckets.** The first 8 hex digits of the key (uniform, as sha256 is) give a *range* bucket
    ``floor(prefix * B / 2^32)``: bucket ``b`` holds a contiguous slice of the stream, without the
    sampling job of ``repartitionByRange``. ``B`` (``spark.shuffle_partitions``) changes no byte of output.
@@ -45,7 +46,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines import chain, shard_blend, storage, tables
+from pipelines import chain, shard_blend, shard_mix, storage, tables
 from pipelines.config import WinnowConfig
 from pipelines.shard_blend import blend_files
 from pipelines.shard_split import SplitPlan, plan_split, split_key
@@ -139,7 +140,8 @@ class ShardPlan:
         return len(self.shard_tokens)
 
 
-def plan_shards(df: DataFrame, seed: int, num_shards: int | None, tokens_per_shard: int | None, buckets: int) -> ShardPlan:
+def plan_shards(df: DataFrame, seed: int, num_shards: int | None, tokens_per_shard: int | None, buckets: int,
+                key=None) -> ShardPlan:
     """Cut the shuffled stream into token-balanced contiguous shards (two slim Spark jobs, no token moved).
 
     Args:
@@ -148,6 +150,8 @@ def plan_shards(df: DataFrame, seed: int, num_shards: int | None, tokens_per_sha
         num_shards: shard count, or None to derive it from ``tokens_per_shard``.
         tokens_per_shard: target tokens per shard (``ceil(T / this)`` shards), when ``num_shards`` is None.
         buckets: range buckets of the key (parallelism of the slim sort; no effect on the result).
+        key: the shuffle key column (64 hex digits, unique), default :func:`shuffle_key` of ``doc_id``
+            (``shard.mix`` gives each copy of a document its own: :func:`pipelines.shard_mix.apply_mix`).
 
     Returns:
         The :class:`ShardPlan`.
@@ -158,7 +162,8 @@ def plan_shards(df: DataFrame, seed: int, num_shards: int | None, tokens_per_sha
 
     More shards requested than documents: one shard per document (``requested`` keeps the request).
     """
-    slim = df.select("doc_id", F.col("n_tokens").cast("long").alias("n_tokens"), shuffle_key(seed).alias("_key"))
+    key = shuffle_key(seed) if key is None else key
+    slim = df.select("doc_id", F.col("n_tokens").cast("long").alias("n_tokens"), key.alias("_key"))
     slim = slim.withColumn("_bucket", key_bucket(buckets))
     rows = slim.groupBy("_bucket").applyInArrow(_summarise_bucket, _BUCKET_SCHEMA).collect()
     rows.sort(key=lambda r: r["_bucket"])
@@ -258,7 +263,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
 
     # Retract what a previous run published before anything changes under it: readers trust the
     # manifest and the MDS indexes, so they go first.
-    indexes = [f"{s}/{MDS_INDEX}" for s in SPLITS] + [MDS_INDEX, shard_blend.MEGATRON, shard_blend.STREAMS]
+    indexes = [f"{s}/{MDS_INDEX}" for s in SPLITS] + [MDS_INDEX, shard_blend.MEGATRON, shard_blend.STREAMS,
+                                                      shard_blend.MIX]
     if remote:
         for rel in [MANIFEST, *indexes]:
             storage.delete(root, rel, scfg.storage)
@@ -273,6 +279,13 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         held = split_key(cfg.run.seed) < F.lit(cut.cut)
         parts = [("train", df.filter(~held), scfg.num_shards, scfg.tokens_per_shard),
                  ("validation", df.filter(held), scfg.split.validation_shards, None)]
+    mix: dict[str, Any] | None = None
+    if scfg.mix:  # the mix applies to train only, after the validation documents are chosen
+        plans = shard_mix.plan_mix(shard_mix.source_counts(parts[0][1]), scfg.mix)
+        plans = shard_mix.pick_cuts(parts[0][1], cfg.run.seed, plans)
+        copies = shard_mix.apply_mix(parts[0][1], cfg.run.seed, plans)
+        mix = shard_mix.mix_section(plans, shard_mix.mix_counts(copies))
+        parts[0] = ("train", copies.select(*INPUT_COLUMNS, "_key"), scfg.num_shards, scfg.tokens_per_shard)
     sections: dict[str, dict[str, Any]] = {}
     requested: dict[str, int] = {}  # shards asked for per split (more than written when documents are few)
     data_files: list[dict[str, Any]] = []
@@ -302,6 +315,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     index_files = []
     for rel, text in blend_files(root, data_files, remote).items():
         index_blobs[rel] = text.encode("utf-8")
+    if mix is not None:
+        index_blobs[shard_blend.MIX] = shard_blend.mix_file(mix).encode("utf-8")
     for rel, blob in index_blobs.items():
         size, sha = write_file(local / rel, blob)
         fmt, kind = ("mds", "index") if rel.endswith("index.json") else ("blend", "blend")
@@ -310,7 +325,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         more = storage.upload_verified(_local_files(local, index_files), root, scfg.storage)
         upload_stats = {k: upload_stats.get(k, 0) + v for k, v in more.items()}
     manifest = build_manifest(cfg, sections, data_files + index_files, props=props, version=version,
-                              dtype=dtype.name, vocab=vocab, root=root, cut=cut)
+                              dtype=dtype.name, vocab=vocab, root=root, cut=cut, mix=mix)
     text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     write_file(local / MANIFEST, text.encode("utf-8"))
     if remote:
@@ -324,7 +339,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         outputs={"shards": root, "manifest": f"{root}/{MANIFEST}"},
         extra={"totals": manifest["totals"], "balance": manifest["balance"], "split": manifest["split"],
                "shuffle_quality": manifest["shuffle_quality"], "upload": upload_stats,
-               "shards_requested": sum(requested.values())},
+               "shards_requested": sum(requested.values()), **({"mix": mix} if mix is not None else {})},
     )
 
 
@@ -349,7 +364,8 @@ def _write_split(cfg: WinnowConfig, df: DataFrame, name: str, out: Path, dtype: 
         ``mds/index.json`` or None when MDS is not written, the number of shards asked for).
     """
     scfg = cfg.shard
-    sp = plan_shards(df, cfg.run.seed, num_shards, tokens_per_shard, cfg.spark.shuffle_partitions)
+    key = F.col("_key") if "_key" in df.columns else shuffle_key(cfg.run.seed)
+    sp = plan_shards(df, cfg.run.seed, num_shards, tokens_per_shard, cfg.spark.shuffle_partitions, key=key)
     per_file = mds.samples_per_file(scfg.seq_len, dtype, scfg.mds_size_limit)
     plan: dict[int, dict[str, int]] = {}
     next_file = 0
@@ -362,7 +378,7 @@ def _write_split(cfg: WinnowConfig, df: DataFrame, name: str, out: Path, dtype: 
         str(out), plan, prefix=scfg.name_prefix, formats=list(scfg.formats), dtype=dtype.name, vocab_size=vocab,
         seq_len=scfg.seq_len, size_limit=scfg.mds_size_limit, window=scfg.shuffle_window_docs,
     )
-    keyed = df.withColumn("_key", shuffle_key(cfg.run.seed))
+    keyed = df.withColumn("_key", key)
     # Rows reach the writer sorted by key within their shard: the grouped-map operator needs its input
     # clustered by shard_id and sorted by it, which this partitioning and sort already satisfy, so Spark
     # adds no exchange or sort of its own (the writer checks the order as it streams).
@@ -420,9 +436,11 @@ def split_section(cfg: WinnowConfig, results: list[Any], totals: dict[str, int])
 
 
 def build_manifest(cfg: WinnowConfig, sections: dict[str, dict[str, Any]], files: list[dict[str, Any]], *,
-                   props: dict[str, str], version: int, dtype: str, vocab: int, root: str, cut: SplitPlan) -> dict[str, Any]:
+                   props: dict[str, str], version: int, dtype: str, vocab: int, root: str, cut: SplitPlan,
+                   mix: dict[str, Any] | None = None) -> dict[str, Any]:
     """The manifest: run-wide facts, totals over the splits, the train split's figures at top level
-    (``balance``, ``shuffle_quality``, ``tokens_by_source``), each split under ``splits``, every file."""
+    (``balance``, ``shuffle_quality``, ``tokens_by_source``), each split under ``splits``, every file, and
+    with ``shard.mix`` set the ``mix`` block per source (:func:`pipelines.shard_mix.mix_section`)."""
     train = sections["train"]
     split_cfg = cfg.shard.split
     return {
@@ -461,4 +479,5 @@ def build_manifest(cfg: WinnowConfig, sections: dict[str, dict[str, Any]], files
         "balance": train["balance"],
         "shuffle_quality": train["shuffle_quality"],
         "files": files,
+        **({"mix": mix} if mix is not None else {}),
     }

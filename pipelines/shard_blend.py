@@ -6,6 +6,13 @@
 * ``blend/streams.json``: llm-foundry's ``train_loader.dataset.streams`` / ``eval_loader.dataset.streams``
   mapping per split, ``{"train": {"<name>": {"local"|"remote": <mds folder>, "proportion": 1.0}}, ...}``.
 
+* ``blend/mix.json`` (only with ``shard.mix``): the train shards already hold the mix (copies written, order
+  spread), so the two files above reproduce it as they stand. This file gives the mix per source for a
+  user who keeps one shard set per source (a run per source) and blends at load time instead:
+  ``megatron_data_path`` (Megatron-LM ``--data-path`` weights: the asked token share, a ``<source>``
+  placeholder for that source's prefix) and ``streams`` (``proportion`` = the asked share, ``repeat`` =
+  the epoch count; streaming takes one of the two per stream), beside the realised figures.
+
 Source: Megatron-LM ``megatron/training/arguments.py`` (``--per-split-data-args-path``) and
 ``megatron/training/utils.py`` (``get_blend_and_blend_per_split``); streaming ``Stream`` arguments.
 """
@@ -15,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+MIX = "blend/mix.json"
 MEGATRON = "blend/megatron.json"
 STREAMS = "blend/streams.json"
 _MEGATRON_SPLIT = {"train": "train", "validation": "valid"}
@@ -46,3 +54,15 @@ def blend_files(root: str, files: list[dict[str, Any]], remote: bool) -> dict[st
         streams = {s: {s: {where: f"{base}/{s}/mds", "proportion": 1.0}} for s in splits}
         out[STREAMS] = json.dumps(streams, indent=1, sort_keys=True) + "\n"
     return out
+
+
+def mix_file(mix: dict[str, dict[str, Any]]) -> str:
+    """The text of :data:`MIX` from the manifest's ``mix`` block (:func:`pipelines.shard_mix.mix_section`)."""
+    items = sorted(mix.items())
+    data = {
+        "applied_in": "train/ (the shards hold the mix: megatron.json and streams.json reproduce it)",
+        "megatron_data_path": [x for s, m in items for x in (f"{m['share_asked']:.12g}", f"<{s}>")],
+        "streams": {s: {"proportion": m["share_asked"], "repeat": m["epochs_asked"]} for s, m in items},
+        "realised": {s: {"share": m["share_realised"], "epochs": m["epochs_realised"]} for s, m in items},
+    }
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
