@@ -724,6 +724,8 @@ class ShardConfig(Section):
     split: SplitConfig = Field(default_factory=SplitConfig)
     # Per source (the ingest `source` column): how much of it the train shards hold; {} = every document once.
     mix: dict[str, MixSourceConfig] = Field(default_factory=dict)
+    # Also write each source's train documents once, unmixed, under sources/<source>/ (load-time blending).
+    per_source_sets: bool = False
 
     @field_validator("mix")
     @classmethod

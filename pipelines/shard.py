@@ -46,7 +46,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines import chain, shard_blend, shard_mix, storage, tables
+from pipelines import chain, shard_blend, shard_mix, shard_sources, storage, tables
 from pipelines.config import WinnowConfig
 from pipelines.shard_blend import blend_files
 from pipelines.shard_split import SplitPlan, plan_split, split_key
@@ -268,8 +268,9 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     if remote:
         for rel in [MANIFEST, *indexes]:
             storage.delete(root, rel, scfg.storage)
+        shard_sources.retract_remote_indexes(root, scfg.storage)
     (local / MANIFEST).unlink(missing_ok=True)
-    for sub in ("megatron", "mds", "blend", *SPLITS):
+    for sub in ("megatron", "mds", "blend", *SPLITS, shard_sources.SOURCES):
         shutil.rmtree(local / sub, ignore_errors=True)
 
     df = df.select(*INPUT_COLUMNS)
@@ -280,8 +281,10 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         parts = [("train", df.filter(~held), scfg.num_shards, scfg.tokens_per_shard),
                  ("validation", df.filter(held), scfg.split.validation_shards, None)]
     mix: dict[str, Any] | None = None
+    train_docs = parts[0][1]  # each train document once: the per-source sets hold these, unmixed
+    counts = shard_mix.source_counts(train_docs) if scfg.mix or scfg.per_source_sets else {}
     if scfg.mix:  # the mix applies to train only, after the validation documents are chosen
-        plans = shard_mix.plan_mix(shard_mix.source_counts(parts[0][1]), scfg.mix)
+        plans = shard_mix.plan_mix(counts, scfg.mix)
         plans = shard_mix.pick_cuts(parts[0][1], cfg.run.seed, plans)
         copies = shard_mix.apply_mix(parts[0][1], cfg.run.seed, plans)
         mix = shard_mix.mix_section(plans, shard_mix.mix_counts(copies))
@@ -307,16 +310,27 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         if blob is not None:
             index_blobs[f"{name}/{MDS_INDEX}"] = blob
 
+    sources: dict[str, dict[str, Any]] | None = None
+    if scfg.per_source_sets:
+        def write(part: DataFrame, name: str) -> tuple[dict[str, Any], list[dict[str, Any]], bytes | None]:
+            return _write_split(cfg, part, name, local / name, dtype, vocab, scfg.num_shards, scfg.tokens_per_shard)[:3]
+
+        sources, files, blobs = shard_sources.write_source_sets(train_docs, counts, write)
+        data_files += files
+        index_blobs.update(blobs)
+
     # Publish: data files verified first, then the MDS indexes, then the manifest.
     _check_local(local, data_files)
     upload_stats: dict[str, int] = {}
     if remote:
         upload_stats = storage.upload_verified(_local_files(local, data_files), root, scfg.storage)
     index_files = []
-    for rel, text in blend_files(root, data_files, remote).items():
+    split_files = [f for f in data_files if f["path"].split("/", 1)[0] in SPLITS]
+    for rel, text in blend_files(root, split_files, remote).items():
         index_blobs[rel] = text.encode("utf-8")
     if mix is not None:
-        index_blobs[shard_blend.MIX] = shard_blend.mix_file(mix).encode("utf-8")
+        text = shard_blend.mix_file(mix, sources, data_files, root=root, remote=remote)
+        index_blobs[shard_blend.MIX] = text.encode("utf-8")
     for rel, blob in index_blobs.items():
         size, sha = write_file(local / rel, blob)
         fmt, kind = ("mds", "index") if rel.endswith("index.json") else ("blend", "blend")
@@ -325,7 +339,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         more = storage.upload_verified(_local_files(local, index_files), root, scfg.storage)
         upload_stats = {k: upload_stats.get(k, 0) + v for k, v in more.items()}
     manifest = build_manifest(cfg, sections, data_files + index_files, props=props, version=version,
-                              dtype=dtype.name, vocab=vocab, root=root, cut=cut, mix=mix)
+                              dtype=dtype.name, vocab=vocab, root=root, cut=cut, mix=mix, sources=sources)
     text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     write_file(local / MANIFEST, text.encode("utf-8"))
     if remote:
@@ -437,10 +451,12 @@ def split_section(cfg: WinnowConfig, results: list[Any], totals: dict[str, int])
 
 def build_manifest(cfg: WinnowConfig, sections: dict[str, dict[str, Any]], files: list[dict[str, Any]], *,
                    props: dict[str, str], version: int, dtype: str, vocab: int, root: str, cut: SplitPlan,
-                   mix: dict[str, Any] | None = None) -> dict[str, Any]:
+                   mix: dict[str, Any] | None = None, sources: dict[str, Any] | None = None) -> dict[str, Any]:
     """The manifest: run-wide facts, totals over the splits, the train split's figures at top level
     (``balance``, ``shuffle_quality``, ``tokens_by_source``), each split under ``splits``, every file, and
-    with ``shard.mix`` set the ``mix`` block per source (:func:`pipelines.shard_mix.mix_section`)."""
+    with ``shard.mix`` set the ``mix`` block per source (:func:`pipelines.shard_mix.mix_section`), with
+    ``shard.per_source_sets`` the ``sources`` block (:func:`pipelines.shard_sources.write_source_sets`;
+    ``totals`` stay those of the splits except ``files`` and ``bytes``, which count every file)."""
     train = sections["train"]
     split_cfg = cfg.shard.split
     return {
@@ -480,4 +496,5 @@ def build_manifest(cfg: WinnowConfig, sections: dict[str, dict[str, Any]], files
         "shuffle_quality": train["shuffle_quality"],
         "files": files,
         **({"mix": mix} if mix is not None else {}),
+        **({"sources": sources} if sources is not None else {}),
     }

@@ -8,10 +8,16 @@
 
 * ``blend/mix.json`` (only with ``shard.mix``): the train shards already hold the mix (copies written, order
   spread), so the two files above reproduce it as they stand. This file gives the mix per source for a
-  user who keeps one shard set per source (a run per source) and blends at load time instead:
-  ``megatron_data_path`` (Megatron-LM ``--data-path`` weights: the asked token share, a ``<source>``
-  placeholder for that source's prefix) and ``streams`` (``proportion`` = the asked share, ``repeat`` =
-  the epoch count; streaming takes one of the two per stream), beside the realised figures.
+  user who blends at load time instead, beside the realised figures. With ``shard.per_source_sets`` it
+  points at the run's ``sources/<folder>/`` sets (:mod:`pipelines.shard_sources`, every train document of
+  a source once): ``megatron_data_path`` is Megatron-LM's ``--data-path`` list, ``weight prefix`` per
+  shard, a source's asked token share split over its shards by their tokens (so the weights of a source
+  sum to its share and Megatron's ``BlendedDataset`` draws the source's shards in proportion to their
+  size); ``streams`` is llm-foundry's ``streams`` mapping with ``proportion`` = the asked share and
+  ``streams_repeat`` the same with ``repeat`` = the asked epochs (streaming takes one of the two per
+  stream and the same kind for all streams). Without the sets, ``megatron_data_path`` holds a
+  ``<source>`` placeholder for the prefix of a set the user writes (a run per source) and ``streams``
+  holds ``proportion`` and ``repeat`` without a folder.
 
 Source: Megatron-LM ``megatron/training/arguments.py`` (``--per-split-data-args-path``) and
 ``megatron/training/utils.py`` (``get_blend_and_blend_per_split``); streaming ``Stream`` arguments.
@@ -56,13 +62,39 @@ def blend_files(root: str, files: list[dict[str, Any]], remote: bool) -> dict[st
     return out
 
 
-def mix_file(mix: dict[str, dict[str, Any]]) -> str:
-    """The text of :data:`MIX` from the manifest's ``mix`` block (:func:`pipelines.shard_mix.mix_section`)."""
+def mix_file(mix: dict[str, dict[str, Any]], sources: dict[str, dict[str, Any]] | None = None,
+             files: list[dict[str, Any]] | None = None, root: str = "", remote: bool = False) -> str:
+    """The text of :data:`MIX`.
+
+    Args:
+        mix: the manifest's ``mix`` block (:func:`pipelines.shard_mix.mix_section`).
+        sources: the manifest's ``sources`` block (``{source: {"path": "sources/<folder>", ...}}``), or
+            None when no per-source set was written (placeholders instead of prefixes).
+        files: the manifest's data file records (``path`` relative to ``root``, ``kind``, ``tokens``).
+        root: the shard root the prefixes and folders are under.
+        remote: ``root`` is an object store (streams get ``remote`` instead of ``local``).
+    """
     items = sorted(mix.items())
-    data = {
+    data: dict[str, Any] = {
         "applied_in": "train/ (the shards hold the mix: megatron.json and streams.json reproduce it)",
-        "megatron_data_path": [x for s, m in items for x in (f"{m['share_asked']:.12g}", f"<{s}>")],
-        "streams": {s: {"proportion": m["share_asked"], "repeat": m["epochs_asked"]} for s, m in items},
         "realised": {s: {"share": m["share_realised"], "epochs": m["epochs_realised"]} for s, m in items},
     }
+    if sources is None:
+        data["megatron_data_path"] = [x for s, m in items for x in (f"{m['share_asked']:.12g}", f"<{s}>")]
+        data["streams"] = {s: {"proportion": m["share_asked"], "repeat": m["epochs_asked"]} for s, m in items}
+        return json.dumps(data, indent=1, sort_keys=True) + "\n"
+    base, where = root.rstrip("/"), "remote" if remote else "local"
+    data["megatron_data_path"], data["streams"], data["streams_repeat"] = [], {}, {}
+    for s, m in items:
+        folder = sources[s]["path"]
+        bins = sorted((f for f in files or [] if f["kind"] == "bin" and f["path"].startswith(f"{folder}/")),
+                      key=lambda f: f["path"])
+        tokens = sum(f["tokens"] for f in bins)
+        for f in bins:
+            data["megatron_data_path"] += [f"{m['share_asked'] * f['tokens'] / tokens:.12g}",
+                                           f"{base}/{f['path'][: -len('.bin')]}"]
+        if any(f["kind"] == "mds" and f["path"].startswith(f"{folder}/") for f in files or []):
+            data["streams"][s] = {where: f"{base}/{folder}/mds", "proportion": m["share_asked"]}
+            data["streams_repeat"][s] = {where: f"{base}/{folder}/mds", "repeat": m["epochs_asked"]}
+    data["sources"] = {s: sources[s]["path"] for s, _ in items}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"

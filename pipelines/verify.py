@@ -5,6 +5,8 @@ document count and token count against the manifest, ``.bin`` size, every id in 
 last token of every document is EOS and EOS occurs exactly once per document, BOS first when configured.
 MDS: ``index.json`` entries match the files, sample count and shape (``seq_len``), ids in range.
 A few documents are decoded with the tokenizer (whose fingerprint must equal the manifest's).
+Counts are checked per shard set: the splits against ``totals``, each per-source set
+(``shard.per_source_sets``) against its entry in the manifest's ``sources`` block.
 """
 
 from __future__ import annotations
@@ -81,7 +83,8 @@ def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -
             res.problems.append(f"{f['path']}: size/sha256 differ from the manifest")
         blobs[f["path"]] = data
 
-    docs = toks = 0
+    set_of = _set_of(manifest)
+    counted: dict[str | None, list[int]] = {}  # shard set (None = the splits) -> [docs, tokens, mds samples]
     sample_doc: list[np.ndarray] = []
     for f in manifest["files"]:
         if f["format"] != "megatron" or f["kind"] != "idx" or f["path"] not in blobs:
@@ -107,18 +110,23 @@ def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -
                 raise ValueError(f"{int(np.sum(eos_per_doc != 1))} documents hold more than one EOS")
             if bos is not None and not np.all(flat[ends - idx.lengths] == int(bos)):
                 raise ValueError("a document does not start with BOS")
-            docs += len(seqs)
-            toks += int(flat.size)
+            cell = counted.setdefault(set_of(f["path"]), [0, 0, 0])
+            cell[0] += len(seqs)
+            cell[1] += int(flat.size)
             if len(sample_doc) < decode_docs:
                 sample_doc.extend(seqs[: decode_docs - len(sample_doc)])
         except Exception as e:
             res.problems.append(f"{f['path']}: {e}")
-    if "megatron" in manifest["formats"] and (docs, toks) != (manifest["totals"]["documents"], manifest["totals"]["tokens"]):
-        res.problems.append(f"Megatron shards hold {docs} docs / {toks} tokens; manifest totals differ")
-    res.documents, res.tokens = docs, toks
-
     if "mds" in manifest["formats"]:
-        _verify_mds(manifest, blobs, dtype, seq_len, vocab, res)
+        _verify_mds(manifest, blobs, dtype, seq_len, vocab, res, set_of, counted)
+    for name, want in [(None, manifest["totals"]), *manifest.get("sources", {}).items()]:
+        docs, toks, samples = counted.get(name, [0, 0, 0])
+        what = "manifest totals" if name is None else f"manifest sources[{name!r}]"
+        if "megatron" in manifest["formats"] and (docs, toks) != (want["documents"], want["tokens"]):
+            res.problems.append(f"Megatron shards hold {docs} docs / {toks} tokens; {what} differ")
+        if "mds" in manifest["formats"] and samples != want["mds_samples"]:
+            res.problems.append(f"MDS shards hold {samples} samples; {what} say {want['mds_samples']}")
+    res.documents, res.tokens = counted.get(None, [0, 0, 0])[:2]
 
     if sample_doc:
         try:
@@ -131,8 +139,17 @@ def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -
     return res
 
 
+def _set_of(manifest: dict[str, Any]):
+    """``path -> source`` of the per-source set holding the file, or None for a file of the splits."""
+    folders = {f"{v['path']}/": s for s, v in manifest.get("sources", {}).items()}
+
+    def set_of(path: str) -> str | None:
+        return next((s for folder, s in folders.items() if path.startswith(folder)), None)
+    return set_of
+
+
 def _verify_mds(manifest: dict[str, Any], blobs: dict[str, bytes], dtype: np.dtype, seq_len: int, vocab: int,
-                res: VerifyResult) -> None:
+                res: VerifyResult, set_of, counted: dict[str | None, list[int]]) -> None:
     # One index.json per MDS folder (train/mds, validation/mds; mds/ in manifests before splits).
     entries: dict[str, dict[str, Any]] = {}
     folders = {f["path"].rsplit("/", 1)[0] for f in manifest["files"] if f["kind"] == "mds"}
@@ -142,7 +159,6 @@ def _verify_mds(manifest: dict[str, Any], blobs: dict[str, bytes], dtype: np.dty
             res.problems.append(f"{folder}/index.json is missing")
             continue
         entries.update({f"{folder}/{e['raw_data']['basename']}": e for e in json.loads(index)["shards"]})
-    samples = 0
     for f in manifest["files"]:
         if f["kind"] != "mds" or f["path"] not in blobs:
             continue
@@ -155,8 +171,6 @@ def _verify_mds(manifest: dict[str, Any], blobs: dict[str, bytes], dtype: np.dty
                 raise ValueError(f"{len(arr)} samples, index says {e['samples']}")
             if arr.size and int(arr.max()) >= vocab:
                 raise ValueError(f"token id {int(arr.max())} >= vocab {vocab}")
-            samples += len(arr)
+            counted.setdefault(set_of(f["path"]), [0, 0, 0])[2] += len(arr)
         except Exception as ex:
             res.problems.append(f"{f['path']}: {ex}")
-    if samples != manifest["totals"]["mds_samples"]:
-        res.problems.append(f"MDS shards hold {samples} samples; manifest says {manifest['totals']['mds_samples']}")

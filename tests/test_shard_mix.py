@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
-from pipelines import shard_mix, tables
+from pipelines import shard_mix, shard_sources, tables
 from pipelines.config import ConfigError, MixSourceConfig, load_config
 from pipelines.stage import run_stage
+from pipelines.verify import verify
 from tests.test_shard import TOK_SCHEMA, gpt2_props, tokenized_rows
+from udfs import megatron
+from udfs import shuffle_quality as sq
 from udfs.errors import UserError
 
 N = 400
@@ -135,7 +140,8 @@ def test_downsampling_selects_by_seeded_hash_whatever_the_partitioning(spark):
 
 @pytest.fixture(scope="module")
 def mix_runs(spark, tmp_path_factory):
-    """A 70/30 weighted mix with a validation split, sharded with 1 and again with 4 partitions."""
+    """A 70/30 weighted mix with a validation split, sharded with 1 and again with 4 partitions; the second
+    run also writes the per-source sets (``shard.per_source_sets``), which must change nothing else."""
     base = tmp_path_factory.mktemp("mix")
     rows = tokenized_rows(2000, seed=8)
     outs = []
@@ -143,7 +149,7 @@ def mix_runs(spark, tmp_path_factory):
         cfg = load_config(overrides=[
             f"run.root={base}", f"spark.shuffle_partitions={partitions}", "shard.num_shards=3", "shard.seq_len=16",
             f"shard.output={base / f'out{partitions}'}", "shard.split.validation=0.05",
-            "shard.mix={a: {weight: 0.3}, b: {weight: 0.7}}"])
+            "shard.mix={a: {weight: 0.3}, b: {weight: 0.7}}", f"shard.per_source_sets={partitions == 4}"])
         if partitions == 1:
             tables.write_table(spark.createDataFrame(rows, TOK_SCHEMA), cfg, "tokenized", properties=gpt2_props())
         report = run_stage(spark, cfg, "shard")
@@ -157,7 +163,12 @@ def test_mixed_run_is_byte_identical_for_1_and_4_partitions_and_records_the_mix(
     m1 = json.loads(one.pop(next(p for p in one if p.name == "manifest.json")))
     four.pop(next(p for p in four if p.name == "manifest.json"))
     blends = [p for p in one if p.parts[0] == "blend"]
-    assert {p: one[p] for p in one if p not in blends} == {p: four[p] for p in four if p not in blends}
+    # The per-source sets of the second run add sources/ and leave every other byte as it was.
+    assert {p for p in one if p.parts[0] == "sources"} == set()
+    assert {p: one[p] for p in one if p not in blends} == {
+        p: four[p] for p in four if p not in blends and p.parts[0] != "sources"}
+    assert one[Path("blend/megatron.json")].replace(b"/out1/", b"/out4/") == four[Path("blend/megatron.json")]
+    assert "sources" not in m1
     a, b = m1["mix"]["a"], m1["mix"]["b"]
     assert (a["share_asked"], b["share_asked"]) == (pytest.approx(0.3), pytest.approx(0.7))
     # The partial pass is a token-exact prefix: shares are met within one document's tokens (<= 13 here).
@@ -173,6 +184,70 @@ def test_mixed_run_is_byte_identical_for_1_and_4_partitions_and_records_the_mix(
     assert blend["streams"]["a"] == {"proportion": pytest.approx(0.3), "repeat": a["epochs_asked"]}
     assert {f["path"] for f in m1["files"] if f["kind"] == "blend"} == {
         "blend/megatron.json", "blend/streams.json", "blend/mix.json"}
+
+
+def documents_of(folder: Path) -> list[tuple[int, ...]]:
+    """The documents of a Megatron shard set, in shard then stream order, as token tuples."""
+    docs = []
+    for idx in sorted((folder / "megatron").glob("*.idx")):
+        index = megatron.decode_index(idx.read_bytes())
+        docs += [tuple(d.tolist()) for d in megatron.split_bin(index, idx.with_suffix(".bin").read_bytes())]
+    return docs
+
+
+def test_per_source_sets_hold_each_train_document_of_their_source_once_in_key_order(mix_runs):
+    (_, _), (r4, four) = mix_runs
+    out = Path(r4.outputs["shards"])
+    m4 = json.loads((out / "manifest.json").read_text())
+    held = set(documents_of(out / "validation"))
+    rows = tokenized_rows(2000, seed=8)
+    assert set(m4["sources"]) == {"a", "b"}
+    for source in ("a", "b"):
+        entry = m4["sources"][source]
+        assert entry["path"] == f"sources/{source}"
+        want = sorted(((sq.shuffle_key(42, d), tuple(t)) for d, s, t, _ in rows if s == source and tuple(t) not in held))
+        assert documents_of(out / entry["path"]) == [t for _, t in want]  # every train document once, key order
+        assert (entry["documents"], entry["tokens"]) == (len(want), sum(len(t) for _, t in want))
+        assert entry["documents"] == m4["mix"][source]["documents_in"] and entry["shards"] == 3
+        assert entry["balance"]["max_abs_deviation"] <= entry["balance"]["longest_document_tokens"]
+    listed = {f["path"] for f in m4["files"] if f["path"].startswith("sources/")}
+    on_disk = {str(p) for p in four if p.parts[0] == "sources"}
+    assert listed == on_disk and "sources/a/mds/index.json" in listed and "sources/b/megatron/winnow_00002.idx" in listed
+    res = verify(str(out))
+    assert res.ok, res.problems
+    assert (res.documents, res.tokens) == (m4["totals"]["documents"], m4["totals"]["tokens"])
+    shutil.copy(out / "sources/a/megatron/winnow_00001.bin", out / "sources/b/megatron/winnow_00001.bin")
+    assert any(p.startswith("sources/b/megatron/winnow_00001.bin") for p in verify(str(out)).problems)
+    (out / "sources/b/megatron/winnow_00001.bin").write_bytes(four[Path("sources/b/megatron/winnow_00001.bin")])
+
+
+def test_mix_json_names_the_source_sets_with_weights_summing_to_the_asked_shares(mix_runs):
+    (_, _), (r4, four) = mix_runs
+    out = Path(r4.outputs["shards"])
+    m4 = json.loads((out / "manifest.json").read_text())
+    blend = json.loads(four[Path("blend/mix.json")])
+    path = blend["megatron_data_path"]
+    weights, prefixes = [float(w) for w in path[0::2]], path[1::2]
+    assert prefixes == [f"{out}/sources/{s}/megatron/winnow_{k:05d}" for s in ("a", "b") for k in range(3)]
+    assert all(Path(p + ".bin").is_file() and Path(p + ".idx").is_file() for p in prefixes)
+    for s, share in (("a", 0.3), ("b", 0.7)):
+        assert sum(w for w, p in zip(weights, prefixes, strict=True) if f"/sources/{s}/" in p) == pytest.approx(share)
+        tokens = {f["path"]: f["tokens"] for f in m4["files"] if f["kind"] == "bin"}
+        mine = [(w, tokens[p[len(str(out)) + 1:] + ".bin"]) for w, p in zip(weights, prefixes, strict=True) if f"/sources/{s}/" in p]
+        assert [w for w, _ in mine] == pytest.approx([share * t / sum(t for _, t in mine) for _, t in mine])
+        assert blend["streams"][s] == {"local": f"{out}/sources/{s}/mds", "proportion": pytest.approx(share)}
+        assert blend["streams_repeat"][s] == {"local": f"{out}/sources/{s}/mds", "repeat": m4["mix"][s]["epochs_asked"]}
+        assert (out / f"sources/{s}/mds/index.json").is_file()
+    assert blend["sources"] == {"a": "sources/a", "b": "sources/b"}
+
+
+def test_source_folders_map_unsafe_names_deterministically_and_refuse_collisions():
+    got = shard_sources.source_folders(["web", "a/b", "..", "", "wiki pédia", ".hidden"])
+    digest = {s: hashlib.sha256(s.encode()).hexdigest()[:8] for s in got}
+    assert got == {"": f"_-{digest['']}", "..": f"_-{digest['..']}", ".hidden": f"hidden-{digest['.hidden']}",
+                   "a/b": f"a_b-{digest['a/b']}", "web": "web", "wiki pédia": f"wiki_p_dia-{digest['wiki pédia']}"}
+    with pytest.raises(ValueError, match=r"shard.per_source_sets: sources 'a/b' and 'a_b-.{8}' both map"):
+        shard_sources.source_folders(["a/b", f"a_b-{digest['a/b']}"])
 
 
 def test_report_and_inspect_show_the_mix(tmp_path):
