@@ -232,3 +232,16 @@ def test_a_short_object_is_uploaded_again_and_a_failed_run_leaves_no_index_or_ma
     assert again.extra["upload"]["uploaded"] >= 1
     assert {"manifest.json", "train/mds/index.json"} <= visible()
     assert verify("s3://shards/short", direct).problems == []
+
+
+def test_per_source_indexes_of_a_previous_run_are_retracted_whatever_its_sources(moto_server):
+    from pipelines.shard_sources import retract_remote_indexes
+
+    direct = StorageConfig(endpoint_url=f"http://{moto_server[0]}:{moto_server[1]}")
+    keep = ["train/mds/index.json", "sources/a/mds/shard.00000.mds", "sources/a/megatron/winnow_00000.idx"]
+    gone = ["sources/a/mds/index.json", "sources/b_c-12345678/mds/index.json"]
+    for rel in keep + gone:
+        storage.put_text("s3://shards/retract/run", rel, "{}", direct)
+    retract_remote_indexes("s3://shards/retract/run", direct)
+    listed = storage.client(direct).list_objects_v2(Bucket="shards", Prefix="retract/run/").get("Contents", [])
+    assert sorted(o["Key"].removeprefix("retract/run/") for o in listed) == sorted(keep)
