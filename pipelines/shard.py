@@ -235,7 +235,8 @@ def _output_dirs(cfg: WinnowConfig) -> tuple[str, Path, bool]:
 
 
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
-    """Shuffle ``tokenized`` and write ``train/`` (and ``validation/``) shard sets + ``manifest.json`` (last).
+    """Shuffle ``tokenized`` and write ``train/`` (and ``validation/``, and with ``shard.per_source_sets``
+    ``sources/<folder>/``) shard sets + ``manifest.json`` (last).
 
     Publishing order: data files (and, for ``s3://``, their upload and remote check), then each
     ``mds/index.json``, then ``manifest.json``; the indexes and the manifest of a previous run are
