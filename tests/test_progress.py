@@ -11,6 +11,7 @@ import sys
 import time
 
 from jobs import pipeline
+from pipelines import stage as stage_module
 from pipelines import tables
 from pipelines.config import load_config
 from tests.chain import REPO, session_conf_kept
@@ -29,9 +30,23 @@ def _args(root, every):
             "--set", "spark.shuffle_partitions=4", "--set", f"pipeline.progress_s={every}"]
 
 
-def test_log_gets_one_line_every_n_seconds(spark, tmp_path, capsys):
+def test_log_gets_one_line_every_n_seconds(spark, tmp_path, capsys, monkeypatch):
     root = tmp_path / "run"
     _docs(spark, root)
+    real_run_stage = stage_module.run_stage
+
+    def run_stage_with_a_slow_job(spark_, cfg, name, **options):
+        # The report of 2,000 rows can finish between two ticks on a fast machine (CI saw no line at
+        # all): a Spark job of 4 tasks of 0.8 s inside the stage keeps a stage active for >= 1.6 s.
+        # (A local function: cloudpickle ships it by value, the workers cannot import tests/.)
+        def slow(rows):
+            time.sleep(0.8)
+            yield from rows
+
+        spark_.sparkContext.parallelize(range(4), 4).mapPartitions(slow).count()
+        return real_run_stage(spark_, cfg, name, **options)
+
+    monkeypatch.setattr(stage_module, "run_stage", run_stage_with_a_slow_job)
     with session_conf_kept(spark):
         t0 = time.monotonic()
         assert pipeline.main(_args(root, 0.5)) == 0
