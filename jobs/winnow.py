@@ -31,9 +31,12 @@ def usage() -> str:
     lines = ["usage: winnow {" + ",".join(COMMANDS) + "} [--conf FILE] [--set KEY=VALUE] ...", "",
              "commands (winnow COMMAND --help for its options):"]
     lines += [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
-    lines += ["", "stages (pipelines/chain.py, in chain order):"]
-    lines += [f"  {s.name:<{width}}  {s.summary}" for s in CHAIN]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + _stage_lines(width)
+
+
+def _stage_lines(width: int) -> str:
+    return "stages (pipelines/chain.py, in chain order):\n" + "".join(f"  {s.name:<{width}}  {s.summary}\n"
+                                                                      for s in CHAIN)
 
 
 def _job(module: str) -> Callable[[list[str]], int]:
@@ -41,6 +44,12 @@ def _job(module: str) -> Callable[[list[str]], int]:
 
 
 def _stage(argv: list[str]) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        # `winnow stage --help` is how a new user asks which names there are: answer, do not complain.
+        sys.stdout.write("usage: winnow stage NAME [--conf FILE] [--set KEY=VALUE] ... "
+                         "(winnow stage NAME --help for its options)\n\n")
+        sys.stdout.write(_stage_lines(max(map(len, STAGES))))
+        return 0
     if not argv or argv[0] not in STAGES:
         found = repr(argv[0]) if argv else "nothing"
         print(f"winnow stage: give a stage name; one of {list(STAGES)} (got {found})", file=sys.stderr)

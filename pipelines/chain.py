@@ -80,7 +80,8 @@ class Stage:
 
 CHAIN: tuple[Stage, ...] = (
     Stage("ingest", input=None, outputs=("documents", "quarantine"),
-          summary="raw files (JSONL, Parquet, text, WET/WARC) -> normalised documents; bad ones quarantined"),
+          summary="raw files (JSONL, JSON, CSV/TSV, Parquet, text, WET/WARC, JATS, LaTeX, MediaWiki) -> "
+                  "normalised documents; bad ones quarantined"),
     Stage("dedup", input="documents", outputs=("deduped", "dup_clusters", "dedup_bands"), removes=True,
           summary="exact (MD5) and near (MinHash-LSH + connected components) duplicates removed"),
     Stage("filter", input="deduped", outputs=("filtered",), removes=True,

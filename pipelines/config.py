@@ -15,7 +15,8 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, get_args
+from types import UnionType
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -433,7 +434,8 @@ class FilterConfig(Section):
             try:
                 self.profile_config(name)
             except ValidationError as e:
-                raise ValueError(f"filter.profiles.{name}: {_describe(e)}") from None
+                where = f"filter.profiles.{name}"
+                raise ValueError(f"{where}: {_describe(e, FilterConfig, where + '.')}") from None
         return self
 
     def profile_names(self) -> list[str]:
@@ -927,23 +929,43 @@ def validate_config(data: Mapping[str, Any]) -> WinnowConfig:
         raise ConfigError(_describe(e)) from None
 
 
-def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
-    model: Any = WinnowConfig
+def _model_inside(tp: Any) -> Any:
+    """``tp`` without ``None`` in a union (``X | None`` -> ``X``), so optional sections are walked too."""
+    if get_origin(tp) in (Union, UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _allowed_keys(loc: tuple[Any, ...], root: Any = None) -> list[str]:
+    """The keys allowed beside the last part of ``loc``, walking models, ``dict[str, Model]`` values
+    (``shard.mix.<source>``, a loc part that is the user's key) and ``list[Model]`` items; [] if unknown."""
+    tp: Any = WinnowConfig if root is None else root
     for part in loc[:-1]:
-        field = getattr(model, "model_fields", {}).get(part)
-        if field is None:
+        tp = _model_inside(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            field = tp.model_fields.get(part)
+            if field is None:
+                return []
+            tp = field.annotation
+        elif get_origin(tp) in (dict, Mapping):
+            tp = get_args(tp)[1]
+        elif get_origin(tp) in (list, tuple):
+            tp = get_args(tp)[0]
+        else:
             return []
-        model = field.annotation
-    return sorted(getattr(model, "model_fields", {}).keys())
+    tp = _model_inside(tp)
+    return sorted(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
 
 
-def _describe(e: ValidationError) -> str:
+def _describe(e: ValidationError, root: Any = None, prefix: str = "") -> str:
     lines = []
     for err in e.errors():
         loc = tuple(err["loc"])
-        key = ".".join(str(p) for p in loc) or "<root>"
+        key = prefix + ".".join(str(p) for p in loc) or "<root>"
         if err["type"] == "extra_forbidden":
-            allowed = _allowed_keys(loc)
+            allowed = _allowed_keys(loc, root)
             lines.append(f"unknown config key {key!r}; allowed keys here: {allowed}")
         else:
             lines.append(f"config key {key!r}: got {err.get('input')!r}: {err['msg']}")

@@ -61,6 +61,25 @@ def test_unknown_key_names_path_and_allowed_keys():
         load_config(overrides=["ingest.fromat=jsonl"])
 
 
+@pytest.mark.parametrize(("override", "key", "allowed"), [
+    # a typo inside a dict of sections (the user's source name is a loc part)
+    ("shard.mix={web: {wieght: 1}}", "shard.mix.web.wieght", "'epochs', 'min_repeat_distance', 'target_tokens', 'weight'"),
+    # a list of sections
+    ("decontam.eval_sets=[{name: a, paths: [x], fields: [q], id_fild: i}]", "decontam.eval_sets.0.id_fild", "'id_field'"),
+    # a profile is validated as a FilterConfig of its own: keys named from filter.profiles.<name>
+    ("filter.profiles={science: {gopher_quality: {min_wrods: 3}}}", "filter.profiles.science.gopher_quality.min_wrods",
+     "'min_stop_words', 'min_words'"),
+])
+def test_unknown_key_in_nested_sections_lists_the_allowed_keys(override, key, allowed):
+    # These listed "allowed keys here: []" before: the walk stopped at dict/list annotations and began at
+    # WinnowConfig for errors raised by a profile's own FilterConfig.
+    with pytest.raises(ConfigError) as e:
+        load_config(overrides=[override])
+    msg = str(e.value)
+    assert f"unknown config key {key!r}; allowed keys here: [" in msg and allowed in msg, msg
+    assert "allowed keys here: []" not in msg
+
+
 def test_bad_literal_names_key_value_and_allowed_values():
     with pytest.raises(ConfigError) as e:
         load_config(overrides=["ingest.format=pdf"])

@@ -39,6 +39,15 @@ def test_bad_use_exits_2(capsys):
     assert "one of ['ingest'" in capsys.readouterr().err
 
 
+def test_stage_help_lists_the_stages(capsys):
+    assert winnow.main(["stage", "--help"]) == 0  # was exit 2, "give a stage name ... (got '--help')"
+    out = capsys.readouterr().out
+    assert out.startswith("usage: winnow stage NAME")
+    assert [line.split()[0] for line in out.split("in chain order):\n")[1].splitlines()] == [s.name for s in CHAIN]
+    ingest = CHAIN[0].summary  # the formats named are the ones ingest reads (README's format table)
+    assert all(f in ingest for f in ("JSONL", "JSON,", "CSV/TSV", "Parquet", "WET/WARC", "JATS", "LaTeX", "MediaWiki"))
+
+
 def test_bad_config_exits_2_before_spark():
     r = subprocess.run([sys.executable, "-m", "jobs.winnow", "stage", "filter", "--set", "run.seed=-1"],
                        capture_output=True, text=True, cwd=REPO, timeout=120)
