@@ -6,10 +6,16 @@ options of the job it calls (``--conf``, ``--set``, and ``--from``/``--force``/`
 spark-submit entry points; this module only dispatches to their ``main`` functions.
 """
 
-from __future__ import annotations
+import os
+import sys
+
+# Python puts this script's folder first on sys.path, where jobs/tokenize.py and jobs/inspect.py would
+# shadow the standard library modules of the same names (`python jobs/winnow.py` died in `import inspect`);
+# put the project root there instead, as every other job does.
+if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+    sys.path[0] = os.path.dirname(sys.path[0])
 
 import importlib
-import sys
 from collections.abc import Callable, Sequence
 
 from pipelines.chain import CHAIN, STAGES
