@@ -13,6 +13,7 @@ import pytest
 import zstandard
 
 from udfs.formats import QUARANTINE_REASONS, ParseOptions, decompress, explode_file, gzip_error, split_name
+from udfs.formats.compression import decompressed_chunks
 
 OPTS = ParseOptions()
 
@@ -165,6 +166,23 @@ def test_decompress_salvages_the_prefix_of_a_truncated_gzip():
     blob = gzip.compress(payload)
     out, err = decompress(blob[: len(blob) // 2], "gz")
     assert err is not None and "truncated" in err and payload.startswith(out) and len(out) > 0
+
+
+@pytest.mark.parametrize("codec", ["bz2", "xz"])
+def test_decompress_salvages_the_prefix_of_a_truncated_bz2_or_xz(codec):
+    # BZ2File/LZMAFile.read(n) lost every byte it had decompressed when the stream ended early: a cut
+    # .jsonl.xz kept no record though "records before the damage are kept".
+    import bz2
+    import lzma
+
+    payload = b"".join(b"%08d\n" % i for i in range(200_000))
+    blob = (bz2 if codec == "bz2" else lzma).compress(payload)
+    out, err = decompress(blob[: len(blob) // 2], codec)
+    assert err is not None and "EOFError" in err and payload.startswith(out) and len(out) > len(payload) // 4
+    assert decompress(blob, codec) == (payload, None)
+    # chunks of at most `chunk` bytes as before, and nothing lost between them
+    chunks = list(decompressed_chunks(io.BytesIO(blob), codec, chunk=1 << 16))
+    assert b"".join(chunks) == payload and max(map(len, chunks)) < 2 << 16
 
 
 

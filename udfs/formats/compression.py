@@ -107,10 +107,25 @@ def decompressed_chunks(f: BinaryIO, codec: str | None, chunk: int = CHUNK) -> I
         yield from unzstd_chunks(read_chunks(f, min(chunk, _ZSTD_IN)))
     else:
         reader, errors = open_codec(f, codec)
+        # read1, not read: BZ2File/LZMAFile.read(n) fills n bytes from many decompressor calls and a
+        # truncated stream's EOFError then discards all of them (a cut .xz kept no record at all).
+        # read1 hands over each call's output; pieces are joined up to `chunk` as read() would.
+        read = getattr(reader, "read1", reader.read)
+        parts: list[bytes] = []
+        size = 0
         try:
-            yield from read_chunks(reader, chunk)
+            while data := read(chunk):
+                parts.append(data)
+                size += len(data)
+                if size >= chunk:
+                    yield b"".join(parts)
+                    parts, size = [], 0
         except errors as e:
+            if parts:
+                yield b"".join(parts)
             raise StreamError(f"{codec}: {type(e).__name__}: {e}") from None
+        if parts:
+            yield b"".join(parts)
 
 
 def open_codec(f: BinaryIO, codec: str) -> tuple[BinaryIO, tuple[type[BaseException], ...]]:
