@@ -41,8 +41,15 @@ def filter_breakdown(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] |
     both = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
     out = _breakdown(both.groupBy("first", "source", "profile").count().collect())
     docs = read_if_exists(spark, cfg, "documents")
-    has_count = docs is not None and "n_replaced" in docs.columns
-    out["replacement_char_documents"] = docs.where(F.col("n_replaced") > 0).count() if has_count else None
+    if docs is None or "text" not in docs.columns:
+        out["replacement_char_documents"] = None
+    else:
+        # U+FFFD in the text: what ingest put there for invalid bytes (n_replaced) and what arrived so
+        # (a JSON string or a page already holding it), which n_replaced does not count.
+        has = F.instr(F.col("text"), "\ufffd") > 0
+        if "n_replaced" in docs.columns:
+            has = has | (F.col("n_replaced") > 0)
+        out["replacement_char_documents"] = docs.where(has).count()
     return out
 
 

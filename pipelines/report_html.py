@@ -183,7 +183,7 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
 
         cols = ["name", "in", "kept", "removed", "reasons"]
         body = (f"<p>filter removals: language {fb['removed_language']}, quality rules {fb['removed_quality']}"
-                f" · documents with replacement characters (U+FFFD, ingest): {fb['replacement_char_documents']}</p>"
+                f" · documents with replacement characters (U+FFFD in the ingested text): {fb['replacement_char_documents']}</p>"
                 + "<h3>per source</h3>" + table(breakdown_rows(fb, "by_source"), cols, left=("name", "reasons"))
                 + "<h3>per profile</h3>" + table(breakdown_rows(fb, "by_profile"), cols, left=("name", "reasons"))
                 + '<p class="muted">Each removed document counts once: under its language reason if it has one,'

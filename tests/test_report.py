@@ -140,6 +140,18 @@ def test_report_of_ingest_only_run(spark, make_cfg):
     assert (stats["removals"], stats["samples"], stats["signal_values"]) == ([], [], {})
 
 
+def test_documents_with_replacement_characters_count_those_that_arrived_with_them(spark, make_cfg):
+    from pipelines.report_filter import filter_breakdown
+
+    cfg = make_cfg()
+    docs = [_doc("ok", "fine text"), _doc("in", "caf\ufffd au lait"), _doc("in2", "x\ufffd")]
+    replaced = (*_doc("bytes", "caf\ufffd")[:-1], 1)  # invalid UTF-8 replaced by ingest
+    tables.write_table(spark.createDataFrame([*docs, replaced], DOC_SCHEMA), cfg, "documents")
+    tables.write_table(spark.createDataFrame([_doc("ok", "fine text")], DOC_SCHEMA), cfg, "filtered")
+    # Was 1: only n_replaced > 0 counted, not a U+FFFD that the input file already held.
+    assert filter_breakdown(spark, cfg)["replacement_char_documents"] == 3
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
