@@ -5,7 +5,9 @@ tool that reads Parquet. Hub export (``hf=True``): ``data/train-00000-of-000NN.p
 ``file_bytes`` each (the Hub's recommended ~500 MB, read by ``datasets.load_dataset``) and a dataset
 card ``README.md`` whose YAML header maps the files to the ``train`` split, with the run's funnel (from
 the completion records) and the effective config. Rows are ordered by ``doc_id`` (when the table has
-it), so the same table exports to the same rows in the same files whatever the partitioning.
+it), so the same table exports to the same rows in the same files whatever the partitioning. The
+``tokens`` column of ``tokenized`` (packed little-endian uint32 ids, :func:`udfs.tokenize.token_ids`)
+is exported as ``array<int>`` of ids, the column a Parquet reader (``datasets``, pandas) can use.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from pipelines import tables
 from pipelines.config import WinnowConfig
@@ -25,6 +27,38 @@ HUB_FILE_BYTES = 500 * 2**20
 (large enough for few requests, small enough for streaming)."""
 
 ORDER_COLUMN = "doc_id"
+
+
+def with_token_lists(df: DataFrame) -> DataFrame:
+    """``df`` with a ``binary`` ``tokens`` column (``tokenized``: little-endian uint32 ids, 4 bytes each)
+    turned into ``array<int>`` of the ids, per Arrow batch; any other ``df`` unchanged.
+
+    Raises:
+        ValueError: (in the tasks) a value that is not whole 4-byte ids, or an id over 2**31 - 1.
+    """
+    if dict(df.dtypes).get("tokens") != "binary":
+        return df
+    from pyspark.sql.types import ArrayType, IntegerType, StructField, StructType
+
+    ids_type = ArrayType(IntegerType(), containsNull=False)
+    schema = StructType([StructField(f.name, ids_type, f.nullable) if f.name == "tokens" else f
+                         for f in df.schema.fields])
+
+    def unpack(batches):
+        import numpy as np
+        import pyarrow as pa
+
+        from udfs.tokenize import token_ids
+
+        for b in batches:
+            i = b.schema.get_field_index("tokens")
+            lengths, flat = token_ids(b.column(i))
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
+            np.cumsum(lengths, out=offsets[1:])
+            ids = pa.array(flat).cast(pa.int32())  # a safe cast: an id >= 2**31 raises, never wraps
+            yield b.set_column(i, "tokens", pa.ListArray.from_arrays(pa.array(offsets), ids))
+
+    return df.mapInArrow(unpack, schema)
 
 
 @dataclass
@@ -77,7 +111,7 @@ def export_table(
         MissingTableError: the table does not exist yet.
         ValueError: ``partition_by`` with ``hf``, or a ``partition_by`` column the table lacks.
     """
-    df = tables.read_table(spark, cfg, table)
+    df = with_token_lists(tables.read_table(spark, cfg, table))
     if partition_by and hf:
         raise ValueError("export: partition_by is for the plain layout; the Hub layout is "
                          "data/<split>-*.parquet")

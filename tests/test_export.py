@@ -52,6 +52,27 @@ def test_hub_layout_is_read_back_by_datasets(spark, tmp_path, monkeypatch, capsy
     assert ds2.num_rows == 40
 
 
+def test_tokenized_exports_token_ids_not_packed_bytes(spark, tmp_path, monkeypatch):
+    # tokenized.tokens is packed uint32 bytes (issue 20); the Hub export handed `datasets` users opaque
+    # bytes (feature Value('binary')). They get the ids, the same for any partitioning.
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    from pipelines.export import export_table
+    from udfs.tokenize import pack_token_ids
+
+    root, out = tmp_path / "run", tmp_path / "hf_tok"
+    cfg = load_config(overrides=[f"run.root={root}"])
+    ids = {f"d{i:02d}": [50256] if i == 0 else [i, 2**31 - 1, 7] * i + [50256] for i in range(12)}
+    rows = [(k, "web", pack_token_ids(v), len(v)) for k, v in ids.items()]
+    df = spark.createDataFrame(rows, "doc_id string, source string, tokens binary, n_tokens int").repartition(3)
+    tables.write_table(df, cfg, "tokenized")
+    export_table(spark, cfg, "tokenized", str(out), hf=True)
+    ds = datasets.load_dataset("parquet", data_files=str(out / "data" / "*.parquet"), split="train",
+                               cache_dir=str(tmp_path / "hf_cache"))
+    assert str(ds.features["tokens"].feature.dtype) == "int32"
+    assert {r["doc_id"]: r["tokens"] for r in ds} == ids
+
+
 def test_plain_export_partitioned_and_the_job(spark, tmp_path, capsys):
     root, out = tmp_path / "run", tmp_path / "plain"
     cfg = load_config(overrides=[f"run.root={root}"])
