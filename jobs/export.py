@@ -19,13 +19,18 @@ import argparse
 from collections.abc import Sequence
 
 from jobs._cli import base_parser, parse_config, spark_config
+from pipelines.chain import CHAIN
+
+TABLES = [*dict.fromkeys(t for s in CHAIN for t in s.outputs), "removed", "_runs"]
+"""The Delta tables a run writes (pipelines/chain.py), the choices of ``--table``: a misspelt name fails
+before Spark starts, listing them (it used to start Spark and then find no table)."""
 
 
 def parser() -> argparse.ArgumentParser:
     """The export job's parser: the common options plus the table, the output and the layout."""
     p = base_parser("export.py", "Write a Winnow table as Parquet files (optionally for the HF Hub)")
-    p.add_argument("--table", required=True,
-                   help="table of the run to export, e.g. tokenized, pii_redacted, removed")
+    p.add_argument("--table", required=True, choices=TABLES, metavar="TABLE",
+                   help=f"table of the run to export: one of {', '.join(TABLES)}")
     p.add_argument("--output", required=True, help="output folder (local path or URI); replaced")
     p.add_argument("--hf", action="store_true",
                    help="Hub layout: data/train-NNNNN-of-NNNNN.parquet files and a README.md dataset card")

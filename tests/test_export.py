@@ -85,6 +85,13 @@ def test_plain_export_partitioned_and_the_job(spark, tmp_path, capsys):
     assert back.count() == 10
 
 
+def test_unknown_table_fails_before_spark_listing_the_tables(capsys):
+    with pytest.raises(SystemExit) as e:
+        export.main(["--table", "tokenised", "--output", "x"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "invalid choice: 'tokenised'" in err and "'tokenized'" in err and "'removed'" in err
+
+
 def test_export_errors_name_the_problem(spark, tmp_path):
     cfg = load_config(overrides=[f"run.root={tmp_path / 'run'}"])
     from pipelines.export import export_table
