@@ -75,8 +75,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     tracker.finish(spark)
     if tracker.run_id and tracker.active:
         say(f"winnow: MLflow run {tracker.run_id} ({cfg.tracking.experiment or 'experiment from the environment'})")
-    say(f"winnow: done. Outputs under {cfg.run.root}/ (tables/, shards/, report/, config/)")
+    say(done_line(cfg, stages))
     return _closing(spark, cfg, stages, reports)
+
+
+def done_line(cfg: WinnowConfig, stages: list[str]) -> str:
+    """Where this run's outputs are: the tables (a folder, or ``<catalog>.<schema>`` in metastore mode),
+    and the shards and report only when ``stages`` write them."""
+    tables = cfg.table_path("<name>").removesuffix(".<name>").removesuffix("/<name>")
+    parts = [f"tables {tables}" + ("" if cfg.run.catalog else "/")]
+    if "shard" in stages:
+        parts.append(f"shards {cfg.shard_root}/")
+    if "report" in stages:
+        parts.append(f"report {cfg.report_path}/")
+    return f"winnow: done. Outputs: {', '.join(parts)}, effective configs {cfg.config_path}/"
 
 
 def _plan_without_spark(cfg: WinnowConfig, stages: list[str], args: argparse.Namespace) -> list[Any] | None:

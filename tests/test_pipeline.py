@@ -81,6 +81,16 @@ def test_from_must_be_a_configured_stage(tmp_path, capsys):
     assert "--from 'dedup' is not one of pipeline.stages ['report']" in capsys.readouterr().err
 
 
+def test_done_line_names_where_the_outputs_are():
+    # It said "Outputs under <root>/ (tables/, shards/, report/, config/)" whatever ran: in metastore mode
+    # (no <root>/tables) and for a chain without shard or report, a user looked for folders that are not there.
+    ingest_only = pipeline.done_line(load_config(overrides=["run.root=r"]), ["ingest", "dedup"])
+    assert ingest_only == "winnow: done. Outputs: tables r/tables/, effective configs r/config/"
+    meta = load_config(overrides=["run.root=r", "run.catalog=spark_catalog", "run.schema=w", "shard.output=s3://b/x"])
+    assert pipeline.done_line(meta, ["shard", "report"]) == (
+        "winnow: done. Outputs: tables spark_catalog.w, shards s3://b/x/, report r/report/, effective configs r/config/")
+
+
 def test_plan_cascades_and_from_never_runs_earlier_stages(spark, tmp_path):
     cfg = load_config(overrides=[f"run.root={tmp_path / 'run'}"])
     steps = plan(spark, cfg, ["ingest", "report"], from_stage="report")
