@@ -355,7 +355,23 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         extra={"totals": manifest["totals"], "balance": manifest["balance"], "split": manifest["split"],
                "shuffle_quality": manifest["shuffle_quality"], "upload": upload_stats,
                "shards_requested": sum(requested.values()), **({"mix": mix} if mix is not None else {})},
+        notes=mix_notes(mix),
     )
+
+
+def mix_notes(mix: dict[str, Any] | None) -> dict[str, int]:
+    """The stage line's account of a mix: in/out count the documents written (copies included), so the
+    train documents read, those the mix left out and the extra copies it added are said beside them.
+
+    >>> mix_notes({"a": {"documents_in": 10, "documents_selected": 4, "documents_out": 4},
+    ...            "b": {"documents_in": 2, "documents_selected": 2, "documents_out": 5}})
+    {'train_read': 12, 'not_selected': 6, 'repeat_copies': 3}
+    """
+    if not mix:
+        return {}
+    total = {k: sum(m[k] for m in mix.values()) for k in ("documents_in", "documents_selected", "documents_out")}
+    return {"train_read": total["documents_in"], "not_selected": total["documents_in"] - total["documents_selected"],
+            "repeat_copies": total["documents_out"] - total["documents_selected"]}
 
 
 def _local_files(local: Path, files: list[dict[str, Any]]) -> list[storage.LocalFile]:

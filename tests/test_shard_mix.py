@@ -179,6 +179,11 @@ def test_mixed_run_is_byte_identical_for_1_and_4_partitions_and_records_the_mix(
     assert m1["split"]["validation_documents"] == m1["splits"]["validation"]["documents"] == 100
     assert a["documents_in"] + b["documents_in"] == 1900
     assert r1.extra["mix"] == m1["mix"]
+    # in/out count the documents written; the stage line also says what the mix read and left out.
+    written = m1["totals"]["documents"]
+    left_out = 1900 - a["documents_selected"] - b["documents_selected"]
+    assert (r1.rows_in, r1.rows_out) == (written, written) and left_out > 0
+    assert f"in={written} out={written} train_read=1900 not_selected={left_out} " in r1.summary_line()
     blend = json.loads(one[next(p for p in blends if p.name == "mix.json")])
     assert blend["megatron_data_path"] == ["0.3", "<a>", "0.7", "<b>"]
     assert blend["streams"]["a"] == {"proportion": pytest.approx(0.3), "repeat": a["epochs_asked"]}
