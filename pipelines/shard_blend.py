@@ -15,9 +15,10 @@
   sum to its share and Megatron's ``BlendedDataset`` draws the source's shards in proportion to their
   size); ``streams`` is llm-foundry's ``streams`` mapping with ``proportion`` = the asked share and
   ``streams_repeat`` the same with ``repeat`` = the asked epochs (streaming takes one of the two per
-  stream and the same kind for all streams). Without the sets, ``megatron_data_path`` holds a
-  ``<source>`` placeholder for the prefix of a set the user writes (a run per source) and ``streams``
-  holds ``proportion`` and ``repeat`` without a folder.
+  stream and the same kind for all streams); a source whose set holds no MDS sample cannot be a stream
+  and is named in ``streams_missing`` with the share the streams lack. Without the sets,
+  ``megatron_data_path`` holds a ``<source>`` placeholder for the prefix of a set the user writes (a run
+  per source) and ``streams`` holds ``proportion`` and ``repeat`` without a folder.
 
 Source: Megatron-LM ``megatron/training/arguments.py`` (``--per-split-data-args-path``) and
 ``megatron/training/utils.py`` (``get_blend_and_blend_per_split``); streaming ``Stream`` arguments.
@@ -96,5 +97,12 @@ def mix_file(mix: dict[str, dict[str, Any]], sources: dict[str, dict[str, Any]] 
         if any(f["kind"] == "mds" and f["path"].startswith(f"{folder}/") for f in files or []):
             data["streams"][s] = {where: f"{base}/{folder}/mds", "proportion": m["share_asked"]}
             data["streams_repeat"][s] = {where: f"{base}/{folder}/mds", "repeat": m["epochs_asked"]}
+        else:
+            # No MDS sample (every shard of the source under seq_len tokens): leaving it out of the
+            # streams without a word gave streaming users another mix than the one asked.
+            data.setdefault("streams_missing", {})[s] = (
+                f"no MDS sample in {folder}/mds (its train tokens per shard are under shard.seq_len): the "
+                f"streams leave out its share {m['share_asked']:.6g}; lower shard.num_shards or use "
+                "megatron_data_path")
     data["sources"] = {s: sources[s]["path"] for s, _ in items}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"

@@ -246,6 +246,25 @@ def test_mix_json_names_the_source_sets_with_weights_summing_to_the_asked_shares
     assert blend["sources"] == {"a": "sources/a", "b": "sources/b"}
 
 
+def test_mix_json_names_a_source_whose_set_has_no_mds_sample():
+    # make run's tokenized with 2 web_evals train documents (677 tokens in 2 shards, seq_len 512) had no MDS
+    # sample: mix.json's streams held the other sources only, 0.92 of the asked mix, and said nothing.
+    from pipelines.shard_blend import mix_file
+
+    mix = {s: {"share_asked": w, "epochs_asked": 1.0, "share_realised": w, "epochs_realised": 1.0}
+           for s, w in (("big", 0.9), ("tiny", 0.1))}
+    sources = {"big": {"path": "sources/big"}, "tiny": {"path": "sources/tiny"}}
+    files = [{"path": "sources/big/megatron/winnow_00000.bin", "kind": "bin", "tokens": 900},
+             {"path": "sources/big/mds/shard.00000.mds", "kind": "mds", "tokens": 896},
+             {"path": "sources/tiny/megatron/winnow_00000.bin", "kind": "bin", "tokens": 100}]
+    blend = json.loads(mix_file(mix, sources, files, root="/r"))
+    assert list(blend["streams"]) == ["big"] and blend["megatron_data_path"][1::2] == [
+        "/r/sources/big/megatron/winnow_00000", "/r/sources/tiny/megatron/winnow_00000"]
+    assert list(blend["streams_missing"]) == ["tiny"] and "share 0.1" in blend["streams_missing"]["tiny"]
+    files.append({"path": "sources/tiny/mds/shard.00000.mds", "kind": "mds", "tokens": 64})
+    assert "streams_missing" not in json.loads(mix_file(mix, sources, files, root="/r"))
+
+
 def test_source_folders_map_unsafe_names_deterministically_and_refuse_collisions():
     got = shard_sources.source_folders(["web", "a/b", "..", "", "wiki pédia", ".hidden"])
     digest = {s: hashlib.sha256(s.encode()).hexdigest()[:8] for s in got}
