@@ -1,7 +1,7 @@
 """Read Winnow shards with the loaders users train with; run by tests/test_consumers.py in the consumers venv.
 
-``python tests/consumers_probe.py SPEC.json OUT.npz``: ``SPEC`` names what to read (``kind`` = ``megatron``,
-``streaming`` or ``resume``); the arrays the loaders returned go to ``OUT``, and the test compares them
+``python tests/consumers_probe.py SPEC.json OUT.npz``: ``SPEC`` names what to read (``kind`` = ``indexed``,
+``megatron``, ``streaming`` or ``resume``); the arrays the loaders returned go to ``OUT``, and the test compares them
 with the manifest and the ``tokenized`` table. This file imports only numpy and the loaders (the
 consumers venv has neither pyspark nor the dev extra), and asserts nothing: the test does.
 """
@@ -35,16 +35,9 @@ def build(config, num_samples: int | None):
     return train
 
 
-def megatron(spec: dict) -> dict[str, np.ndarray]:
-    import os
-
-    import torch.distributed as dist
+def indexed(spec: dict) -> dict[str, np.ndarray]:
+    """Every ``.bin/.idx`` pair of ``prefixes`` opened with Megatron's ``IndexedDataset``."""
     from megatron.core.datasets.indexed_dataset import IndexedDataset
-
-    # BlendedDataset asks torch.distributed for its rank, as in training: a one-process gloo group
-    # (rendezvous through a file, no port).
-    os.makedirs(spec["cache"], exist_ok=True)
-    dist.init_process_group("gloo", init_method=f"file://{spec['cache']}/rendezvous", rank=0, world_size=1)
 
     out: dict[str, np.ndarray] = {}
     for i, prefix in enumerate(spec["prefixes"]):
@@ -55,6 +48,20 @@ def megatron(spec: dict) -> dict[str, np.ndarray]:
         docs = [np.array(ds[j]) for j in range(len(ds))]
         out[f"idx{i}_dtype"] = np.array(str(docs[0].dtype))
         out[f"idx{i}_tokens"] = np.concatenate(docs)
+    return out
+
+
+def megatron(spec: dict) -> dict[str, np.ndarray]:
+    import os
+
+    import torch.distributed as dist
+
+    # BlendedDataset asks torch.distributed for its rank, as in training: a one-process gloo group
+    # (rendezvous through a file, no port).
+    os.makedirs(spec["cache"], exist_ok=True)
+    dist.init_process_group("gloo", init_method=f"file://{spec['cache']}/rendezvous", rank=0, world_size=1)
+
+    out = indexed(spec)
     for dp in (1, 4):
         ds = build(gpt_config(spec, spec["prefixes"][:1], None, f"{spec['cache']}/dp{dp}", dp), None)
         for name in ("document_index", "sample_index", "shuffle_index"):
@@ -102,4 +109,5 @@ def resume(spec: dict) -> dict[str, np.ndarray]:
 
 if __name__ == "__main__":
     spec = json.loads(open(sys.argv[1]).read())
-    np.savez(sys.argv[2], **{"megatron": megatron, "streaming": streaming, "resume": resume}[spec["kind"]](spec))
+    np.savez(sys.argv[2], **{"indexed": indexed, "megatron": megatron, "streaming": streaming,
+                                "resume": resume}[spec["kind"]](spec))

@@ -59,32 +59,45 @@ def probe(spec: dict, tmp: Path, env: dict[str, str] | None = None) -> dict[str,
         return {k: z[k] for k in z.files}
 
 
-@pytest.fixture(scope="module")
-def run(spark, reference_run):  # noqa: F811
-    """The reference run's train shard set: manifest, and its documents' tokens in stream order, per shard."""
-    from pipelines import tables
-    from pipelines.config import load_config
+def _split_shards(root: Path, manifest: dict, rows: list, split: str) -> list[dict]:
+    """The shards of shard set ``split`` (``train`` / ``validation``): per shard its path prefix and its
+    documents' tokens in stream order, from the ``tokenized`` rows (train holds the keys >= the cut)."""
     from udfs.shuffle_quality import shuffle_key
     from udfs.tokenize import token_lists
+
+    cut = manifest["split"]["cut"]
+
+    def held_out(r) -> bool:
+        return cut is not None and hashlib.sha256(f"{manifest['seed']}:validation:{r['doc_id']}".encode()).hexdigest() < cut
+
+    mine = [r for r in rows if held_out(r) == (split == "validation")]
+    by_key = sorted(mine, key=lambda r: (shuffle_key(manifest["seed"], r["doc_id"]), r["doc_id"]))
+    # tokenized.tokens is read through its one reader (binary little-endian ids, or an older list<int>).
+    docs = [np.asarray(d, dtype=np.int64) for d in token_lists(pa.array([r["tokens"] for r in by_key]))]
+    shards, start = [], 0
+    for f in sorted((f for f in manifest["files"] if f["kind"] == "bin" and f["path"].startswith(f"{split}/")),
+                    key=lambda f: f["shard"]):
+        shards.append({"prefix": str(root / f["path"][: -len(".bin")]), "docs": docs[start : start + f["documents"]]})
+        start += f["documents"]
+    assert start == len(docs) == manifest["splits"][split]["documents"]
+    return shards
+
+
+@pytest.fixture(scope="module")
+def run(spark, reference_run):  # noqa: F811
+    """The reference run's train shard set: manifest, and its documents' tokens in stream order, per shard;
+    ``validation``: the same for the validation set."""
+    from pipelines import tables
+    from pipelines.config import load_config
 
     root = reference_run.root / "shards"
     manifest = json.loads((root / "manifest.json").read_text())
     cfg = load_config(overrides=[f"run.root={reference_run.root}"])
     rows = tables.read_table(spark, cfg, "tokenized").select("doc_id", "tokens").collect()
-    cut = manifest["split"]["cut"]  # the validation set is held out: train holds the keys >= cut
-    train = [r for r in rows if cut is None or hashlib.sha256(f"{manifest['seed']}:validation:{r['doc_id']}".encode()).hexdigest() >= cut]
-    by_key = sorted(train, key=lambda r: (shuffle_key(manifest["seed"], r["doc_id"]), r["doc_id"]))
-    # tokenized.tokens is read through its one reader (binary little-endian ids, or an older list<int>).
-    ids = token_lists(pa.array([r["tokens"] for r in by_key]))
-    docs = [np.asarray(d, dtype=np.int64) for d in ids]
-    shards, start = [], 0
-    for f in sorted((f for f in manifest["files"] if f["kind"] == "bin" and f["path"].startswith("train/")),
-                    key=lambda f: f["shard"]):
-        shards.append({"prefix": str(root / f["path"][: -len(".bin")]), "docs": docs[start : start + f["documents"]]})
-        start += f["documents"]
-    assert start == len(docs) == manifest["splits"]["train"]["documents"]
+    shards = _split_shards(root, manifest, rows, "train")
     assert len(shards) == 2, "the reference run writes two train shards"
-    return {"root": root, "manifest": manifest, "shards": shards}
+    return {"root": root, "manifest": manifest, "shards": shards,
+            "validation": _split_shards(root, manifest, rows, "validation")}
 
 
 @pytest.fixture(scope="module")
@@ -150,6 +163,26 @@ def test_streaming_reads_every_mds_sample_and_they_are_the_megatron_tokens_packe
     assert str(got["local"].dtype) == m["dtype"]
     assert np.array_equal(got["local"].astype(np.int64), expected)
     assert np.array_equal(got["streamed"], got["local"])
+
+
+def test_validation_set_is_read_by_both_loaders_with_the_manifests_counts_and_tokens(run, tmp_path):
+    # The held-out set is what a trainer's eval loader opens (--valid-data-path, eval_loader): every
+    # .bin/.idx pair and the MDS folder of validation/ must open and hold the held-out documents.
+    m, shards = run["manifest"], run["validation"]
+    assert shards, "the reference run holds out documents (shard.split.validation)"
+    got = probe({"kind": "indexed", "prefixes": [s["prefix"] for s in shards]}, tmp_path)
+    for i, shard in enumerate(shards):
+        assert got[f"idx{i}_lengths"].tolist() == [len(d) for d in shard["docs"]]
+        assert str(got[f"idx{i}_dtype"]) == m["dtype"]
+        assert got[f"idx{i}_tokens"].astype(np.int64).tolist() == np.concatenate(shard["docs"]).tolist()
+    seq_len, expected = m["seq_len"], []
+    for shard in shards:
+        flat = np.concatenate(shard["docs"])
+        expected.append(flat[: len(flat) // seq_len * seq_len].reshape(-1, seq_len))
+    mds = probe({"kind": "streaming", "mds": str(run["root"] / "validation" / "mds")}, tmp_path)
+    assert mds["local"].shape[0] == m["splits"]["validation"]["mds_samples"]
+    assert np.array_equal(mds["local"].astype(np.int64), np.concatenate(expected))
+    assert np.array_equal(mds["streamed"], mds["local"])
 
 
 RESUME_BATCH = 2
