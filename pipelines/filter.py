@@ -17,6 +17,7 @@ judges documents whose ``lang`` is in the list, or is null (LID off).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipelines import chain, filter_rules, tables
-from pipelines.config import FilterConfig, RuleFamily, WinnowConfig
+from pipelines.config import ConfigError, FilterConfig, RuleFamily, WinnowConfig
 from pipelines.filter_rules import RULES, Rule
 from pipelines.stage import StageReport
 
@@ -115,6 +116,52 @@ def _profile_params(cfg: FilterConfig) -> dict[str, tuple[str, Any, bool, bool]]
         opts = C4Options(c.min_words_per_line, c.end_marks, c.page_checks, c.sentences_in)
         out[name] = (pc_.gopher_quality.alpha_words_reading, opts, c.clean_lines, pc_.signals_from == "prose")
     return out
+
+
+def signal_settings(cfg: FilterConfig) -> dict[str, Any]:
+    """The settings the stored signals depend on, flat (``profiles.<name>.c4.clean_lines``,
+    ``langid.max_chars``, ``profile_by_source``...): what ``--decide-only`` cannot change, since it
+    re-decides stored signals.
+
+    The per-profile keys are those :func:`_profile_params` gives :func:`compute_signals`; LID, the
+    classifier and the profile of each source are read once for every profile.
+    """
+    out: dict[str, Any] = {}
+    for name, (reading, opts, clean, prose) in _profile_params(cfg).items():
+        p = f"profiles.{name}."
+        out |= {p + "gopher_quality.alpha_words_reading": reading,
+                p + "c4.min_words_per_line": opts.min_words_per_line, p + "c4.end_marks": opts.end_marks,
+                p + "c4.page_checks": opts.page_checks, p + "c4.sentences_in": opts.sentences_in,
+                p + "c4.clean_lines": clean, p + "signals_from": "prose" if prose else "text"}
+    lid, qm = cfg.langid, cfg.quality_model
+    lid_keys = ("enabled", "model", "label_prefix", "max_chars", "sample_windows", "topk_max_chars", "top_k")
+    out |= {f"langid.{k}": getattr(lid, k) for k in lid_keys}
+    out |= {"langid.aliases": dict(sorted(lid.aliases.items())), "quality_model.model": qm.model,
+            "quality_model.positive_label": qm.positive_label,
+            "profile_by_source": dict(cfg.profile_by_source), "default_profile": cfg.default_profile}
+    return out
+
+
+def check_decide_only(stored: dict[str, Any] | None, cfg: FilterConfig) -> None:
+    """Refuse a ``--decide-only`` whose config changes a setting the stored signals were computed with.
+
+    Args:
+        stored: :func:`signal_settings` of the full run that computed the signals (the ``filtered`` table
+            property ``winnow.signal_settings``), or None for a table written before it was recorded.
+
+    Raises:
+        ConfigError: names each changed key, the stored and the asked value, and says to drop
+            ``--decide-only`` (it used to re-decide the old signals and say nothing).
+    """
+    if stored is None:
+        return
+    now = json.loads(json.dumps(signal_settings(cfg)))  # the JSON form the property holds
+    changed = [f"filter.{k}: signals computed with {stored.get(k)!r}, asked {now.get(k)!r}"
+               for k in sorted(set(stored) | set(now)) if stored.get(k) != now.get(k)]
+    if changed:
+        raise ConfigError("--decide-only re-decides the stored signals, and these settings shape the "
+                          "signals themselves; run the filter stage without --decide-only:\n  "
+                          + "\n  ".join(changed))
 
 
 def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
@@ -333,7 +380,8 @@ def _write(spark: SparkSession, cfg: WinnowConfig, decided: DataFrame, rows_in_c
             *rows_in_cols, *OUTPUT_COLUMNS, F.col("filter_reasons").alias("reason")
         )
         extra_split = _breakdown(grouped)
-        props = {"mode": mode, "rules": rule_ids(cfg.filter)}
+        props = {"mode": mode, "rules": rule_ids(cfg.filter),
+                 "signal_settings": signal_settings(cfg.filter)}
         outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=gone, properties=props)
     finally:
         decided.unpersist()
@@ -392,6 +440,8 @@ def run(spark: SparkSession, cfg: WinnowConfig, decide_only: bool = False) -> St
         MissingTableError: the input table (or, with ``decide_only``, ``filtered``) does not exist.
     """
     if decide_only:
+        stored = tables.table_properties(spark, cfg.table_path(OUTPUT_TABLE)).get("signal_settings")
+        check_decide_only(json.loads(stored) if stored else None, cfg.filter)
         filtered = tables.read_table(spark, cfg, OUTPUT_TABLE)
         base_cols = [c for c in filtered.columns if c not in OUTPUT_COLUMNS and c not in DECISION_COLUMNS]
         cols = [*base_cols, *SIGNAL_COLUMNS]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines import filter as fs
 from pipelines import tables
+from pipelines.config import ConfigError, FilterConfig
 
 DOCS_SCHEMA = (
     "doc_id string, text string, source string, url string, meta map<string,string>, input_file string, "
@@ -69,6 +73,21 @@ def test_run_accounting_reasons_and_decide_only(spark, make_cfg):
     assertDataFrameEqual(spark.read.format("delta").load(cfg2.table_path("removed")).select("doc_id", "reason"),
                          expected_removed)
     full.unpersist()
+    # A setting that shapes the signals cannot be re-decided: it fails naming the key (it was ignored).
+    with pytest.raises(ConfigError, match=r"filter.profiles.web.signals_from: signals computed with 'text', "
+                                          r"asked 'prose'"):
+        fs.run(spark, make_cfg("filter.profiles={web: {signals_from: prose}}"), decide_only=True)
+
+
+def test_decide_only_refuses_settings_that_shape_the_signals():
+    stored = json.loads(json.dumps(fs.signal_settings(FilterConfig())))
+    fs.check_decide_only(stored, FilterConfig(langid={"allowed": ["en", "de"], "min_score": 0.5}))  # decisions: fine
+    fs.check_decide_only(None, FilterConfig(signals_from="prose"))  # a table from before the record: no check
+    for over, key in (({"langid": {"sample_windows": 8}}, "filter.langid.sample_windows"),
+                      ({"profile_by_source": {"wiki*": "wiki"}}, "filter.profile_by_source"),
+                      ({"profiles": {"wiki": {"c4": {"clean_lines": True}}}}, "filter.profiles.wiki.c4.clean_lines")):
+        with pytest.raises(ConfigError, match=re.escape(key) + ": signals computed with "):
+            fs.check_decide_only(stored, FilterConfig(**over))
 
 
 def test_rule_thresholds_just_inside_and_outside(spark, make_cfg):
