@@ -418,6 +418,11 @@ class FilterConfig(Section):
 
     _PROFILE_SECTIONS: ClassVar[tuple[str, ...]] = (
         "gopher_quality", "gopher_repetition", "c4", "fineweb", "langid", "quality_model", "signals_from")
+    # LID and the classifier run once per document with the filter-wide settings (pipelines/filter.py
+    # compute_signals): in a profile these keys would be silently ignored, so they are refused.
+    _SHARED_SIGNAL_KEYS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "langid": ("model", "label_prefix", "aliases", "max_chars", "sample_windows", "topk_max_chars", "top_k"),
+        "quality_model": ("model", "positive_label")}
 
     @model_validator(mode="after")
     def _profiles_known_and_valid(self) -> FilterConfig:
@@ -431,6 +436,13 @@ class FilterConfig(Section):
             if bad:
                 raise ValueError(f"filter.profiles.{name}: unknown section(s) {bad}; allowed: "
                                  f"{list(self._PROFILE_SECTIONS)}")
+            for section, keys in self._SHARED_SIGNAL_KEYS.items():
+                shared = sorted(set(over.get(section) or {}) & set(keys))
+                if shared:
+                    per_profile = sorted(set(type(getattr(self, section)).model_fields) - set(keys))
+                    raise ValueError(f"filter.profiles.{name}.{section}.{shared[0]}: {section} signals are computed "
+                                     f"once for every profile; set filter.{section}.{shared[0]} instead "
+                                     f"(per profile: {per_profile})")
             try:
                 self.profile_config(name)
             except ValidationError as e:

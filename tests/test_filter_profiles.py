@@ -64,6 +64,13 @@ def test_profile_config_errors_name_key_and_allowed():
         load_config(overrides=["filter.profiles={science: {c4: {min_sentences: -1}}}"])
     with pytest.raises(ConfigError, match="unknown section"):
         load_config(overrides=["filter.profiles={science: {tokenize: {}}}"])
+    # LID sampling is filter-wide (one LID pass per document): in a profile it was silently ignored.
+    with pytest.raises(ConfigError, match=r"filter.profiles.wiki.langid.sample_windows: .* set "
+                                          r"filter.langid.sample_windows instead \(per profile: \['action', "
+                                          r"'allowed', 'enabled', 'min_score'\]\)"):
+        load_config(overrides=["filter.profiles={wiki: {langid: {sample_windows: 8, min_score: 0.5}}}"])
+    assert load_config(overrides=["filter.profiles={wiki: {langid: {min_score: 0.5}}}"]).filter.profile_config(
+        "wiki").langid.min_score == 0.5
     cfg = load_config(overrides=["filter.profiles={mine: {c4: {min_sentences: 1}}}",
                                  "filter.profile_by_source={'src*': mine}"])
     assert cfg.filter.profile_config("mine").c4.min_sentences == 1
