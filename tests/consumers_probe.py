@@ -1,7 +1,7 @@
 """Read Winnow shards with the loaders users train with; run by tests/test_consumers.py in the consumers venv.
 
 ``python tests/consumers_probe.py SPEC.json OUT.npz``: ``SPEC`` names what to read (``kind`` = ``indexed``,
-``megatron``, ``streaming`` or ``resume``); the arrays the loaders returned go to ``OUT``, and the test compares them
+``megatron``, ``blend``, ``streaming`` or ``resume``); the arrays the loaders returned go to ``OUT``, and the test compares them
 with the manifest and the ``tokenized`` table. This file imports only numpy and the loaders (the
 consumers venv has neither pyspark nor the dev extra), and asserts nothing: the test does.
 """
@@ -79,6 +79,26 @@ def megatron(spec: dict) -> dict[str, np.ndarray]:
     return out
 
 
+def blend(spec: dict) -> dict[str, np.ndarray]:
+    """``blend/mix.json`` of a mixed run with per-source sets, as a user who blends at load time reads it:
+    Megatron's ``BlendedDataset`` over ``megatron_data_path`` and a ``StreamingDataset`` over ``streams``."""
+    import os
+
+    import torch.distributed as dist
+    from streaming import Stream, StreamingDataset
+
+    os.makedirs(spec["cache"], exist_ok=True)
+    dist.init_process_group("gloo", init_method=f"file://{spec['cache']}/rendezvous", rank=0, world_size=1)
+    mix = json.loads(open(spec["mix_json"]).read())
+    path = mix["megatron_data_path"]
+    ds = build(gpt_config(spec, path[1::2], [float(w) for w in path[0::2]], spec["cache"]), spec["blend_samples"])
+    streams = [Stream(local=v["local"], proportion=v["proportion"]) for _, v in sorted(mix["streams"].items())]
+    streamed = StreamingDataset(streams=streams, batch_size=1, shuffle=False, epoch_size=spec["blend_samples"])
+    return {"blend_type": np.array(type(ds).__name__), "dataset_index": np.array(ds.dataset_index),
+            "tokens": np.stack([ds[i]["tokens"].numpy() for i in range(len(ds))]),
+            "streamed": np.stack([s["tokens"] for s in streamed])}
+
+
 def streaming(spec: dict) -> dict[str, np.ndarray]:
     from streaming import LocalDataset, StreamingDataset
 
@@ -109,5 +129,5 @@ def resume(spec: dict) -> dict[str, np.ndarray]:
 
 if __name__ == "__main__":
     spec = json.loads(open(sys.argv[1]).read())
-    np.savez(sys.argv[2], **{"indexed": indexed, "megatron": megatron, "streaming": streaming,
-                                "resume": resume}[spec["kind"]](spec))
+    np.savez(sys.argv[2], **{"indexed": indexed, "megatron": megatron, "blend": blend,
+                                "streaming": streaming, "resume": resume}[spec["kind"]](spec))

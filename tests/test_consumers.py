@@ -185,6 +185,54 @@ def test_validation_set_is_read_by_both_loaders_with_the_manifests_counts_and_to
     assert np.array_equal(mds["streamed"], mds["local"])
 
 
+@pytest.fixture(scope="module")
+def mixed_run(spark, reference_run, tmp_path_factory):  # noqa: F811
+    """The reference run's ``tokenized`` sharded again with an equal-weight ``shard.mix`` over its sources
+    and ``shard.per_source_sets`` (a copy of the table under its own root: the reference run is shared)."""
+    import shutil
+
+    from pipelines.config import load_config
+    from pipelines.stage import run_stage
+    from tests.chain import SEQ_LEN
+
+    base = tmp_path_factory.mktemp("mixed")
+    shutil.copytree(reference_run.root / "tables" / "tokenized", base / "tables" / "tokenized")
+    ref = json.loads((reference_run.root / "shards" / "manifest.json").read_text())
+    sources = sorted(ref["splits"]["train"]["tokens_by_source"])
+    assert len(sources) >= 2, f"the reference run's train set has one source only: {sources}"
+    mix = {s: {"weight": 1 / len(sources)} for s in sources}
+    cfg = load_config(overrides=[f"run.root={base}", f"shard.output={base / 'shards'}", f"shard.seq_len={SEQ_LEN}",
+                                 "shard.num_shards=1", "shard.per_source_sets=true", f"shard.mix={json.dumps(mix)}",
+                                 "spark.shuffle_partitions=2"])
+    run_stage(spark, cfg, "shard")
+    return {"root": base / "shards", "sources": sources,
+            "manifest": json.loads((base / "shards" / "manifest.json").read_text())}
+
+
+def test_blend_at_load_time_over_two_sources_with_the_mix_json(mixed_run, tmp_path):
+    # Issue 18: a BlendedDataset over the sources (not two shards of one set), from blend/mix.json as the
+    # README tells a user who blends at load time; and streaming's streams from the same file.
+    root, m = mixed_run["root"], mixed_run["manifest"]
+    got = probe({"kind": "blend", "mix_json": str(root / "blend" / "mix.json"), "seed": m["seed"], "seq_len": m["seq_len"],
+                 "eos_id": m["tokenizer"]["eos_id"], "cache": str(tmp_path / "cache"), "blend_samples": 60}, tmp_path)
+    assert str(got["blend_type"]) == "BlendedDataset" and got["tokens"].shape == (60, m["seq_len"])
+    prefixes = json.loads((root / "blend" / "mix.json").read_text())["megatron_data_path"][1::2]
+    source_of = [next(s for s in mixed_run["sources"] if f"/sources/{s}/" in p) for p in prefixes]
+    drawn = [source_of[i] for i in got["dataset_index"].tolist()]
+    for s in mixed_run["sources"]:  # equal weights: each source drawn about 1/n of the time
+        assert abs(drawn.count(s) / len(drawn) - 1 / len(mixed_run["sources"])) < 0.1, (s, drawn.count(s))
+    # every sample holds tokens of the source it was drawn from
+    vocab = {}
+    for f in m["files"]:
+        if f["kind"] == "bin" and f["path"].startswith("sources/"):
+            src = next(s for s in mixed_run["sources"] if f["path"].startswith(m["sources"][s]["path"] + "/"))
+            ids = np.frombuffer((root / f["path"]).read_bytes(), dtype=m["dtype"])  # a .bin: ids back to back
+            vocab.setdefault(src, set()).update(ids.tolist())
+    for tokens, s in zip(got["tokens"], drawn, strict=True):
+        assert set(tokens.tolist()) <= vocab[s]
+    assert got["streamed"].shape == (60, m["seq_len"])
+
+
 RESUME_BATCH = 2
 """Per-rank batch size of the resume test."""
 
