@@ -2,8 +2,8 @@
 
 Every document becomes ``[BOS] content EOS`` token ids (:mod:`udfs.tokenize`), encoded batch by batch in
 ``mapInArrow`` with the tokenizer loaded once per Python worker; what the workers run is
-:mod:`udfs.tokenize_batch` (this module only wires it into Spark, so workers never import it). Documents with no content tokens are
-removed with reason ``tokenize.zero_tokens``. A seeded fraction of documents (chosen by a keyed hash of
+:mod:`udfs.tokenize_batch` (this module only wires it into Spark, so workers never import it).
+Documents with no content tokens are removed with reason ``tokenize.zero_tokens``. A seeded fraction of documents (chosen by a keyed hash of
 ``run.seed`` and ``doc_id``, so independent of partitioning) is decoded again and compared with its text;
 mismatches are counted and a few kept as examples in the stage report. Any id outside ``[0, vocab)``
 fails the stage before anything is written.
@@ -105,9 +105,10 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
         engine: ``hf`` or ``tiktoken``; None resolves ``tcfg.engine`` (:func:`resolve_engine`).
         encoding_factory: builds the tiktoken encoding on the executor (default
             :func:`udfs.tokenize_tiktoken.encoding_for`); tests pass a deliberately wrong one.
-        counts: an accumulator (:class:`udfs.tokenize_batch.CountsParam`) that receives the :data:`COUNTS` of every batch.
-        by_source: an accumulator (:class:`udfs.tokenize_batch.SumBySourceParam`) that receives the tokens (incl. EOS/BOS) of
-            the documents with content, per ``source`` (null source -> ``"None"``).
+        counts: an accumulator (:class:`udfs.tokenize_batch.CountsParam`) that receives the :data:`COUNTS`
+            of every batch.
+        by_source: an accumulator (:class:`udfs.tokenize_batch.SumBySourceParam`) that receives the tokens
+            (incl. EOS/BOS) of the documents with content, per ``source`` (null source -> ``"None"``).
 
     Returns:
         ``doc_id``, ``source``, ``tokens`` (binary: [BOS] content EOS as little-endian uint32 ids,
