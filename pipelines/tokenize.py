@@ -1,8 +1,9 @@
 """Tokenize stage: the last document table of the chain -> ``tokenized`` (+ ``removed`` for empty documents).
 
 Every document becomes ``[BOS] content EOS`` token ids (:mod:`udfs.tokenize`), encoded batch by batch in
-``mapInArrow`` with the tokenizer loaded once per Python worker. Documents with no content tokens are
-removed with reason ``tokenize.zero_tokens``. A seeded fraction of documents (chosen by a keyed hash of
+``mapInArrow`` with the tokenizer loaded once per Python worker; what the workers run is
+:mod:`udfs.tokenize_batch` (this module only wires it into Spark, so workers never import it).
+Documents with no content tokens are removed with reason ``tokenize.zero_tokens``. A seeded fraction of documents (chosen by a keyed hash of
 ``run.seed`` and ``doc_id``, so independent of partitioning) is decoded again and compared with its text;
 mismatches are counted and a few kept as examples in the stage report. Any id outside ``[0, vocab)``
 fails the stage before anything is written.
@@ -17,10 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark import Accumulator, AccumulatorParam
+from pyspark import Accumulator
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -29,6 +28,7 @@ from pipelines import chain, tables
 from pipelines.config import TokenizeConfig, WinnowConfig
 from pipelines.stage import StageReport
 from udfs import tokenize as tok_udfs
+from udfs import tokenize_batch as tok_batch
 
 STAGE = "tokenize"
 INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "text", "source")
@@ -85,46 +85,9 @@ def resolve_engine(tcfg: TokenizeConfig) -> tuple[str, str]:
     return resolve(tok_udfs.load_tokenizer(tcfg.tokenizer, allow_download=tcfg.allow_download), tcfg.engine)
 
 
-COUNTS: tuple[str, ...] = ("docs", "zero", "rt_checked", "rt_bad")
-"""What the stage counts while encoding (documents, zero-token documents, audited, round-trip mismatches)."""
-
-
-class _Counts(AccumulatorParam):
-    """Element-wise sum of :data:`COUNTS` lists. The ``tokenized`` write is the action that runs the
-    encoder, and Spark applies an action's accumulator updates once per task (retries excluded)."""
-
-    def zero(self, value: list[int]) -> list[int]:
-        return [0] * len(value)
-
-    def addInPlace(self, a: list[int], b: list[int]) -> list[int]:
-        return [x + y for x, y in zip(a, b, strict=True)]
-
-
-class _SumBySource(AccumulatorParam):
-    """Key-wise sum of ``{source: tokens}`` dicts (the tokens written per source, from the write itself)."""
-
-    def zero(self, value: dict[str, int]) -> dict[str, int]:
-        return {}
-
-    def addInPlace(self, a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-        for k, v in b.items():
-            a[k] = a.get(k, 0) + v
-        return a
-
-
-def _tokens_by_source(sources: pa.Array, n_tokens: np.ndarray) -> dict[str, int]:
-    keep = n_tokens > 0  # documents that are written (zero-token ones are removed)
-    t = pa.table({"s": pc.cast(sources, pa.string()).filter(pa.array(keep)),
-                  "n": pa.array(n_tokens[keep].astype(np.int64))})
-    agg = t.group_by("s").aggregate([("n", "sum")])
-    return {str(k): int(v) for k, v in zip(agg.column("s").to_pylist(), agg.column("n_sum").to_pylist(), strict=True)}
-
-
-class TokenizeFailure(ValueError):
-    """An executor found wrong ids (outside the vocabulary, or tiktoken != the HF tokenizer): nothing is written."""
-
-
-_FAIL = "WINNOW_TOKENIZE_FAILURE: "  # marks the message of an executor-side failure inside Spark's error
+COUNTS = tok_batch.COUNTS
+TokenizeFailure = tok_batch.TokenizeFailure
+_FAIL = tok_batch.FAIL_MARK
 
 
 def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str | None = None,
@@ -142,9 +105,10 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
         engine: ``hf`` or ``tiktoken``; None resolves ``tcfg.engine`` (:func:`resolve_engine`).
         encoding_factory: builds the tiktoken encoding on the executor (default
             :func:`udfs.tokenize_tiktoken.encoding_for`); tests pass a deliberately wrong one.
-        counts: an accumulator (:class:`_Counts`) that receives the :data:`COUNTS` of every batch.
-        by_source: an accumulator (:class:`_SumBySource`) that receives the tokens (incl. EOS/BOS) of
-            the documents with content, per ``source`` (null source -> ``"None"``).
+        counts: an accumulator (:class:`udfs.tokenize_batch.CountsParam`) that receives the :data:`COUNTS`
+            of every batch.
+        by_source: an accumulator (:class:`udfs.tokenize_batch.SumBySourceParam`) that receives the tokens
+            (incl. EOS/BOS) of the documents with content, per ``source`` (null source -> ``"None"``).
 
     Returns:
         ``doc_id``, ``source``, ``tokens`` (binary: [BOS] content EOS as little-endian uint32 ids,
@@ -163,8 +127,9 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
     chain.require_columns(df, INPUT_COLUMNS, STAGE)
     tok, eos_id, bos_id = special_ids(tcfg)
     engine = engine or resolve_engine(tcfg)[0]
-    spec, allow, threads, vocab = tcfg.tokenizer, tcfg.allow_download, tcfg.threads_per_task, tok.vocab_size
-    keep_examples = tcfg.roundtrip_examples
+    spec = tok_batch.EncoderSpec(tokenizer=tcfg.tokenizer, allow_download=tcfg.allow_download,
+                                 threads=tcfg.threads_per_task, vocab_size=tok.vocab_size, eos_id=eos_id, bos_id=bos_id,
+                                 engine=engine, keep_examples=tcfg.roundtrip_examples)
     staged = df.select("doc_id", "text", "source", _in_sample(seed, tcfg.roundtrip_sample_fraction).alias("_rt_sample"))
     out_schema = T.StructType(
         [
@@ -179,63 +144,9 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
         ]
     )
     arrow_schema = pa.schema([pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in out_schema.fields])
-    first = 1 if bos_id is not None else 0
-    extra = 1 + first  # EOS, and BOS when configured
-
-    def encode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        tok_udfs.set_thread_budget(threads)
-        loaded = tok_udfs.load_tokenizer(spec, allow_download=allow)
-        fast = None
-        if engine == "tiktoken":
-            from udfs.tokenize_tiktoken import encoding_for
-
-            fast = (encoding_factory or encoding_for)(loaded)
-        for batch in batches:
-            texts = tok_udfs.batch_texts(batch.column("text"))
-            ids = tok_udfs.encode_ids(loaded, texts, fast)
-            tokens, n_content = tok_udfs.frame_ids(ids, eos_id=eos_id, bos_id=bos_id)
-            bad = tok_udfs.ids_out_of_range(tokens, vocab)
-            doc_ids = batch.column("doc_id")
-            if bad.any():
-                i = int(bad.nonzero()[0][0])
-                raise TokenizeFailure(f"{_FAIL}tokenizer {spec!r} produced {int(bad.sum())} ids outside [0, {vocab}) "
-                                      f"(first in doc_id {doc_ids[i].as_py()!r}); nothing written")
-            sampled = batch.column("_rt_sample").to_numpy(zero_copy_only=False)
-            picked = sampled.nonzero()[0]
-            mismatch = np.zeros(batch.num_rows, dtype=bool)
-            found: list[tuple[str, int, str]] = []
-            if len(picked):
-                sub = [texts[i] for i in picked]
-                if fast is not None:  # the audit of the fast path: tiktoken's ids must be HF's
-                    _audit_engine(loaded, sub, [ids[i] for i in picked], [doc_ids[i].as_py() for i in picked])
-                lengths, flat = tok_udfs.token_ids(tokens)
-                ends = np.cumsum(lengths)
-                for i, text in zip(picked, sub, strict=True):
-                    err = tok_udfs.roundtrip_mismatch(loaded, text, flat[ends[i] - lengths[i] + first: ends[i] - 1].tolist())
-                    if err is not None:
-                        mismatch[i] = True
-                        found.append((doc_ids[i].as_py(), int(i), err))
-            if counts is not None:
-                counts.add([batch.num_rows, int((n_content == 0).sum()), len(picked), int(mismatch.sum())])
-            if by_source is not None:
-                by_source.add(_tokens_by_source(batch.column("source"), np.where(n_content > 0, n_content + extra, 0)))
-            errors: list[str | None] = [None] * batch.num_rows
-            for _, i, err in sorted(found)[:keep_examples]:  # the k smallest doc_ids: a superset of the global k
-                errors[i] = err
-            yield pa.RecordBatch.from_arrays(
-                [
-                    doc_ids,
-                    batch.column("source"),
-                    tokens,
-                    pa.array(n_content + extra, pa.int32()),
-                    pa.array(n_content, pa.int32()),
-                    pa.array(sampled, pa.bool_()),
-                    pa.array(mismatch, pa.bool_()),
-                    pa.array(errors, pa.string()),
-                ],
-                schema=arrow_schema,
-            )
-
+    # Built here, run on the workers: the function and what it holds come from udfs only (see udfs.tokenize_batch).
+    encode = tok_batch.make_encoder(spec, arrow_schema, encoding_factory=encoding_factory, counts=counts,
+                                    by_source=by_source)
     return staged.mapInArrow(encode, out_schema)
 
 
@@ -243,19 +154,6 @@ def _in_sample(seed: int, fraction: float) -> Column:
     """True for the audit sample: a keyed hash of ``run.seed`` and ``doc_id`` (partitioning-independent)."""
     threshold = int(round(fraction * _RT_BUCKETS))
     return F.pmod(F.xxhash64(F.lit(seed), F.col("doc_id")), F.lit(_RT_BUCKETS)) < F.lit(threshold)
-
-
-def _audit_engine(loaded: tok_udfs.LoadedTokenizer, texts: list[str], got: list, doc_ids: list[str]) -> None:
-    ref = tok_udfs.encode_ids(loaded, texts)
-    for doc_id, want, have in zip(doc_ids, ref, got, strict=True):
-        have = have.tolist() if isinstance(have, np.ndarray) else list(have)
-        if have != want:
-            k = next((j for j, (a, b) in enumerate(zip(want, have, strict=False)) if a != b), min(len(want), len(have)))
-            raise TokenizeFailure(
-                f"{_FAIL}tokenize.engine=tiktoken gave ids different from the Hugging Face tokenizer "
-                f"{loaded.spec!r} on doc_id {doc_id!r} (first difference at token {k}: tiktoken {have[k:k + 5]} "
-                f"vs hf {want[k:k + 5]}); nothing written. Set tokenize.engine=hf for this tokenizer."
-            )
 
 
 def _arrow_type(dt: T.DataType) -> pa.DataType:
@@ -313,8 +211,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     tok, eos_id, bos_id = special_ids(tcfg)
     engine, why_hf = resolve_engine(tcfg)
 
-    counts = spark.sparkContext.accumulator([0] * len(COUNTS), _Counts())
-    by_source = spark.sparkContext.accumulator({}, _SumBySource())
+    counts = spark.sparkContext.accumulator([0] * len(COUNTS), tok_batch.CountsParam())
+    by_source = spark.sparkContext.accumulator({}, tok_batch.SumBySourceParam())
     annotated = tokenize(src, tcfg, cfg.run.seed, engine=engine, counts=counts, by_source=by_source)
     zero = F.col("n_content_tokens") == 0
     props = {

@@ -34,6 +34,7 @@ HARD_CASES = [
     "\x00\x01 control \x7f\x85 chars",
     "\ufffd replacement \U0010ffff last plane",
     "",
+    f"the sentinel is text: a{TT.SENTINEL}b {TT.SENTINEL}",
 ]
 
 
@@ -77,7 +78,8 @@ def test_gpt2_is_eligible_and_built_from_its_own_files(gpt2, enc):
     assert compat.ok and compat.reason == "" and compat.pattern == TT.GPT2_PATTERN
     # every byte and merge result; <|endoftext|> (a vocabulary entry no merge produces) is left out
     assert len(compat.ranks) == 50_256 and b"<|endoftext|>" not in compat.ranks
-    assert enc.special_tokens_set == set() and enc.name == "winnow:builtin:gpt2"
+    # one special token, never allowed: only there so tiktoken's special-token search is not empty
+    assert enc.special_tokens_set == {TT.SENTINEL} and enc.name == "winnow:builtin:gpt2"
     assert TT.resolve_engine(gpt2, "auto") == ("tiktoken", "")
 
 

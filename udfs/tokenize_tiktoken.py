@@ -17,7 +17,7 @@ same check for GPT-2: "tiktoken assumes that ranks are ordered the same as merge
   agree when every token, run through the BPE model alone, comes out as itself (checked for every token).
 * Pre-tokenization must be the byte-level regex split only: no normalizer, no prefix space, no
   dropout, no subword prefix/suffix, no byte fallback, and added tokens only special ones (with
-  ``encode_special_tokens`` they are ordinary text on both engines; tiktoken gets no special tokens).
+  ``encode_special_tokens`` they are ordinary text on both engines; tiktoken allows none of its own).
 
 Source: openai/tiktoken ``tiktoken/load.py`` and ``src/lib.rs`` (``byte_pair_merge``); huggingface/tokenizers
 ``models/bpe/word.rs`` (``merge_all``) and ``pre_tokenizers/byte_level.rs`` (the GPT-2 regex below).
@@ -157,11 +157,23 @@ def tiktoken_compatibility(hf_tokenizer, *, verify_tokens: bool = True) -> Compa
     return Compatibility(True, pattern=pattern, ranks=ranks)
 
 
-def build_encoding(name: str, compat: Compatibility):
-    """A ``tiktoken.Encoding`` with ``compat``'s ranks and pattern and no special tokens.
+SENTINEL = "\x00winnow:never-allowed\x00"
+"""The one special token of every encoding :func:`build_encoding` builds; never allowed, so never emitted."""
+SENTINEL_ID = 2**32 - 1
+"""Its id: outside any vocabulary (the stage's range check would fail on it) and tiktoken's largest rank."""
 
-    No special tokens: literal ``<|endoftext|>`` in a document is ordinary text, as on the
-    ``tokenizers`` path; the stage appends the EOS id itself.
+
+def build_encoding(name: str, compat: Compatibility):
+    """A ``tiktoken.Encoding`` with ``compat``'s ranks and pattern and one special token no call allows.
+
+    Special-token strings in a document (a literal ``<|endoftext|>``) are ordinary text, as on the
+    ``tokenizers`` path; the stage appends the EOS id itself. The encoding still holds one special token,
+    :data:`SENTINEL`, because tiktoken's ``encode`` searches the text for the special-token regex before
+    splitting it, and with no special token at all that regex is empty: it matches at every position and the
+    search restarts at each one (``src/lib.rs`` ``encode``: ``start_find = m.start() + 1``), which made
+    ``encode_to_numpy`` 1.3x slower than ``encode_ordinary`` here (bench/notes.md). Callers pass
+    ``allowed_special=frozenset()`` and ``disallowed_special=()`` (:func:`udfs.tokenize.encode_ids`): a
+    sentinel found in a document is then encoded as text too, exactly as ``encode_ordinary`` would.
 
     Raises:
         ValueError: ``compat`` is not ok.
@@ -171,7 +183,7 @@ def build_encoding(name: str, compat: Compatibility):
     import tiktoken
 
     return tiktoken.Encoding(name=f"winnow:{name}", pat_str=compat.pattern, mergeable_ranks=compat.ranks,
-                             special_tokens={})
+                             special_tokens={SENTINEL: SENTINEL_ID})
 
 
 def resolve_engine(loaded, requested: str) -> tuple[str, str]:
