@@ -10,7 +10,8 @@ tree, so each run imports its own code), then compares the two run roots:
   (those hold Delta versions and the names of the tables the chain declares, which a refactoring may
   legitimately settle differently);
 * every shard file byte for byte, and ``manifest.json``, ``stats.json`` and ``config/*.json`` as JSON
-  with clock keys (``elapsed_s``, ``finished_at``, ``started_at``) removed;
+  with clock keys (``elapsed_s``, ``finished_at``, ``started_at``) removed; the blend files name the run's
+  shard root, so they are compared as JSON and their sha256/bytes in ``manifest.json`` are left out;
 * everywhere, the run root and the whole-config fingerprint (which covers ``run.root``, so two roots
   differ by it alone) are replaced by ``<root>`` and ``<config_fingerprint>``;
 * the ``winnow.*`` table properties, reported apart (a change of the standard set of properties is
@@ -76,6 +77,16 @@ def json_file(path: Path, subs: dict[str, str]) -> Any:
     return _strip(json.loads(path.read_text(encoding="utf-8")), subs)
 
 
+def _without_blend_digests(manifest: Any) -> Any:
+    # The blend files name the run's own shard root, so their bytes and sha256 differ between any two
+    # roots; the files themselves are compared as JSON with the root replaced by <root>.
+    if isinstance(manifest, dict) and isinstance(manifest.get("files"), list):
+        manifest = {**manifest, "files": [{k: v for k, v in f.items() if k not in ("sha256", "bytes")}
+                                          if isinstance(f, dict) and f.get("kind") == "blend" else f
+                                          for f in manifest["files"]]}
+    return manifest
+
+
 def json_diff(a: Any, b: Any, path: str = "") -> list[str]:
     """Dotted paths where two JSON values differ (at most a few per branch)."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -128,7 +139,10 @@ def compare(base: Path, work: Path, inputs: Path) -> tuple[list[str], list[str]]
         if not (a.is_file() and b.is_file()):
             data.append(f"file {rel}: only in {'base' if a.is_file() else 'work'}")
         elif rel.suffix == ".json":
-            diffs = json_diff(json_file(a, subs[base]), json_file(b, subs[work]))
+            ja, jb = json_file(a, subs[base]), json_file(b, subs[work])
+            if rel.name == "manifest.json":
+                ja, jb = _without_blend_digests(ja), _without_blend_digests(jb)
+            diffs = json_diff(ja, jb)
             where = data if rel.parts[0] == "shards" else props
             where += [f"file {rel}: {d}" for d in diffs[:8]]
         elif rel.suffix == ".html":
