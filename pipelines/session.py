@@ -151,6 +151,12 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
             from delta import configure_spark_with_delta_pip
 
             builder = configure_spark_with_delta_pip(builder)
+        archive = class_archive(jars or [])
+        if archive.is_file() and os.environ.get(CDS_ENV, "1") != "0":
+            # The JVM maps the classes it loaded last time from the archive the install step made
+            # (bench/notes.md: about a third of a small session's CPU is class loading and verifying).
+            opts = f"{cfg.conf.get(JAVA_OPTIONS, '')} -XX:SharedArchiveFile={archive} -Xshare:auto"
+            builder = builder.config(JAVA_OPTIONS, opts.lstrip())
     elif cfg.master:
         builder = builder.master(cfg.master)
 
@@ -160,6 +166,112 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     _apply_runtime_conf(spark, cfg)
     _check_delta(spark)
     return spark
+
+
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+CDS_ENV = "WINNOW_CDS"
+"""Environment variable: ``0`` starts the local JVM without the class archive (to compare or rule it out)."""
+
+
+def class_archive(jars: list[str]) -> Path:
+    """Where the JVM's class-data-sharing archive for this Java, pyspark and Delta jar set lives.
+
+    A local session's JVM loads some 15,000 classes of Spark, Scala and Delta, parsing and verifying
+    each: a HotSpot dynamic CDS archive (``-XX:ArchiveClassesAtExit``, JDK 13+; JEP 350) holds them
+    ready to map. An archive only fits the JVM build and class path that made it, so its name is a
+    digest of the ``java`` binary, pyspark's jar folder and ``jars``: a new Java, pyspark or Delta
+    version looks for another file, and the session runs without one until :func:`make_class_archive`
+    (the install step) writes it.
+
+    Args:
+        jars: the ``spark.jars`` files of the session (Delta's), local paths or ``file:`` URLs.
+    """
+    import hashlib
+    import shutil
+
+    import pyspark
+
+    h = hashlib.sha256()
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    spark_jars = Path(pyspark.__file__).parent / "jars"
+    files = [Path(os.path.realpath(java))] if java else []
+    files += sorted(spark_jars.glob("*.jar")) if spark_jars.is_dir() else []
+    files += [Path(j.removeprefix("file://").removeprefix("file:")) for j in jars]
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        h.update(f"{f}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+    return JAR_CACHE / f"classes-{h.hexdigest()[:16]}.jsa"
+
+
+def make_class_archive() -> Path | None:
+    """Write :func:`class_archive` for this machine by running a small Delta workload in a child process
+    whose JVM dumps the classes it loaded at exit (output to ``classes.log`` beside it).
+
+    Returns:
+        The archive, or None when the JVM could not write one (the log says why; sessions then start
+        without it, as before).
+    """
+    import subprocess
+
+    JAR_CACHE.mkdir(parents=True, exist_ok=True)
+    log = JAR_CACHE / "classes.log"
+    with log.open("w") as out:
+        rc = subprocess.call([sys.executable, "-m", "pipelines.session", "--class-archive-child"], stdout=out,
+                             stderr=out, env={**os.environ, CDS_ENV: "0"})
+    archive = class_archive(cached_delta_jars() or [])
+    ok = rc == 0 and archive.is_file()
+    state = f"written: {archive}" if ok else "NOT written"
+    print(f"JVM class archive {state}; its log is {log}", file=sys.stderr)
+    return archive if ok else None
+
+
+def _class_archive_child() -> None:
+    # Exercises what a chain run loads: Delta create/replace, replaceWhere with schema merge, append,
+    # time travel, DESCRIBE, shuffles, windows, joins, checkpoints, Arrow batches to a Python worker.
+    import tempfile
+
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    archive = class_archive(cached_delta_jars() or [])
+    tmp = archive.with_name(archive.name + f".{os.getpid()}.tmp")
+    cfg = SparkConfig(master="local[2]", shuffle_partitions=4,
+                      conf={JAVA_OPTIONS: f"-XX:ArchiveClassesAtExit={tmp}", "spark.ui.enabled": "false"})
+    spark = get_spark("winnow-class-archive", cfg)
+    with tempfile.TemporaryDirectory() as d:
+        df = spark.range(2000).select(F.col("id"), F.format_string("doc %d", "id").alias("text"),
+                                      (F.col("id") % 7).cast("string").alias("source"))
+        df.writeTo(f"delta.`{d}/t`").using("delta").tableProperty("winnow.x", "1").createOrReplace()
+        t = spark.read.format("delta").load(f"{d}/t")
+        w = Window.partitionBy("source").orderBy(F.col("id").desc())
+        ranked = t.withColumn("r", F.row_number().over(w)).withColumn(
+            "m", F.min("id").over(Window.partitionBy("source")))
+        joined = ranked.join(t.groupBy("source").agg(F.count(F.lit(1)).alias("n")), "source").persist()
+        joined.where("r <= 3").orderBy("source", "r").collect()
+        words = F.explode(F.split("text", " "))
+        joined.select(F.md5(F.encode("text", "UTF-8")), F.xxhash64("text"), words).distinct().count()
+        joined.unpersist()
+        arrow = t.select("id", "text").mapInArrow(lambda it: it, "id long, text string")
+        arrow.localCheckpoint(eager=True).count()
+        (t.withColumn("stage", F.lit("a")).write.format("delta").mode("overwrite")
+         .option("replaceWhere", "stage = 'a'").option("mergeSchema", "true").save(f"{d}/r"))
+        t.limit(5).write.format("delta").mode("append").save(f"{d}/r")
+        spark.read.format("delta").option("versionAsOf", 0).load(f"{d}/r").toPandas()
+        spark.sql(f"DESCRIBE DETAIL delta.`{d}/t`").collect()
+        spark.sql(f"DESCRIBE HISTORY delta.`{d}/t`").collect()
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)  # type: ignore[attr-defined]
+    spark.stop()
+    if proc is not None:  # the JVM writes the archive as it exits, after the end of its input
+        proc.stdin.close()
+        proc.wait(timeout=600)
+    if tmp.is_file():
+        tmp.replace(archive)
 
 
 SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
@@ -245,8 +357,12 @@ def _check_delta(spark: SparkSession) -> None:
 
 if __name__ == "__main__":
     # `python -m pipelines.session` prints the --packages value for spark-submit; `--resolve` fills the
-    # jar cache (the install step runs it).
+    # jar cache and `--class-archive` writes the JVM's class archive (the install step runs both).
     if sys.argv[1:] == ["--resolve"]:
         _resolve_in_child()
+    elif sys.argv[1:] == ["--class-archive"]:
+        sys.exit(0 if make_class_archive() else 1)
+    elif sys.argv[1:] == ["--class-archive-child"]:
+        _class_archive_child()
     else:
         sys.stdout.write(delta_coordinates() + "\n")
