@@ -28,6 +28,7 @@ import argparse
 import glob
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -155,6 +156,35 @@ def _jvm_times(spark: Any) -> tuple[float, float]:
         return float("nan"), float("nan")
 
 
+def jvm_counters(spark: Any) -> dict[str, float]:
+    """Whole-run totals of the driver JVM, seconds: class loading (``sun.cls.time``), bytecode
+    verification, JIT compilation (``sun.ci.totalTime``), from ``jcmd PerfCounter.print``; and Spark's
+    Janino compilations of generated code (``CodegenMetrics``: count, and count x mean ms)."""
+    out: dict[str, float] = {}
+    try:
+        pid = int(spark._jvm.ProcessHandle.current().pid())
+        text = subprocess.run(["jcmd", str(pid), "PerfCounter.print"], capture_output=True, text=True, timeout=60).stdout
+        counters = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+        freq = float(counters.get("sun.os.hrt.frequency", "1e9"))
+        for key, name in (("sun.cls.time", "class_load_s"), ("sun.cls.classVerifyTime", "class_verify_s"),
+                          ("sun.ci.totalTime", "jit_s"), ("sun.cls.sharedClassLoadTime", "shared_class_load_s")):
+            if key in counters:
+                out[name] = round(float(counters[key]) / freq, 2)
+        for key, name in (("sun.cls.loadedBytes", "class_bytes"), ("java.cls.loadedClasses", "classes"),
+                          ("sun.cls.sharedLoadedClasses", "shared_classes")):
+            if key in counters:
+                out[name] = float(counters[key])
+    except Exception as e:  # noqa: BLE001 - no jcmd: leave them out
+        out["jcmd_error"] = str(e)[:100]
+    try:
+        h = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+        out["janino_compiles"] = float(h.getCount())
+        out["janino_s"] = round(h.getCount() * h.getSnapshot().getMean() / 1000, 2)
+    except Exception as e:  # noqa: BLE001
+        out["codegen_error"] = str(e)[:100]
+    return out
+
+
 def _commit_files(root: str) -> set[str]:
     return set(glob.glob(f"{root}/tables/*/_delta_log/*.json"))
 
@@ -210,12 +240,13 @@ def run(argv: list[str], root: str, keep: str | None, defaults: list[str] = (), 
         watch.stop()
     t_end, cpu_end = time.time(), _tree_cpu()
     spark = holder.get("spark")
+    jvm_totals = jvm_counters(spark) if spark is not None else {}
     if spark is not None:
         spark.stop()  # flushes the event log
     log_path = (sorted(glob.glob(f"{logdir}/*")) or [None])[0]
     run_info = {"log": log_path, "t_start": t_start, "t_end": t_end, "cpu_start": cpu_start, "cpu_end": cpu_end,
                 "windows": [{**w, "commits0": sorted(w["commits0"]), "commits1": sorted(w["commits1"])} for w in windows],
-                "workers": watch.seen, "rc": rc}
+                "workers": watch.seen, "rc": rc, "jvm_totals": jvm_totals}
     keep = keep or tempfile.mkdtemp(prefix="winnow-fixedcost-keep-")
     Path(keep).mkdir(parents=True, exist_ok=True)
     Path(keep, "run.json").write_text(json.dumps(run_info) + "\n")
@@ -298,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = run(rest, root, args.keep, args.spark_default, not args.no_event_log)
     print(f"load before {load0}, after {loadavg()}")
     print(format_table(rows))
+    keep_dir = args.keep or ""
+    if keep_dir:
+        print("JVM totals:", json.loads(Path(keep_dir, "run.json").read_text()).get("jvm_totals"))
     return 0
 
 
