@@ -38,11 +38,8 @@ NOT_SIGNALS = frozenset({"cluster_size", "stage", "n_tokens", "duplicate_of"})
 
 REREAD_TABLES = ("documents", "quarantine", "filtered", "refs_checked", "decontaminated", "pii_redacted", "tokenized",
                  "removed")
-"""Tables the report's parts query more than once (``removed`` about ten times)."""
-
-CACHE_UNDER_BYTES = 256 << 20
-"""Tables whose data files hold at most this many bytes are cached while the report reads them (a run
-of a few hundred thousand documents); larger ones are scanned per query, as before."""
+"""Tables the report's parts query more than once (``removed`` about ten times): cached while they read
+them when small (:data:`pipelines.tables.SMALL_TABLE_BYTES`)."""
 
 
 def _bytes_col(df: DataFrame) -> Column | None:
@@ -404,7 +401,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             "(or check run.root)"
         )
     for name in REREAD_TABLES:
-        read_if_exists(spark, cfg, name, cache_under_bytes=CACHE_UNDER_BYTES)
+        read_if_exists(spark, cfg, name, cache_under_bytes=tables.SMALL_TABLE_BYTES)
     try:
         stats = collect_stats(spark, cfg)
     finally:

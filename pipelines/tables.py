@@ -115,6 +115,7 @@ def read_table(
     *,
     written_by: str | None = None,
     version: int | None = None,
+    cache_under_bytes: int | None = None,
 ) -> DataFrame:
     """Read the Delta table ``name`` of this run (at ``version`` when given, else the latest).
 
@@ -122,6 +123,11 @@ def read_table(
         name: table name, e.g. ``"documents"``.
         written_by: the stage that writes it, named in the error message; default: the stage the chain
             declares as its writer (:func:`pipelines.chain.writer_of`).
+        cache_under_bytes: persist the rows (memory and disk) when the table's files hold at most this
+            many bytes, until :func:`release_cached` (:func:`pipelines.stage.run_stage` calls it when the
+            stage ends): for a stage that queries its input several times, each later query reads the
+            cache instead of planning a Delta scan (a Spark job listing the snapshot's files) and
+            reading Parquet again.
 
     Raises:
         MissingTableError: the table does not exist yet.
@@ -131,7 +137,12 @@ def read_table(
         written_by = written_by or writer_of(name)
         hint = f"; run the {written_by!r} stage first" if written_by else ""
         raise MissingTableError(f"Delta table {name!r} not found at {path!r}{hint}")
-    return read_path(spark, path, version)
+    df = read_path(spark, path, version)
+    if cache_under_bytes is not None:
+        at = version if version is not None else delta_version(spark, path)
+        if at is not None and _small(spark, path, at, cache_under_bytes):
+            _persist(spark, df)
+    return df
 
 
 def write_table(
@@ -321,7 +332,6 @@ def read_path(spark: SparkSession, path: str, version: int | None = None) -> Dat
 
 
 _LOADED: dict[tuple[int, str, int], DataFrame] = {}
-_PINNED: list[tuple[int, str, int]] = []
 
 
 def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str, *,
@@ -344,21 +354,35 @@ def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str, *,
     key = (id(spark), path, version)
     if key not in _LOADED:
         _LOADED[key] = read_path(spark, path, version)
-    if cache_under_bytes is not None and key not in _PINNED:
-        size = table_bytes(spark, path, version)
-        if size is not None and size <= cache_under_bytes:
-            from pyspark import StorageLevel
+    df = _LOADED[key]
+    if cache_under_bytes is not None and not df.is_cached and _small(spark, path, version, cache_under_bytes):
+        _persist(spark, df)
+    return df
 
-            _LOADED[key].persist(StorageLevel.MEMORY_AND_DISK)
-            _PINNED.append(key)
-    return _LOADED[key]
+
+SMALL_TABLE_BYTES = 256 << 20
+"""Default ``cache_under_bytes`` of the stages that re-read a table: files of at most 256 MB (a run of a
+few hundred thousand documents); larger tables are scanned per query, as before."""
+
+_PINNED: dict[int, list[DataFrame]] = {}
+
+
+def _small(spark: SparkSession, path: str, version: int, limit: int) -> bool:
+    size = table_bytes(spark, path, version)
+    return size is not None and size <= limit
+
+
+def _persist(spark: SparkSession, df: DataFrame) -> None:
+    from pyspark import StorageLevel
+
+    df.persist(StorageLevel.MEMORY_AND_DISK)
+    _PINNED.setdefault(id(spark), []).append(df)
 
 
 def release_cached(spark: SparkSession) -> None:
-    """Unpersist every table :func:`read_if_exists` cached for ``spark``."""
-    for key in [k for k in _PINNED if k[0] == id(spark)]:
-        _LOADED[key].unpersist()
-        _PINNED.remove(key)
+    """Unpersist every table :func:`read_table` / :func:`read_if_exists` cached for ``spark``."""
+    for df in _PINNED.pop(id(spark), []):
+        df.unpersist()
 
 
 def table_bytes(spark: SparkSession, path: str, version: int) -> int | None:
