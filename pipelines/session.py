@@ -139,6 +139,11 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         master = cfg.master or "local[*]"
         builder = builder.master(master)
+        if CODEGEN_CACHE not in cfg.conf:
+            # Spark keeps 100 compiled classes of generated code; a chain run compiles ~760 (many the
+            # same code again: each Delta snapshot rebuild plans the same query), so it kept recompiling
+            # them with Janino on the driver's critical path (bench/notes.md, "Fixed cost").
+            builder = builder.config(CODEGEN_CACHE, "1000")
         if SNAPSHOT_PARTITIONS not in cfg.conf:
             # Delta rebuilds a table's snapshot from its log in 50 tasks by default, sized for clusters
             # and large logs; Winnow reads small logs (one commit per run) dozens of times per run, so
@@ -151,10 +156,13 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
             from delta import configure_spark_with_delta_pip
 
             builder = configure_spark_with_delta_pip(builder)
-        archive = class_archive(jars or [])
-        if archive.is_file() and os.environ.get(CDS_ENV, "1") != "0":
-            # The JVM maps the classes it loaded last time from the archive the install step made
-            # (bench/notes.md: about a third of a small session's CPU is class loading and verifying).
+        archive, dump = class_archive(jars or []), os.environ.get(CDS_DUMP_ENV)
+        if dump:  # make_class_archive's run: dump what this JVM loads
+            opts = f"{cfg.conf.get(JAVA_OPTIONS, '')} -XX:ArchiveClassesAtExit={dump}"
+            builder = builder.config(JAVA_OPTIONS, opts.lstrip())
+        elif archive.is_file() and os.environ.get(CDS_ENV, "1") != "0":
+            # The JVM maps the classes a run loads from the archive the install step made instead of
+            # parsing and verifying them from the jars (bench/notes.md, "Fixed cost").
             opts = f"{cfg.conf.get(JAVA_OPTIONS, '')} -XX:SharedArchiveFile={archive} -Xshare:auto"
             builder = builder.config(JAVA_OPTIONS, opts.lstrip())
     elif cfg.master:
@@ -171,6 +179,8 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 CDS_ENV = "WINNOW_CDS"
 """Environment variable: ``0`` starts the local JVM without the class archive (to compare or rule it out)."""
+CDS_DUMP_ENV = "WINNOW_CDS_DUMP"
+"""Environment variable set by :func:`make_class_archive`'s run: the file its JVM dumps its classes to."""
 
 
 def class_archive(jars: list[str]) -> Path:
@@ -208,8 +218,9 @@ def class_archive(jars: list[str]) -> Path:
 
 
 def make_class_archive() -> Path | None:
-    """Write :func:`class_archive` for this machine by running a small Delta workload in a child process
-    whose JVM dumps the classes it loaded at exit (output to ``classes.log`` beside it).
+    """Write :func:`class_archive` for this machine: ``make run``'s chain (``conf/local.yaml`` on
+    ``sample_data/``, into a scratch root) in a child process whose JVM dumps the classes it loaded as it
+    exits (output to ``classes.log`` beside the archive; about a minute on 2 idle cores).
 
     Returns:
         The archive, or None when the JVM could not write one (the log says why; sessions then start
@@ -230,49 +241,40 @@ def make_class_archive() -> Path | None:
 
 
 def _class_archive_child() -> None:
-    # Exercises what a chain run loads: Delta create/replace, replaceWhere with schema merge, append,
-    # time travel, DESCRIBE, shuffles, windows, joins, checkpoints, Arrow batches to a Python worker.
+    # The classes worth archiving are the ones a run loads: run make run's chain (conf/local.yaml on
+    # sample_data/) into a scratch root, with the JVM told to dump its classes when it exits.
     import tempfile
 
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    archive = class_archive(cached_delta_jars() or [])
-    tmp = archive.with_name(archive.name + f".{os.getpid()}.tmp")
-    cfg = SparkConfig(master="local[2]", shuffle_partitions=4,
-                      conf={JAVA_OPTIONS: f"-XX:ArchiveClassesAtExit={tmp}", "spark.ui.enabled": "false"})
-    spark = get_spark("winnow-class-archive", cfg)
-    with tempfile.TemporaryDirectory() as d:
-        df = spark.range(2000).select(F.col("id"), F.format_string("doc %d", "id").alias("text"),
-                                      (F.col("id") % 7).cast("string").alias("source"))
-        df.writeTo(f"delta.`{d}/t`").using("delta").tableProperty("winnow.x", "1").createOrReplace()
-        t = spark.read.format("delta").load(f"{d}/t")
-        w = Window.partitionBy("source").orderBy(F.col("id").desc())
-        ranked = t.withColumn("r", F.row_number().over(w)).withColumn(
-            "m", F.min("id").over(Window.partitionBy("source")))
-        joined = ranked.join(t.groupBy("source").agg(F.count(F.lit(1)).alias("n")), "source").persist()
-        joined.where("r <= 3").orderBy("source", "r").collect()
-        words = F.explode(F.split("text", " "))
-        joined.select(F.md5(F.encode("text", "UTF-8")), F.xxhash64("text"), words).distinct().count()
-        joined.unpersist()
-        arrow = t.select("id", "text").mapInArrow(lambda it: it, "id long, text string")
-        arrow.localCheckpoint(eager=True).count()
-        (t.withColumn("stage", F.lit("a")).write.format("delta").mode("overwrite")
-         .option("replaceWhere", "stage = 'a'").option("mergeSchema", "true").save(f"{d}/r"))
-        t.limit(5).write.format("delta").mode("append").save(f"{d}/r")
-        spark.read.format("delta").option("versionAsOf", 0).load(f"{d}/r").toPandas()
-        spark.sql(f"DESCRIBE DETAIL delta.`{d}/t`").collect()
-        spark.sql(f"DESCRIBE HISTORY delta.`{d}/t`").collect()
     from pyspark import SparkContext
 
-    proc = getattr(SparkContext._gateway, "proc", None)  # type: ignore[attr-defined]
-    spark.stop()
-    if proc is not None:  # the JVM writes the archive as it exits, after the end of its input
-        proc.stdin.close()
-        proc.wait(timeout=600)
-    if tmp.is_file():
-        tmp.replace(archive)
+    repo = Path(__file__).resolve().parents[1]
+    if not (repo / "sample_data").is_dir() or not (repo / "jobs" / "pipeline.py").is_file():
+        sys.exit("no sample_data/ and jobs/pipeline.py beside pipelines/: no chain to train the archive on")
+    archive = class_archive(cached_delta_jars() or [])
+    tmp = archive.with_name(archive.name + f".{os.getpid()}.tmp")
+    os.environ[CDS_DUMP_ENV] = str(tmp)
+    os.chdir(repo)
+    sys.path.insert(0, str(repo))
+    from jobs import pipeline
 
+    with tempfile.TemporaryDirectory() as d:
+        rc = pipeline.main(["--conf", "conf/local.yaml", "--quiet", "--set", f"run.root={d}/out"])
+        proc = getattr(SparkContext._gateway, "proc", None)  # type: ignore[attr-defined]
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
+        if proc is not None:  # the JVM writes the archive as it exits, after the end of its input
+            proc.stdin.close()
+            proc.wait(timeout=600)
+    if rc == 0 and tmp.is_file():
+        tmp.replace(archive)
+    else:
+        tmp.unlink(missing_ok=True)
+        sys.exit(f"the chain exited with {rc} or the JVM wrote no archive")
+
+
+CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
+"""Spark static SQL setting: compiled generated classes kept for reuse (``StaticSQLConf``, default 100)."""
 
 SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 """Delta SQL setting: partitions of the job that rebuilds a table snapshot from its ``_delta_log``
