@@ -156,7 +156,8 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
             from delta import configure_spark_with_delta_pip
 
             builder = configure_spark_with_delta_pip(builder)
-        archive, dump = class_archive(jars or []), os.environ.get(CDS_DUMP_ENV)
+        archive = class_archive(jars or [], cfg.conf.get("spark.driver.extraClassPath", ""))
+        dump = os.environ.get(CDS_DUMP_ENV)
         if dump:  # make_class_archive's run: dump what this JVM loads
             opts = f"{cfg.conf.get(JAVA_OPTIONS, '')} -XX:ArchiveClassesAtExit={dump}"
             builder = builder.config(JAVA_OPTIONS, opts.lstrip())
@@ -183,18 +184,26 @@ CDS_DUMP_ENV = "WINNOW_CDS_DUMP"
 """Environment variable set by :func:`make_class_archive`'s run: the file its JVM dumps its classes to."""
 
 
-def class_archive(jars: list[str]) -> Path:
+CLASS_PATH_ENV = ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_DIST_CLASSPATH",
+                  "SPARK_CLASSPATH")
+"""Environment variables whose folders Spark's launcher adds to the driver's class path."""
+
+
+def class_archive(jars: list[str], extra_class_path: str = "") -> Path:
     """Where the JVM's class-data-sharing archive for this Java, pyspark and Delta jar set lives.
 
     A local session's JVM loads some 15,000 classes of Spark, Scala and Delta, parsing and verifying
     each: a HotSpot dynamic CDS archive (``-XX:ArchiveClassesAtExit``, JDK 13+; JEP 350) holds them
     ready to map. An archive only fits the JVM build and class path that made it, so its name is a
-    digest of the ``java`` binary, pyspark's jar folder and ``jars``: a new Java, pyspark or Delta
-    version looks for another file, and the session runs without one until :func:`make_class_archive`
-    (the install step) writes it.
+    digest of the ``java`` binary, pyspark's jar folder, ``jars``, ``extra_class_path`` and the folders
+    Spark's launcher puts on the class path (``SPARK_CONF_DIR``, ``HADOOP_CONF_DIR``, ...): a new Java,
+    pyspark or Delta version, or another class path, looks for another file, and the session runs
+    without one (and without the JVM's one-line warning about a mismatch) until
+    :func:`make_class_archive` (the install step) writes it.
 
     Args:
         jars: the ``spark.jars`` files of the session (Delta's), local paths or ``file:`` URLs.
+        extra_class_path: the session's ``spark.driver.extraClassPath``, if any.
     """
     import hashlib
     import shutil
@@ -214,6 +223,11 @@ def class_archive(jars: list[str]) -> Path:
         except OSError:
             continue
         h.update(f"{f}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+    for var in CLASS_PATH_ENV:
+        if os.environ.get(var):
+            h.update(f"{var}={os.environ[var]}\n".encode())
+    if extra_class_path:
+        h.update(f"extraClassPath={extra_class_path}\n".encode())
     return JAR_CACHE / f"classes-{h.hexdigest()[:16]}.jsa"
 
 
