@@ -4,6 +4,8 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The JVM's class archive (pipelines/session.py, class_archive) is made once after an install.
+CLASSES := $(VENV)/.classes
 # The consumers extra (torch, megatron-core, mosaicml-streaming: ~3 GB of wheels) in its own venv, as a
 # training environment: it cannot share .venv with the dev extra (datatrove needs huggingface-hub>=1.6,
 # streaming imports transformers<5, which needs huggingface-hub<1). tests/test_consumers.py runs it.
@@ -40,7 +42,12 @@ $(STAMP): pyproject.toml
 	@$(PY) -c "from pipelines.session import cached_delta_jars, resolve_delta_jars; cached_delta_jars() or resolve_delta_jars()" || true
 	@touch $(STAMP)
 
-run: java-check $(STAMP)
+# Once per install (about a minute): the class archive local sessions start from; a run without it works.
+$(CLASSES): $(STAMP)
+	@$(PY) -c "from pipelines.session import cached_delta_jars, class_archive, make_class_archive; class_archive(cached_delta_jars() or []).is_file() or make_class_archive()" || true
+	@touch $(CLASSES)
+
+run: java-check $(STAMP) $(CLASSES)
 	$(PY) jobs/pipeline.py --conf $(CONF) --set run.root=$(ROOT) $(if $(INPUTS),--set "ingest.inputs=$(INPUTS)")
 	@if [ -f $(ROOT)/shards/manifest.json ]; then $(PY) jobs/verify.py --conf $(CONF) --set run.root=$(ROOT); fi
 	@echo "Outputs: $(ROOT)/tables/ (Delta), $(ROOT)/shards/, $(ROOT)/report/report.html, $(ROOT)/config/"
@@ -52,7 +59,7 @@ $(CONSUMERS): pyproject.toml
 	@touch $(CONSUMERS)
 
 # Doctests of udfs/ and pipelines/ run with the tests (examples in docstrings are checked, not decoration).
-test: java-check $(STAMP) $(CONSUMERS)
+test: java-check $(STAMP) $(CLASSES) $(CONSUMERS)
 	$(PY) -m pytest --doctest-modules udfs pipelines tests $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -70,7 +77,7 @@ jars: $(STAMP)
 	  mvn -q dependency:copy -Dartifact=$$c -DoutputDirectory=.cache/jars || exit 1; done; \
 	echo "Delta jars in .cache/jars; use them with --set 'spark.jars=[$$(ls .cache/jars/*.jar | paste -sd, -)]'"
 
-bench: java-check $(STAMP)
+bench: java-check $(STAMP) $(CLASSES)
 	$(PY) -m bench.run
 
 clean:

@@ -387,7 +387,8 @@ def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> Stag
         summary (:func:`set_summary`).
     """
     dc = cfg.decontam
-    src = tables.read_table(spark, cfg, INPUT_TABLE)
+    # Read by the n-gram match, the cut and the stage's counts: cached for the stage while small.
+    src = tables.read_table(spark, cfg, INPUT_TABLE, cache_under_bytes=tables.SMALL_TABLE_BYTES)
     if not dc.eval_sets:
         out = src.select(
             "*",

@@ -321,11 +321,14 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     finally:
         parsed.unpersist()
         spark.conf.set(batch_key, old_batch)
-    rows_out = tables.read_path(spark, outputs["documents"]).count()
-    quarantined = {
-        r["reason"]: int(r["count"])
-        for r in tables.read_path(spark, outputs["quarantine"]).groupBy("reason").count().collect()
-    }
+    # Counted from the commits just made (Delta's numOutputRows), not by reading the tables back.
+    rows_out = tables.written_rows(spark, outputs["documents"])
+    quarantined = quarantine_counts(counts)
+    if sum(quarantined.values()) != tables.written_rows(spark, outputs["quarantine"]):
+        quarantined = {
+            r["reason"]: int(r["count"])
+            for r in tables.read_path(spark, outputs["quarantine"]).groupBy("reason").count().collect()
+        }
     if bad:
         for line in bad:
             print(line, file=sys.stderr, flush=True)
@@ -340,6 +343,21 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         outputs=outputs, extra=extra,
     )
     return report
+
+
+def quarantine_counts(counts: list[Any]) -> dict[str, int]:
+    """Quarantined records by reason from the ``(input_file, reason, count)`` rows of the parsed records
+    (documents have no reason).
+
+    >>> quarantine_counts([{"input_file": "a", "reason": None, "count": 3}, {"input_file": "a", "reason": "x", "count": 1},
+    ...                    {"input_file": "b", "reason": "x", "count": 2}])
+    {'x': 3}
+    """
+    out: Counter = Counter()
+    for r in counts:
+        if r["reason"] is not None:
+            out[r["reason"]] += int(r["count"])
+    return dict(out)
 
 
 def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], icfg: IngestConfig) -> list[str]:

@@ -36,6 +36,11 @@ DOCUMENT_COLUMNS = frozenset(
 
 NOT_SIGNALS = frozenset({"cluster_size", "stage", "n_tokens", "duplicate_of"})
 
+REREAD_TABLES = ("documents", "quarantine", "filtered", "refs_checked", "decontaminated", "pii_redacted", "tokenized",
+                 "removed")
+"""Tables the report's parts query more than once (``removed`` about ten times): cached while they read
+them when small (:data:`pipelines.tables.SMALL_TABLE_BYTES`)."""
+
 
 def _bytes_col(df: DataFrame) -> Column | None:
     if "n_bytes" in df.columns:
@@ -395,7 +400,12 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             f"report: no 'documents' table under run.root={cfg.run.root!r}; run the 'ingest' stage first "
             "(or check run.root)"
         )
-    stats = collect_stats(spark, cfg)
+    for name in REREAD_TABLES:
+        read_if_exists(spark, cfg, name, cache_under_bytes=tables.SMALL_TABLE_BYTES)
+    try:
+        stats = collect_stats(spark, cfg)
+    finally:
+        tables.release_cached(spark)
     html = render_html(stats, cfg)
     stats_path = marker_files(cfg, "report")[f"report/{chain.STATS}"]
     html_path = f"{cfg.report_path}/report.html"

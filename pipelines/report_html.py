@@ -60,12 +60,20 @@ def table(rows: list[dict[str, Any]], columns: list[str], left: tuple[str, ...] 
 
 
 # ------------------------------------------------------------------------------------------- plots
+SVG_SALT = "winnow-report"
+"""matplotlib's ``svg.hashsalt``: the ids inside an SVG are hashes of their content salted with it
+(unset, matplotlib salts them with a random UUID, and the same stats gave another page each time)."""
+
+
 def _figure_uri(fig: Any, fmt: str) -> str:
+    import matplotlib
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    # metadata Date=None keeps the SVG free of a timestamp, so the same stats give the same page.
-    fig.savefig(buf, format=fmt, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None, dpi=110)
+    # metadata Date=None keeps the SVG free of a timestamp and a fixed salt its ids random-free, so the
+    # same stats give the same page.
+    with matplotlib.rc_context({"svg.hashsalt": SVG_SALT}):
+        fig.savefig(buf, format=fmt, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None, dpi=110)
     plt.close(fig)
     mime = "image/svg+xml" if fmt == "svg" else "image/png"
     return f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode()}"

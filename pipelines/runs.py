@@ -156,7 +156,19 @@ def record_completion(
         "extra": json.dumps({**report.extra, **({"tracking": tracking} if tracking else {})}, sort_keys=True,
                             default=str),
     }
-    tables.append(spark.createDataFrame([row], RUNS_SCHEMA).coalesce(1), cfg.table_path(RUNS_TABLE))
+    path = cfg.table_path(RUNS_TABLE)
+    before = tables.delta_version(spark, path)
+    known = _RECORDS.get((path, before)) if before is not None else {}
+    tables.append(spark.createDataFrame([row], RUNS_SCHEMA).coalesce(1), path)
+    after = tables.delta_version(spark, path)
+    if known is not None and after == (-1 if before is None else before) + 1:
+        # Our append was the only commit since the version we had read: the next version's records
+        # are those plus this row, so the chain's next stage need not read _runs back (a Delta
+        # snapshot rebuild and a collect, 7 Spark jobs per stage). Any other commit in between: no
+        # entry, and the next read goes to the table.
+        latest = known.get(report.stage)
+        keep_old = latest is not None and latest["finished_at"] > row["finished_at"]
+        _RECORDS[(path, after)] = {**known, **({} if keep_old else {report.stage: dict(row)})}
     return row
 
 
@@ -184,6 +196,8 @@ def latest_records(spark: SparkSession, cfg: WinnowConfig) -> dict[str, dict[str
 
 
 _RECORDS: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
+"""``(_runs location, version) -> {stage: record}``: read once per version, and extended in place by
+:func:`record_completion` when its own append made the next version."""
 
 
 # -------------------------------------------------------------------------------------------- plan

@@ -139,6 +139,11 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         master = cfg.master or "local[*]"
         builder = builder.master(master)
+        if CODEGEN_CACHE not in cfg.conf:
+            # Spark keeps 100 compiled classes of generated code; a chain run compiles ~760 (many the
+            # same code again: each Delta snapshot rebuild plans the same query), so it kept recompiling
+            # them with Janino on the driver's critical path (bench/notes.md, "Fixed cost").
+            builder = builder.config(CODEGEN_CACHE, "1000")
         if SNAPSHOT_PARTITIONS not in cfg.conf:
             # Delta rebuilds a table's snapshot from its log in 50 tasks by default, sized for clusters
             # and large logs; Winnow reads small logs (one commit per run) dozens of times per run, so
@@ -151,6 +156,16 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
             from delta import configure_spark_with_delta_pip
 
             builder = configure_spark_with_delta_pip(builder)
+        archive = class_archive(jars or [], cfg.conf.get("spark.driver.extraClassPath", ""))
+        dump = os.environ.get(CDS_DUMP_ENV)
+        if dump:  # make_class_archive's run: dump what this JVM loads
+            opts = f"{cfg.conf.get(JAVA_OPTIONS, '')} -XX:ArchiveClassesAtExit={dump}"
+            builder = builder.config(JAVA_OPTIONS, opts.lstrip())
+        elif archive.is_file() and os.environ.get(CDS_ENV, "1") != "0":
+            # The JVM maps the classes a run loads from the archive the install step made instead of
+            # parsing and verifying them from the jars (bench/notes.md, "Fixed cost").
+            opts = f"{cfg.conf.get(JAVA_OPTIONS, '')} -XX:SharedArchiveFile={archive} -Xshare:auto"
+            builder = builder.config(JAVA_OPTIONS, opts.lstrip())
     elif cfg.master:
         builder = builder.master(cfg.master)
 
@@ -161,6 +176,119 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     _check_delta(spark)
     return spark
 
+
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+CDS_ENV = "WINNOW_CDS"
+"""Environment variable: ``0`` starts the local JVM without the class archive (to compare or rule it out)."""
+CDS_DUMP_ENV = "WINNOW_CDS_DUMP"
+"""Environment variable set by :func:`make_class_archive`'s run: the file its JVM dumps its classes to."""
+
+
+CLASS_PATH_ENV = ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_DIST_CLASSPATH",
+                  "SPARK_CLASSPATH")
+"""Environment variables whose folders Spark's launcher adds to the driver's class path."""
+
+
+def class_archive(jars: list[str], extra_class_path: str = "") -> Path:
+    """Where the JVM's class-data-sharing archive for this Java, pyspark and Delta jar set lives.
+
+    A local session's JVM loads some 15,000 classes of Spark, Scala and Delta, parsing and verifying
+    each: a HotSpot dynamic CDS archive (``-XX:ArchiveClassesAtExit``, JDK 13+; JEP 350) holds them
+    ready to map. An archive only fits the JVM build and class path that made it, so its name is a
+    digest of the ``java`` binary, pyspark's jar folder, ``jars``, ``extra_class_path`` and the folders
+    Spark's launcher puts on the class path (``SPARK_CONF_DIR``, ``HADOOP_CONF_DIR``, ...): a new Java,
+    pyspark or Delta version, or another class path, looks for another file, and the session runs
+    without one (and without the JVM's one-line warning about a mismatch) until
+    :func:`make_class_archive` (the install step) writes it.
+
+    Args:
+        jars: the ``spark.jars`` files of the session (Delta's), local paths or ``file:`` URLs.
+        extra_class_path: the session's ``spark.driver.extraClassPath``, if any.
+    """
+    import hashlib
+    import shutil
+
+    import pyspark
+
+    h = hashlib.sha256()
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    spark_jars = Path(pyspark.__file__).parent / "jars"
+    files = [Path(os.path.realpath(java))] if java else []
+    files += sorted(spark_jars.glob("*.jar")) if spark_jars.is_dir() else []
+    files += [Path(j.removeprefix("file://").removeprefix("file:")) for j in jars]
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        h.update(f"{f}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+    for var in CLASS_PATH_ENV:
+        if os.environ.get(var):
+            h.update(f"{var}={os.environ[var]}\n".encode())
+    if extra_class_path:
+        h.update(f"extraClassPath={extra_class_path}\n".encode())
+    return JAR_CACHE / f"classes-{h.hexdigest()[:16]}.jsa"
+
+
+def make_class_archive() -> Path | None:
+    """Write :func:`class_archive` for this machine: ``make run``'s chain (``conf/local.yaml`` on
+    ``sample_data/``, into a scratch root) in a child process whose JVM dumps the classes it loaded as it
+    exits (output to ``classes.log`` beside the archive; about a minute on 2 idle cores).
+
+    Returns:
+        The archive, or None when the JVM could not write one (the log says why; sessions then start
+        without it, as before).
+    """
+    import subprocess
+
+    JAR_CACHE.mkdir(parents=True, exist_ok=True)
+    log = JAR_CACHE / "classes.log"
+    with log.open("w") as out:
+        rc = subprocess.call([sys.executable, "-m", "pipelines.session", "--class-archive-child"], stdout=out,
+                             stderr=out, env={**os.environ, CDS_ENV: "0"})
+    archive = class_archive(cached_delta_jars() or [])
+    ok = rc == 0 and archive.is_file()
+    state = f"written: {archive}" if ok else "NOT written"
+    print(f"JVM class archive {state}; its log is {log}", file=sys.stderr)
+    return archive if ok else None
+
+
+def _class_archive_child() -> None:
+    # The classes worth archiving are the ones a run loads: run make run's chain (conf/local.yaml on
+    # sample_data/) into a scratch root, with the JVM told to dump its classes when it exits.
+    import tempfile
+
+    from pyspark import SparkContext
+
+    repo = Path(__file__).resolve().parents[1]
+    if not (repo / "sample_data").is_dir() or not (repo / "jobs" / "pipeline.py").is_file():
+        sys.exit("no sample_data/ and jobs/pipeline.py beside pipelines/: no chain to train the archive on")
+    archive = class_archive(cached_delta_jars() or [])
+    tmp = archive.with_name(archive.name + f".{os.getpid()}.tmp")
+    os.environ[CDS_DUMP_ENV] = str(tmp)
+    os.chdir(repo)
+    sys.path.insert(0, str(repo))
+    from jobs import pipeline
+
+    with tempfile.TemporaryDirectory() as d:
+        rc = pipeline.main(["--conf", "conf/local.yaml", "--quiet", "--set", f"run.root={d}/out"])
+        proc = getattr(SparkContext._gateway, "proc", None)  # type: ignore[attr-defined]
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
+        if proc is not None:  # the JVM writes the archive as it exits, after the end of its input
+            proc.stdin.close()
+            proc.wait(timeout=600)
+    if rc == 0 and tmp.is_file():
+        tmp.replace(archive)
+    else:
+        tmp.unlink(missing_ok=True)
+        sys.exit(f"the chain exited with {rc} or the JVM wrote no archive")
+
+
+CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
+"""Spark static SQL setting: compiled generated classes kept for reuse (``StaticSQLConf``, default 100)."""
 
 SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 """Delta SQL setting: partitions of the job that rebuilds a table snapshot from its ``_delta_log``
@@ -245,8 +373,12 @@ def _check_delta(spark: SparkSession) -> None:
 
 if __name__ == "__main__":
     # `python -m pipelines.session` prints the --packages value for spark-submit; `--resolve` fills the
-    # jar cache (the install step runs it).
+    # jar cache and `--class-archive` writes the JVM's class archive (the install step runs both).
     if sys.argv[1:] == ["--resolve"]:
         _resolve_in_child()
+    elif sys.argv[1:] == ["--class-archive"]:
+        sys.exit(0 if make_class_archive() else 1)
+    elif sys.argv[1:] == ["--class-archive-child"]:
+        _class_archive_child()
     else:
         sys.stdout.write(delta_coordinates() + "\n")

@@ -254,7 +254,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     scfg = cfg.shard
     src_name = chain.stage(STAGE).input
     src_path = cfg.table_path(src_name)
-    df = tables.read_table(spark, cfg, src_name)
+    # Queried by the split, the mix and each shard set's writer: cached for the stage while small.
+    df = tables.read_table(spark, cfg, src_name, cache_under_bytes=tables.SMALL_TABLE_BYTES)
     chain.require_columns(df, INPUT_COLUMNS, STAGE)
     props = tables.table_properties(spark, src_path)
     version = tables.table_version(spark, src_path)

@@ -144,7 +144,13 @@ def run_stage(spark: Any, cfg: WinnowConfig, stage: str, **options: Any) -> Stag
 
     ``options`` go to the stage's ``run`` (e.g. filter's ``decide_only``).
     """
-    with Timer() as t:
-        report = stage_runner(stage)(spark, cfg, **options)
+    from pipelines.tables import release_cached
+
+    try:
+        with Timer() as t:
+            report = stage_runner(stage)(spark, cfg, **options)
+    finally:
+        if spark is not None:
+            release_cached(spark)  # the inputs the stage cached (tables.read_table's cache_under_bytes)
     report.elapsed_s = t.elapsed
     return report.check()

@@ -115,6 +115,7 @@ def read_table(
     *,
     written_by: str | None = None,
     version: int | None = None,
+    cache_under_bytes: int | None = None,
 ) -> DataFrame:
     """Read the Delta table ``name`` of this run (at ``version`` when given, else the latest).
 
@@ -122,6 +123,11 @@ def read_table(
         name: table name, e.g. ``"documents"``.
         written_by: the stage that writes it, named in the error message; default: the stage the chain
             declares as its writer (:func:`pipelines.chain.writer_of`).
+        cache_under_bytes: persist the rows (memory and disk) when the table's files hold at most this
+            many bytes, until :func:`release_cached` (:func:`pipelines.stage.run_stage` calls it when the
+            stage ends): for a stage that queries its input several times, each later query reads the
+            cache instead of planning a Delta scan (a Spark job listing the snapshot's files) and
+            reading Parquet again.
 
     Raises:
         MissingTableError: the table does not exist yet.
@@ -131,7 +137,12 @@ def read_table(
         written_by = written_by or writer_of(name)
         hint = f"; run the {written_by!r} stage first" if written_by else ""
         raise MissingTableError(f"Delta table {name!r} not found at {path!r}{hint}")
-    return read_path(spark, path, version)
+    df = read_path(spark, path, version)
+    if cache_under_bytes is not None:
+        at = version if version is not None else delta_version(spark, path)
+        if at is not None and _small(spark, path, at, cache_under_bytes):
+            _persist(spark, df)
+    return df
 
 
 def write_table(
@@ -261,6 +272,41 @@ def delta_version(spark: SparkSession, path: str) -> int | None:
     return max(versions) if versions else None
 
 
+def commit_metrics(spark: SparkSession, path: str) -> dict[str, str]:
+    """``operationMetrics`` of the latest commit of the Delta table at ``path`` (or named ``path``).
+
+    Delta records them in each commit's ``commitInfo`` (``numOutputRows``, ``numFiles``,
+    ``numOutputBytes``, ...; PROTOCOL.md "Commit Provenance Information", written while
+    ``spark.databricks.delta.history.metricsEnabled`` is on, its default). Reading them costs one small
+    file read, where counting the table just written costs a snapshot rebuild and a scan.
+
+    Returns:
+        Metric name -> value as Delta wrote it (strings); ``{}`` when the table or the metrics are missing.
+    """
+    if is_table_name(path):
+        if not spark.catalog.tableExists(path):
+            return {}
+        row = spark.sql(f"DESCRIBE HISTORY {_quoted(path)} LIMIT 1").collect()[0]
+        return {k: str(v) for k, v in (row["operationMetrics"] or {}).items()}
+    version = delta_version(spark, path)
+    if version is None:
+        return {}
+    data = read_bytes(spark, f"{path.rstrip('/')}/_delta_log/{version:020d}.json")
+    for line in (data or b"").decode("utf-8").splitlines():
+        if '"commitInfo"' in line:
+            metrics = json.loads(line)["commitInfo"].get("operationMetrics") or {}
+            return {k: str(v) for k, v in metrics.items()}
+    return {}
+
+
+def written_rows(spark: SparkSession, path: str) -> int:
+    """Rows the latest commit of the Delta table at ``path`` wrote (its ``numOutputRows``): for a
+    ``createOrReplace`` (:func:`write_table`) the table's row count. Falls back to counting the table
+    when the commit holds no metrics."""
+    n = commit_metrics(spark, path).get("numOutputRows")
+    return int(n) if n is not None else read_path(spark, path).count()
+
+
 def table_version(spark: SparkSession, path: str) -> int:
     """Latest committed version of the Delta table at ``path`` (:func:`delta_version`, which must exist).
 
@@ -288,8 +334,17 @@ def read_path(spark: SparkSession, path: str, version: int | None = None) -> Dat
 _LOADED: dict[tuple[int, str, int], DataFrame] = {}
 
 
-def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str) -> DataFrame | None:
-    """The Delta table ``name`` of this run at its latest version, or None when it does not exist."""
+def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str, *,
+                   cache_under_bytes: int | None = None) -> DataFrame | None:
+    """The Delta table ``name`` of this run at its latest version, or None when it does not exist.
+
+    Args:
+        cache_under_bytes: persist the table (memory and disk) when its data files hold at most this
+            many bytes (:func:`table_bytes`), until :func:`release_cached`. Every later query of it then
+            reads the cache instead of planning a Delta scan (one Spark job listing the snapshot's files)
+            and reading Parquet again: what a reader that queries a few small tables dozens of times
+            (the report) wants. Tables of unknown size are not cached.
+    """
     # One load per table version: the report and inspect read the same few tables many times, and
     # resolving a Delta snapshot costs a Spark job; the _delta_log listing that finds the version does not.
     path = cfg.table_path(name)
@@ -299,7 +354,49 @@ def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str) -> DataFra
     key = (id(spark), path, version)
     if key not in _LOADED:
         _LOADED[key] = read_path(spark, path, version)
-    return _LOADED[key]
+    df = _LOADED[key]
+    if cache_under_bytes is not None and not df.is_cached and _small(spark, path, version, cache_under_bytes):
+        _persist(spark, df)
+    return df
+
+
+SMALL_TABLE_BYTES = 256 << 20
+"""Default ``cache_under_bytes`` of the stages that re-read a table: files of at most 256 MB (a run of a
+few hundred thousand documents); larger tables are scanned per query, as before."""
+
+_PINNED: dict[int, list[DataFrame]] = {}
+
+
+def _small(spark: SparkSession, path: str, version: int, limit: int) -> bool:
+    size = table_bytes(spark, path, version)
+    return size is not None and size <= limit
+
+
+def _persist(spark: SparkSession, df: DataFrame) -> None:
+    from pyspark import StorageLevel
+
+    df.persist(StorageLevel.MEMORY_AND_DISK)
+    _PINNED.setdefault(id(spark), []).append(df)
+
+
+def release_cached(spark: SparkSession) -> None:
+    """Unpersist every table :func:`read_table` / :func:`read_if_exists` cached for ``spark``."""
+    for df in _PINNED.pop(id(spark), []):
+        df.unpersist()
+
+
+def table_bytes(spark: SparkSession, path: str, version: int) -> int | None:
+    """Bytes of the data files of version ``version`` of the Delta table at ``path``, from the version's
+    checksum file (``_delta_log/<version>.crc``, ``tableSizeBytes``; PROTOCOL.md "Version Checksum File"),
+    which Delta writes with each commit; None when there is none (a table name, a writer that wrote no
+    checksum) or it cannot be read. No Spark job."""
+    if is_table_name(path):
+        return None
+    try:
+        data = read_bytes(spark, f"{path.rstrip('/')}/_delta_log/{version:020d}.crc")
+        return None if data is None else int(json.loads(data)["tableSizeBytes"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def append(df: DataFrame, path: str) -> str:

@@ -133,3 +133,21 @@ def test_input_digest_covers_the_files_of_a_folder_glob(spark, tmp_path):
     (folder / "b.jsonl").write_text('{"text": "b"}\n')
     assert input_files_digest(spark, [str(folder)]) != before
     assert input_files_digest(spark, [str(folder)]) == input_files_digest(spark, [f"{folder}/*.jsonl"])
+
+
+def test_records_kept_in_process_equal_the_table(spark, make_cfg):
+    # record_completion extends the in-process records with its own row; a fresh read of _runs agrees.
+    import datetime as dt
+
+    from pipelines import runs
+    from pipelines.stage import StageReport
+
+    cfg = make_cfg()
+    for stage in ("ingest", "dedup", "ingest"):
+        report = StageReport(stage, rows_in=3, rows_out=2, removed={"dedup.exact": 1} if stage == "dedup" else {})
+        if stage == "ingest":
+            report.quarantined, report.rows_out = {"x": 1}, 2
+        runs.record_completion(spark, cfg, report, {"files": "sha256:0"}, dt.datetime.now(dt.UTC))
+    kept = latest_records(spark, cfg)
+    runs._RECORDS.clear()
+    assert latest_records(spark, cfg) == kept and set(kept) == {"ingest", "dedup"}

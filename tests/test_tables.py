@@ -54,3 +54,21 @@ def test_effective_config_written_with_fingerprints(spark, make_cfg):
     assert doc["fingerprint"] == cfg.fingerprint()
     assert doc["stage_fingerprint"] == cfg.stage_fingerprint("ingest")
     assert doc["config"]["run"]["root"] == cfg.run.root
+
+
+def test_written_rows_and_small_table_cache(spark, make_cfg):
+    # Counts come from the commit just made (numOutputRows); a small table read with cache_under_bytes
+    # stays cached until release_cached, a limit below its size leaves it uncached.
+    cfg = make_cfg()
+    df = spark.createDataFrame([(str(i), "x" * i) for i in range(7)], "doc_id string, text string")
+    path = tables.write_table(df, cfg, "documents")
+    assert tables.written_rows(spark, path) == 7
+    assert tables.commit_metrics(spark, path)["numOutputRows"] == "7"
+    size = tables.table_bytes(spark, path, tables.table_version(spark, path))
+    assert size is not None and size > 0
+    assert not tables.read_table(spark, cfg, "documents", cache_under_bytes=size - 1).is_cached
+    cached = tables.read_table(spark, cfg, "documents", cache_under_bytes=size)
+    assert cached.is_cached and cached.count() == 7
+    tables.release_cached(spark)
+    assert not cached.is_cached
+    assert tables.commit_metrics(spark, cfg.table_path("missing")) == {}
