@@ -16,9 +16,10 @@ What the figures mean:
   the other, so this count starts again with each).
 * ``tasks/s``: tasks finished over the last :data:`RATE_WINDOW_S` seconds, counting every Spark stage
   seen, those that ended since included (the tracker is read every second, whatever the interval of
-  the lines, and a Spark stage that is no longer active counts all its tasks); until a window has passed, tasks done by the active Spark stages since the first of them
-  was seen. Never over the whole Winnow stage's elapsed time, which showed 0.0 tasks/s at 1 of 8 tasks
-  after a first minute spent elsewhere.
+  the lines, and a Spark stage that is no longer active counts all its tasks); until a window has
+  passed, tasks done by the active Spark stages since the first of them was seen. Never over the
+  whole Winnow stage's elapsed time, which showed 0.0 tasks/s at 1 of 8 tasks after a first minute
+  spent elsewhere.
 * ``~611/3,340 documents``: the stage's input rows (the upstream stage's recorded ``rows_out``) times
   the largest share of tasks done that any set of active Spark stages has reached in this Winnow
   stage: the furthest pass over the data so far. It never goes back when the next Spark job starts;

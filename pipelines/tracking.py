@@ -139,8 +139,8 @@ class Tracker:
                 self._log(self.run_id, params={k: v for k, v in params.items() if _key(k) not in have})
                 return
             tags = self._tags(**({"winnow.parent_key": key} if key else {}))
-            run = self._client.create_run(self._experiment_id, tags=tags,
-                                          run_name=f"winnow job run {key}" if key else f"winnow {'+'.join(stages)}")
+            name = f"winnow job run {key}" if key else f"winnow {'+'.join(stages)}"
+            run = self._client.create_run(self._experiment_id, tags=tags, run_name=name)
             self.run_id = run.info.run_id
             self._log(self.run_id, params=params)
             if key:
@@ -150,8 +150,9 @@ class Tracker:
 
     def _parents(self, key: str) -> list[Any]:
         """The live runs tagged ``winnow.parent_key = key``, earliest created first (ties: run id)."""
-        runs = self._client.search_runs([self._experiment_id], filter_string=f"tags.`winnow.parent_key` = '{key}'",
-                                        max_results=100)
+        # The key's pattern (config) has no quote: it cannot break out of the filter's string.
+        where = f"tags.`winnow.parent_key` = '{key}'"
+        runs = self._client.search_runs([self._experiment_id], filter_string=where, max_results=100)
         return sorted(runs, key=lambda r: (r.info.start_time, r.info.run_id))
 
     def _converge(self) -> None:
@@ -237,11 +238,14 @@ class Tracker:
 
         cfg = self.cfg
         keyed = bool(cfg.tracking.parent_key)
-        files = {**({"report/report.html": f"{cfg.report_path}/report.html",
-                     f"report/{STATS}": f"{cfg.report_path}/{STATS}"} if not keyed or "report" in self._stages else {}),
-                 **({f"shards/{MANIFEST}": f"{cfg.shard_root.rstrip('/')}/{MANIFEST}"}
-                    if not keyed or "shard" in self._stages else {}),
-                 **{f"config/{s}.json": f"{cfg.config_path}/{s}.json" for s in self._stages}}
+        # A keyed parent is shared by many processes: each logs only the files its own stages wrote, or
+        # a task would attach the report of an earlier job run at the same root.
+        files = {f"config/{s}.json": f"{cfg.config_path}/{s}.json" for s in self._stages}
+        if not keyed or "report" in self._stages:
+            files |= {"report/report.html": f"{cfg.report_path}/report.html",
+                      f"report/{STATS}": f"{cfg.report_path}/{STATS}"}
+        if not keyed or "shard" in self._stages:
+            files[f"shards/{MANIFEST}"] = f"{cfg.shard_root.rstrip('/')}/{MANIFEST}"
         try:
             if keyed:
                 self._converge()
