@@ -145,6 +145,20 @@ def preflight_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, stages
         parser.exit(2, f"{parser.prog}: {e}\n")
 
 
+def mix_check_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, ingest_extra: dict[str, Any]) -> None:
+    """Right after ingest of a run that reaches the shard stage: :func:`pipelines.mix_check.check_ingested_sources`
+    over ingest's documents per source; warnings go to stderr, a ``shard.mix`` key with no document exits 2."""
+    from pipelines.mix_check import MixSourceError, check_ingested_sources
+
+    if "shard" not in cfg.pipeline.stages:
+        return
+    try:
+        for line in check_ingested_sources(cfg.shard.mix, ingest_extra):
+            print(line, file=sys.stderr, flush=True)
+    except MixSourceError as e:
+        parser.exit(2, f"{parser.prog}: {e}\n")
+
+
 def stage_parser(stage: str) -> argparse.ArgumentParser:
     """The argument parser of ``jobs/<stage>.py`` (the common options)."""
     return base_parser(f"{stage}.py", f"Winnow {stage} stage")
@@ -185,6 +199,8 @@ def run_single_stage(
         print(f"  {name}: {loc}", flush=True)
     from pipelines.outcome import small_run
 
+    if stage == "ingest":
+        mix_check_or_exit(p, cfg, report.extra)
     status, line = small_run(cfg, {stage: report})
     if line:
         print(line, flush=True)

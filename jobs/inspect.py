@@ -53,7 +53,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = get_spark("winnow-inspect", spark_config(cfg, quiet=True))
     try:
         if args.doc_id:
-            for step in inspect.doc_path(spark, cfg, args.doc_id):
+            steps = inspect.doc_path(spark, cfg, args.doc_id)
+            if not any(s["status"] in ("kept", "removed") for s in steps):
+                # "absent" at every stage would read as "removed before each of them": say what it is.
+                looked = [s["detail"].removeprefix("not in ") for s in steps if s["status"] == "absent"]
+                where = f"looked in {', '.join(looked)} and removed" if looked else "no stage table exists yet"
+                print(f"{p.prog}: no table of {cfg.run.root} holds doc_id {args.doc_id!r} ({where})", file=sys.stderr)
+                return 1
+            for step in steps:
                 print(f"{step['stage']:<9} {step['status']:<8} {step['detail']}")
             return 0
         if args.stage == "decontam" and not args.kept and not args.reason:

@@ -17,7 +17,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from jobs._cli import base_parser, parse_config, preflight_or_exit, spark_config
+from jobs._cli import base_parser, mix_check_or_exit, parse_config, preflight_or_exit, spark_config
 from pipelines.chain import STAGES
 from pipelines.config import WinnowConfig
 
@@ -59,16 +59,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     tracker = Tracker(cfg)
     tracker.start([s.stage for s in steps if s.action == "run"])
     reports = {}
+    shard_runs = any(s.stage == "shard" and s.action == "run" for s in steps)
     try:
         for step in steps:
             if step.action == "skip":
                 say(f"[{step.stage}] skip: {step.why}")
+                if step.stage == "ingest" and shard_runs:  # the sources of shard.mix, from ingest's record
+                    mix_check_or_exit(p, cfg, _recorded_extra(spark, cfg, "ingest"))
                 continue
             # log=None with --quiet: no start line and no progress line, only the end line.
             reports[step.stage] = run_and_record(
                 spark, cfg, step.stage, log=None if args.quiet else say, tracker=tracker
             )
             print(reports[step.stage].summary_line(), flush=True)
+            if step.stage == "ingest" and shard_runs:  # before dedup: no stage runs for a mix that cannot be
+                mix_check_or_exit(p, cfg, reports["ingest"].extra)
     except BaseException:
         tracker.finish(spark, failed=True)
         raise
@@ -103,6 +108,16 @@ def _plan_without_spark(cfg: WinnowConfig, stages: list[str], args: argparse.Nam
         return plan(None, cfg, stages, from_stage=args.from_stage, force=args.force)
     except local_state.NeedsSpark:
         return None
+
+
+def _recorded_extra(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str, Any]:
+    """The ``extra`` figures of ``stage``'s latest completion record ({} without one)."""
+    import json
+
+    from pipelines.runs import latest_records
+
+    rec = latest_records(spark, cfg).get(stage)
+    return json.loads(rec["extra"]) if rec else {}
 
 
 def _closing(spark: Any, cfg: WinnowConfig, stages: list[str], reports: dict[str, Any]) -> int:

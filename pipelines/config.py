@@ -786,6 +786,16 @@ class TrackingConfig(Section):
     uri: str | None = None
     experiment: str | None = None
     timeout_s: float = Field(default=5.0, gt=0)
+    # The scheduler's run this process belongs to (Databricks: {{job.run_id}}): every process with the
+    # same key logs its stages under one parent MLflow run, found by its tag. Not part of the config
+    # fingerprint (see WinnowConfig.canonical_json): which job run this is does not change the data.
+    parent_key: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:/-]{1,200}$")
+
+    @field_validator("parent_key", mode="before")
+    @classmethod
+    def _number_is_a_key(cls, v: Any) -> Any:
+        # `--set tracking.parent_key=123` reads as a YAML int; a job run id is a name, not a number.
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
 
 # -------------------------------------------------------------------------------------------- root
@@ -835,8 +845,10 @@ class WinnowConfig(Section):
 
     # ---- fingerprints ----
     def canonical_json(self) -> str:
-        """The whole config as canonical JSON (sorted keys, no whitespace)."""
-        return canonical_json(self.model_dump(mode="json"))
+        """The whole config as canonical JSON (sorted keys, no whitespace), less ``tracking.parent_key``:
+        a new scheduler run id every day must not make the same data a different config (manifest,
+        ``_runs``), and without it the JSON is the one of configs from before the key existed."""
+        return canonical_json(self.model_dump(mode="json", exclude={"tracking": {"parent_key"}}))
 
     def fingerprint(self) -> str:
         """sha256 hex of :meth:`canonical_json`."""

@@ -64,6 +64,9 @@ class BadInputFileError(UserError):
 MAX_FILE_COUNTS = 1000
 """Files whose decision counts (``extra.counts_by_file``) the stage report keeps: the completion record
 stays small on runs of many thousands of WARC files (the totals, ``extra.counts``, cover them all)."""
+MAX_SOURCE_COUNTS = 1000
+"""Sources whose document counts the stage report keeps (``extra.documents_by_source``, first by name): a
+``source`` field of many values (a domain per record) must not bloat the completion record."""
 _HASH_SEP = "\x1f"  # ASCII unit separator: cannot occur in a path and rarely in a source name
 _GLOB_CHARS = re.compile(r"[*?\[{]")
 
@@ -304,13 +307,20 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         if empty is not None:
             records = records.unionByName(empty)
             extra["records_read"] += n_empty
+        # Per source in the same one job: the chain checks shard.mix against the sources found here,
+        # right after ingest, instead of at the shard stage (pipelines/mix_check.py).
         stats = (
             records.where(F.col("kind") == "doc")
-            .agg(F.sum("n_chars").alias("chars"), F.sum("n_bytes").alias("bytes"), F.sum("n_replaced").alias("replaced"))
-            .collect()[0]
+            .groupBy(F.coalesce(F.col("source"), F.lit("")).alias("source"))
+            .agg(F.count("*").alias("docs"), F.sum("n_chars").alias("chars"), F.sum("n_bytes").alias("bytes"),
+                 F.sum("n_replaced").alias("replaced"))
+            .collect()
         )
-        extra.update(chars_out=int(stats["chars"] or 0), bytes_out=int(stats["bytes"] or 0),
-                     n_replaced=int(stats["replaced"] or 0))
+        by_source = sorted((r["source"], int(r["docs"])) for r in stats)
+        extra.update(chars_out=sum(int(r["chars"] or 0) for r in stats), bytes_out=sum(int(r["bytes"] or 0) for r in stats),
+                     n_replaced=sum(int(r["replaced"] or 0) for r in stats),
+                     documents_by_source=dict(by_source[:MAX_SOURCE_COUNTS]),
+                     documents_by_source_omitted=max(0, len(by_source) - MAX_SOURCE_COUNTS))
         counts = records.where(F.col("kind") != "file").groupBy("input_file", "reason").count().collect()
         bad = bad_files([(r["input_file"], r["reason"], int(r["count"])) for r in counts], summaries, icfg)
         outputs = tables.publish(

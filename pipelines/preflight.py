@@ -3,7 +3,8 @@
 The config model (:mod:`pipelines.config`) checks values in isolation; these check them against the
 machine, for the stages about to run: ``run.root`` / ``shard.output`` can be written, local input
 globs match files, the LID and quality models exist and know the configured labels, local evaluation
-sets of the decontam stage can be read and hold items, and the tokenizer loads. Without them the first symptom is a Java stack trace from Delta half-way through the chain, or
+sets of the decontam stage can be read and hold items, the tokenizer loads, and ``shard.mix`` names
+sources the input files can have (when their names decide, :mod:`pipelines.mix_check`). Without them the first symptom is a Java stack trace from Delta half-way through the chain, or
 a tokenizer error after ingest, dedup and filter have already run.
 """
 
@@ -168,6 +169,13 @@ def check(cfg: WinnowConfig, stages: Sequence[str]) -> None:
     check_writable_root(cfg.run.root)
     if "ingest" in stages:
         check_local_inputs(cfg.ingest.inputs)
+        if "shard" in cfg.pipeline.stages:
+            from pipelines.mix_check import MixSourceError, check_file_sources
+
+            try:
+                check_file_sources(cfg)
+            except MixSourceError as e:
+                raise PreflightError(str(e)) from None
     if "filter" in stages:
         check_filter_models(cfg)
     if "shard" in stages and cfg.shard.output:

@@ -15,13 +15,22 @@ Signals first, decision second: :func:`check_refs` adds the per-document referen
 * ``drop``: removed (reason ``refs.dangling``); a repair that leaves only whitespace is removed too
   (reason ``refs.repair_emptied``).
 * ``skipped``: ``refs.enabled`` is false; documents pass through unchanged, signal columns null.
+
+**Targets dropped at ingest**: the JATS and MediaWiki readers can drop tables, figures and the reference
+list by config and record which in ``meta.dropped_structures`` (``table``, ``figure``, ``reference``).
+``dangling_dropped_at_ingest`` (map<string,int>) counts, per kind, the dangling mentions of a kind whose
+structure ingest dropped in that document (``reference`` stands for the ``citation`` kind), so "see
+Table 1" whose table ``ingest.jats.tables: drop`` removed is told from a table that never was there. They
+still count as dangling (the text points at what the training data does not hold); the stage's figures
+give them per kind as ``dangling_dropped_at_ingest``. Computed with Spark SQL over the map the Arrow UDF
+returns: no second pass over the text.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -39,7 +48,9 @@ SIGNAL_COLUMNS: tuple[str, ...] = (
     "ref_mentions", "n_mentions", "n_dangling", "dangling_ratio", "mentions_by_kind", "dangling_by_kind",
     "refs_repairs",
 )
-OUTPUT_COLUMNS: tuple[str, ...] = (*SIGNAL_COLUMNS, "refs_action")
+DROPPED_COLUMN = "dangling_dropped_at_ingest"
+"""Per kind, dangling mentions whose kind of target ingest dropped (map<string,int>; see the module doc)."""
+OUTPUT_COLUMNS: tuple[str, ...] = (*SIGNAL_COLUMNS, DROPPED_COLUMN, "refs_action")
 """Columns :func:`check_refs` adds (``text`` is rewritten under the ``repair`` policy)."""
 ACTIONS: tuple[str, ...] = ("none", "flag", "repair", "drop", "skipped")
 REASON_DANGLING = "refs.dangling"
@@ -54,6 +65,10 @@ _REPAIR = T.StructType([
     T.StructField("start", T.IntegerType()), T.StructField("end", T.IntegerType()),
     T.StructField("text", T.StringType()),
 ])
+STRUCTURE_KINDS: dict[str, str] = {"table": "table", "figure": "figure", "reference": "citation"}
+"""``meta.dropped_structures`` entry (udfs/formats/jats.py, mediawiki.py) -> the mention kind it is the
+target of (:data:`udfs.refs.vocab.KINDS`)."""
+
 SIGNAL_TYPES: dict[str, T.DataType] = {
     "ref_mentions": T.ArrayType(_MENTION),
     "n_mentions": T.IntegerType(),
@@ -91,7 +106,8 @@ def check_refs(df: DataFrame, cfg: RefsConfig) -> DataFrame:
         raise ValueError(f"refs: input already has output columns {clash}; was the refs stage run twice?")
     if not cfg.enabled:
         return df.select(
-            "*", *[F.lit(None).cast(t).alias(c) for c, t in SIGNAL_TYPES.items()], F.lit("skipped").alias("refs_action")
+            "*", *[F.lit(None).cast(t).alias(c) for c, t in SIGNAL_TYPES.items()],
+            F.lit(None).cast(SIGNAL_TYPES["dangling_by_kind"]).alias(DROPPED_COLUMN), F.lit("skipped").alias("refs_action")
         )
 
     vocabs = {lang: v.model_dump() for lang, v in cfg.vocab.items()}
@@ -114,11 +130,23 @@ def check_refs(df: DataFrame, cfg: RefsConfig) -> DataFrame:
     lang = F.col("lang") if "lang" in df.columns else F.lit(None).cast("string")
     checked = df.withColumn("_refs", signals_per_batch(F.col("text"), lang))
     text = F.coalesce(F.col("_refs.repaired_text"), F.col("text")) if policy == "repair" else F.col("text")
+    dropped = dropped_kinds(df)
     return checked.select(
         *[text.alias("text") if c == "text" else F.col(c) for c in df.columns],
         *[F.col(f"_refs.{c}").alias(c) for c in SIGNAL_TYPES],
+        F.map_filter("_refs.dangling_by_kind", lambda kind, n: F.array_contains(dropped, kind)).alias(DROPPED_COLUMN),
         F.col("_refs.refs_action").alias("refs_action"),
     )
+
+
+def dropped_kinds(df: DataFrame) -> Column:
+    """The mention kinds whose targets ingest dropped from each document (array<string>; empty without
+    ``meta`` or ``meta.dropped_structures``), from :data:`STRUCTURE_KINDS`."""
+    if "meta" not in df.columns:
+        return F.array().cast("array<string>")
+    listed = F.split(F.coalesce(F.col("meta").getItem("dropped_structures"), F.lit("")), ",")
+    mapping = F.create_map(*[F.lit(x) for kv in STRUCTURE_KINDS.items() for x in kv])
+    return F.filter(F.transform(listed, lambda s: mapping[s]), lambda k: k.isNotNull())
 
 
 def _action(sig: pa.RecordBatch, policy: str, max_dangling: int | None) -> pa.Array:
@@ -170,15 +198,20 @@ def _stats(checked: DataFrame) -> dict:
     """One aggregation: documents by action, mentions and dangling mentions by kind."""
     by_action = {r["refs_action"]: r["n"] for r in checked.groupBy("refs_action").agg(F.count("*").alias("n")).collect()}
     kinds = (
-        checked.select(F.explode_outer("ref_mentions").alias("m"))
+        checked.select(F.explode_outer("ref_mentions").alias("m"), F.col(DROPPED_COLUMN).alias("x"))
         .where(F.col("m").isNotNull())
         .groupBy("m.kind")
-        .agg(F.count("*").alias("n"), F.sum(F.col("m.dangling").cast("int")).alias("d"))
+        .agg(F.count("*").alias("n"), F.sum(F.col("m.dangling").cast("int")).alias("d"),
+             # a dangling mention of a kind the document's map lists: its target was dropped at ingest
+             F.sum((F.col("m.dangling") & F.coalesce(F.map_contains_key("x", F.col("m.kind")), F.lit(False)))
+                   .cast("int")).alias("i"))
         .collect()
     )
+    kinds = sorted(kinds, key=lambda r: r["kind"])
     return {
         "rows": sum(by_action.values()),
         "actions": dict(sorted(by_action.items())),
-        "mentions_by_kind": {r["kind"]: r["n"] for r in sorted(kinds, key=lambda r: r["kind"])},
-        "dangling_by_kind": {r["kind"]: int(r["d"]) for r in sorted(kinds, key=lambda r: r["kind"])},
+        "mentions_by_kind": {r["kind"]: r["n"] for r in kinds},
+        "dangling_by_kind": {r["kind"]: int(r["d"]) for r in kinds},
+        DROPPED_COLUMN: {r["kind"]: int(r["i"]) for r in kinds if r["i"]},
     }

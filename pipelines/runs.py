@@ -60,18 +60,24 @@ RUNS_SCHEMA = T.StructType(
 
 
 # --------------------------------------------------------------------------------- filesystem state
-def input_files_digest(spark: SparkSession, globs: list[str]) -> str:
-    """sha256 over (path, length, modification time) of every file ingest would read, sorted.
-
-    Stands for the raw inputs of ingest: a file added, removed, grown or touched changes it. The
-    files are those of :func:`pipelines.ingest.input_files` (a glob naming a folder stands for the
-    files in it), so what the digest covers is exactly what ingest reads. ``spark=None``: local globs
-    listed without Spark (:func:`pipelines.local_state.input_files`).
-    """
+def listed_inputs(spark: SparkSession, globs: list[str]) -> list[tuple[str, int, int]]:
+    """``(path, size, mtime)`` of every file ingest would read (:func:`pipelines.ingest.input_files`);
+    ``spark=None``: local globs listed without Spark (:func:`pipelines.local_state.input_files`)."""
     from pipelines.ingest import input_files
     from pipelines.local_state import input_files as local_input_files
 
-    files = local_input_files(globs) if spark is None else input_files(spark, globs)
+    return local_input_files(globs) if spark is None else input_files(spark, globs)
+
+
+def input_files_digest(spark: SparkSession, globs: list[str],
+                       files: list[tuple[str, int, int]] | None = None) -> str:
+    """sha256 over (path, length, modification time) of every file ingest would read, sorted.
+
+    Stands for the raw inputs of ingest: a file added, removed, grown or touched changes it. The
+    files are those of :func:`listed_inputs` (a glob naming a folder stands for the files in it), so
+    what the digest covers is exactly what ingest reads; ``files`` = that listing when already made.
+    """
+    files = listed_inputs(spark, globs) if files is None else files
     entries = [f"{path}\t{size}\t{mtime}" for path, size, mtime in files]
     return "sha256:" + hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
@@ -86,17 +92,18 @@ def _table_state(spark: SparkSession, cfg: WinnowConfig, name: str) -> str:
     return "missing" if v is None else f"v{v}"
 
 
-def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str) -> dict[str, str]:
+def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str,
+                files: list[tuple[str, int, int]] | None = None) -> dict[str, str]:
     """What ``stage`` reads, as ``name -> state``: the tables of every upstream stage that exist.
 
     A superset of what the stage really reads (e.g. dedup's ``dup_clusters`` for filter): it may rerun
     a stage that would not have changed, never skip one that would. The shared ``removed`` table is an
     input of the report only, since every other stage writes its own slice of it. Ingest's input is
-    the digest of its raw files (:func:`input_files_digest`).
+    the digest of its raw files (:func:`input_files_digest`; ``files``: their listing, when made).
     """
     state: dict[str, str] = {}
     if stage == "ingest":
-        state["files"] = input_files_digest(spark, cfg.ingest.inputs)
+        state["files"] = input_files_digest(spark, cfg.ingest.inputs, files)
     for up in STAGES[: STAGES.index(stage)]:
         for name in chain.stage(up).outputs:
             s = _table_state(spark, cfg, name)
@@ -334,12 +341,16 @@ def run_and_record(spark: SparkSession, cfg: WinnowConfig, stage: str, *, log: A
     from pipelines.progress import Progress
     from pipelines.stage import run_stage
 
-    inputs = input_state(spark, cfg, stage)
+    # Ingest's listing serves its input state and the progress line's bytes of input: listed once.
+    files = listed_inputs(spark, cfg.ingest.inputs) if stage == "ingest" else None
+    inputs = input_state(spark, cfg, stage, files)
     if log is not None:
         log(start_line(stage, inputs))
     started = dt.datetime.now(dt.UTC)
     show = log is not None and cfg.pipeline.progress_s > 0
-    with Progress(spark, stage, cfg.pipeline.progress_s, _input_rows(spark, cfg, stage)) if show else nullcontext():
+    progress = Progress(spark, stage, cfg.pipeline.progress_s, _input_rows(spark, cfg, stage),
+                        total_bytes=sum(size for _, size, _ in files) if files is not None else None)
+    with progress if show else nullcontext():
         report = run_stage(spark, cfg, stage, **options)
     status = tracker.log_stage(report, inputs) if tracker is not None else None
     record_completion(spark, cfg, report, inputs, started, None if status == "off" else status)

@@ -9,6 +9,17 @@ run can cite exactly which data it used. The chain run gets the whole config as 
 rows out as metrics, and at the end ``report.html``, ``stats.json``, ``manifest.json`` and the effective
 configs as artifacts.
 
+**One parent for many processes** (``tracking.parent_key``): a scheduler that runs each stage as its
+own process (a Databricks job: one task per stage, ``{{job.run_id}}`` as the key) would otherwise make
+one parent run per task. With a key, each process looks for the run tagged ``winnow.parent_key = <key>``
+in the experiment and attaches its stages to it as nested runs, creating it only when none exists;
+processes that created one at the same moment converge on the earliest-created (start time, then run
+id): a process that finds its own parent is not that one moves its nested runs to it and deletes its
+own. The parent's params are those of its first process, later ones add the keys it lacks (MLflow
+refuses a changed param value; each stage's own section is on its nested run anyway); artifacts come
+from the process that ran the stage that wrote them (report, manifest), so a task never logs a report
+of an earlier job run.
+
 The tracking URI and experiment come from ``tracking.uri`` / ``tracking.experiment``, else from MLflow's
 own environment (``MLFLOW_TRACKING_URI``, ``MLFLOW_EXPERIMENT_NAME``; Databricks sets them). Tracking
 never fails a data run: any MLflow error prints one warning line, tracking stops for the rest of the
@@ -82,6 +93,8 @@ class Tracker:
         self._experiment_id: str | None = None
         self.run_id: str | None = None
         self._stages: list[str] = []
+        self._children: list[str] = []
+        self._parent_metrics: dict[str, float] = {}
 
     @property
     def active(self) -> bool:
@@ -116,12 +129,45 @@ class Tracker:
             name = t.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "winnow"
             exp = self._client.get_experiment_by_name(name)
             self._experiment_id = exp.experiment_id if exp else self._client.create_experiment(name)
-            run = self._client.create_run(self._experiment_id, run_name=f"winnow {'+'.join(stages)}",
-                                          tags=self._tags())
+            params = dict(flatten(self.cfg.model_dump(mode="json")))
+            key = t.parent_key
+            found = self._parents(key) if key else []
+            if found:
+                self.run_id = found[0].info.run_id
+                self._client.update_run(self.run_id, status="RUNNING")
+                have = found[0].data.params
+                self._log(self.run_id, params={k: v for k, v in params.items() if _key(k) not in have})
+                return
+            tags = self._tags(**({"winnow.parent_key": key} if key else {}))
+            name = f"winnow job run {key}" if key else f"winnow {'+'.join(stages)}"
+            run = self._client.create_run(self._experiment_id, tags=tags, run_name=name)
             self.run_id = run.info.run_id
-            self._log(self.run_id, params=dict(flatten(self.cfg.model_dump(mode="json"))))
+            self._log(self.run_id, params=params)
+            if key:
+                self._converge()
         except Exception as e:  # noqa: BLE001 - tracking must never stop the data run
             self._fail("start", e)
+
+    def _parents(self, key: str) -> list[Any]:
+        """The live runs tagged ``winnow.parent_key = key``, earliest created first (ties: run id)."""
+        # The key's pattern (config) has no quote: it cannot break out of the filter's string.
+        where = f"tags.`winnow.parent_key` = '{key}'"
+        runs = self._client.search_runs([self._experiment_id], filter_string=where, max_results=100)
+        return sorted(runs, key=lambda r: (r.info.start_time, r.info.run_id))
+
+    def _converge(self) -> None:
+        """Make :attr:`run_id` the earliest parent of the key: another process may have created one at
+        the same moment (parallel tasks); if so, move this process's nested runs under it and delete
+        the parent this process created."""
+        found = self._parents(self.cfg.tracking.parent_key)
+        if not found or found[0].info.run_id == self.run_id:
+            return
+        mine, self.run_id = self.run_id, found[0].info.run_id
+        for child in self._children:
+            self._client.set_tag(child, "mlflow.parentRunId", self.run_id)
+        self._log(self.run_id, metrics=self._parent_metrics)
+        if any(r.info.run_id == mine for r in found):
+            self._client.delete_run(mine)
 
     def _tags(self, **extra: str) -> dict[str, str]:
         from importlib.metadata import PackageNotFoundError, version
@@ -143,7 +189,7 @@ class Tracker:
         ps = [Param(_key(k), _param_value(v)) for k, v in dict(params).items()]
         ms = [Metric(_key(k), float(v), now, 0) for k, v in dict(metrics).items()]
         ts = [RunTag(k, str(v)) for k, v in dict(tags).items()]
-        for i in range(0, max(len(ps), len(ms), len(ts), 1), BATCH):
+        for i in range(0, max(len(ps), len(ms), len(ts)), BATCH):
             self._client.log_batch(run_id, metrics=ms[i:i + BATCH], params=ps[i:i + BATCH],
                                    tags=ts[i:i + BATCH])
 
@@ -172,10 +218,12 @@ class Tracker:
                                  "winnow.stage_fingerprint": self.cfg.stage_fingerprint(stage)},
                               **{f"winnow.input.{k}": v for k, v in sorted(inputs.items())})
             run = self._client.create_run(self._experiment_id, run_name=stage, tags=tags)
+            self._children.append(run.info.run_id)
             self._log(run.info.run_id, params=params, metrics=metrics)
             self._client.set_terminated(run.info.run_id, "FINISHED")
-            self._log(self.run_id, metrics={f"{stage}.rows_out": report.rows_out,
-                                            f"{stage}.elapsed_s": report.elapsed_s})
+            mine = {f"{stage}.rows_out": report.rows_out, f"{stage}.elapsed_s": report.elapsed_s}
+            self._parent_metrics.update(mine)
+            self._log(self.run_id, metrics=mine)
             self._stages.append(stage)
         except Exception as e:  # noqa: BLE001
             self._fail(f"logging stage {stage}", e)
@@ -189,11 +237,18 @@ class Tracker:
         from pipelines.tables import read_bytes
 
         cfg = self.cfg
-        files = {"report/report.html": f"{cfg.report_path}/report.html",
-                 f"report/{STATS}": f"{cfg.report_path}/{STATS}",
-                 f"shards/{MANIFEST}": f"{cfg.shard_root.rstrip('/')}/{MANIFEST}",
-                 **{f"config/{s}.json": f"{cfg.config_path}/{s}.json" for s in self._stages}}
+        keyed = bool(cfg.tracking.parent_key)
+        # A keyed parent is shared by many processes: each logs only the files its own stages wrote, or
+        # a task would attach the report of an earlier job run at the same root.
+        files = {f"config/{s}.json": f"{cfg.config_path}/{s}.json" for s in self._stages}
+        if not keyed or "report" in self._stages:
+            files |= {"report/report.html": f"{cfg.report_path}/report.html",
+                      f"report/{STATS}": f"{cfg.report_path}/{STATS}"}
+        if not keyed or "shard" in self._stages:
+            files[f"shards/{MANIFEST}"] = f"{cfg.shard_root.rstrip('/')}/{MANIFEST}"
         try:
+            if keyed:
+                self._converge()
             with tempfile.TemporaryDirectory() as tmp:
                 for name, path in files.items():
                     data = read_bytes(spark, path, cfg)

@@ -16,6 +16,7 @@ from pipelines.chain import STAGES
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLE_DIR = REPO / "conf" / "databricks"
+JOB_RUN_ID = "914220537"
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +28,8 @@ def bundle() -> dict:
     defaults = {k: str(v["default"]) for k, v in raw["variables"].items()}
     text = re.sub(r"\$\{var\.(\w+)\}", lambda m: defaults[m.group(1)], text)
     text = text.replace("${workspace.file_path}", str(REPO))
+    # Databricks fills in the dynamic value references of task parameters when the job runs.
+    text = text.replace("{{job.run_id}}", JOB_RUN_ID)
     assert "${" not in text, "unresolved bundle substitution"
     return yaml.safe_load(text)
 
@@ -74,6 +77,8 @@ def test_task_parameters_parse_with_the_jobs_own_parser(job, stage):
     # Stage tables by name in the catalog, MLflow on.
     assert cfg.table_path("documents") == "main.winnow.documents"
     assert (cfg.tracking.mlflow, cfg.tracking.experiment) == (True, "/Shared/winnow")
+    # Every task of one job run logs under the same parent MLflow run, keyed by the job run id.
+    assert cfg.tracking.parent_key == JOB_RUN_ID
     if stage == "ingest":
         assert cfg.ingest.inputs == ["dbfs:/winnow/raw/*.jsonl.gz"]
 

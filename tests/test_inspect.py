@@ -76,6 +76,14 @@ def test_doc_path_through_every_stage(run_root, capsys):
     ]
 
 
+def test_doc_id_in_no_table_exits_1_with_one_line(run_root, capsys):
+    assert inspect_job.main([*SET, "--run", str(run_root), "--doc-id", "nope/42"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (f"inspect.py: no table of {run_root} holds doc_id 'nope/42' "
+                   "(looked in documents, filtered and removed)\n")
+
+
 def test_script_runs_without_shadowing_stdlib_and_fails_fast_on_bad_config():
     import subprocess
     import sys

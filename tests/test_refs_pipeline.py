@@ -52,6 +52,31 @@ def test_flag_signals(spark, make_cfg):
     assertDataFrameEqual(again.drop("meta"), out.drop("meta"), checkRowOrder=False)
 
 
+def test_dangling_mentions_of_targets_ingest_dropped_are_told_apart(spark, make_cfg):
+    from pipelines.refs import DROPPED_COLUMN, _stats
+
+    text = "Table 1 lists the runs. Figure 2 plots them, as [3] predicted. Section 4 concludes."
+    metas = {"jats_drop": {"dropped_structures": "figure,reference,table"},  # ingest.jats.*: drop
+             "tables_only": {"dropped_structures": "table"}, "none_dropped": {}, "no_meta": None}
+    rows = [(k, text, "src", None, m, "in.nxml", len(text), len(text), 0, "en") for k, m in metas.items()]
+    out = spark.createDataFrame(rows, DOCS_SCHEMA).transform(check_refs, make_cfg().refs).cache()
+    every = {"table": 1, "figure": 1, "section": 1, "citation": 1}
+    assertDataFrameEqual(out.select("doc_id", "dangling_by_kind", DROPPED_COLUMN), [
+        Row("jats_drop", every, {"table": 1, "figure": 1, "citation": 1}),  # section 4 truly missing
+        Row("tables_only", every, {"table": 1}),
+        Row("none_dropped", every, {}),
+        Row("no_meta", every, {}),
+    ], checkRowOrder=False)
+    # Still dangling (the text points at what the data does not hold): the action is unchanged.
+    assert {r["refs_action"] for r in out.collect()} == {"flag"}
+    stats = _stats(out)
+    assert stats["dangling_by_kind"] == {"citation": 4, "figure": 4, "section": 4, "table": 4}
+    assert stats[DROPPED_COLUMN] == {"citation": 1, "figure": 1, "table": 2}
+    # A table without a meta column at all (refs run on a hand-made table): an empty map.
+    bare = spark.createDataFrame([("b", text)], "doc_id string, text string").transform(check_refs, make_cfg().refs)
+    assert bare.select(DROPPED_COLUMN).first()[0] == {}
+
+
 def test_missing_column_is_named(spark, make_cfg):
     with pytest.raises(ValueError, match=r"missing columns \['text'\]"):
         check_refs(spark.createDataFrame([("a",)], "doc_id string"), make_cfg().refs)

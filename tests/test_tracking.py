@@ -18,6 +18,7 @@ from jobs import pipeline
 from pipelines import tables
 from pipelines.config import load_config
 from pipelines.runs import latest_records
+from tests.chain import REPO
 
 mlflow = pytest.importorskip("mlflow")
 from mlflow.tracking import MlflowClient  # noqa: E402
@@ -139,3 +140,90 @@ def test_stage_metrics_name_every_reason(tmp_path):
                                   "removed.dedup.exact": 2, "removed.dedup.near": 1,
                                   "extra.lsh.bands": 14, "extra.lsh.rows": 9}
     assert child.data.params["dedup.threshold"] == "0.8" and child.data.tags["winnow.input.documents"] == "v3"
+
+
+def _task(stage, root, inputs, store, key):
+    """One Databricks-like task: jobs/<stage>.py in its own process (its own JVM) with the job run's key."""
+    args = [sys.executable, f"jobs/{stage}.py", "--quiet", "--set", f"run.root={root}",
+            "--set", f"ingest.inputs=[{inputs}]", "--set", "spark.master=local[1]", "--set", "spark.shuffle_partitions=2",
+            "--set", "spark.conf={spark.ui.enabled: 'false'}", "--set", "tracking.mlflow=true",
+            "--set", f"tracking.uri={store}", "--set", "tracking.experiment=jobs", "--set", f"tracking.parent_key={key}"]
+    return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.slow
+def test_tasks_of_one_job_run_are_one_parent_run_with_a_nested_run_each(tmp_path, monkeypatch):
+    inputs = tmp_path / "in" / "web.jsonl"
+    inputs.parent.mkdir()
+    inputs.write_text("".join(json.dumps({"id": str(i), "text": f"document {i} " + "word " * (20 + i)}) + "\n"
+                              for i in range(6)))
+    store, root = f"file:{tmp_path / 'mlruns'}", tmp_path / "run"
+    for stage in ("ingest", "dedup"):  # two tasks of job run 5150, one after the other
+        r = _task(stage, root, inputs, store, 5150)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+        assert "MLflow tracking" not in r.stderr, r.stderr[-2000:]
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 reads its file store only when allowed
+    client = MlflowClient(store)
+    runs = client.search_runs([client.get_experiment_by_name("jobs").experiment_id])
+    parents = [r for r in runs if r.data.tags.get("winnow.parent_key") == "5150"]
+    assert len(parents) == 1 and len(runs) == 3
+    parent = parents[0]
+    children = {r.data.tags["winnow.stage"]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id}
+    assert sorted(children) == ["dedup", "ingest"]
+    assert children["ingest"].data.metrics["rows_out"] == 6 and children["dedup"].data.metrics["rows_in"] == 6
+    assert parent.info.status == "FINISHED" and parent.data.metrics["dedup.rows_out"] == 6
+    assert parent.data.params["tracking.parent_key"] == "5150"
+    assert sorted(a.path for a in client.list_artifacts(parent.info.run_id, "config")) == [
+        "config/dedup.json", "config/ingest.json"]
+    # Neither task wrote a report: the parent holds none (not one left by an earlier job run).
+    assert client.list_artifacts(parent.info.run_id, "report") == []
+
+
+def test_processes_that_create_a_parent_at_once_converge_on_the_first(tmp_path, monkeypatch):
+    from pipelines.stage import StageReport
+    from pipelines.tracking import Tracker
+
+    store = f"file:{tmp_path / 'mlruns'}"
+    cfg = load_config(overrides=[f"run.root={tmp_path / 'run'}", "tracking.mlflow=true", f"tracking.uri={store}",
+                                 "tracking.experiment=race", "tracking.parent_key=job-7"])
+    first = Tracker(cfg)
+    first.start(["ingest"])
+    assert first.log_stage(StageReport("ingest", rows_in=3, rows_out=3), {}) == "ok"
+    # The second process searched before the first one's parent was visible, so it made its own.
+    second = Tracker(cfg)
+    real, searches = Tracker._parents, []
+
+    def late_first_search(self, key):
+        searches.append(key)
+        return [] if len(searches) == 1 else real(self, key)
+
+    monkeypatch.setattr(Tracker, "_parents", late_first_search)
+    second.start(["dedup"])
+    assert len(searches) == 2  # found nothing, created one, searched again
+    assert second.run_id == first.run_id  # converged at once: the earliest parent of the key
+    assert second.log_stage(StageReport("dedup", rows_in=3, rows_out=2), {}) == "ok"
+    client = MlflowClient(store)
+    runs = client.search_runs([client.get_experiment_by_name("race").experiment_id])
+    assert [r.info.run_id for r in runs if "winnow.parent_key" in r.data.tags] == [first.run_id]
+    assert sorted(r.data.tags["winnow.stage"] for r in runs if r.data.tags.get("mlflow.parentRunId") == first.run_id) == [
+        "dedup", "ingest"]
+
+
+def test_a_keyed_parent_with_the_server_down_warns_and_goes_on(tmp_path):
+    from pipelines.tracking import Tracker
+
+    lines = []
+    cfg = load_config(overrides=[f"run.root={tmp_path / 'run'}", "tracking.mlflow=true", "tracking.parent_key=9",
+                                 f"tracking.uri=http://127.0.0.1:{_free_port()}", "tracking.timeout_s=2"])
+    tracker = Tracker(cfg, warn=lines.append)
+    tracker.start(["ingest"])
+    assert tracker.status.startswith("failed: start: ") and len(lines) == 1
+
+
+def test_the_parent_key_is_not_part_of_the_config_fingerprint():
+    assert load_config(overrides=["tracking.parent_key=1"]).fingerprint() == load_config().fingerprint()
+    assert load_config(overrides=["tracking.parent_key=123"]).tracking.parent_key == "123"
+    from pipelines.config import ConfigError
+
+    with pytest.raises(ConfigError, match="tracking.parent_key"):
+        load_config(overrides=["tracking.parent_key='a b'"])
