@@ -102,6 +102,7 @@ class SparkConfig(Section):
     jars: list[str] = Field(default_factory=list)
     conf: dict[str, str] = Field(default_factory=dict)
     log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "WARN"
+    local_jit: Literal["c1", "tiered"] = "c1"
 
 
 # ---------------------------------------------------------------------------------------- pipeline

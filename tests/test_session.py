@@ -1,0 +1,14 @@
+"""The local session's JVM settings (pipelines/session.py): what a local master gets by default."""
+
+from __future__ import annotations
+
+from pipelines.config import SparkConfig
+from pipelines.session import C1_ONLY, JAVA_OPTIONS
+
+
+def test_a_local_jvm_compiles_with_c1_only(spark):
+    # The shared test session is local[2] with the default spark.local_jit: c1.
+    assert SparkConfig().local_jit == "c1"
+    assert C1_ONLY in spark.sparkContext.getConf().get(JAVA_OPTIONS, "")
+    args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert C1_ONLY in args, args
