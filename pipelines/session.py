@@ -195,10 +195,10 @@ C1_ONLY = "-XX:TieredStopAtLevel=1"
 
 
 def _names_jit_flag(java_options: str) -> bool:
-    """Whether ``java_options`` already choose the JIT (TieredStopAtLevel, TieredCompilation, a compiler mode).
+    """Whether ``java_options`` already choose the JIT (TieredStopAtLevel, TieredCompilation, -Xint/-Xcomp).
 
-    >>> _names_jit_flag("-Xss4m"), _names_jit_flag("-XX:-TieredCompilation"), _names_jit_flag("-XX:TieredStopAtLevel=4")
-    (False, True, True)
+    >>> [_names_jit_flag(o) for o in ("-Xss4m", "-XX:-TieredCompilation", "-XX:TieredStopAtLevel=4")]
+    [False, True, True]
     """
     return bool(re.search(r"-XX:[+-]?Tiered|-Xint\b|-Xcomp\b", java_options))
 CDS_ENV = "WINNOW_CDS"
