@@ -26,13 +26,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import ingest_splits, tables
+from pipelines import ingest_splits, ingest_tally, tables
 from pipelines.chain import require_columns
 from pipelines.config import IngestConfig, WinnowConfig
-from pipelines.stage import StageReport
+from pipelines.stage import InvariantError, StageReport
 from udfs.errors import UserError
 from udfs.formats import QUARANTINE_REASONS, ParseOptions, explode_file
 
@@ -114,26 +114,37 @@ def explode_files(files: DataFrame, cfg: IngestConfig) -> DataFrame:
     return files.select(*cols).mapInArrow(parse, RECORD_DDL)
 
 
-def assign_doc_ids(records: DataFrame) -> DataFrame:
+def candidate_id() -> Column:
+    """The ``doc_id`` a document's own id gives it (``source/src_id``), used where present and unique
+    within its source."""
+    return F.concat_ws("/", "source", "src_id")
+
+
+def assign_doc_ids(records: DataFrame, dups: DataFrame | None = None) -> DataFrame:
     """Keep the document rows of :func:`explode_files` and give each its ``doc_id``.
 
-    The uniqueness test of source ids is one aggregation over ``(source, id)`` candidates; duplicated
-    candidates (the same id twice in a source) fall back to the positional hash, for every copy, so
-    the result does not depend on which copy Spark sees first.
+    Args:
+        records: the parsed rows.
+        dups: the candidate ids (``_cand`` = ``source/src_id``) held by more than one document, with a
+            true ``_dup`` column (:func:`pipelines.ingest_tally.duplicated_ids`); ``None`` = computed
+            here, as one aggregation over ``(source, id)`` candidates joined back.
+
+    Duplicated candidates (the same id twice in a source) fall back to the positional hash, for every
+    copy, so the result does not depend on which copy Spark sees first.
 
     Returns:
         The document rows with a ``doc_id`` column (string, never null).
     """
     require_columns(records, ("kind", "source", "src_id", "key_path", "record"), "assign_doc_ids")
     docs = records.where(F.col("kind") == "doc")
-    cand = F.when(F.col("src_id").isNotNull() & (F.col("src_id") != ""), F.concat_ws("/", "source", "src_id"))
-    docs = docs.withColumn("_cand", cand)
-    dups = (
-        docs.where(F.col("_cand").isNotNull()).groupBy("_cand").count().where(F.col("count") > 1)
-        .select("_cand", F.lit(True).alias("_dup"))
-    )
+    if dups is None:
+        dups = (
+            docs.where(ingest_tally.has_src_id()).groupBy(candidate_id().alias("_cand")).count().where(F.col("count") > 1)
+            .select("_cand", F.lit(True).alias("_dup"))
+        )
     digest = F.sha2(F.concat_ws(_HASH_SEP, "source", "key_path", F.col("record").cast("string")), 256)
     hashed = F.concat(F.col("source"), F.lit("/~"), F.substring(digest, 1, 32))
+    docs = docs.withColumn("_cand", F.when(ingest_tally.has_src_id(), candidate_id()))
     return (
         docs.join(dups, "_cand", "left")
         .withColumn("doc_id", F.when(F.col("_cand").isNull() | F.col("_dup").isNotNull(), hashed).otherwise(F.col("_cand")))
@@ -141,9 +152,10 @@ def assign_doc_ids(records: DataFrame) -> DataFrame:
     )
 
 
-def to_documents(records: DataFrame) -> DataFrame:
-    """The ``documents`` table of :func:`explode_files` rows: :data:`DOCUMENT_COLUMNS`."""
-    return assign_doc_ids(records).sortWithinPartitions("input_file", "record").select(*DOCUMENT_COLUMNS)
+def to_documents(records: DataFrame, dups: DataFrame | None = None) -> DataFrame:
+    """The ``documents`` table of :func:`explode_files` rows: :data:`DOCUMENT_COLUMNS` (``dups`` as in
+    :func:`assign_doc_ids`)."""
+    return assign_doc_ids(records, dups).sortWithinPartitions("input_file", "record").select(*DOCUMENT_COLUMNS)
 
 
 def to_quarantine(records: DataFrame) -> DataFrame:
@@ -258,7 +270,7 @@ def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg:
     return out
 
 
-def _empty_split_files(spark: SparkSession, summaries: list[Any], opts: ParseOptions) -> tuple[DataFrame | None, int]:
+def _empty_split_files(spark: SparkSession, summaries: list[Any]) -> tuple[DataFrame | None, list[dict[str, Any]]]:
     """``empty_file`` rows for files cut into several splits none of which found a record (a split
     alone cannot know): the driver decides from the summaries."""
     per_file: dict[str, list[Any]] = {}
@@ -273,59 +285,82 @@ def _empty_split_files(spark: SparkSession, summaries: list[Any], opts: ParseOpt
                          "record": 0, "reason": "empty_file", "excerpt": meta.get("head") or None,
                          "detail": f"{meta['bytes']} bytes, no record"})
     if not rows:
-        return None, 0
-    return spark.createDataFrame(rows, RECORD_DDL), len(rows)
+        return None, []
+    return spark.createDataFrame(rows, RECORD_DDL), rows
 
 
 # --------------------------------------------------------------------------------------------- run
+_STAGE_CONF = {
+    # One binaryFile row (a whole file) per Arrow batch into the Python worker; splits are tiny rows.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "1",
+    # The parsed records are cached once and read by the tally, the id check and both writes. Text is
+    # stored as it is either way; compressing the cache only spends CPU on trying (about 3 CPU-s per GB).
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
+    # Delta collects min/max/null statistics of the first 32 columns of every file it writes: for the
+    # text column that was about 5 CPU-s per GB of input, for data skipping nobody does on text. Row
+    # counts and the statistics of these columns (absent ones are ignored per table) stay.
+    "spark.databricks.delta.properties.defaults.dataSkippingStatsColumns": (
+        "doc_id,source,url,input_file,n_chars,n_bytes,n_replaced,record,reason"
+    ),
+}
+"""Session settings while ingest runs (restored after): measured on one 1 GB JSONL file, bench/notes.md."""
+
+
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """Ingest ``ingest.inputs`` into ``documents`` and ``quarantine`` (each replaced in one Delta commit).
 
+    Spark jobs: one parses every split into a cache and tallies it (:func:`pipelines.ingest_tally.tally`),
+    one finds duplicated source ids (only when some document has one), one writes each table.
+
     Returns:
         The :class:`StageReport`: ``rows_in`` = records read (parser count), ``rows_out`` = rows of
-        ``documents``, ``quarantined`` = rows of ``quarantine`` by reason (both counted from the
-        written tables), ``extra`` = files, bytes, formats, skipped non-document records, chars.
+        ``documents`` (as its Delta commit recorded them), ``quarantined`` = rows of ``quarantine`` by
+        reason (the tally, checked against the commit of the table), ``extra`` = files, bytes,
+        formats, skipped non-document records, chars.
 
     Raises:
         NoInputFilesError: a glob of ``ingest.inputs`` matches no file.
+        InvariantError: the quarantine table holds another number of rows than the tally counted.
     """
     icfg = cfg.ingest
     listing = list_files(spark, icfg)
-    # One binaryFile row (a whole file) per Arrow batch into the Python worker; splits are tiny rows.
-    batch_key = "spark.sql.execution.arrow.maxRecordsPerBatch"
-    old_batch = spark.conf.get(batch_key)
-    spark.conf.set(batch_key, "1")
+    old_conf = {k: spark.conf.get(k, None) for k in _STAGE_CONF}
+    for k, v in _STAGE_CONF.items():
+        spark.conf.set(k, v)
     parsed = read_records(spark, listing, icfg).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        summaries = parsed.where(F.col("kind") == "file").select("input_file", "key_path", "split_start", "record", "meta").collect()
-        extra = _file_stats(summaries)
-        records = ingest_splits.number_lines(parsed, summaries, spark)
-        empty, n_empty = _empty_split_files(spark, summaries, parse_options(icfg))
+        t = ingest_tally.tally(parsed)
+        extra = _file_stats(t.summaries)
+        records = ingest_splits.number_lines(parsed, t.summaries, spark)
+        empty, empty_rows = _empty_split_files(spark, t.summaries)
+        counts = t.counts + [(r["input_file"], r["reason"], 1) for r in empty_rows]
         if empty is not None:
             records = records.unionByName(empty)
-            extra["records_read"] += n_empty
-        stats = (
-            records.where(F.col("kind") == "doc")
-            .agg(F.sum("n_chars").alias("chars"), F.sum("n_bytes").alias("bytes"), F.sum("n_replaced").alias("replaced"))
-            .collect()[0]
-        )
-        extra.update(chars_out=int(stats["chars"] or 0), bytes_out=int(stats["bytes"] or 0),
-                     n_replaced=int(stats["replaced"] or 0))
-        counts = records.where(F.col("kind") != "file").groupBy("input_file", "reason").count().collect()
-        bad = bad_files([(r["input_file"], r["reason"], int(r["count"])) for r in counts], summaries, icfg)
+            extra["records_read"] += len(empty_rows)
+        extra.update(chars_out=t.chars, bytes_out=t.n_bytes, n_replaced=t.replaced)
+        bad = bad_files(counts, t.summaries, icfg)
+        docs = records.where(F.col("kind") == "doc")
+        dups = ingest_tally.duplicated_ids(spark, docs, candidate_id(), t)
         outputs = tables.publish(
-            spark, cfg, STAGE, {"documents": to_documents(records), "quarantine": to_quarantine(records)},
+            spark, cfg, STAGE, {"documents": to_documents(records, dups), "quarantine": to_quarantine(records)},
             properties={"doc_id_scheme": DOC_ID_SCHEME},
             table_properties={"quarantine": {"reasons": sorted(QUARANTINE_REASONS)}},
         )
     finally:
         parsed.unpersist()
-        spark.conf.set(batch_key, old_batch)
-    rows_out = tables.read_path(spark, outputs["documents"]).count()
-    quarantined = {
-        r["reason"]: int(r["count"])
-        for r in tables.read_path(spark, outputs["quarantine"]).groupBy("reason").count().collect()
-    }
+        for k, v in old_conf.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+    quarantined: Counter = Counter()
+    for _, reason, n in counts:
+        if reason is not None:
+            quarantined[reason] += n
+    written = ingest_tally.written_rows(spark, cfg, outputs["quarantine"])
+    if written != sum(quarantined.values()):
+        raise InvariantError(f"ingest: the quarantine table holds {written} rows, the parser quarantined "
+                             f"{sum(quarantined.values())} ({dict(quarantined)})")
     if bad:
         for line in bad:
             print(line, file=sys.stderr, flush=True)
@@ -336,8 +371,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             )
         extra["bad_files"] = bad
     report = StageReport(
-        stage=STAGE, rows_in=extra.pop("records_read"), rows_out=rows_out, quarantined=dict(sorted(quarantined.items())),
-        outputs=outputs, extra=extra,
+        stage=STAGE, rows_in=extra.pop("records_read"), rows_out=ingest_tally.written_rows(spark, cfg, outputs["documents"]),
+        quarantined=dict(sorted(quarantined.items())), outputs=outputs, extra=extra,
     )
     return report
 
