@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
-from bench.common import MB, loadavg
+from bench.common import _CLK_TCK, MB, TreeSampler, loadavg, roles
 
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = ("winnow", "text_noop", "arrow_noop", "json_delta", "text_delta", "parquet_delta")
@@ -50,6 +52,7 @@ def _child(variant: str, path: str, root: str) -> dict:
         spark = get_spark("ingest", cfg.spark)
         spark.range(1).count()  # the session is up and a first job ran
     load0 = loadavg()[0]
+    print("INGEST-SCALE-PHASE work", flush=True)
     with Measure() as work:
         if variant == "winnow":
             from pipelines.stage import run_stage
@@ -58,6 +61,7 @@ def _child(variant: str, path: str, root: str) -> dict:
             rows = {"rows_in": report.rows_in, "rows_out": report.rows_out, "quarantined": report.n_quarantined}
         else:
             rows = {"rows_out": _floor(spark, variant, path, f"{root}/tables/floor")}
+    print("INGEST-SCALE-PHASE done", flush=True)
     spark.stop()
     return {"variant": variant, "session_start": start.as_dict(), "work": work.as_dict(), **rows,
             "load1": [round(load0, 2), round(loadavg()[0], 2)]}
@@ -77,6 +81,70 @@ def _floor(spark, variant: str, path: str, out: str) -> int:
     else:
         raise ValueError(f"unknown variant {variant!r}; allowed: {list(VARIANTS)}")
     return spark.read.format("delta").load(out).count() if variant.endswith("_delta") else -1
+
+
+def _run_child(cmd: list[str]) -> tuple[dict, dict[str, float]]:
+    """Run a child, sampling its tree from outside (so the sampler's own CPU is not counted): the
+    child's figures and the CPU-seconds of its work phase by role (driver, jvm, python_worker)."""
+    errf = tempfile.TemporaryFile("w+")  # a pipe could fill with Spark's log and stall the child
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=errf, text=True)
+    marks: dict[str, Counter] = {}
+    threads: dict[str, Counter] = {}
+    lines = []
+    with TreeSampler(root=proc.pid, interval=0.5) as sampler:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.append(line)
+            if line.startswith("INGEST-SCALE-PHASE "):
+                sampler.sample()
+                role = dict(roles(proc.pid))
+                c: Counter = Counter()
+                for pid, cpu in sampler.cpu_by_pid.items():
+                    c[role.get(pid, "exited")] += cpu
+                marks[line.split()[1]] = c
+                threads[line.split()[1]] = _jvm_threads([p for p, r in role.items() if r == "jvm"])
+        rc = proc.wait()
+    errf.seek(0)
+    err = errf.read()
+    found = [x for x in lines if x.startswith("INGEST-SCALE ")]
+    if rc or not found:
+        return {"failed": rc, "tail": err.splitlines()[-15:]}, {}
+    work = marks.get("done", Counter())
+    work.subtract(marks.get("work", Counter()))
+    jvm = threads.get("done", Counter())
+    jvm.subtract(threads.get("work", Counter()))
+    f = json.loads(found[-1].removeprefix("INGEST-SCALE "))
+    f["work_jvm_cpu_s_by_thread"] = {k: round(v, 1) for k, v in jvm.most_common(8)}
+    return f, {k: round(v, 1) for k, v in sorted(work.items())}
+
+
+def _jvm_threads(pids: list[int]) -> Counter:
+    """CPU-seconds of the JVMs' threads so far, by thread group (``/proc/<pid>/task/*/stat``; names
+    with their numbers cut: ``C2 CompilerThre``, ``GC Thread``, ``Executor task l``, ...). Threads
+    that ended before the sample are missing (Spark's task threads are pooled, so few)."""
+    out: Counter = Counter()
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            raw = _read_task(pid, tid)
+            if raw is None:
+                continue
+            name, cpu = raw
+            out[re.sub(r"[#\d-]+$", "", name).strip()] += cpu
+    return out
+
+
+def _read_task(pid: int, tid: str) -> tuple[str, float] | None:
+    try:
+        with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    head, _, rest = raw.rpartition(")")
+    fields = rest.split()
+    return head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
 
 def measure(path: str | Path, variants: tuple[str, ...] = ("winnow", "text_noop", "arrow_noop", "json_delta")) -> dict:
@@ -99,12 +167,11 @@ def measure(path: str | Path, variants: tuple[str, ...] = ("winnow", "text_noop"
                 raw = Path(pyspy) / f"{v}.raw"
                 cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "--subprocesses", "--format", "raw",
                        "--rate", "50", "-o", str(raw), "--", *cmd]
-            proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-            lines = [x for x in proc.stdout.splitlines() if x.startswith("INGEST-SCALE ")]
-            if proc.returncode or not lines:
-                out["variants"][v] = {"failed": proc.returncode, "tail": proc.stderr.splitlines()[-15:]}
+            f, by_role = _run_child(cmd)
+            if "failed" in f:
+                out["variants"][v] = f
                 continue
-            f = json.loads(lines[-1].removeprefix("INGEST-SCALE "))
+            f["work_cpu_s_by_role"] = by_role
             f["mb_per_cpu_s"] = round(mb / max(f["work"]["cpu_s"], 1e-9), 2)
             f["mb_per_cpu_s_with_start"] = round(mb / max(f["work"]["cpu_s"] + f["session_start"]["cpu_s"], 1e-9), 2)
             if raw is not None and raw.exists():
