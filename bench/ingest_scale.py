@@ -31,7 +31,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from bench.common import _CLK_TCK, MB, TreeSampler, loadavg, roles
+from bench.common import _CLK_TCK, MB, TreeSampler, _cmdline, loadavg, roles
 
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = ("winnow", "text_noop", "arrow_noop", "json_delta", "text_delta", "parquet_delta")
@@ -83,6 +83,19 @@ def _floor(spark, variant: str, path: str, out: str) -> int:
     return spark.read.format("delta").load(out).count() if variant.endswith("_delta") else -1
 
 
+class _RoleSampler(TreeSampler):
+    """A :class:`TreeSampler` that remembers the role of every process it saw (``role_of``), so the CPU
+    of Python workers that ended between two marks still counts as theirs; the sampler process of
+    :class:`bench.common.Measure` is ``measure`` (its CPU is not part of any figure)."""
+
+    def sample(self) -> None:
+        super().sample()
+        role_of = self.__dict__.setdefault("role_of", {})
+        for pid, role in roles(self.root or os.getpid()):
+            if pid not in role_of:
+                role_of[pid] = "measure" if "_tree_cpu_sampler" in _cmdline(pid) else role
+
+
 def _run_child(cmd: list[str]) -> tuple[dict, dict[str, float]]:
     """Run a child, sampling its tree from outside (so the sampler's own CPU is not counted): the
     child's figures and the CPU-seconds of its work phase by role (driver, jvm, python_worker)."""
@@ -91,17 +104,16 @@ def _run_child(cmd: list[str]) -> tuple[dict, dict[str, float]]:
     marks: dict[str, Counter] = {}
     threads: dict[str, Counter] = {}
     lines = []
-    with TreeSampler(root=proc.pid, interval=0.5) as sampler:
+    with _RoleSampler(root=proc.pid, interval=0.5) as sampler:
         for line in proc.stdout:  # type: ignore[union-attr]
             lines.append(line)
             if line.startswith("INGEST-SCALE-PHASE "):
                 sampler.sample()
-                role = dict(roles(proc.pid))
                 c: Counter = Counter()
                 for pid, cpu in sampler.cpu_by_pid.items():
-                    c[role.get(pid, "exited")] += cpu
+                    c[sampler.role_of.get(pid, "unknown")] += cpu
                 marks[line.split()[1]] = c
-                threads[line.split()[1]] = _jvm_threads([p for p, r in role.items() if r == "jvm"])
+                threads[line.split()[1]] = _jvm_threads([p for p, r in sampler.role_of.items() if r == "jvm"])
         rc = proc.wait()
     errf.seek(0)
     err = errf.read()

@@ -171,7 +171,8 @@ class Collector:
             "n_bytes": n_bytes,
             "n_replaced": replaced,
         }
-        cols = {k: v.filter(keep) for k, v in cols.items()}
+        if pc.any(bad).as_py():  # filtering copies every column, the texts too: only when a row goes
+            cols = {k: v.filter(keep) for k, v in cols.items()}
         n = len(cols["record"])
         self.docs = _lists(_DOC_FIELDS)
         self.pending_bytes = 0
