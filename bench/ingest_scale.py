@@ -52,6 +52,7 @@ def _child(variant: str, path: str, root: str) -> dict:
         spark = get_spark("ingest", cfg.spark)
         spark.range(1).count()  # the session is up and a first job ran
     load0 = loadavg()[0]
+    jobs0 = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
     print("INGEST-SCALE-PHASE work", flush=True)
     with Measure() as work:
         if variant == "winnow":
@@ -62,8 +63,9 @@ def _child(variant: str, path: str, root: str) -> dict:
         else:
             rows = {"rows_out": _floor(spark, variant, path, f"{root}/tables/floor")}
     print("INGEST-SCALE-PHASE done", flush=True)
+    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup()) - jobs0
     spark.stop()
-    return {"variant": variant, "session_start": start.as_dict(), "work": work.as_dict(), **rows,
+    return {"variant": variant, "session_start": start.as_dict(), "work": work.as_dict(), **rows, "spark_jobs": jobs,
             "load1": [round(load0, 2), round(loadavg()[0], 2)]}
 
 

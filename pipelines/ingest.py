@@ -120,7 +120,7 @@ def candidate_id() -> Column:
     return F.concat_ws("/", "source", "src_id")
 
 
-def assign_doc_ids(records: DataFrame, dups: DataFrame | None = None) -> DataFrame:
+def assign_doc_ids(records: DataFrame, dups: DataFrame | None = None, *, unique: bool = False) -> DataFrame:
     """Keep the document rows of :func:`explode_files` and give each its ``doc_id``.
 
     Args:
@@ -128,6 +128,7 @@ def assign_doc_ids(records: DataFrame, dups: DataFrame | None = None) -> DataFra
         dups: the candidate ids (``_cand`` = ``source/src_id``) held by more than one document, with a
             true ``_dup`` column (:func:`pipelines.ingest_tally.duplicated_ids`); ``None`` = computed
             here, as one aggregation over ``(source, id)`` candidates joined back.
+        unique: no candidate id is held twice (known from the tally): no join at all.
 
     Duplicated candidates (the same id twice in a source) fall back to the positional hash, for every
     copy, so the result does not depend on which copy Spark sees first.
@@ -137,14 +138,16 @@ def assign_doc_ids(records: DataFrame, dups: DataFrame | None = None) -> DataFra
     """
     require_columns(records, ("kind", "source", "src_id", "key_path", "record"), "assign_doc_ids")
     docs = records.where(F.col("kind") == "doc")
-    if dups is None:
-        dups = (
-            docs.where(ingest_tally.has_src_id()).groupBy(candidate_id().alias("_cand")).count().where(F.col("count") > 1)
-            .select("_cand", F.lit(True).alias("_dup"))
-        )
     digest = F.sha2(F.concat_ws(_HASH_SEP, "source", "key_path", F.col("record").cast("string")), 256)
     hashed = F.concat(F.col("source"), F.lit("/~"), F.substring(digest, 1, 32))
     docs = docs.withColumn("_cand", F.when(ingest_tally.has_src_id(), candidate_id()))
+    if unique:
+        return docs.withColumn("doc_id", F.coalesce(F.col("_cand"), hashed)).drop("_cand")
+    if dups is None:
+        dups = (
+            docs.where(F.col("_cand").isNotNull()).groupBy("_cand").count().where(F.col("count") > 1)
+            .select("_cand", F.lit(True).alias("_dup"))
+        )
     return (
         docs.join(dups, "_cand", "left")
         .withColumn("doc_id", F.when(F.col("_cand").isNull() | F.col("_dup").isNotNull(), hashed).otherwise(F.col("_cand")))
@@ -152,10 +155,11 @@ def assign_doc_ids(records: DataFrame, dups: DataFrame | None = None) -> DataFra
     )
 
 
-def to_documents(records: DataFrame, dups: DataFrame | None = None) -> DataFrame:
-    """The ``documents`` table of :func:`explode_files` rows: :data:`DOCUMENT_COLUMNS` (``dups`` as in
-    :func:`assign_doc_ids`)."""
-    return assign_doc_ids(records, dups).sortWithinPartitions("input_file", "record").select(*DOCUMENT_COLUMNS)
+def to_documents(records: DataFrame, dups: DataFrame | None = None, *, unique: bool = False) -> DataFrame:
+    """The ``documents`` table of :func:`explode_files` rows: :data:`DOCUMENT_COLUMNS` (``dups`` and
+    ``unique`` as in :func:`assign_doc_ids`)."""
+    docs = assign_doc_ids(records, dups, unique=unique)
+    return docs.sortWithinPartitions("input_file", "record").select(*DOCUMENT_COLUMNS)
 
 
 def to_quarantine(records: DataFrame) -> DataFrame:
@@ -241,14 +245,15 @@ def read_inputs(spark: SparkSession, listing: list[tuple[str, str, int]]) -> Dat
     return files.join(F.broadcast(key_df), "path")
 
 
-def _driver_records(spark: SparkSession, listing: list[tuple[str, str, int]], opts: ParseOptions) -> DataFrame:
-    """Rows for the 0-byte files of the ``binaryFile`` fallback (which drops them)."""
+def _driver_records(spark: SparkSession, listing: list[tuple[str, str, int]], opts: ParseOptions) -> DataFrame | None:
+    """Rows for the 0-byte files of the ``binaryFile`` fallback (which drops them); ``None`` when there
+    are none (an empty frame would still add tasks to every job over the records)."""
     rows = []
     for path, key, size in listing:
         if size == 0 and not ingest_splits.streamable(path):
             for batch in explode_file(path, b"", opts, key):
                 rows += [{**r, "meta": dict(r["meta"]) if r["meta"] is not None else None} for r in batch.to_pylist()]
-    return spark.createDataFrame(rows, RECORD_DDL)
+    return spark.createDataFrame(rows, RECORD_DDL) if rows else None
 
 
 def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: IngestConfig) -> DataFrame:
@@ -256,7 +261,7 @@ def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg:
     streamed splits for local/s3 files, ``binaryFile`` rows for the others."""
     opts = parse_options(icfg)
     splits = ingest_splits.plan_splits(listing, icfg)
-    frames = [_driver_records(spark, listing, opts)]
+    frames = [df] if (df := _driver_records(spark, listing, opts)) is not None else []
     if splits:
         frames.append(ingest_splits.explode_splits(spark, splits, icfg, opts, RECORD_DDL))
     if any(not ingest_splits.streamable(p) and size for p, _, size in listing):
@@ -264,6 +269,8 @@ def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg:
         if icfg.input_partitions:
             files = files.repartition(icfg.input_partitions, "path")
         frames.append(explode_files(files, icfg))
+    if not frames:
+        return spark.createDataFrame([], RECORD_DDL)
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
@@ -341,7 +348,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         docs = records.where(F.col("kind") == "doc")
         dups = ingest_tally.duplicated_ids(spark, docs, candidate_id(), t)
         outputs = tables.publish(
-            spark, cfg, STAGE, {"documents": to_documents(records, dups), "quarantine": to_quarantine(records)},
+            spark, cfg, STAGE,
+            {"documents": to_documents(records, dups, unique=dups is None), "quarantine": to_quarantine(records)},
             properties={"doc_id_scheme": DOC_ID_SCHEME},
             table_properties={"quarantine": {"reasons": sorted(QUARANTINE_REASONS)}},
         )

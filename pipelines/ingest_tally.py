@@ -89,25 +89,26 @@ def tally(records: DataFrame) -> Tally:
     return t
 
 
-def duplicated_ids(spark: SparkSession, docs: DataFrame, candidate: Any, t: Tally) -> DataFrame:
+def duplicated_ids(spark: SparkSession, docs: DataFrame, candidate: Any, t: Tally) -> DataFrame | None:
     """The candidate ids (``_cand``) that more than one document holds, as a frame to join on ``_cand``
-    (column ``_dup`` true).
+    (column ``_dup`` true); ``None`` when there is none (no join needed).
 
     At most :data:`DUP_BROADCAST_MAX` of them come back as a small local frame marked for broadcast (one
-    Spark job, no shuffle of the documents; none when no document has a source id); more stay a
-    distributed aggregate.
+    Spark job, no shuffle of the documents; none at all when no document has a source id); more stay
+    a distributed aggregate.
     """
-    schema = "_cand string, _dup boolean"
     if not t.with_src_id:
-        return F.broadcast(spark.createDataFrame([], schema))
+        return None
     dups = (
         docs.where(has_src_id()).groupBy(candidate.alias("_cand")).count().where(F.col("count") > 1)
         .select("_cand", F.lit(True).alias("_dup"))
     )
     few = dups.limit(DUP_BROADCAST_MAX + 1).collect()
+    if not few:
+        return None
     if len(few) > DUP_BROADCAST_MAX:
         return dups
-    return F.broadcast(spark.createDataFrame([(r["_cand"], True) for r in few], schema))
+    return F.broadcast(spark.createDataFrame([(r["_cand"], True) for r in few], "_cand string, _dup boolean"))
 
 
 def written_rows(spark: SparkSession, cfg: WinnowConfig, path: str) -> int:

@@ -172,7 +172,7 @@ _ASCII_SPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() strips
 
 
 def _line(c: Collector, i: int, line: bytes) -> None:
-    if not line or (line[0] in _ASCII_SPACE and not line.strip()):  # strip() copies: only when it may be blank
+    if not line or (line[0] in _ASCII_SPACE and not line.strip()):  # strip() copies: only if it may be blank
         c.skipped["blank_line"] += 1
         return
     escaped = False
