@@ -14,7 +14,8 @@ first 32 hex digits (128 bits) of sha256 over ``source``, the file path relative
 the record number, so the same file gives the same ids on any machine or mount point.
 
 Accounting: rows in (records the parser emitted, per file) = rows in ``documents`` + rows in
-``quarantine``, the latter two counted from the written Delta tables.
+``quarantine``, the latter two as the tables' Delta commits recorded them (``numOutputRows``), checked
+against the tally of the parsed records (:mod:`pipelines.ingest_tally`).
 """
 
 from __future__ import annotations

@@ -100,3 +100,10 @@ def test_the_batch_byte_scan_skips_only_steps_no_row_needs(rows, expected):
     assert T.ByteScan.of(pa.array(["ascii only\n\tand tabs"])).control is False
     n_chars, n_bytes = T.lengths(T.normalize(arr))
     assert n_chars.to_pylist() == [None if s is None else len(s) for s in expected]
+
+
+def test_is_blank_looks_at_the_rows_that_do_not_start_with_a_printable_ascii_character():
+    rows = ["word", " \t\n", "", None, "\u3000\u00a0", "\u00a0x", "!", "\x1c", "\x85", "  a"]
+    arr = pa.array(["x", *rows, " "]).slice(1, len(rows))
+    assert T.is_blank(arr).to_pylist() == [False, True, True, True, True, False, False, True, True, False]
+    assert T.is_blank(pa.array(["a", "b"], pa.large_string())).to_pylist() == [False, False]

@@ -177,10 +177,16 @@ class ByteScan:
     __slots__ = ("ascii", "cr", "control")
 
     def __init__(self, data: np.ndarray):
-        self.ascii = not data.size or int(data.max()) < 0x80
-        self.cr = bool((data == 0x0D).any())
-        c0 = int(np.count_nonzero(data < 0x20)) - int(np.count_nonzero(data == 0x09)) - int(np.count_nonzero(data == 0x0A))
-        control = c0 > 0 or bool((data == 0x7F).any())
+        top = int(data.max()) if data.size else 0
+        self.ascii = top < 0x80
+        # Clean prose has no C0 byte but LF (and TAB): when the counts agree, neither CR nor any other
+        # control is there, and two passes said so.
+        low = int(np.count_nonzero(data < 0x20))
+        other = low - int(np.count_nonzero(data == 0x0A))
+        if other:
+            other -= int(np.count_nonzero(data == 0x09))
+        self.cr = other > 0 and bool((data == 0x0D).any())
+        control = other > 0 or (top >= 0x7F and bool((data == 0x7F).any()))
         if not control and not self.ascii:
             after_c2 = data[1:][data[:-1] == 0xC2]
             control = bool(((after_c2 >= 0x80) & (after_c2 <= 0x9F)).any())
@@ -271,5 +277,26 @@ def is_blank(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     Returns:
         bool array of the same length.
     """
+    if isinstance(texts, pa.Array) and len(texts) and texts.type in (pa.string(), pa.large_string()):
+        # A row that starts with a printable ASCII character other than space is not blank: only the
+        # others (empty, null, starting with whitespace or a non-ASCII character) need the kernel.
+        _, offsets, data = texts.buffers()
+        kind = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+        off = np.frombuffer(offsets, dtype=kind)[texts.offset : texts.offset + len(texts) + 1]
+        raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+        starts, sizes = off[:-1], np.diff(off)
+        first = raw[np.minimum(starts, max(raw.size - 1, 0))] if raw.size else np.zeros(len(texts), np.uint8)
+        maybe = (sizes == 0) | (first < 0x21) | (first > 0x7E)
+        if texts.null_count:
+            maybe |= ~np.asarray(texts.is_valid())
+        if not maybe.any():
+            return pa.array(np.zeros(len(texts), dtype=bool))
+        if not maybe.all():
+            mask = pa.array(maybe)
+            return pc.replace_with_mask(pa.array(np.zeros(len(texts), dtype=bool)), mask, _blank(texts.filter(mask)))
+    return _blank(texts)
+
+
+def _blank(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     trimmed = pc.utf8_trim_whitespace(texts)
     return pc.fill_null(pc.equal(pc.utf8_length(trimmed), 0), True)
