@@ -16,7 +16,8 @@ child, the JVM and every Python worker, apart for session start and for the work
 
 MB are input bytes (SI) of the file; MB per CPU-second = MB / CPU-seconds of the work (session start
 apart, reported too). ``python -m bench.ingest_scale FILE [VARIANT ...]``; ``BENCH_INGEST_PYSPY=DIR``
-records each child with ``py-spy --subprocesses`` (raw stacks in ``DIR``, top frames in the result).
+records each child with ``py-spy --subprocesses`` (raw stacks in ``DIR``, top frames in the result);
+``BENCH_INGEST_SET="k=v;k2=v2"`` adds config overrides (A/B of a setting).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def _child(variant: str, path: str, root: str) -> dict:
 
         cfg = load_config([REPO / "conf" / "local.yaml"], [
             f"run.root={root}", f"ingest.inputs={json.dumps([path])}", "spark.master=local[2]",
-            "spark.shuffle_partitions=8",
+            "spark.shuffle_partitions=8", *filter(None, os.environ.get("BENCH_INGEST_SET", "").split(";")),
         ])
         spark = get_spark("ingest", cfg.spark)
         spark.range(1).count()  # the session is up and a first job ran
@@ -128,6 +129,7 @@ def _run_child(cmd: list[str]) -> tuple[dict, dict[str, float]]:
     jvm.subtract(threads.get("work", Counter()))
     f = json.loads(found[-1].removeprefix("INGEST-SCALE "))
     f["work_jvm_cpu_s_by_thread"] = {k: round(v, 1) for k, v in jvm.most_common(8)}
+    f["python_worker_processes"] = sum(r == "python_worker" for r in sampler.role_of.values())
     return f, {k: round(v, 1) for k, v in sorted(work.items())}
 
 
