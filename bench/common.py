@@ -269,7 +269,9 @@ def _tree_cpu_sampler(root: int, interval: float) -> None:
     print("ready", flush=True)
     while not select.select([sys.stdin], [], [], interval)[0]:
         for pid, seen in _snapshot(root, me).items():
-            if pid not in ign:
+            # Asked again until it says yes: pyspark.daemon sets SIG_IGN a moment after it starts, and a
+            # "no" read before that lost the CPU of every worker it forked and that ended in the block.
+            if not ign.get(pid):
                 ign[pid] = _ignores_sigchld(pid)
             last[pid] = seen
     end = _snapshot(root, me)

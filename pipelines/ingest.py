@@ -14,7 +14,8 @@ first 32 hex digits (128 bits) of sha256 over ``source``, the file path relative
 the record number, so the same file gives the same ids on any machine or mount point.
 
 Accounting: rows in (records the parser emitted, per file) = rows in ``documents`` + rows in
-``quarantine``, the latter two counted from the written Delta tables.
+``quarantine``, the latter two as the tables' Delta commits recorded them (``numOutputRows``), checked
+against the tally of the parsed records (:mod:`pipelines.ingest_tally`).
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import ingest_splits, tables
+from pipelines import ingest_splits, ingest_tally, tables
 from pipelines.chain import require_columns
 from pipelines.config import IngestConfig, WinnowConfig
-from pipelines.stage import StageReport
+from pipelines.stage import InvariantError, StageReport
 from udfs.errors import UserError
 from udfs.formats import QUARANTINE_REASONS, ParseOptions, explode_file
 
@@ -117,26 +118,40 @@ def explode_files(files: DataFrame, cfg: IngestConfig) -> DataFrame:
     return files.select(*cols).mapInArrow(parse, RECORD_DDL)
 
 
-def assign_doc_ids(records: DataFrame) -> DataFrame:
+def candidate_id() -> Column:
+    """The ``doc_id`` a document's own id gives it (``source/src_id``), used where present and unique
+    within its source."""
+    return F.concat_ws("/", "source", "src_id")
+
+
+def assign_doc_ids(records: DataFrame, dups: DataFrame | None = None, *, unique: bool = False) -> DataFrame:
     """Keep the document rows of :func:`explode_files` and give each its ``doc_id``.
 
-    The uniqueness test of source ids is one aggregation over ``(source, id)`` candidates; duplicated
-    candidates (the same id twice in a source) fall back to the positional hash, for every copy, so
-    the result does not depend on which copy Spark sees first.
+    Args:
+        records: the parsed rows.
+        dups: the candidate ids (``_cand`` = ``source/src_id``) held by more than one document, with a
+            true ``_dup`` column (:func:`pipelines.ingest_tally.duplicated_ids`); ``None`` = computed
+            here, as one aggregation over ``(source, id)`` candidates joined back.
+        unique: no candidate id is held twice (known from the tally): no join at all.
+
+    Duplicated candidates (the same id twice in a source) fall back to the positional hash, for every
+    copy, so the result does not depend on which copy Spark sees first.
 
     Returns:
         The document rows with a ``doc_id`` column (string, never null).
     """
     require_columns(records, ("kind", "source", "src_id", "key_path", "record"), "assign_doc_ids")
     docs = records.where(F.col("kind") == "doc")
-    cand = F.when(F.col("src_id").isNotNull() & (F.col("src_id") != ""), F.concat_ws("/", "source", "src_id"))
-    docs = docs.withColumn("_cand", cand)
-    dups = (
-        docs.where(F.col("_cand").isNotNull()).groupBy("_cand").count().where(F.col("count") > 1)
-        .select("_cand", F.lit(True).alias("_dup"))
-    )
     digest = F.sha2(F.concat_ws(_HASH_SEP, "source", "key_path", F.col("record").cast("string")), 256)
     hashed = F.concat(F.col("source"), F.lit("/~"), F.substring(digest, 1, 32))
+    docs = docs.withColumn("_cand", F.when(ingest_tally.has_src_id(), candidate_id()))
+    if unique:
+        return docs.withColumn("doc_id", F.coalesce(F.col("_cand"), hashed)).drop("_cand")
+    if dups is None:
+        dups = (
+            docs.where(F.col("_cand").isNotNull()).groupBy("_cand").count().where(F.col("count") > 1)
+            .select("_cand", F.lit(True).alias("_dup"))
+        )
     return (
         docs.join(dups, "_cand", "left")
         .withColumn("doc_id", F.when(F.col("_cand").isNull() | F.col("_dup").isNotNull(), hashed).otherwise(F.col("_cand")))
@@ -144,9 +159,11 @@ def assign_doc_ids(records: DataFrame) -> DataFrame:
     )
 
 
-def to_documents(records: DataFrame) -> DataFrame:
-    """The ``documents`` table of :func:`explode_files` rows: :data:`DOCUMENT_COLUMNS`."""
-    return assign_doc_ids(records).sortWithinPartitions("input_file", "record").select(*DOCUMENT_COLUMNS)
+def to_documents(records: DataFrame, dups: DataFrame | None = None, *, unique: bool = False) -> DataFrame:
+    """The ``documents`` table of :func:`explode_files` rows: :data:`DOCUMENT_COLUMNS` (``dups`` and
+    ``unique`` as in :func:`assign_doc_ids`)."""
+    docs = assign_doc_ids(records, dups, unique=unique)
+    return docs.sortWithinPartitions("input_file", "record").select(*DOCUMENT_COLUMNS)
 
 
 def to_quarantine(records: DataFrame) -> DataFrame:
@@ -232,14 +249,15 @@ def read_inputs(spark: SparkSession, listing: list[tuple[str, str, int]]) -> Dat
     return files.join(F.broadcast(key_df), "path")
 
 
-def _driver_records(spark: SparkSession, listing: list[tuple[str, str, int]], opts: ParseOptions) -> DataFrame:
-    """Rows for the 0-byte files of the ``binaryFile`` fallback (which drops them)."""
+def _driver_records(spark: SparkSession, listing: list[tuple[str, str, int]], opts: ParseOptions) -> DataFrame | None:
+    """Rows for the 0-byte files of the ``binaryFile`` fallback (which drops them); ``None`` when there
+    are none (an empty frame would still add tasks to every job over the records)."""
     rows = []
     for path, key, size in listing:
         if size == 0 and not ingest_splits.streamable(path):
             for batch in explode_file(path, b"", opts, key):
                 rows += [{**r, "meta": dict(r["meta"]) if r["meta"] is not None else None} for r in batch.to_pylist()]
-    return spark.createDataFrame(rows, RECORD_DDL)
+    return spark.createDataFrame(rows, RECORD_DDL) if rows else None
 
 
 def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: IngestConfig) -> DataFrame:
@@ -247,7 +265,7 @@ def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg:
     streamed splits for local/s3 files, ``binaryFile`` rows for the others."""
     opts = parse_options(icfg)
     splits = ingest_splits.plan_splits(listing, icfg)
-    frames = [_driver_records(spark, listing, opts)]
+    frames = [df] if (df := _driver_records(spark, listing, opts)) is not None else []
     if splits:
         frames.append(ingest_splits.explode_splits(spark, splits, icfg, opts, RECORD_DDL))
     if any(not ingest_splits.streamable(p) and size for p, _, size in listing):
@@ -255,13 +273,15 @@ def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg:
         if icfg.input_partitions:
             files = files.repartition(icfg.input_partitions, "path")
         frames.append(explode_files(files, icfg))
+    if not frames:
+        return spark.createDataFrame([], RECORD_DDL)
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
     return out
 
 
-def _empty_split_files(spark: SparkSession, summaries: list[Any], opts: ParseOptions) -> tuple[DataFrame | None, int]:
+def _empty_split_files(spark: SparkSession, summaries: list[Any]) -> tuple[DataFrame | None, list[dict[str, Any]]]:
     """``empty_file`` rows for files cut into several splits none of which found a record (a split
     alone cannot know): the driver decides from the summaries."""
     per_file: dict[str, list[Any]] = {}
@@ -276,69 +296,87 @@ def _empty_split_files(spark: SparkSession, summaries: list[Any], opts: ParseOpt
                          "record": 0, "reason": "empty_file", "excerpt": meta.get("head") or None,
                          "detail": f"{meta['bytes']} bytes, no record"})
     if not rows:
-        return None, 0
-    return spark.createDataFrame(rows, RECORD_DDL), len(rows)
+        return None, []
+    return spark.createDataFrame(rows, RECORD_DDL), rows
 
 
 # --------------------------------------------------------------------------------------------- run
+_STAGE_CONF = {
+    # One binaryFile row (a whole file) per Arrow batch into the Python worker; splits are tiny rows.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "1",
+    # The parsed records are cached once and read by the tally, the id check and both writes. Text is
+    # stored as it is either way; compressing the cache only spends CPU on trying (about 3 CPU-s per GB).
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
+    # Delta collects min/max/null statistics of the first 32 columns of every file it writes, for data
+    # skipping: about 7 CPU-s per GB of input here (5 of them for text), and no reader of these tables
+    # filters on a column whose per-file ranges could skip anything (doc ids are spread over every
+    # file). Row counts (numRecords) stay.
+    "spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols": "0",
+}
+"""Session settings while ingest runs (restored after): measured on one 1 GB JSONL file, bench/notes.md."""
+
+
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """Ingest ``ingest.inputs`` into ``documents`` and ``quarantine`` (each replaced in one Delta commit).
 
+    Spark jobs: one parses every split into a cache and tallies it (:func:`pipelines.ingest_tally.tally`),
+    one finds duplicated source ids (only when some document has one), one writes each table.
+
     Returns:
         The :class:`StageReport`: ``rows_in`` = records read (parser count), ``rows_out`` = rows of
-        ``documents``, ``quarantined`` = rows of ``quarantine`` by reason (both counted from the
-        written tables), ``extra`` = files, bytes, formats, skipped non-document records, chars.
+        ``documents`` (as its Delta commit recorded them), ``quarantined`` = rows of ``quarantine`` by
+        reason (the tally, checked against the commit of the table), ``extra`` = files, bytes,
+        formats, skipped non-document records, chars.
 
     Raises:
         NoInputFilesError: a glob of ``ingest.inputs`` matches no file.
+        InvariantError: the quarantine table holds another number of rows than the tally counted.
     """
     icfg = cfg.ingest
     listing = list_files(spark, icfg)
-    # One binaryFile row (a whole file) per Arrow batch into the Python worker; splits are tiny rows.
-    batch_key = "spark.sql.execution.arrow.maxRecordsPerBatch"
-    old_batch = spark.conf.get(batch_key)
-    spark.conf.set(batch_key, "1")
+    old_conf = {k: spark.conf.get(k, None) for k in _STAGE_CONF}
+    for k, v in _STAGE_CONF.items():
+        spark.conf.set(k, v)
     parsed = read_records(spark, listing, icfg).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        summaries = parsed.where(F.col("kind") == "file").select("input_file", "key_path", "split_start", "record", "meta").collect()
-        extra = _file_stats(summaries)
-        records = ingest_splits.number_lines(parsed, summaries, spark)
-        empty, n_empty = _empty_split_files(spark, summaries, parse_options(icfg))
+        t = ingest_tally.tally(parsed)
+        extra = _file_stats(t.summaries)
+        records = ingest_splits.number_lines(parsed, t.summaries, spark)
+        empty, empty_rows = _empty_split_files(spark, t.summaries)
+        counts = t.counts + [(r["input_file"], r["reason"], 1) for r in empty_rows]
         if empty is not None:
             records = records.unionByName(empty)
-            extra["records_read"] += n_empty
-        # Per source in the same one job: the chain checks shard.mix against the sources found here,
+            extra["records_read"] += len(empty_rows)
+        # Per source from the same one tally: the chain checks shard.mix against the sources found here,
         # right after ingest, instead of at the shard stage (pipelines/mix_check.py).
-        stats = (
-            records.where(F.col("kind") == "doc")
-            .groupBy(F.coalesce(F.col("source"), F.lit("")).alias("source"))
-            .agg(F.count("*").alias("docs"), F.sum("n_chars").alias("chars"), F.sum("n_bytes").alias("bytes"),
-                 F.sum("n_replaced").alias("replaced"))
-            .collect()
-        )
-        by_source = sorted((r["source"], int(r["docs"])) for r in stats)
-        extra.update(chars_out=sum(int(r["chars"] or 0) for r in stats), bytes_out=sum(int(r["bytes"] or 0) for r in stats),
-                     n_replaced=sum(int(r["replaced"] or 0) for r in stats),
+        by_source = sorted(t.by_source.items())
+        extra.update(chars_out=t.chars, bytes_out=t.n_bytes, n_replaced=t.replaced,
                      documents_by_source=dict(by_source[:MAX_SOURCE_COUNTS]),
                      documents_by_source_omitted=max(0, len(by_source) - MAX_SOURCE_COUNTS))
-        counts = records.where(F.col("kind") != "file").groupBy("input_file", "reason").count().collect()
-        bad = bad_files([(r["input_file"], r["reason"], int(r["count"])) for r in counts], summaries, icfg)
+        bad = bad_files(counts, t.summaries, icfg)
+        docs = records.where(F.col("kind") == "doc")
+        dups = ingest_tally.duplicated_ids(spark, docs, candidate_id(), t)
         outputs = tables.publish(
-            spark, cfg, STAGE, {"documents": to_documents(records), "quarantine": to_quarantine(records)},
+            spark, cfg, STAGE,
+            {"documents": to_documents(records, dups, unique=dups is None), "quarantine": to_quarantine(records)},
             properties={"doc_id_scheme": DOC_ID_SCHEME},
             table_properties={"quarantine": {"reasons": sorted(QUARANTINE_REASONS)}},
         )
     finally:
         parsed.unpersist()
-        spark.conf.set(batch_key, old_batch)
-    # Counted from the commits just made (Delta's numOutputRows), not by reading the tables back.
-    rows_out = tables.written_rows(spark, outputs["documents"])
-    quarantined = quarantine_counts(counts)
-    if sum(quarantined.values()) != tables.written_rows(spark, outputs["quarantine"]):
-        quarantined = {
-            r["reason"]: int(r["count"])
-            for r in tables.read_path(spark, outputs["quarantine"]).groupBy("reason").count().collect()
-        }
+        for k, v in old_conf.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+    quarantined: Counter = Counter()
+    for _, reason, n in counts:
+        if reason is not None:
+            quarantined[reason] += n
+    written = tables.written_rows(spark, outputs["quarantine"])
+    if written != sum(quarantined.values()):
+        raise InvariantError(f"ingest: the quarantine table holds {written} rows, the parser quarantined "
+                             f"{sum(quarantined.values())} ({dict(quarantined)})")
     if bad:
         for line in bad:
             print(line, file=sys.stderr, flush=True)
@@ -349,25 +387,10 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             )
         extra["bad_files"] = bad
     report = StageReport(
-        stage=STAGE, rows_in=extra.pop("records_read"), rows_out=rows_out, quarantined=dict(sorted(quarantined.items())),
-        outputs=outputs, extra=extra,
+        stage=STAGE, rows_in=extra.pop("records_read"), rows_out=tables.written_rows(spark, outputs["documents"]),
+        quarantined=dict(sorted(quarantined.items())), outputs=outputs, extra=extra,
     )
     return report
-
-
-def quarantine_counts(counts: list[Any]) -> dict[str, int]:
-    """Quarantined records by reason from the ``(input_file, reason, count)`` rows of the parsed records
-    (documents have no reason).
-
-    >>> quarantine_counts([{"input_file": "a", "reason": None, "count": 3}, {"input_file": "a", "reason": "x", "count": 1},
-    ...                    {"input_file": "b", "reason": "x", "count": 2}])
-    {'x': 3}
-    """
-    out: Counter = Counter()
-    for r in counts:
-        if r["reason"] is not None:
-            out[r["reason"]] += int(r["count"])
-    return dict(out)
 
 
 def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], icfg: IngestConfig) -> list[str]:

@@ -45,3 +45,27 @@ def test_measure_counts_children_auto_reaped_under_ignored_sigchld():
     finally:
         signal.signal(signal.SIGCHLD, old)
     assert 2.0 < m.cpu_s < 2.6, m.as_dict()
+
+
+def test_measure_counts_workers_of_a_parent_that_ignores_sigchld_after_it_was_first_seen():
+    # pyspark.daemon sets SIG_IGN a moment after it starts: the meter first sees it not ignoring, and
+    # must still count the 1 s of a worker it forks later and that the kernel reaps.
+    r, w = os.pipe()
+    done_r, done_w = os.pipe()
+    with Measure(interval=0.05) as m:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - child: the daemon
+            m._proc.stdin.close()  # a fork keeps the meter's pipe open; the JVM's daemon has no such fd
+            time.sleep(0.5)
+            signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+            if os.fork() == 0:  # the worker
+                _burn(1.0)
+                os.write(done_w, b"d")
+                os._exit(0)
+            os.read(r, 1)  # alive until the block has ended
+            os._exit(0)
+        os.read(done_r, 1)
+        time.sleep(0.3)
+    os.write(w, b"x")
+    os.waitpid(pid, 0)
+    assert 0.9 < m.cpu_s < 1.5, m.as_dict()

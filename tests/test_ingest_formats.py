@@ -61,6 +61,27 @@ def test_parquet():
     assert _bad(rows) == [(2, "text_missing")]
 
 
+@pytest.mark.parametrize("opts", [
+    ParseOptions(batch_rows=4, max_doc_bytes=40), ParseOptions(id_field=None, source_field=None, url_field="absent"),
+    ParseOptions(replacement_action="flag"),
+])
+def test_parquet_string_columns_give_what_the_row_path_gives(opts, monkeypatch):
+    # Plain string columns go to the collector as Arrow columns (no Python object per row): the same
+    # documents and quarantined rows, with the same excerpts and details, as row by row.
+    from udfs.formats import parquet
+
+    texts = ["One.", None, "", " \u200b ", "x" * 60, "caf\u00e9 e\u0301\r\n", "Seven.", "Eight \x07."] * 3
+    table = pa.table({"id": [None if i % 5 == 0 else f"p{i % 7}" for i in range(24)], "text": texts,
+                      "source": ([None, "", "s"] * 8), "n": list(range(24))})
+    buf = io.BytesIO()
+    pq.write_table(table.cast(table.schema.set(1, pa.field("text", pa.large_string()))), buf, row_group_size=10)
+    assert parquet.is_columnar(opts, pq.ParquetFile(io.BytesIO(buf.getvalue())).schema_arrow)
+    fast = _rows("t.parquet", buf.getvalue(), opts)
+    monkeypatch.setattr(parquet, "is_columnar", lambda o, schema: False)
+    key = lambda rows: sorted(rows, key=lambda r: (r["kind"], r["record"]))  # noqa: E731
+    assert key(fast) == key(_rows("t.parquet", buf.getvalue(), opts))
+
+
 def test_text_file_is_one_document():
     rows = _rows("notes.txt", "Line one.\r\nLine two \xe9.".encode() + b"\xff")
     assert [(r["record"], r["src_id"], r["text"], r["n_replaced"]) for r in rows[:1]] == [

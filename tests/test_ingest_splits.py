@@ -146,3 +146,24 @@ def test_one_split_and_many_give_identical_tables(spark, split_dir, make_cfg, tm
     q = spark.read.format("delta").load(one.table_path("quarantine"))
     assert q.where("input_file like '%blank.jsonl'").select("record", "reason").collect() == [(0, "empty_file")]
     assert r1.extra["skipped"]["blank_line"] >= 5000
+
+
+def test_ids_held_twice_give_the_same_tables_broadcast_or_shuffled(spark, split_dir, make_cfg, tmp_path, monkeypatch):
+    # Few duplicated ids are broadcast to the documents; over DUP_BROADCAST_MAX they are joined through
+    # a shuffle: same doc ids either way, and the session's settings come back as they were.
+    from pipelines import ingest_tally
+
+    inputs = f"ingest.inputs=['{split_dir}/*']"
+    before = {k: spark.conf.get(k, None) for k in ingest._STAGE_CONF}
+    few = make_cfg(inputs, "ingest.split_bytes=8192", root=tmp_path / "few")
+    r1 = ingest.run(spark, few)
+    monkeypatch.setattr(ingest_tally, "DUP_BROADCAST_MAX", 0)
+    many = make_cfg(inputs, "ingest.split_bytes=8192", root=tmp_path / "many")
+    r2 = ingest.run(spark, many)
+    assert {k: spark.conf.get(k, None) for k in ingest._STAGE_CONF} == before
+    a = spark.read.format("delta").load(few.table_path("documents"))
+    b = spark.read.format("delta").load(many.table_path("documents"))
+    assertDataFrameEqual(b, a)
+    assert (r1.rows_out, r2.rows_out) == (a.count(), a.count())
+    copies = a.where("text = 'same id twice' or doc_id like 'big/d1'").select("doc_id").collect()
+    assert copies and all(r["doc_id"].startswith("big/~") for r in copies)

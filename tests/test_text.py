@@ -86,3 +86,24 @@ def test_nfc_composes_even_where_arrow_does_not():
     got = normalize(pa.array(["caf\u00e9 \u2019x\u2019", "cafe\u0301", "\ufb01 \uff21"]), nfc=True, newlines=True,
                     strip_invisible=True, strip_control=True).to_pylist()
     assert got == ["caf\u00e9 \u2019x\u2019", "caf\u00e9", "\ufb01 \uff21"]  # NFC, not NFKC: ligature, full-width kept
+
+
+@pytest.mark.parametrize("rows, expected", [
+    (["plain", "a\x85b", "c"], ["plain", "ab", "c"]),  # a C1 control (C2 85) among ASCII rows
+    (["x\r\ny", "z"], ["x\ny", "z"]),  # CR is the only byte that needs work
+    (["del\x7f", "\u00e9\u00a0"], ["del", "\u00e9\u00a0"]),  # DEL; NBSP (C2 A0) is no control
+    (["\u00e9\u200b", None, ""], ["\u00e9", None, ""]),
+])
+def test_the_batch_byte_scan_skips_only_steps_no_row_needs(rows, expected):
+    arr = pa.array(["pad\r\x01", *rows, "\x02"]).slice(1, len(rows))  # the neighbours' bytes are outside the slice
+    assert T.normalize(arr).to_pylist() == expected
+    assert T.ByteScan.of(pa.array(["ascii only\n\tand tabs"])).control is False
+    n_chars, n_bytes = T.lengths(T.normalize(arr))
+    assert n_chars.to_pylist() == [None if s is None else len(s) for s in expected]
+
+
+def test_is_blank_looks_at_the_rows_that_do_not_start_with_a_printable_ascii_character():
+    rows = ["word", " \t\n", "", None, "\u3000\u00a0", "\u00a0x", "!", "\x1c", "\x85", "  a"]
+    arr = pa.array(["x", *rows, " "]).slice(1, len(rows))
+    assert T.is_blank(arr).to_pylist() == [False, True, True, True, True, False, False, True, True, False]
+    assert T.is_blank(pa.array(["a", "b"], pa.large_string())).to_pylist() == [False, False]

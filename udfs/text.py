@@ -19,6 +19,7 @@ import codecs
 import re
 import unicodedata
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -140,19 +141,71 @@ def normalize(
     """
     out = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
     # Scanning is cheaper than rewriting, and pure-ASCII rows (most crawled prose) can hold neither
-    # U+200B/U+FEFF, C1 controls nor anything NFC changes: rewrite only the rows that need it.
-    non_ascii = pc.fill_null(pc.invert(pc.string_is_ascii(out)), False)
-    if newlines:
+    # U+200B/U+FEFF, C1 controls nor anything NFC changes: rewrite only the rows that need it. The
+    # per-row kernels scan at 0.6-5 GB/s; one numpy pass over the batch's bytes (~9 GB/s) first says
+    # whether any row can need a step at all (a step only removes characters, so it never creates
+    # work for a later one), and most batches of clean prose skip them all.
+    scan = ByteScan.of(out)
+    if scan.ascii:
+        non_ascii = pa.array(np.zeros(len(out), dtype=bool))
+    else:
+        non_ascii = pc.fill_null(pc.invert(pc.string_is_ascii(out)), False)
+    if newlines and scan.cr:
         out = _rewrite(out, pc.match_substring(out, "\r"), lambda a: pc.replace_substring_regex(a, NEWLINE_PATTERN, "\n"))
     if strip_invisible:
         out = _rewrite(out, _match_within(out, non_ascii, INVISIBLE_PATTERN),
                        lambda a: pc.replace_substring_regex(a, INVISIBLE_PATTERN, ""))
-    if strip_control:
+    if strip_control and scan.control:
         out = _rewrite(out, pc.match_substring_regex(out, CONTROL_PATTERN),
                        lambda a: pc.replace_substring_regex(a, CONTROL_PATTERN, ""))
     if nfc:
         out = _rewrite(out, _match_within(out, non_ascii, NFC_CANDIDATE_PATTERN), nfc_strings)
     return out
+
+
+class ByteScan:
+    """What one pass over the UTF-8 bytes of a whole string column can rule out (nulls' bytes included,
+    so a flag may say "maybe" where no row needs it; never the reverse).
+
+    Attributes:
+        ascii: no byte >= 0x80 (every row is ASCII).
+        cr: some byte is CR (0x0D).
+        control: some byte is a C0 control other than TAB and LF, or DEL, or some C2 80..C2 9F pair
+            (the UTF-8 of the C1 controls): :data:`CONTROL_PATTERN` may match.
+    """
+
+    __slots__ = ("ascii", "cr", "control")
+
+    def __init__(self, data: np.ndarray):
+        top = int(data.max()) if data.size else 0
+        self.ascii = top < 0x80
+        # Clean prose has no C0 byte but LF (and TAB): when the counts agree, neither CR nor any other
+        # control is there, and two passes said so.
+        low = int(np.count_nonzero(data < 0x20))
+        other = low - int(np.count_nonzero(data == 0x0A))
+        if other:
+            other -= int(np.count_nonzero(data == 0x09))
+        self.cr = other > 0 and bool((data == 0x0D).any())
+        control = other > 0 or (top >= 0x7F and bool((data == 0x7F).any()))
+        if not control and not self.ascii:
+            after_c2 = data[1:][data[:-1] == 0xC2]
+            control = bool(((after_c2 >= 0x80) & (after_c2 <= 0x9F)).any())
+        self.control = control
+
+    @classmethod
+    def of(cls, arr: pa.Array) -> ByteScan:
+        """Scan the bytes the offsets of a ``string`` / ``large_string`` array span (no copy)."""
+        return cls(string_bytes(arr))
+
+
+def string_bytes(arr: pa.Array) -> np.ndarray:
+    """The UTF-8 bytes a ``string`` / ``large_string`` array's offsets span, as a uint8 view (no copy)."""
+    _, offsets, data = arr.buffers()
+    if data is None or len(arr) == 0:
+        return np.zeros(0, dtype=np.uint8)
+    kind = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    off = np.frombuffer(offsets, dtype=kind)[arr.offset : arr.offset + len(arr) + 1]
+    return np.frombuffer(data, dtype=np.uint8)[int(off[0]) : int(off[-1])]
 
 
 def _arrow_composes() -> bool:
@@ -211,8 +264,10 @@ def lengths(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
     Returns:
         ``(n_chars, n_bytes)``, both int32: Unicode code points and UTF-8 bytes.
     """
-    n_chars = pc.cast(pc.utf8_length(texts), pa.int32())
     n_bytes = pc.cast(pc.binary_length(texts), pa.int32())
+    if isinstance(texts, pa.Array) and ByteScan.of(texts).ascii:  # one byte per code point
+        return n_bytes, n_bytes
+    n_chars = pc.cast(pc.utf8_length(texts), pa.int32())
     return n_chars, n_bytes
 
 
@@ -222,5 +277,26 @@ def is_blank(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     Returns:
         bool array of the same length.
     """
+    if isinstance(texts, pa.Array) and len(texts) and texts.type in (pa.string(), pa.large_string()):
+        # A row that starts with a printable ASCII character other than space is not blank: only the
+        # others (empty, null, starting with whitespace or a non-ASCII character) need the kernel.
+        _, offsets, data = texts.buffers()
+        kind = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+        off = np.frombuffer(offsets, dtype=kind)[texts.offset : texts.offset + len(texts) + 1]
+        raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+        starts, sizes = off[:-1], np.diff(off)
+        first = raw[np.minimum(starts, max(raw.size - 1, 0))] if raw.size else np.zeros(len(texts), np.uint8)
+        maybe = (sizes == 0) | (first < 0x21) | (first > 0x7E)
+        if texts.null_count:
+            maybe |= ~np.asarray(texts.is_valid())
+        if not maybe.any():
+            return pa.array(np.zeros(len(texts), dtype=bool))
+        if not maybe.all():
+            mask = pa.array(maybe)
+            return pc.replace_with_mask(pa.array(np.zeros(len(texts), dtype=bool)), mask, _blank(texts.filter(mask)))
+    return _blank(texts)
+
+
+def _blank(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     trimmed = pc.utf8_trim_whitespace(texts)
     return pc.fill_null(pc.equal(pc.utf8_length(trimmed), 0), True)

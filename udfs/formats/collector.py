@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -16,6 +18,10 @@ from udfs.formats.records import QUARANTINE_REASONS, RECORD_SCHEMA, ParseOptions
 
 _DOC_FIELDS = ("record", "source", "src_id", "url", "meta", "text", "n_replaced")
 _BAD_FIELDS = ("record", "reason", "excerpt", "detail")
+
+
+def _utf8(a: pa.Array | None) -> pa.Array | None:
+    return a if a is None or a.type == pa.string() else a.cast(pa.string())
 
 
 def _lists(names: tuple[str, ...]) -> dict[str, list[Any]]:
@@ -32,6 +38,7 @@ class Collector:
         split_start: first byte of the split (0 for a whole file).
         default_source: ``source`` of records that name none (the file name stem).
         emitted: rows emitted so far (documents + quarantined).
+        columns: documents buffered as Arrow columns (:meth:`doc_columns`), after those of ``docs``.
         lines: lines owned by the split (JSONL), for the driver's line-number prefix sum.
         skipped: non-document records skipped, by kind (``blank_line``, ``warc_request``...).
         counted: per-file counts of decisions (``charset_source.meta``, ``charset.gb18030``,
@@ -44,6 +51,7 @@ class Collector:
     default_source: str
     opts: ParseOptions
     docs: dict[str, list[Any]] = field(default_factory=lambda: _lists(_DOC_FIELDS))
+    columns: list[dict[str, pa.Array]] = field(default_factory=list)
     bad: dict[str, list[Any]] = field(default_factory=lambda: _lists(_BAD_FIELDS))
     pending_bytes: int = 0
     emitted: int = 0
@@ -84,6 +92,56 @@ class Collector:
         d["n_replaced"].append(n_replaced + n_fixed)
         self.pending_bytes += len(text)
 
+    def doc_columns(
+        self, first_record: int, text: pa.Array, src_id: pa.Array | None = None, url: pa.Array | None = None,
+        source: pa.Array | None = None, row: Callable[[int], Any] | None = None,
+    ) -> None:
+        """Buffer a batch of records given as Arrow columns, as :meth:`doc` would each of them: what
+        :func:`udfs.formats.parquet.read_parquet` does for plain string columns, without a Python
+        object per record.
+
+        Args:
+            first_record: the record number of the first row (the others follow).
+            text: the text field, ``string`` or ``large_string`` (valid UTF-8, so nothing to repair);
+                a null is quarantined as ``text_missing``.
+            src_id, url, source: the fields, ``string`` or ``None`` (absent: null, and the default
+                source).
+            row: gives row ``i`` as a mapping, for the excerpts of quarantined rows.
+        """
+        o, n = self.opts, len(text)
+        text, src_id, url, source = (_utf8(a) for a in (text, src_id, url, source))
+        records = pa.array(np.arange(first_record, first_record + n, dtype=np.int64))
+        missing = pc.is_null(text)
+        over = pc.fill_null(pc.greater(pc.utf8_length(text), o.max_doc_bytes), False)
+        bad = pc.or_(missing, over)
+        for i in pc.indices_nonzero(bad).to_pylist():
+            raw = json.dumps(row(i), ensure_ascii=False, default=repr)[: 4 * o.excerpt_chars] if row else None
+            if missing[i].as_py():
+                self.quarantine(first_record + i, "text_missing", raw, f"field {o.text_field!r} is null")
+            else:
+                chars = pc.utf8_length(text[i : i + 1])[0].as_py()
+                detail = f"{chars} characters (so at least as many UTF-8 bytes) > max_doc_bytes "
+                detail += str(o.max_doc_bytes)
+                self.quarantine(first_record + i, "too_large", text[i].as_py(), detail)
+        nulls = pa.nulls(n, pa.string())
+        src = source if source is not None else nulls
+        named = pc.fill_null(pc.and_(pc.is_valid(src), pc.not_equal(src, "")), False)
+        cols = {
+            "record": records,
+            "source": pc.if_else(named, src, pa.scalar(self.default_source, pa.string())),
+            "src_id": src_id if src_id is not None else nulls,
+            "url": url if url is not None else nulls,
+            "meta": pa.array([[]] * n, RECORD_SCHEMA.field("meta").type),
+            "text": text,
+            "n_replaced": pa.array(np.zeros(n, dtype=np.int32)),
+        }
+        if pc.any(bad).as_py():
+            keep = pc.invert(bad)
+            cols = {k: v.filter(keep) for k, v in cols.items()}
+        if len(cols["text"]):
+            self.columns.append(cols)
+            self.pending_bytes += len(T.string_bytes(cols["text"]))
+
     def quarantine(
         self, record: int, reason: str, raw: bytes | str | None, detail: str | None = None
     ) -> None:
@@ -98,7 +156,7 @@ class Collector:
     @property
     def buffered(self) -> int:
         """Rows waiting in the buffers (documents + quarantined)."""
-        return len(self.docs["text"]) + len(self.bad["record"])
+        return len(self.docs["text"]) + sum(len(c["text"]) for c in self.columns) + len(self.bad["record"])
 
     def full(self) -> bool:
         """True when a batch is due (``batch_rows`` rows or ``batch_bytes`` of text buffered)."""
@@ -106,7 +164,7 @@ class Collector:
 
     def flush(self) -> Iterator[pa.RecordBatch]:
         """Emit what is buffered: documents first, then quarantined records."""
-        if self.docs["text"]:
+        if self.docs["text"] or self.columns:
             yield from self._flush_docs()
         if self.bad["record"]:
             n = len(self.bad["record"])
@@ -121,7 +179,19 @@ class Collector:
             for i in fixed:
                 d["meta"][i] = [*d["meta"][i], ("mojibake_fixed", "true")]
             self.counted["mojibake_fixed"] += len(fixed)
-        raw = pa.array(d["text"], pa.string())
+        given = [{
+            "record": pa.array(d["record"], pa.int64()),
+            "source": pa.array(d["source"], pa.string()),
+            "src_id": pa.array(d["src_id"], pa.string()),
+            "url": pa.array(d["url"], pa.string()),
+            "meta": pa.array(d["meta"], RECORD_SCHEMA.field("meta").type),
+            "text": pa.array(d["text"], pa.string()),
+            "n_replaced": pa.array(d["n_replaced"], pa.int32()),
+        }] if d["text"] else []
+        given += self.columns
+        batch = given[0] if len(given) == 1 else {k: pa.concat_arrays([g[k] for g in given])
+                                                  for k in _DOC_FIELDS}
+        raw = batch["text"]
         text = T.normalize(
             raw,
             nfc=o.nfc,
@@ -132,48 +202,57 @@ class Collector:
         n_chars, n_bytes = T.lengths(text)
         blank = T.is_blank(text)
         large = pc.greater(n_bytes, o.max_doc_bytes)
-        replaced = pa.array(d["n_replaced"], pa.int32())
+        replaced = batch["n_replaced"]
         chars = pc.max_element_wise(pc.cast(n_chars, pa.float64()), 1.0)
         frac = pc.divide(pc.cast(replaced, pa.float64()), chars)
         garbled = pc.greater(frac, o.max_replacement_fraction)
+        meta = batch["meta"]
         if o.replacement_action == "flag":
-            for i in pc.indices_nonzero(garbled).to_pylist():
-                d["meta"][i] = [*d["meta"][i], ("replacement_fraction", f"{frac[i].as_py():.4f}")]
-            garbled = pa.array([False] * len(d["text"]))
+            flagged = pc.indices_nonzero(garbled).to_pylist()
+            if flagged:
+                rows = meta.to_pylist()
+                for i in flagged:
+                    rows[i] = [*rows[i], ("replacement_fraction", f"{frac[i].as_py():.4f}")]
+                meta = pa.array(rows, meta.type)
+            garbled = pa.array(np.zeros(len(raw), dtype=bool))
         bad = pc.or_(pc.or_(blank, large), garbled)
+        record = batch["record"]
         for i in pc.indices_nonzero(bad).to_pylist():
+            rec, before = record[i].as_py(), raw[i].as_py()
             if blank[i].as_py():
-                self.quarantine(d["record"][i], "empty_after_normalization", d["text"][i], None)
+                self.quarantine(rec, "empty_after_normalization", before, None)
             elif garbled[i].as_py():
                 self.quarantine(
-                    d["record"][i],
+                    rec,
                     "too_many_replacements",
-                    d["text"][i],
+                    before,
                     f"{replaced[i].as_py()} of {n_chars[i].as_py()} characters are U+FFFD > "
                     f"max_replacement_fraction {o.max_replacement_fraction} (wrong or undeclared charset)",
                 )
             else:
                 self.quarantine(
-                    d["record"][i],
+                    rec,
                     "too_large",
-                    d["text"][i],
+                    before,
                     f"{n_bytes[i].as_py()} bytes > max_doc_bytes {o.max_doc_bytes}",
                 )
         keep = pc.invert(bad)
         cols = {
-            "record": pa.array(d["record"], pa.int64()),
-            "source": pa.array(d["source"], pa.string()),
-            "src_id": pa.array(d["src_id"], pa.string()),
-            "url": pa.array(d["url"], pa.string()),
-            "meta": pa.array(d["meta"], RECORD_SCHEMA.field("meta").type),
+            "record": record,
+            "source": batch["source"],
+            "src_id": batch["src_id"],
+            "url": batch["url"],
+            "meta": meta,
             "text": text,
             "n_chars": n_chars,
             "n_bytes": n_bytes,
             "n_replaced": replaced,
         }
-        cols = {k: v.filter(keep) for k, v in cols.items()}
+        if pc.any(bad).as_py():  # filtering copies every column, the texts too: only when a row goes
+            cols = {k: v.filter(keep) for k, v in cols.items()}
         n = len(cols["record"])
         self.docs = _lists(_DOC_FIELDS)
+        self.columns = []
         self.pending_bytes = 0
         if n:
             self.emitted += n

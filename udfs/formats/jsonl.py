@@ -168,8 +168,11 @@ def read_jsonl(
     c.lines = i
 
 
+_ASCII_SPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() strips
+
+
 def _line(c: Collector, i: int, line: bytes) -> None:
-    if not line.strip():
+    if not line or (line[0] in _ASCII_SPACE and not line.strip()):  # strip() copies: only if it may be blank
         c.skipped["blank_line"] += 1
         return
     escaped = False

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from udfs.formats.collector import Collector
 from udfs.formats.jsonl import from_mapping
+from udfs.formats.records import ParseOptions
 
 
 class FooterError(Exception):
@@ -61,15 +62,45 @@ def read_parquet(
     fields = (o.text_field, o.heading_field, o.id_field, o.url_field, o.source_field, *o.meta_fields)
     wanted = [x for x in fields if x]
     tops = sorted({x.split(".")[0].split("[]")[0] if x not in names else x for x in wanted} & set(names))
+    columnar = is_columnar(o, pf.schema_arrow)
     for rg, first in owned_row_groups(pf.metadata, start, end):
         record = first
         for batch in pf.iter_batches(batch_size=o.batch_rows, row_groups=[rg], columns=tops):
-            for row in batch.to_pylist():
-                record += 1
-                from_mapping(c, record, row, _excerpt_of(row, 4 * o.excerpt_chars), False)
+            if columnar:
+                got = batch.schema.names
+                col = {k: batch.column(k) for k in (o.id_field, o.url_field, o.source_field) if k in got}
+                c.doc_columns(record + 1, batch.column(o.text_field), col.get(o.id_field),
+                              col.get(o.url_field), col.get(o.source_field),
+                              lambda i, b=batch: b.slice(i, 1).to_pylist()[0])
+                record += batch.num_rows
+            else:
+                for row in batch.to_pylist():
+                    record += 1
+                    from_mapping(c, record, row, _excerpt_of(row, 4 * o.excerpt_chars), False)
             if c.full():
                 yield from c.flush()
     yield from c.flush()
+
+
+def is_columnar(o: ParseOptions, schema: pa.Schema) -> bool:
+    """True when a file's rows can go to the collector as Arrow columns (:meth:`Collector.doc_columns`),
+    with the result :func:`from_mapping` gives row by row: the text, id, url and source fields are
+    plain column names (no dotted path, no ``[]``, no heading), the text column is present, every one
+    present is a string column (no ``as_str`` of numbers or nested values), and neither ``meta``
+    fields nor the mojibake repair are asked for."""
+    names = [x for x in (o.text_field, o.id_field, o.url_field, o.source_field) if x]
+    if o.heading_field or o.meta_fields or o.fix_mojibake or o.text_field not in schema.names:
+        return False
+    for name in names:
+        if "." in name or "[]" in name:
+            return False
+        if name in schema.names and not _is_string(schema.field(name).type):
+            return False
+    return True
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
 def _excerpt_of(row: dict, n: int):

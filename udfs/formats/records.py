@@ -211,6 +211,8 @@ def lookup(obj: Any, path: str) -> Any:
     ``{"body_text": [{"text": "a"}, {"text": "b"}]}`` is ``["a", "b"]`` (elements lacking the rest
     are left out). A value that is not a list where ``[]`` expects one is returned as it is.
     """
+    if "." not in path and "[]" not in path:  # a plain key, what most configs name: one dict look-up
+        return obj.get(path, MISSING) if isinstance(obj, dict) else MISSING
     if isinstance(obj, dict) and path in obj:
         return obj[path]
     if "[]" in path:
