@@ -168,6 +168,11 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
             # One JVM runs driver and tasks; C2 compiled for ~30 CPU-s of a small run (40 % of ingest +
             # dedup on 24,400 documents) to make code ~10-15 % faster: C1 alone wins below ~1 GB per core.
             java_opts = f"{java_opts} {C1_ONLY}"
+            if "ReservedCodeCacheSize" not in java_opts:
+                # Without tiering HotSpot reserves 48 MB of code cache, not 240: a chain run filled it
+                # at ~34 s ("CodeCache is full. Compiler has been disabled") and ran its later stages
+                # interpreted.
+                java_opts = f"{java_opts} {C1_CODE_CACHE}"
         archive = class_archive(jars or [], cfg.conf.get("spark.driver.extraClassPath", ""))
         dump = os.environ.get(CDS_DUMP_ENV)
         if dump:  # make_class_archive's run: dump what this JVM loads
@@ -192,6 +197,9 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 """HotSpot flag: compile with C1 only (no C2), the ``spark.local_jit: c1`` setting."""
+C1_CODE_CACHE = "-XX:ReservedCodeCacheSize=240m"
+"""HotSpot's code cache size with tiered compilation (its default then); with ``TieredStopAtLevel=1``
+the default falls to 48 MB, which one chain run fills (``CompilerConfig::ergo_initialize``, JDK 17)."""
 
 
 def _names_jit_flag(java_options: str) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipelines.config import SparkConfig
-from pipelines.session import C1_ONLY, JAVA_OPTIONS
+from pipelines.session import C1_CODE_CACHE, C1_ONLY, JAVA_OPTIONS
 
 
 def test_a_local_jvm_compiles_with_c1_only(spark):
@@ -12,3 +12,5 @@ def test_a_local_jvm_compiles_with_c1_only(spark):
     assert C1_ONLY in spark.sparkContext.getConf().get(JAVA_OPTIONS, "")
     args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert C1_ONLY in args, args
+    # and keeps tiered compilation's code cache (48 MB without it fills in one chain run)
+    assert C1_CODE_CACHE in args, args
