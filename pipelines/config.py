@@ -455,6 +455,14 @@ class FilterConfig(Section):
         """Built-in profiles (:data:`pipelines.filter_rules.PROFILES`) then user-defined ones, in order."""
         return list(dict.fromkeys([*PROFILES, *self.profiles]))
 
+    def profiles_in_use(self) -> list[str]:
+        """The profiles a row can be judged by: ``default_profile`` then those ``profile_by_source`` names.
+
+        >>> FilterConfig(profile_by_source={"arxiv*": "science", "wiki*": "wiki", "w2*": "wiki"}).profiles_in_use()
+        ['web', 'science', 'wiki']
+        """
+        return list(dict.fromkeys([self.default_profile, *self.profile_by_source.values()]))
+
     def profile_config(self, name: str) -> FilterConfig:
         """The complete rule set of profile ``name``: these settings, the built-in profile's overrides,
         then ``profiles.<name>`` (later wins, merged recursively); its own profile keys are empty.

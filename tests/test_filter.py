@@ -116,6 +116,11 @@ def test_rule_thresholds_just_inside_and_outside(spark, make_cfg):
     flagged = fs.decide(signals, make_cfg(f"filter.gopher_quality.min_words={wc + 1}",
                                           "filter.gopher_quality.action=flag").filter).first()
     assert (flagged["filter_reasons"], flagged["filter_flags"]) == ([], ["gopher_quality.word_count"])
+    # decide judges by the profiles in use only; a row of another profile fails loudly, not kept unjudged
+    other = signals.withColumn("filter_profile", F.lit("science"))
+    assert fs.decide(other, make_cfg("filter.profile_by_source={'x*': science}").filter).first()["filter_reasons"] == []
+    with pytest.raises(Exception, match="filter_profile science is not one of the profiles in use"):
+        fs.decide(other, make_cfg().filter).first()
     signals.unpersist()
 
 
