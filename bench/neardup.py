@@ -8,7 +8,7 @@ known duplicates: CPU seconds per document and recall / precision of both.
   5-gram Jaccard about 0.9), for every 50th an exact copy, and for every 10th (offset 5) a *hard
   negative* (30 % of its words replaced: Jaccard about 0.1). Ground truth: a base and its near or exact
   copies form a cluster of which all but one must go; every other document must stay.
-* **Winnow**: ``ingest`` then ``dedup`` (default config: signatures, LSH 14 x 9, exact-Jaccard check,
+* **Winnow**: ``ingest`` then ``dedup`` (default config: signatures, LSH 16 x 8, exact-Jaccard check,
   connected components, Delta writes) on ``local[workers]``, one process tree, from Python start to end.
 * **datatrove 0.10.1** (the pipeline of its ``examples/minhash_deduplication.py``):
   ``JsonlReader -> MinhashDedupSignature``, ``MinhashDedupBuckets``, ``MinhashDedupCluster``,

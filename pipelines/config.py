@@ -222,8 +222,8 @@ class DedupConfig(Section):
     threshold: float = Field(default=0.8, gt=0.0, lt=1.0)
     bands: int | None = Field(default=None, ge=1)
     rows: int | None = Field(default=None, ge=1)
-    false_positive_weight: float = Field(default=0.1, ge=0.0, le=1.0)
-    false_negative_weight: float = Field(default=0.9, ge=0.0, le=1.0)
+    false_positive_weight: float = Field(default=0.05, ge=0.0, le=1.0)
+    false_negative_weight: float = Field(default=0.95, ge=0.0, le=1.0)
     fp_check: Literal["exact", "estimated"] | None = "exact"
     log_buckets_over: int = Field(default=1000, ge=2)
     # connected components and representatives

@@ -40,7 +40,7 @@ def test_run_writes_survivors_clusters_and_removed(spark, make_cfg, corpus):
     tables.write_table(documents_df(spark, corpus), cfg, "documents")
     report = run_stage(spark, cfg, "dedup")
     assert (report.rows_in, report.rows_out, report.removed) == (7, 4, {"dedup.exact": 1, "dedup.near": 2})
-    assert report.extra["s_curve"] == {"J=0.50": 0.027, "J=0.70": 0.4382, "J=0.80": 0.867, "J=0.90": 0.999}
+    assert report.extra["s_curve"] == {"J=0.50": 0.0607, "J=0.70": 0.6133, "J=0.80": 0.947, "J=0.90": 0.9999}
     deduped = tables.read_table(spark, cfg, "deduped").select("doc_id")
     assertDataFrameEqual(deduped, [("a",), ("d",), ("e",), ("g",)], checkRowOrder=False)
     clusters = tables.read_table(spark, cfg, "dup_clusters")
@@ -63,7 +63,7 @@ def test_run_writes_survivors_clusters_and_removed(spark, make_cfg, corpus):
         checkRowOrder=False,
     )
     props = tables.table_properties(spark, cfg.table_path("dedup_bands"))
-    assert json.loads(props["signature"])["bands"] == 14 and json.loads(props["signature"])["scheme"] == "fast"
+    assert json.loads(props["signature"])["bands"] == 16 and json.loads(props["signature"])["scheme"] == "fast"
     assertDataFrameEqual(tables.read_table(spark, cfg, "dedup_bands").select("doc_id"), deduped, checkRowOrder=False)
 
 
