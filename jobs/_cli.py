@@ -21,12 +21,19 @@ MEMORY_HINT = (
 )
 
 
+_CONTEXT_GONE = ('"org.apache.spark.SparkContext.dagScheduler()" is null', "Cannot call methods on a stopped SparkContext",
+                 "SparkContext was shut down")
+"""What the next Spark call reports once an ``OutOfMemoryError`` in a task thread has made Spark stop the
+SparkContext of a local run (``SparkUncaughtExceptionHandler``): the error itself is only in the log."""
+
+
 def memory_error(err: BaseException) -> str | None:
     """The one-line advice for an out-of-memory failure anywhere in ``err``'s chain, else ``None``.
 
     Recognises a JVM ``java.lang.OutOfMemoryError`` (driver or executor, as Py4J or Spark reports
-    it), a Python worker's ``MemoryError`` and a Python worker killed for its memory, and the driver
-    JVM gone (Py4J loses its connection, most often after an OutOfMemoryError).
+    it), a Python worker's ``MemoryError`` and a Python worker killed for its memory, the driver
+    JVM gone (Py4J loses its connection, most often after an OutOfMemoryError), and a SparkContext
+    stopped under a running job (:data:`_CONTEXT_GONE`).
     """
     seen = set()
     e: BaseException | None = err
@@ -39,6 +46,9 @@ def memory_error(err: BaseException) -> str | None:
             return MEMORY_HINT.format(where="a Python worker")
         if type(e).__name__ == "Py4JNetworkError" or "Answer from Java side is empty" in text:
             return MEMORY_HINT.format(where="the Spark driver (its JVM stopped answering, most often out of memory)")
+        if any(m in text for m in _CONTEXT_GONE):
+            return MEMORY_HINT.format(where="the Spark driver (its SparkContext stopped, most often after an "
+                                            "OutOfMemoryError in a task)")
         e = e.__cause__ or e.__context__
     return None
 

@@ -426,7 +426,7 @@ def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> Stag
     )
     matches = find_matches(src, index, dc, path).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        checked = decontaminate(src, matches, dc, index.short_lengths).persist(StorageLevel.MEMORY_AND_DISK)
+        checked = decontaminate(src, matches, dc, index.short_lengths).persist(tables.TEXT_CACHE)
         try:
             by_action = {r[0]: r[1] for r in checked.groupBy("decontam_action").count().collect()}
             summary = set_summary(matches, index)

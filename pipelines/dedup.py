@@ -237,7 +237,7 @@ def annotate(
         keyed = df.withColumn("_xkey", exact_key(d)).withColumn("_xrep", F.first("doc_id").over(w))
     else:
         keyed = df.withColumn("_xkey", F.col("doc_id")).withColumn("_xrep", F.col("doc_id"))
-    keyed = keyed.persist(StorageLevel.MEMORY_AND_DISK)
+    keyed = keyed.persist(tables.TEXT_CACHE)
     result.cached.append(keyed)
 
     if d.near:
@@ -386,9 +386,9 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
              ", ".join(f"{k}: {v}" for k, v in curve.items()))
     reference = _read_reference(spark, d.reference, s) if d.reference else None
     near = NearResult()
-    docs = docs.persist(StorageLevel.MEMORY_AND_DISK)
+    docs = docs.persist(tables.TEXT_CACHE)
     ann = annotate(docs, d, cfg.run.seed, reference=reference, checkpoint_dir=d.checkpoint_dir, result=near)
-    ann = ann.persist(StorageLevel.MEMORY_AND_DISK)
+    ann = ann.persist(tables.TEXT_CACHE)
 
     stats = ann.groupBy("is_representative", "kind").count().collect()
     report.rows_in = sum(r["count"] for r in stats)

@@ -369,7 +369,7 @@ def filter_documents(df: DataFrame, cfg: WinnowConfig | FilterConfig) -> DataFra
 
 
 def _write(spark: SparkSession, cfg: WinnowConfig, decided: DataFrame, rows_in_cols: list[str], mode: str) -> StageReport:
-    decided = decided.persist()
+    decided = decided.persist(tables.TEXT_CACHE)
     try:
         first = _headline_reason(F.col("filter_reasons"))
         source = F.col("source") if "source" in decided.columns else F.lit(None).cast("string")

@@ -26,7 +26,6 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -337,7 +336,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     old_conf = {k: spark.conf.get(k, None) for k in _STAGE_CONF}
     for k, v in _STAGE_CONF.items():
         spark.conf.set(k, v)
-    parsed = read_records(spark, listing, icfg).persist(StorageLevel.MEMORY_AND_DISK)
+    parsed = read_records(spark, listing, icfg).persist(tables.TEXT_CACHE)
     try:
         t = ingest_tally.tally(parsed)
         extra = _file_stats(t.summaries)

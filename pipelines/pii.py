@@ -19,7 +19,6 @@ of each value, never the value: the original text stays only in the earlier tabl
 from __future__ import annotations
 
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -131,7 +130,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """
     name = tables.previous_document_table(cfg, STAGE, cfg.pii.input_table, spark)
     src = tables.read_table(spark, cfg, name)
-    checked = redact_pii(src, cfg.pii, with_top_kind=True).persist(StorageLevel.MEMORY_AND_DISK)
+    checked = redact_pii(src, cfg.pii, with_top_kind=True).persist(tables.TEXT_CACHE)
     try:
         stats = _stats(checked)
         kept = checked.where(F.col("pii_action") != "drop").drop(_TOP)

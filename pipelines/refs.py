@@ -29,7 +29,6 @@ returns: no second pass over the text.
 from __future__ import annotations
 
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -171,7 +170,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         ``refs_action``, mentions and dangling mentions by kind.
     """
     src = tables.read_table(spark, cfg, INPUT_TABLE)
-    checked = check_refs(src, cfg.refs).persist(StorageLevel.MEMORY_AND_DISK)
+    checked = check_refs(src, cfg.refs).persist(tables.TEXT_CACHE)
     reason = REASON_EMPTIED if cfg.refs.policy == "repair" else REASON_DANGLING
     try:
         stats = _stats(checked)

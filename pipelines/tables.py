@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -33,6 +34,17 @@ from pipelines.config import WinnowConfig
 from udfs.errors import UserError
 
 PROPERTY_PREFIX = "winnow."
+
+TEXT_CACHE = StorageLevel.DISK_ONLY
+"""Storage level of every cached frame that holds document text (ingest's parsed records, dedup's
+documents and annotations, each stage's checked rows before its two writes).
+
+Why not ``MEMORY_AND_DISK``: on the heap, the cached text of 480,000 documents (1.7 GB) took the driver
+of a local run with a 3 GB heap to ``OutOfMemoryError`` in dedup (Spark's columnar cache builds each
+10,000-row batch on the heap beside the blocks it already holds); on local disk the same dedup ran with
+3 GB in 153 s, against 159 s with a 6 GB heap and the memory cache (bench/notes.md, session 7). The
+operating system's page cache keeps recently written blocks in memory anyway, outside the JVM heap.
+"""
 
 
 class MissingTableError(UserError, FileNotFoundError):
@@ -373,8 +385,6 @@ def _small(spark: SparkSession, path: str, version: int, limit: int) -> bool:
 
 
 def _persist(spark: SparkSession, df: DataFrame) -> None:
-    from pyspark import StorageLevel
-
     df.persist(StorageLevel.MEMORY_AND_DISK)
     _PINNED.setdefault(id(spark), []).append(df)
 

@@ -73,4 +73,10 @@ def test_out_of_memory_prints_one_line_naming_the_settings(capsys, monkeypatch):
     except RuntimeError as chained:
         assert "JVM stopped answering" in memory_error(chained)
     assert "a Python worker" in memory_error(MemoryError())
+    # what the next call says after an OOM in a task thread stopped a local run's SparkContext (seen on
+    # dedup of 480,000 documents with a 3 GB heap)
+    gone = Py4JError('An error occurred while calling o1171.collectToPython.\n: java.lang.NullPointerException: Cannot '
+                     'invoke "org.apache.spark.scheduler.DAGScheduler.cleanupQueryJobs(long)" because the return value '
+                     'of "org.apache.spark.SparkContext.dagScheduler()" is null')
+    assert "SparkContext stopped" in memory_error(gone)
     assert memory_error(ValueError("bad value")) is None
