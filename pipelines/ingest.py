@@ -333,41 +333,34 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """
     icfg = cfg.ingest
     listing = list_files(spark, icfg)
-    old_conf = {k: spark.conf.get(k, None) for k in _STAGE_CONF}
-    for k, v in _STAGE_CONF.items():
-        spark.conf.set(k, v)
-    parsed = read_records(spark, listing, icfg).persist(tables.TEXT_CACHE)
-    try:
-        t = ingest_tally.tally(parsed)
-        extra = _file_stats(t.summaries)
-        records = ingest_splits.number_lines(parsed, t.summaries, spark)
-        empty, empty_rows = _empty_split_files(spark, t.summaries)
-        counts = t.counts + [(r["input_file"], r["reason"], 1) for r in empty_rows]
-        if empty is not None:
-            records = records.unionByName(empty)
-            extra["records_read"] += len(empty_rows)
-        # Per source from the same one tally: the chain checks shard.mix against the sources found here,
-        # right after ingest, instead of at the shard stage (pipelines/mix_check.py).
-        by_source = sorted(t.by_source.items())
-        extra.update(chars_out=t.chars, bytes_out=t.n_bytes, n_replaced=t.replaced,
-                     documents_by_source=dict(by_source[:MAX_SOURCE_COUNTS]),
-                     documents_by_source_omitted=max(0, len(by_source) - MAX_SOURCE_COUNTS))
-        bad = bad_files(counts, t.summaries, icfg)
-        docs = records.where(F.col("kind") == "doc")
-        dups = ingest_tally.duplicated_ids(spark, docs, candidate_id(), t)
-        outputs = tables.publish(
-            spark, cfg, STAGE,
-            {"documents": to_documents(records, dups, unique=dups is None), "quarantine": to_quarantine(records)},
-            properties={"doc_id_scheme": DOC_ID_SCHEME},
-            table_properties={"quarantine": {"reasons": sorted(QUARANTINE_REASONS)}},
-        )
-    finally:
-        parsed.unpersist()
-        for k, v in old_conf.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+    with tables.session_conf(spark, _STAGE_CONF):
+        parsed = read_records(spark, listing, icfg).persist(tables.TEXT_CACHE)
+        try:
+            t = ingest_tally.tally(parsed)
+            extra = _file_stats(t.summaries)
+            records = ingest_splits.number_lines(parsed, t.summaries, spark)
+            empty, empty_rows = _empty_split_files(spark, t.summaries)
+            counts = t.counts + [(r["input_file"], r["reason"], 1) for r in empty_rows]
+            if empty is not None:
+                records = records.unionByName(empty)
+                extra["records_read"] += len(empty_rows)
+            # Per source from the same one tally: the chain checks shard.mix against the sources found here,
+            # right after ingest, instead of at the shard stage (pipelines/mix_check.py).
+            by_source = sorted(t.by_source.items())
+            extra.update(chars_out=t.chars, bytes_out=t.n_bytes, n_replaced=t.replaced,
+                         documents_by_source=dict(by_source[:MAX_SOURCE_COUNTS]),
+                         documents_by_source_omitted=max(0, len(by_source) - MAX_SOURCE_COUNTS))
+            bad = bad_files(counts, t.summaries, icfg)
+            docs = records.where(F.col("kind") == "doc")
+            dups = ingest_tally.duplicated_ids(spark, docs, candidate_id(), t)
+            outputs = tables.publish(
+                spark, cfg, STAGE,
+                {"documents": to_documents(records, dups, unique=dups is None), "quarantine": to_quarantine(records)},
+                properties={"doc_id_scheme": DOC_ID_SCHEME},
+                table_properties={"quarantine": {"reasons": sorted(QUARANTINE_REASONS)}},
+            )
+        finally:
+            parsed.unpersist()
     quarantined: Counter = Counter()
     for _, reason, n in counts:
         if reason is not None:

@@ -20,7 +20,8 @@ Shards, the report and effective configs always go to paths (``shard.output``, `
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -539,3 +540,19 @@ def write_effective_config(spark: SparkSession, cfg: WinnowConfig, stage: str) -
     }
     write_text(spark, path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path
+
+
+@contextmanager
+def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Spark session settings ``settings`` while the block runs, the earlier values (or unset) after."""
+    old = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)

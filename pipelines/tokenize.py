@@ -165,19 +165,9 @@ def _arrow_type(dt: T.DataType) -> pa.DataType:
 @contextmanager
 def _arrow_batches_of(spark: SparkSession, mb: int) -> Iterator[None]:
     """Arrow batches into the Python workers sized by bytes (``mb``), not by rows, while the block runs."""
-    keys = {"spark.sql.execution.arrow.maxBytesPerBatch": str(mb * 1_000_000),
-            "spark.sql.execution.arrow.maxRecordsPerBatch": "-1"}
-    old = {k: spark.conf.get(k, None) for k in keys}
-    for k, v in keys.items():
-        spark.conf.set(k, v)
-    try:
+    with tables.session_conf(spark, {"spark.sql.execution.arrow.maxBytesPerBatch": str(mb * 1_000_000),
+                                     "spark.sql.execution.arrow.maxRecordsPerBatch": "-1"}):
         yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def _executor_failure(e: Exception) -> TokenizeFailure | None:
