@@ -217,6 +217,31 @@ def write_removed(df: DataFrame, cfg: WinnowConfig, stage: str) -> str:
     return path
 
 
+def clear_removed(spark: SparkSession, cfg: WinnowConfig, stage: str, empty: DataFrame) -> str:
+    """Delete this stage's rows of the ``removed`` table, for a stage that knows it removed nothing.
+
+    Same end state as :func:`write_removed` with no rows, cheaper: a Delta DELETE whose condition no
+    file's statistics can match rewrites nothing and commits nothing (``commitIfNeeded``), where an
+    empty ``replaceWhere`` overwrite plans and runs a write job (0.6-0.9 s against 0.3-0.4 s, measured
+    on a local table). When the table does not exist yet it is created, empty, by :func:`write_removed`
+    with ``empty`` (its schema), so readers of ``removed`` find it.
+
+    Args:
+        empty: a frame of the removed rows' schema with no rows (used only to create the table).
+
+    Returns:
+        The table path.
+    """
+    from delta.tables import DeltaTable
+
+    path = cfg.table_path("removed")
+    if not table_exists(spark, path):
+        return write_removed(empty, cfg, stage)
+    table = DeltaTable.forName(spark, path) if is_table_name(path) else DeltaTable.forPath(spark, path)
+    table.delete(F.col("stage") == F.lit(stage))
+    return path
+
+
 def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
     """All ``winnow.*`` table properties of the Delta table at ``path``, prefix stripped."""
     detail = spark.sql(f"DESCRIBE DETAIL {_delta_ident(spark, path)}").collect()[0]

@@ -236,15 +236,15 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
 
     tokens_by_source = dict(sorted(by_source.value.items()))
     total["tokens"] = sum(tokens_by_source.values())
+    # After the write: which documents had no tokens is known only then (publish wrote the config).
+    reason = F.array(F.lit(REASON_ZERO_TOKENS)).alias("reason")
     if total["zero"]:
         kept = tables.read_path(spark, outputs[OUTPUT_TABLE]).select("doc_id")
         gone = src.select("doc_id").join(kept, "doc_id", "left_anti")
-        removed = src.join(gone, "doc_id", "left_semi")
+        outputs["removed"] = tables.write_removed(src.join(gone, "doc_id", "left_semi").select("*", reason), cfg, STAGE)
     else:
-        removed = src.limit(0)
-    removed = removed.withColumn("reason", F.array(F.lit(REASON_ZERO_TOKENS)))
-    # After the write: which documents had no tokens is known only then (publish wrote the config).
-    outputs["removed"] = tables.write_removed(removed, cfg, STAGE)
+        # The usual case: nothing to write, only a previous run's rows of this stage to clear.
+        outputs["removed"] = tables.clear_removed(spark, cfg, STAGE, src.limit(0).select("*", reason))
 
     return StageReport(
         stage=STAGE,

@@ -58,6 +58,23 @@ def test_zero_token_documents_are_removed_with_full_row_and_reason(spark, tokeni
     assertDataFrameEqual(removed, expected, checkRowOrder=False)
 
 
+def test_a_rerun_that_removes_nothing_clears_this_stages_rows_only(spark, make_cfg):
+    cfg = make_cfg("pipeline.stages=[ingest, tokenize]")
+    other = spark.createDataFrame([doc("x1", "kept by tokenize, removed by dedup")], DOCS_SCHEMA)
+    tables.write_removed(other.selectExpr("*", "array('dedup.exact') AS reason"), cfg, "dedup")
+    tables.write_table(spark.createDataFrame([doc("d1", "Hello"), doc("e1", "")], DOCS_SCHEMA), cfg, "documents")
+    run_stage(spark, cfg, "tokenize")
+    removed = cfg.table_path("removed")
+    assert sorted(spark.read.format("delta").load(removed).select("doc_id", "stage").collect()) == [
+        ("e1", "tokenize"), ("x1", "dedup")]
+    tables.write_table(spark.createDataFrame([doc("d1", "Hello")], DOCS_SCHEMA), cfg, "documents")
+    assert run_stage(spark, cfg, "tokenize").removed == {}
+    assert spark.read.format("delta").load(removed).select("doc_id", "stage").collect() == [("x1", "dedup")]
+    version = tables.table_version(spark, removed)
+    run_stage(spark, cfg, "tokenize")  # nothing to clear: no commit
+    assert tables.table_version(spark, removed) == version
+
+
 def test_table_properties_record_tokenizer_facts(spark, tokenized):
     cfg, _ = tokenized
     props = tables.table_properties(spark, cfg.table_path("tokenized"))
