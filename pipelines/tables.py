@@ -28,6 +28,7 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from pipelines.chain import document_tables_before, writer_of
 from pipelines.chain import stage as chain_stage
@@ -136,11 +137,12 @@ def read_table(
         name: table name, e.g. ``"documents"``.
         written_by: the stage that writes it, named in the error message; default: the stage the chain
             declares as its writer (:func:`pipelines.chain.writer_of`).
-        cache_under_bytes: persist the rows (memory and disk) when the table's files hold at most this
-            many bytes, until :func:`release_cached` (:func:`pipelines.stage.run_stage` calls it when the
-            stage ends): for a stage that queries its input several times, each later query reads the
-            cache instead of planning a Delta scan (a Spark job listing the snapshot's files) and
-            reading Parquet again.
+        cache_under_bytes: persist the rows (on local disk when they hold text or token bytes,
+            :func:`holds_bulk`; else memory and disk) when the table's files hold at most this many bytes,
+            until :func:`release_cached` (:func:`pipelines.stage.run_stage` calls it when the stage
+            ends): for a stage that queries its input several times, each later query reads the cache
+            instead of planning a Delta scan (a Spark job listing the snapshot's files) and reading
+            Parquet again.
 
     Raises:
         MissingTableError: the table does not exist yet.
@@ -377,11 +379,12 @@ def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str, *,
     """The Delta table ``name`` of this run at its latest version, or None when it does not exist.
 
     Args:
-        cache_under_bytes: persist the table (memory and disk) when its data files hold at most this
-            many bytes (:func:`table_bytes`), until :func:`release_cached`. Every later query of it then
-            reads the cache instead of planning a Delta scan (one Spark job listing the snapshot's files)
-            and reading Parquet again: what a reader that queries a few small tables dozens of times
-            (the report) wants. Tables of unknown size are not cached.
+        cache_under_bytes: persist the table (on local disk when it holds text or token bytes,
+            :func:`holds_bulk`; else memory and disk) when its data files hold at most this many bytes
+            (:func:`table_bytes`), until :func:`release_cached`. Every later query of it then reads the
+            cache instead of planning a Delta scan (one Spark job listing the snapshot's files) and
+            reading Parquet again: what a reader that queries a few small tables dozens of times (the
+            report) wants. Tables of unknown size are not cached.
     """
     # One load per table version: the report and inspect read the same few tables many times, and
     # resolving a Delta snapshot costs a Spark job; the _delta_log listing that finds the version does not.
@@ -411,8 +414,17 @@ def _small(spark: SparkSession, path: str, version: int, limit: int) -> bool:
 
 
 def _persist(spark: SparkSession, df: DataFrame) -> None:
-    df.persist(StorageLevel.MEMORY_AND_DISK)
+    # A table "small" on disk (256 MB of compressed Parquet) holds ~1 GB of text once decoded: cached
+    # on the heap, the report of 120,000 documents (five text tables of 150-250 MB) died with
+    # OutOfMemoryError in a 3 GB driver. Frames with text or token bytes go to local disk (TEXT_CACHE).
+    df.persist(TEXT_CACHE if holds_bulk(df) else StorageLevel.MEMORY_AND_DISK)
     _PINNED.setdefault(id(spark), []).append(df)
+
+
+def holds_bulk(df: DataFrame) -> bool:
+    """True when ``df`` carries document text or token bytes (a ``text`` column or any binary column):
+    the frames :data:`TEXT_CACHE` is for."""
+    return "text" in df.columns or any(isinstance(f.dataType, T.BinaryType) for f in df.schema.fields)
 
 
 def release_cached(spark: SparkSession) -> None:

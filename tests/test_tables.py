@@ -69,6 +69,11 @@ def test_written_rows_and_small_table_cache(spark, make_cfg):
     assert not tables.read_table(spark, cfg, "documents", cache_under_bytes=size - 1).is_cached
     cached = tables.read_table(spark, cfg, "documents", cache_under_bytes=size)
     assert cached.is_cached and cached.count() == 7
+    # text is cached on local disk, never on the heap (a 120,000-document report died of it)
+    assert cached.storageLevel == tables.TEXT_CACHE
+    tables.write_table(df.select("doc_id", F.length("text").alias("n")), cfg, "stats")
+    small = tables.read_table(spark, cfg, "stats", cache_under_bytes=1 << 30)
+    assert small.is_cached and not tables.holds_bulk(small) and small.storageLevel.useMemory
     tables.release_cached(spark)
     assert not cached.is_cached
     assert tables.commit_metrics(spark, cfg.table_path("missing")) == {}
