@@ -103,6 +103,7 @@ class SparkConfig(Section):
     conf: dict[str, str] = Field(default_factory=dict)
     log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "WARN"
     local_jit: Literal["c1", "tiered"] = "c1"
+    small_input_mb: int = Field(default=64, ge=0)
 
 
 # ---------------------------------------------------------------------------------------- pipeline

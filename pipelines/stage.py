@@ -139,15 +139,58 @@ def stage_runner(stage: str) -> StageRun:
     return run
 
 
+def input_bytes(spark: Any, cfg: WinnowConfig, stage: str) -> int | None:
+    """Bytes ``stage`` will read, found without a Spark job, or None when unknown.
+
+    ingest: the sizes of its input files (compressed as they are on disk); a stage that reads a table
+    of the chain: the data files of its latest version (``tableSizeBytes`` of Delta's checksum,
+    :func:`pipelines.tables.table_bytes`); the report, which reads every table: ``documents``. None
+    for a table that does not exist (the stage will say so), a catalog table or a table without checksum.
+    """
+    from pipelines import chain, tables
+
+    if stage == "ingest":
+        from pipelines.ingest import input_files
+
+        return sum(size for _, size, _ in input_files(spark, cfg.ingest.inputs))
+    name = chain.stage(stage).input or "documents"
+    if name == chain.PREVIOUS:
+        name = tables.previous_document_table(cfg, stage, getattr(getattr(cfg, stage), "input_table", None), spark)
+    path = cfg.table_path(name)
+    version = tables.delta_version(spark, path)
+    return None if version is None else tables.table_bytes(spark, path, version)
+
+
+def small_input_settings(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str, str]:
+    """Spark settings for a stage of a local run on a small input (``spark.small_input_mb``): adaptive
+    query execution off, at most 2 shuffle partitions per core. Empty otherwise.
+
+    Why: with AQE every shuffle's query stage runs as a Spark job of its own and is re-planned; on a
+    few MB there is nothing to coalesce, split or broadcast at run time, and ``make run``'s chain spent
+    more driver time between its ~270 jobs than inside them (bench/notes.md, "Fixed cost"). Results do
+    not depend on partitioning (tests/identity.py compares whole runs).
+    """
+    sc = cfg.spark
+    if (spark is None or sc.small_input_mb == 0 or not spark.sparkContext.master.startswith("local")
+            or "spark.sql.adaptive.enabled" in sc.conf):
+        return {}
+    n = input_bytes(spark, cfg, stage)
+    if n is None or n > sc.small_input_mb * 1_000_000:
+        return {}
+    parts = min(sc.shuffle_partitions, 2 * spark.sparkContext.defaultParallelism)
+    return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(parts)}
+
+
 def run_stage(spark: Any, cfg: WinnowConfig, stage: str, **options: Any) -> StageReport:
     """Run one stage, time it, check its accounting invariant, and return its report.
 
-    ``options`` go to the stage's ``run`` (e.g. filter's ``decide_only``).
+    ``options`` go to the stage's ``run`` (e.g. filter's ``decide_only``). A small input of a local run
+    runs with :func:`small_input_settings`.
     """
-    from pipelines.tables import release_cached
+    from pipelines.tables import release_cached, session_conf
 
     try:
-        with Timer() as t:
+        with Timer() as t, session_conf(spark, small_input_settings(spark, cfg, stage)):
             report = stage_runner(stage)(spark, cfg, **options)
     finally:
         if spark is not None:

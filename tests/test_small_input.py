@@ -1,0 +1,57 @@
+"""A local run's stage on a small input runs without adaptive query execution (spark.small_input_mb)."""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from pipelines import stage, tables
+
+
+def _documents(spark, cfg):
+    df = spark.range(20).select(F.col("id").cast("string").alias("doc_id"), F.lit("some text").alias("text"))
+    tables.write_table(df, cfg, "documents")
+
+
+def test_small_table_input_turns_aqe_off_for_the_stage_only(spark, make_cfg):
+    cfg = make_cfg()
+    _documents(spark, cfg)
+    assert 0 < stage.input_bytes(spark, cfg, "dedup") < 1_000_000
+    settings = stage.small_input_settings(spark, cfg, "dedup")
+    parts = min(4, 2 * spark.sparkContext.defaultParallelism)
+    assert settings == {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(parts)}
+    before = spark.conf.get("spark.sql.adaptive.enabled")
+    seen = {}
+
+    def fake_run(spark_, cfg_):
+        seen["aqe"] = spark_.conf.get("spark.sql.adaptive.enabled")
+        raise RuntimeError("stop")
+
+    original = stage.stage_runner
+    stage.stage_runner = lambda name: fake_run
+    try:
+        try:
+            stage.run_stage(spark, cfg, "dedup")
+        except RuntimeError:
+            pass
+    finally:
+        stage.stage_runner = original
+    assert seen["aqe"] == "false"
+    assert spark.conf.get("spark.sql.adaptive.enabled") == before  # restored, also when the stage fails
+
+
+def test_no_change_when_large_off_explicit_or_unknown(spark, make_cfg):
+    cfg = make_cfg("spark.small_input_mb=0")
+    _documents(spark, cfg)
+    assert stage.small_input_settings(spark, cfg, "dedup") == {}
+    explicit = make_cfg("spark.conf={spark.sql.adaptive.enabled: 'true'}")
+    assert stage.small_input_settings(spark, explicit, "dedup") == {}
+    missing = make_cfg(root=cfg.run.root + "-none")
+    assert stage.input_bytes(spark, missing, "filter") is None  # deduped not written yet
+    assert stage.small_input_settings(spark, missing, "filter") == {}
+
+
+def test_ingest_counts_its_input_files(spark, make_cfg, tmp_path):
+    f = tmp_path / "in.jsonl"
+    f.write_text('{"text": "a"}\n' * 10)
+    cfg = make_cfg(f"ingest.inputs=[{f}]")
+    assert stage.input_bytes(spark, cfg, "ingest") == f.stat().st_size
