@@ -36,10 +36,16 @@ DOCUMENT_COLUMNS = frozenset(
 
 NOT_SIGNALS = frozenset({"cluster_size", "stage", "n_tokens", "duplicate_of"})
 
-REREAD_TABLES = ("documents", "quarantine", "filtered", "refs_checked", "decontaminated", "pii_redacted", "tokenized",
-                 "removed")
-"""Tables the report's parts query more than once (``removed`` about ten times): cached while they read
-them when small (:data:`pipelines.tables.SMALL_TABLE_BYTES`)."""
+REREAD_TABLES = ("filtered", "refs_checked", "pii_redacted", "tokenized", "removed")
+"""Tables the report's parts query more than once (``removed`` by six parts, the others twice): cached
+while they read them when small (:data:`pipelines.tables.SMALL_TABLE_BYTES`). The tables read once
+(``documents``, ``quarantine``, ``decontaminated`` in :func:`table_totals`) are not: persisting costs a
+Spark job planning the Delta scan, the same as the one query."""
+
+REPORT_CONF = {"spark.sql.adaptive.enabled": "false"}
+"""Spark settings while the report queries. Adaptive execution runs each shuffle of a query as a job of
+its own before the query's result job; the report's queries are small aggregations with nothing to
+re-plan, and without it :func:`table_totals`' union of eleven aggregations is one job, not twelve."""
 
 
 def _bytes_col(df: DataFrame) -> Column | None:
@@ -51,27 +57,69 @@ def _bytes_col(df: DataFrame) -> Column | None:
 
 
 # --------------------------------------------------------------------------------------------- parts
-def funnel(spark: SparkSession, cfg: WinnowConfig, manifest: dict[str, Any] | None) -> list[dict[str, Any]]:
+def table_totals(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[str, Any]]]:
+    """Documents, bytes (UTF-8) and tokens of every main table of the chain (:func:`chain.main_tables`),
+    quarantined records by reason and documents holding U+FFFD, in one Spark query.
+
+    Each table is read once here, all of them in one union of aggregations (one collect): the funnel,
+    the quarantine reasons of :func:`removals` and ``replacement_char_documents`` of
+    :func:`pipelines.report_filter.filter_breakdown` were twelve queries.
+
+    Returns:
+        Table name -> rows ``{key, documents, bytes, tokens, flagged}`` (one row with ``key`` None for a
+        main table; one row per ``reason`` for ``quarantine``); tables that do not exist are absent.
+        ``flagged`` is the number of ``documents`` rows holding U+FFFD (None elsewhere or without ``text``).
+    """
+    from functools import reduce
+
+    from pipelines.report_filter import replacement_char
+
+    none = F.lit(None).cast("long")
+    parts: list[DataFrame] = []
+    quarantine = read_if_exists(spark, cfg, "quarantine")
+    if quarantine is not None:
+        parts.append(quarantine.groupBy(F.col("reason").alias("key"))
+                     .agg(F.count(F.lit(1)).alias("documents"), none.alias("bytes"), none.alias("tokens"),
+                          none.alias("flagged")).select(F.lit("quarantine").alias("table"), "*"))
+    for _, name in chain.main_tables():
+        df = read_if_exists(spark, cfg, name)
+        if df is None:
+            continue
+        b = _bytes_col(df)
+        has = replacement_char(df) if name == "documents" else None
+        parts.append(df.agg(
+            F.lit(name).alias("table"), F.lit(None).cast("string").alias("key"), F.count(F.lit(1)).alias("documents"),
+            (F.sum(b) if b is not None else none).alias("bytes"),
+            (F.sum("n_tokens") if "n_tokens" in df.columns else none).alias("tokens"),
+            (F.count(F.when(has, 1)) if has is not None else none).alias("flagged"),
+        ))
+    out: dict[str, list[dict[str, Any]]] = {}
+    if parts:
+        for r in reduce(DataFrame.unionByName, parts).collect():
+            out.setdefault(r["table"], []).append({k: r[k] for k in ("key", "documents", "bytes", "tokens", "flagged")})
+    return out
+
+
+def funnel(spark: SparkSession, cfg: WinnowConfig, manifest: dict[str, Any] | None,
+           totals: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """Documents, bytes (UTF-8) and tokens after each stage whose table exists, in chain order.
+
+    Args:
+        totals: :func:`table_totals` of this run, when the caller has them (else queried here).
 
     Returns:
         Rows ``{step, table, documents, bytes, tokens}``; ``bytes``/``tokens`` are None where the table
         does not carry them. The first row, ``read``, counts ingest's records (documents + quarantined).
     """
+    totals = table_totals(spark, cfg) if totals is None else totals
     rows: list[dict[str, Any]] = []
-    docs, quarantine = read_if_exists(spark, cfg, "documents"), read_if_exists(spark, cfg, "quarantine")
-    if docs is not None:
-        n_q = quarantine.count() if quarantine is not None else 0
+    if "documents" in totals:
+        n_q = sum(int(r["documents"]) for r in totals.get("quarantine", []))
         rows.append({"step": "read", "table": "input records", "documents": None, "records": None, "quarantined": n_q})
     for stage, name in chain.main_tables():
-        df = read_if_exists(spark, cfg, name)
-        if df is None:
+        if name not in totals:
             continue
-        aggs = [F.count(F.lit(1)).alias("documents")]
-        b = _bytes_col(df)
-        aggs.append((F.sum(b) if b is not None else F.lit(None).cast("long")).alias("bytes"))
-        aggs.append((F.sum("n_tokens") if "n_tokens" in df.columns else F.lit(None).cast("long")).alias("tokens"))
-        r = df.agg(*aggs).collect()[0]
+        r = totals[name][0]
         rows.append({"step": stage, "table": name, "documents": int(r["documents"]),
                      "bytes": _int(r["bytes"]), "tokens": _int(r["tokens"])})
     if rows and rows[0]["step"] == "read":
@@ -90,28 +138,57 @@ def _int(v: Any) -> int | None:
     return None if v is None else int(v)
 
 
-def removals(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
+def removed_totals(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]] | None:
+    """Rows of ``removed`` by stage and reason (a document with several reasons counts under each), in
+    one Spark query; None when the table does not exist.
+
+    Returns:
+        Rows ``{stage, reason, documents, bytes, rows}``: ``rows`` counts each removed document once,
+        under its first reason, so its sum over a stage is the documents the stage removed.
+    """
+    removed = read_if_exists(spark, cfg, "removed")
+    if removed is None:
+        return None
+    b = _bytes_col(removed)
+    g = (
+        removed.select("stage", F.posexplode_outer("reason").alias("pos", "reason"),
+                       (b if b is not None else F.lit(None)).alias("b"))
+        .groupBy("stage", "reason")
+        # posexplode_outer gives a document's first reason (or its null one) position 0 or null.
+        .agg(F.count(F.lit(1)).alias("n"), F.sum("b").alias("bytes"),
+             F.count(F.when(F.coalesce(F.col("pos"), F.lit(0)) == 0, 1)).alias("rows"))
+        .collect()
+    )
+    return [{"stage": r["stage"], "reason": r["reason"], "documents": int(r["n"]), "bytes": _int(r["bytes"]),
+             "rows": int(r["rows"])} for r in g]
+
+
+def _rows_by_stage(removed: list[dict[str, Any]]) -> dict[str, int]:
+    """Documents removed per stage from :func:`removed_totals` rows."""
+    out: dict[str, int] = {}
+    for r in removed:
+        out[r["stage"]] = out.get(r["stage"], 0) + r["rows"]
+    return out
+
+
+def removals(spark: SparkSession, cfg: WinnowConfig, totals: dict[str, list[dict[str, Any]]] | None = None,
+             removed: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Removed documents by stage and reason (a document with several reasons counts under each).
+
+    Args:
+        totals, removed: :func:`table_totals` and :func:`removed_totals` of this run, when the caller
+            has them (else queried here).
 
     Returns:
         Rows ``{stage, reason, documents, bytes}`` sorted by stage order then reason; quarantined
         ingest records appear with stage ``ingest``.
     """
-    out: list[dict[str, Any]] = []
-    q = read_if_exists(spark, cfg, "quarantine")
-    if q is not None:
-        for r in q.groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect():
-            out.append({"stage": "ingest", "reason": f"quarantine.{r['reason']}", "documents": int(r["n"]), "bytes": None})
-    removed = read_if_exists(spark, cfg, "removed")
-    if removed is not None:
-        b = _bytes_col(removed)
-        g = (
-            removed.select("stage", F.explode_outer("reason").alias("reason"), (b if b is not None else F.lit(None)).alias("b"))
-            .groupBy("stage", "reason")
-            .agg(F.count(F.lit(1)).alias("n"), F.sum("b").alias("bytes"))
-            .collect()
-        )
-        out += [{"stage": r["stage"], "reason": r["reason"] or "(none)", "documents": int(r["n"]), "bytes": _int(r["bytes"])} for r in g]
+    totals = table_totals(spark, cfg) if totals is None else totals
+    removed = removed_totals(spark, cfg) if removed is None else removed
+    out: list[dict[str, Any]] = [{"stage": "ingest", "reason": f"quarantine.{r['key']}", "documents": int(r["documents"]),
+                                  "bytes": None} for r in totals.get("quarantine", [])]
+    out += [{"stage": r["stage"], "reason": r["reason"] or "(none)", "documents": r["documents"], "bytes": r["bytes"]}
+            for r in removed or []]
     return sorted(out, key=lambda r: (STAGES.index(r["stage"]) if r["stage"] in STAGES else 99, r["reason"]))
 
 
@@ -318,6 +395,8 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
     from pipelines.decontam_report import contamination  # imports pyspark-heavy stage code; only here
 
     manifest = read_manifest(spark, cfg)
+    totals, removed = table_totals(spark, cfg), removed_totals(spark, cfg)
+    documents = (totals.get("documents") or [{}])[0]
     values, thr = signal_sample(spark, cfg)
     records = stage_records(spark, cfg)
     tokenized = read_if_exists(spark, cfg, "tokenized")
@@ -325,15 +404,15 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
     return {
         "run": {"root": cfg.run.root, "seed": cfg.run.seed, "config_fingerprint": cfg.fingerprint()},
         "stages": records,
-        "funnel": funnel(spark, cfg, manifest),
-        "removals": removals(spark, cfg),
-        "filter_breakdown": filter_breakdown(spark, cfg),
+        "funnel": funnel(spark, cfg, manifest, totals),
+        "removals": removals(spark, cfg, totals, removed),
+        "filter_breakdown": filter_breakdown(spark, cfg, replacement_char_documents=documents.get("flagged")),
         "signals": {c: {"n": len(v), "thresholds": thr[c]} for c, v in values.items()},
         "signal_values": values,
         "language_mix": language_mix(spark, cfg),
         "cluster_sizes": cluster_sizes(spark, cfg),
         "broken_refs": broken_refs(spark, cfg),
-        "contamination": contamination(spark, cfg),
+        "contamination": contamination(spark, cfg, removed_by_stage=None if removed is None else _rows_by_stage(removed)),
         "pii": pii_summary(spark, cfg),
         "token_lengths": token_lengths(spark, cfg),
         "shards": _shard_part(manifest),
@@ -403,7 +482,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     for name in REREAD_TABLES:
         read_if_exists(spark, cfg, name, cache_under_bytes=tables.SMALL_TABLE_BYTES)
     try:
-        stats = collect_stats(spark, cfg)
+        with tables.session_conf(spark, REPORT_CONF):
+            stats = collect_stats(spark, cfg)
     finally:
         tables.release_cached(spark)
     html = render_html(stats, cfg)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.config import FilterConfig, WinnowConfig
@@ -15,9 +15,33 @@ from pipelines.filter_rules import thresholds
 from pipelines.tables import read_if_exists
 
 
-def filter_breakdown(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] | None:
+def replacement_char(docs: DataFrame) -> Column | None:
+    """True for a ``documents`` row holding U+FFFD; None when the table has no ``text``.
+
+    U+FFFD in the text: what ingest put there for invalid bytes (``n_replaced``) and what arrived so (a
+    JSON string or a page already holding it), which ``n_replaced`` does not count.
+    """
+    if "text" not in docs.columns:
+        return None
+    has = F.instr(F.col("text"), "\ufffd") > 0
+    if "n_replaced" in docs.columns:
+        has = has | (F.col("n_replaced") > 0)
+    return has
+
+
+_QUERY = object()
+"""Default of ``filter_breakdown(replacement_char_documents=...)``: count them here."""
+
+
+def filter_breakdown(spark: SparkSession, cfg: WinnowConfig,
+                     replacement_char_documents: Any = _QUERY) -> dict[str, Any] | None:
     """Documents in, kept and removed (by headline reason: the language reason first, else the first
     failing rule) per source and per profile, from ``filtered`` and the filter's ``removed`` rows.
+
+    Args:
+        replacement_char_documents: the number of ``documents`` rows holding U+FFFD
+            (:func:`replacement_char`) when the caller counted them with other figures of the table
+            (:func:`pipelines.report.table_totals`; None: the table has no text), else counted here.
 
     Returns:
         ``{"by_source": {source: {in, kept, removed: {reason: documents}}}, "by_profile": {...},
@@ -40,16 +64,11 @@ def filter_breakdown(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] |
         frames.append(part(removed.where(F.col("stage") == "filter"), _headline_reason(F.col("reason"))))
     both = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
     out = _breakdown(both.groupBy("first", "source", "profile").count().collect())
-    docs = read_if_exists(spark, cfg, "documents")
-    if docs is None or "text" not in docs.columns:
-        out["replacement_char_documents"] = None
-    else:
-        # U+FFFD in the text: what ingest put there for invalid bytes (n_replaced) and what arrived so
-        # (a JSON string or a page already holding it), which n_replaced does not count.
-        has = F.instr(F.col("text"), "\ufffd") > 0
-        if "n_replaced" in docs.columns:
-            has = has | (F.col("n_replaced") > 0)
-        out["replacement_char_documents"] = docs.where(has).count()
+    if replacement_char_documents is _QUERY:
+        docs = read_if_exists(spark, cfg, "documents")
+        has = replacement_char(docs) if docs is not None else None
+        replacement_char_documents = None if has is None else docs.where(has).count()
+    out["replacement_char_documents"] = replacement_char_documents
     return out
 
 
