@@ -23,7 +23,7 @@ from pipelines import chain, tables
 from pipelines.chain import STAGES, marker_files
 from pipelines.config import WinnowConfig
 from pipelines.filter_rules import thresholds  # noqa: F401  (re-exported: callers look it up here)
-from pipelines.report_filter import filter_breakdown, profile_thresholds
+from pipelines.report_filter import filter_breakdown, filter_groups, profile_thresholds
 from pipelines.runs import latest_records
 from pipelines.samples import row_signals, seeded_order, truncate
 from pipelines.stage import StageReport
@@ -57,6 +57,21 @@ def _bytes_col(df: DataFrame) -> Column | None:
 
 
 # --------------------------------------------------------------------------------------------- parts
+TOTALS_KEY = {"quarantine": "reason", "decontaminated": "decontam_action"}
+"""Column :func:`table_totals` groups a table by: the quarantine reasons of :func:`removals`, the
+documents per action of :func:`pipelines.decontam_report.contamination`."""
+
+
+def table_sum(rows: list[dict[str, Any]]) -> dict[str, int | None]:
+    """``documents``, ``bytes``, ``tokens`` of :func:`table_totals` rows of one table added up; a
+    column that is None in every row stays None (as Spark's ``sum`` of nulls)."""
+    out: dict[str, int | None] = {}
+    for c in ("documents", "bytes", "tokens"):
+        vals = [int(r[c]) for r in rows if r[c] is not None]
+        out[c] = sum(vals) if vals else None
+    return out
+
+
 def table_totals(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[str, Any]]]:
     """Documents, bytes (UTF-8) and tokens of every main table of the chain (:func:`chain.main_tables`),
     quarantined records by reason and documents holding U+FFFD, in one Spark query.
@@ -66,9 +81,10 @@ def table_totals(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[
     :func:`pipelines.report_filter.filter_breakdown` were twelve queries.
 
     Returns:
-        Table name -> rows ``{key, documents, bytes, tokens, flagged}`` (one row with ``key`` None for a
-        main table; one row per ``reason`` for ``quarantine``); tables that do not exist are absent.
-        ``flagged`` is the number of ``documents`` rows holding U+FFFD (None elsewhere or without ``text``).
+        Table name -> rows ``{key, documents, bytes, tokens, flagged}``: one row per value of the
+        table's :data:`TOTALS_KEY` column (its ``key``; one row with ``key`` None for the other main
+        tables); tables that do not exist are absent. ``flagged`` is the number of ``documents`` rows
+        holding U+FFFD (None elsewhere or without ``text``). :func:`table_sum` adds up a table's rows.
     """
     from functools import reduce
 
@@ -76,23 +92,21 @@ def table_totals(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[
 
     none = F.lit(None).cast("long")
     parts: list[DataFrame] = []
-    quarantine = read_if_exists(spark, cfg, "quarantine")
-    if quarantine is not None:
-        parts.append(quarantine.groupBy(F.col("reason").alias("key"))
-                     .agg(F.count(F.lit(1)).alias("documents"), none.alias("bytes"), none.alias("tokens"),
-                          none.alias("flagged")).select(F.lit("quarantine").alias("table"), "*"))
-    for _, name in chain.main_tables():
+    for name in ("quarantine", *(t for _, t in chain.main_tables())):
         df = read_if_exists(spark, cfg, name)
         if df is None:
             continue
-        b = _bytes_col(df)
+        b = _bytes_col(df) if name != "quarantine" else None
         has = replacement_char(df) if name == "documents" else None
-        parts.append(df.agg(
-            F.lit(name).alias("table"), F.lit(None).cast("string").alias("key"), F.count(F.lit(1)).alias("documents"),
-            (F.sum(b) if b is not None else none).alias("bytes"),
-            (F.sum("n_tokens") if "n_tokens" in df.columns else none).alias("tokens"),
-            (F.count(F.when(has, 1)) if has is not None else none).alias("flagged"),
-        ))
+        aggs = [F.count(F.lit(1)).alias("documents"), (F.sum(b) if b is not None else none).alias("bytes"),
+                (F.sum("n_tokens") if "n_tokens" in df.columns else none).alias("tokens"),
+                (F.count(F.when(has, 1)) if has is not None else none).alias("flagged")]
+        key = TOTALS_KEY.get(name)
+        if key in df.columns:
+            per = df.groupBy(F.col(key).cast("string").alias("key")).agg(*aggs)
+        else:  # a global aggregation: one reduce task, where a grouping by a constant has shuffle_partitions
+            per = df.agg(F.lit(None).cast("string").alias("key"), *aggs)
+        parts.append(per.select(F.lit(name).alias("table"), "*"))
     out: dict[str, list[dict[str, Any]]] = {}
     if parts:
         for r in reduce(DataFrame.unionByName, parts).collect():
@@ -119,7 +133,7 @@ def funnel(spark: SparkSession, cfg: WinnowConfig, manifest: dict[str, Any] | No
     for stage, name in chain.main_tables():
         if name not in totals:
             continue
-        r = totals[name][0]
+        r = table_sum(totals[name])
         rows.append({"step": stage, "table": name, "documents": int(r["documents"]),
                      "bytes": _int(r["bytes"]), "tokens": _int(r["tokens"])})
     if rows and rows[0]["step"] == "read":
@@ -230,21 +244,28 @@ def signal_sample(spark: SparkSession, cfg: WinnowConfig) -> tuple[dict[str, lis
     return values, {c: profile_thresholds(cfg.filter, c) for c in cols}
 
 
-def counts_by(df: DataFrame | None, col: str, limit: int = 30) -> list[dict[str, Any]]:
-    """``[{value, documents}]`` for the ``limit`` most frequent values of ``col`` (ties by value)."""
-    if df is None or col not in df.columns:
-        return []
-    rows = df.groupBy(col).agg(F.count(F.lit(1)).alias("n")).orderBy(F.desc("n"), F.asc(col)).limit(limit).collect()
-    return [{"value": None if r[col] is None else str(r[col]), "documents": int(r["n"])} for r in rows]
+def language_mix(spark: SparkSession, cfg: WinnowConfig, groups: dict[str, Any] | None = None,
+                 limit: int = 30) -> dict[str, list[dict[str, Any]]]:
+    """Documents per language among kept and filter-removed documents (column ``lang``): the ``limit``
+    most frequent values of each, ``[{value, documents}]``, ties by value (None first, as Spark's
+    ascending order).
 
-
-def language_mix(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[str, Any]]]:
-    """Documents per language among kept and filter-removed documents (column ``lang``)."""
-    removed = read_if_exists(spark, cfg, "removed")
-    return {
-        "kept": counts_by(read_if_exists(spark, cfg, "filtered"), "lang"),
-        "removed": counts_by(removed.where(F.col("stage") == "filter") if removed is not None else None, "lang"),
-    }
+    Args:
+        groups: :func:`pipelines.report_filter.filter_groups` of this run, when the caller has them
+            (else queried here).
+    """
+    groups = filter_groups(spark, cfg) if groups is None else groups
+    out: dict[str, list[dict[str, Any]]] = {"kept": [], "removed": []}
+    for name in out:
+        if groups is None or not groups["lang"].get(name):
+            continue
+        n: dict[str | None, int] = {}
+        for r in groups["rows"]:
+            if r["part"] == name:
+                n[r["lang"]] = n.get(r["lang"], 0) + int(r["count"])
+        top = sorted(n.items(), key=lambda kv: (-kv[1], kv[0] is not None, kv[0] or ""))[:limit]
+        out[name] = [{"value": v, "documents": c} for v, c in top]
+    return out
 
 
 def cluster_sizes(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
@@ -395,7 +416,7 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
     from pipelines.decontam_report import contamination  # imports pyspark-heavy stage code; only here
 
     manifest = read_manifest(spark, cfg)
-    totals, removed = table_totals(spark, cfg), removed_totals(spark, cfg)
+    totals, removed, groups = table_totals(spark, cfg), removed_totals(spark, cfg), filter_groups(spark, cfg)
     documents = (totals.get("documents") or [{}])[0]
     values, thr = signal_sample(spark, cfg)
     records = stage_records(spark, cfg)
@@ -406,13 +427,15 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
         "stages": records,
         "funnel": funnel(spark, cfg, manifest, totals),
         "removals": removals(spark, cfg, totals, removed),
-        "filter_breakdown": filter_breakdown(spark, cfg, replacement_char_documents=documents.get("flagged")),
+        "filter_breakdown": filter_breakdown(spark, cfg, documents.get("flagged"), groups),
         "signals": {c: {"n": len(v), "thresholds": thr[c]} for c, v in values.items()},
         "signal_values": values,
-        "language_mix": language_mix(spark, cfg),
+        "language_mix": language_mix(spark, cfg, groups),
         "cluster_sizes": cluster_sizes(spark, cfg),
         "broken_refs": broken_refs(spark, cfg),
-        "contamination": contamination(spark, cfg, removed_by_stage=None if removed is None else _rows_by_stage(removed)),
+        "contamination": contamination(
+            spark, cfg, {r["key"]: int(r["documents"]) for r in totals.get("decontaminated", [])},
+            removed_by_stage=None if removed is None else _rows_by_stage(removed)),
         "pii": pii_summary(spark, cfg),
         "token_lengths": token_lengths(spark, cfg),
         "shards": _shard_part(manifest),
