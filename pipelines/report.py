@@ -37,8 +37,8 @@ DOCUMENT_COLUMNS = frozenset(
 NOT_SIGNALS = frozenset({"cluster_size", "stage", "n_tokens", "duplicate_of"})
 
 REREAD_TABLES = ("filtered", "refs_checked", "pii_redacted", "tokenized", "removed")
-"""Tables the report's parts query more than once (``removed`` by six parts, the others twice): cached
-while they read them when small (:data:`pipelines.tables.SMALL_TABLE_BYTES`). The tables read once
+"""Tables the report's parts query more than once (``removed`` by six, ``filtered`` by three, the others
+twice): cached while they read them when small (:data:`pipelines.tables.SMALL_TABLE_BYTES`). The tables read once
 (``documents``, ``quarantine``, ``decontaminated`` in :func:`table_totals`) are not: persisting costs a
 Spark job planning the Delta scan, the same as the one query."""
 
@@ -64,9 +64,10 @@ documents per action of :func:`pipelines.decontam_report.contamination`."""
 
 def table_sum(rows: list[dict[str, Any]]) -> dict[str, int | None]:
     """``documents``, ``bytes``, ``tokens`` of :func:`table_totals` rows of one table added up; a
-    column that is None in every row stays None (as Spark's ``sum`` of nulls)."""
-    out: dict[str, int | None] = {}
-    for c in ("documents", "bytes", "tokens"):
+    sum that is None in every row (or of no rows: an empty grouped table) stays None, as Spark's
+    ``sum`` of nulls; ``documents`` of no rows is 0."""
+    out: dict[str, int | None] = {"documents": sum(int(r["documents"]) for r in rows)}
+    for c in ("bytes", "tokens"):
         vals = [int(r[c]) for r in rows if r[c] is not None]
         out[c] = sum(vals) if vals else None
     return out
@@ -92,6 +93,7 @@ def table_totals(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[
 
     none = F.lit(None).cast("long")
     parts: list[DataFrame] = []
+    out: dict[str, list[dict[str, Any]]] = {}
     for name in ("quarantine", *(t for _, t in chain.main_tables())):
         df = read_if_exists(spark, cfg, name)
         if df is None:
@@ -107,10 +109,10 @@ def table_totals(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[
         else:  # a global aggregation: one reduce task, where a grouping by a constant has shuffle_partitions
             per = df.agg(F.lit(None).cast("string").alias("key"), *aggs)
         parts.append(per.select(F.lit(name).alias("table"), "*"))
-    out: dict[str, list[dict[str, Any]]] = {}
+        out[name] = []  # a grouped table without rows has no row in the union
     if parts:
         for r in reduce(DataFrame.unionByName, parts).collect():
-            out.setdefault(r["table"], []).append({k: r[k] for k in ("key", "documents", "bytes", "tokens", "flagged")})
+            out[r["table"]].append({k: r[k] for k in ("key", "documents", "bytes", "tokens", "flagged")})
     return out
 
 
