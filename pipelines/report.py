@@ -42,12 +42,6 @@ twice): cached while they read them when small (:data:`pipelines.tables.SMALL_TA
 (``documents``, ``quarantine``, ``decontaminated`` in :func:`table_totals`) are not: persisting costs a
 Spark job planning the Delta scan, the same as the one query."""
 
-REPORT_CONF = {"spark.sql.adaptive.enabled": "false"}
-"""Spark settings while the report queries. Adaptive execution runs each shuffle of a query as a job of
-its own before the query's result job; the report's queries are small aggregations with nothing to
-re-plan, and without it :func:`table_totals`' union of eleven aggregations is one job, not twelve."""
-
-
 def _bytes_col(df: DataFrame) -> Column | None:
     if "n_bytes" in df.columns:
         return F.col("n_bytes")
@@ -77,9 +71,10 @@ def table_totals(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[
     """Documents, bytes (UTF-8) and tokens of every main table of the chain (:func:`chain.main_tables`),
     quarantined records by reason and documents holding U+FFFD, in one Spark query.
 
-    Each table is read once here, all of them in one union of aggregations (one collect): the funnel,
-    the quarantine reasons of :func:`removals` and ``replacement_char_documents`` of
-    :func:`pipelines.report_filter.filter_breakdown` were twelve queries.
+    Each table is read once here, all of them in one union of aggregations (one collect; one Spark job
+    where adaptive execution is off, as for a small local run: :func:`pipelines.stage.small_input_settings`):
+    the funnel, the quarantine reasons of :func:`removals`, decontam's actions and
+    ``replacement_char_documents`` of :func:`pipelines.report_filter.filter_breakdown` were thirteen queries.
 
     Returns:
         Table name -> rows ``{key, documents, bytes, tokens, flagged}``: one row per value of the
@@ -507,8 +502,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     for name in REREAD_TABLES:
         read_if_exists(spark, cfg, name, cache_under_bytes=tables.SMALL_TABLE_BYTES)
     try:
-        with tables.session_conf(spark, REPORT_CONF):
-            stats = collect_stats(spark, cfg)
+        stats = collect_stats(spark, cfg)
     finally:
         tables.release_cached(spark)
     html = render_html(stats, cfg)
