@@ -26,8 +26,15 @@ OPEN, CLOSE = "[[", "]]"
 """Markers around a matched span in :func:`mark_spans`."""
 
 
-def contamination(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] | None:
+def contamination(spark: SparkSession, cfg: WinnowConfig, kept_actions: dict[str, int] | None = None,
+                  removed_by_stage: dict[str, int] | None = None) -> dict[str, Any] | None:
     """Per-set summary and documents per action; None when the stage has not run.
+
+    Args:
+        kept_actions: documents of ``decontaminated`` per ``decontam_action``, when the caller has
+            counted them (:func:`pipelines.report.table_totals`); else counted here.
+        removed_by_stage: documents of ``removed`` per stage, when the caller has counted them
+            (:func:`pipelines.report.removed_totals`); else the stage's rows are counted here.
 
     Returns:
         ``{"sets": [{set, items, indexed, items_found, docs_matched, ngrams_matched, top_items}],
@@ -37,10 +44,15 @@ def contamination(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] | No
     if out_df is None:
         return None
     props = tables.table_properties(spark, cfg.table_path(OUTPUT_TABLE))
-    actions = {r[0]: r[1] for r in out_df.groupBy("decontam_action").count().collect()}
-    removed = read_if_exists(spark, cfg, "removed")
-    if removed is not None:
-        actions["drop"] = removed.where(F.col("stage") == STAGE).count()
+    if kept_actions is None:
+        kept_actions = {r[0]: r[1] for r in out_df.groupBy("decontam_action").count().collect()}
+    actions = dict(kept_actions)
+    if removed_by_stage is not None:
+        actions["drop"] = removed_by_stage.get(STAGE, 0)
+    else:
+        removed = read_if_exists(spark, cfg, "removed")
+        if removed is not None:
+            actions["drop"] = removed.where(F.col("stage") == STAGE).count()
     summary = json.loads(props.get("summary", "{}"))
     return {
         "sets": [{"set": name, **s} for name, s in sorted(summary.items())],

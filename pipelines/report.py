@@ -23,7 +23,7 @@ from pipelines import chain, tables
 from pipelines.chain import STAGES, marker_files
 from pipelines.config import WinnowConfig
 from pipelines.filter_rules import thresholds  # noqa: F401  (re-exported: callers look it up here)
-from pipelines.report_filter import filter_breakdown, profile_thresholds
+from pipelines.report_filter import filter_breakdown, filter_groups, profile_thresholds
 from pipelines.runs import latest_records
 from pipelines.samples import row_signals, seeded_order, truncate
 from pipelines.stage import StageReport
@@ -36,11 +36,11 @@ DOCUMENT_COLUMNS = frozenset(
 
 NOT_SIGNALS = frozenset({"cluster_size", "stage", "n_tokens", "duplicate_of"})
 
-REREAD_TABLES = ("documents", "quarantine", "filtered", "refs_checked", "decontaminated", "pii_redacted", "tokenized",
-                 "removed")
-"""Tables the report's parts query more than once (``removed`` about ten times): cached while they read
-them when small (:data:`pipelines.tables.SMALL_TABLE_BYTES`)."""
-
+REREAD_TABLES = ("filtered", "refs_checked", "pii_redacted", "tokenized", "removed")
+"""Tables the report's parts query more than once (``removed`` by six, ``filtered`` by three, the others
+twice): cached while they read them when small (:data:`pipelines.tables.SMALL_TABLE_BYTES`). The tables read once
+(``documents``, ``quarantine``, ``decontaminated`` in :func:`table_totals`) are not: persisting costs a
+Spark job planning the Delta scan, the same as the one query."""
 
 def _bytes_col(df: DataFrame) -> Column | None:
     if "n_bytes" in df.columns:
@@ -51,27 +51,86 @@ def _bytes_col(df: DataFrame) -> Column | None:
 
 
 # --------------------------------------------------------------------------------------------- parts
-def funnel(spark: SparkSession, cfg: WinnowConfig, manifest: dict[str, Any] | None) -> list[dict[str, Any]]:
+TOTALS_KEY = {"quarantine": "reason", "decontaminated": "decontam_action"}
+"""Column :func:`table_totals` groups a table by: the quarantine reasons of :func:`removals`, the
+documents per action of :func:`pipelines.decontam_report.contamination`."""
+
+
+def table_sum(rows: list[dict[str, Any]]) -> dict[str, int | None]:
+    """``documents``, ``bytes``, ``tokens`` of :func:`table_totals` rows of one table added up; a
+    sum that is None in every row (or of no rows: an empty grouped table) stays None, as Spark's
+    ``sum`` of nulls; ``documents`` of no rows is 0."""
+    out: dict[str, int | None] = {"documents": sum(int(r["documents"]) for r in rows)}
+    for c in ("bytes", "tokens"):
+        vals = [int(r[c]) for r in rows if r[c] is not None]
+        out[c] = sum(vals) if vals else None
+    return out
+
+
+def table_totals(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[str, Any]]]:
+    """Documents, bytes (UTF-8) and tokens of every main table of the chain (:func:`chain.main_tables`),
+    quarantined records by reason and documents holding U+FFFD, in one Spark query.
+
+    Each table is read once here, all of them in one union of aggregations (one collect; one Spark job
+    where adaptive execution is off, as for a small local run: :func:`pipelines.stage.small_input_settings`):
+    the funnel, the quarantine reasons of :func:`removals`, decontam's actions and
+    ``replacement_char_documents`` of :func:`pipelines.report_filter.filter_breakdown` were thirteen queries.
+
+    Returns:
+        Table name -> rows ``{key, documents, bytes, tokens, flagged}``: one row per value of the
+        table's :data:`TOTALS_KEY` column (its ``key``; one row with ``key`` None for the other main
+        tables); tables that do not exist are absent. ``flagged`` is the number of ``documents`` rows
+        holding U+FFFD (None elsewhere or without ``text``). :func:`table_sum` adds up a table's rows.
+    """
+    from functools import reduce
+
+    from pipelines.report_filter import replacement_char
+
+    none = F.lit(None).cast("long")
+    parts: list[DataFrame] = []
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name in ("quarantine", *(t for _, t in chain.main_tables())):
+        df = read_if_exists(spark, cfg, name)
+        if df is None:
+            continue
+        b = _bytes_col(df) if name != "quarantine" else None
+        has = replacement_char(df) if name == "documents" else None
+        aggs = [F.count(F.lit(1)).alias("documents"), (F.sum(b) if b is not None else none).alias("bytes"),
+                (F.sum("n_tokens") if "n_tokens" in df.columns else none).alias("tokens"),
+                (F.count(F.when(has, 1)) if has is not None else none).alias("flagged")]
+        key = TOTALS_KEY.get(name)
+        if key in df.columns:
+            per = df.groupBy(F.col(key).cast("string").alias("key")).agg(*aggs)
+        else:  # a global aggregation: one reduce task, where a grouping by a constant has shuffle_partitions
+            per = df.agg(F.lit(None).cast("string").alias("key"), *aggs)
+        parts.append(per.select(F.lit(name).alias("table"), "*"))
+        out[name] = []  # a grouped table without rows has no row in the union
+    if parts:
+        for r in reduce(DataFrame.unionByName, parts).collect():
+            out[r["table"]].append({k: r[k] for k in ("key", "documents", "bytes", "tokens", "flagged")})
+    return out
+
+
+def funnel(spark: SparkSession, cfg: WinnowConfig, manifest: dict[str, Any] | None,
+           totals: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """Documents, bytes (UTF-8) and tokens after each stage whose table exists, in chain order.
+
+    Args:
+        totals: :func:`table_totals` of this run, when the caller has them (else queried here).
 
     Returns:
         Rows ``{step, table, documents, bytes, tokens}``; ``bytes``/``tokens`` are None where the table
         does not carry them. The first row, ``read``, counts ingest's records (documents + quarantined).
     """
+    totals = table_totals(spark, cfg) if totals is None else totals
     rows: list[dict[str, Any]] = []
-    docs, quarantine = read_if_exists(spark, cfg, "documents"), read_if_exists(spark, cfg, "quarantine")
-    if docs is not None:
-        n_q = quarantine.count() if quarantine is not None else 0
+    if "documents" in totals:
+        n_q = sum(int(r["documents"]) for r in totals.get("quarantine", []))
         rows.append({"step": "read", "table": "input records", "documents": None, "records": None, "quarantined": n_q})
     for stage, name in chain.main_tables():
-        df = read_if_exists(spark, cfg, name)
-        if df is None:
+        if name not in totals:
             continue
-        aggs = [F.count(F.lit(1)).alias("documents")]
-        b = _bytes_col(df)
-        aggs.append((F.sum(b) if b is not None else F.lit(None).cast("long")).alias("bytes"))
-        aggs.append((F.sum("n_tokens") if "n_tokens" in df.columns else F.lit(None).cast("long")).alias("tokens"))
-        r = df.agg(*aggs).collect()[0]
+        r = table_sum(totals[name])
         rows.append({"step": stage, "table": name, "documents": int(r["documents"]),
                      "bytes": _int(r["bytes"]), "tokens": _int(r["tokens"])})
     if rows and rows[0]["step"] == "read":
@@ -90,28 +149,57 @@ def _int(v: Any) -> int | None:
     return None if v is None else int(v)
 
 
-def removals(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
+def removed_totals(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]] | None:
+    """Rows of ``removed`` by stage and reason (a document with several reasons counts under each), in
+    one Spark query; None when the table does not exist.
+
+    Returns:
+        Rows ``{stage, reason, documents, bytes, rows}``: ``rows`` counts each removed document once,
+        under its first reason, so its sum over a stage is the documents the stage removed.
+    """
+    removed = read_if_exists(spark, cfg, "removed")
+    if removed is None:
+        return None
+    b = _bytes_col(removed)
+    g = (
+        removed.select("stage", F.posexplode_outer("reason").alias("pos", "reason"),
+                       (b if b is not None else F.lit(None)).alias("b"))
+        .groupBy("stage", "reason")
+        # posexplode_outer gives a document's first reason (or its null one) position 0 or null.
+        .agg(F.count(F.lit(1)).alias("n"), F.sum("b").alias("bytes"),
+             F.count(F.when(F.coalesce(F.col("pos"), F.lit(0)) == 0, 1)).alias("rows"))
+        .collect()
+    )
+    return [{"stage": r["stage"], "reason": r["reason"], "documents": int(r["n"]), "bytes": _int(r["bytes"]),
+             "rows": int(r["rows"])} for r in g]
+
+
+def _rows_by_stage(removed: list[dict[str, Any]]) -> dict[str, int]:
+    """Documents removed per stage from :func:`removed_totals` rows."""
+    out: dict[str, int] = {}
+    for r in removed:
+        out[r["stage"]] = out.get(r["stage"], 0) + r["rows"]
+    return out
+
+
+def removals(spark: SparkSession, cfg: WinnowConfig, totals: dict[str, list[dict[str, Any]]] | None = None,
+             removed: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Removed documents by stage and reason (a document with several reasons counts under each).
+
+    Args:
+        totals, removed: :func:`table_totals` and :func:`removed_totals` of this run, when the caller
+            has them (else queried here).
 
     Returns:
         Rows ``{stage, reason, documents, bytes}`` sorted by stage order then reason; quarantined
         ingest records appear with stage ``ingest``.
     """
-    out: list[dict[str, Any]] = []
-    q = read_if_exists(spark, cfg, "quarantine")
-    if q is not None:
-        for r in q.groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect():
-            out.append({"stage": "ingest", "reason": f"quarantine.{r['reason']}", "documents": int(r["n"]), "bytes": None})
-    removed = read_if_exists(spark, cfg, "removed")
-    if removed is not None:
-        b = _bytes_col(removed)
-        g = (
-            removed.select("stage", F.explode_outer("reason").alias("reason"), (b if b is not None else F.lit(None)).alias("b"))
-            .groupBy("stage", "reason")
-            .agg(F.count(F.lit(1)).alias("n"), F.sum("b").alias("bytes"))
-            .collect()
-        )
-        out += [{"stage": r["stage"], "reason": r["reason"] or "(none)", "documents": int(r["n"]), "bytes": _int(r["bytes"])} for r in g]
+    totals = table_totals(spark, cfg) if totals is None else totals
+    removed = removed_totals(spark, cfg) if removed is None else removed
+    out: list[dict[str, Any]] = [{"stage": "ingest", "reason": f"quarantine.{r['key']}", "documents": int(r["documents"]),
+                                  "bytes": None} for r in totals.get("quarantine", [])]
+    out += [{"stage": r["stage"], "reason": r["reason"] or "(none)", "documents": r["documents"], "bytes": r["bytes"]}
+            for r in removed or []]
     return sorted(out, key=lambda r: (STAGES.index(r["stage"]) if r["stage"] in STAGES else 99, r["reason"]))
 
 
@@ -153,21 +241,28 @@ def signal_sample(spark: SparkSession, cfg: WinnowConfig) -> tuple[dict[str, lis
     return values, {c: profile_thresholds(cfg.filter, c) for c in cols}
 
 
-def counts_by(df: DataFrame | None, col: str, limit: int = 30) -> list[dict[str, Any]]:
-    """``[{value, documents}]`` for the ``limit`` most frequent values of ``col`` (ties by value)."""
-    if df is None or col not in df.columns:
-        return []
-    rows = df.groupBy(col).agg(F.count(F.lit(1)).alias("n")).orderBy(F.desc("n"), F.asc(col)).limit(limit).collect()
-    return [{"value": None if r[col] is None else str(r[col]), "documents": int(r["n"])} for r in rows]
+def language_mix(spark: SparkSession, cfg: WinnowConfig, groups: dict[str, Any] | None = None,
+                 limit: int = 30) -> dict[str, list[dict[str, Any]]]:
+    """Documents per language among kept and filter-removed documents (column ``lang``): the ``limit``
+    most frequent values of each, ``[{value, documents}]``, ties by value (None first, as Spark's
+    ascending order).
 
-
-def language_mix(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[str, Any]]]:
-    """Documents per language among kept and filter-removed documents (column ``lang``)."""
-    removed = read_if_exists(spark, cfg, "removed")
-    return {
-        "kept": counts_by(read_if_exists(spark, cfg, "filtered"), "lang"),
-        "removed": counts_by(removed.where(F.col("stage") == "filter") if removed is not None else None, "lang"),
-    }
+    Args:
+        groups: :func:`pipelines.report_filter.filter_groups` of this run, when the caller has them
+            (else queried here).
+    """
+    groups = filter_groups(spark, cfg) if groups is None else groups
+    out: dict[str, list[dict[str, Any]]] = {"kept": [], "removed": []}
+    for name in out:
+        if groups is None or not groups["lang"].get(name):
+            continue
+        n: dict[str | None, int] = {}
+        for r in groups["rows"]:
+            if r["part"] == name:
+                n[r["lang"]] = n.get(r["lang"], 0) + int(r["count"])
+        top = sorted(n.items(), key=lambda kv: (-kv[1], kv[0] is not None, kv[0] or ""))[:limit]
+        out[name] = [{"value": v, "documents": c} for v, c in top]
+    return out
 
 
 def cluster_sizes(spark: SparkSession, cfg: WinnowConfig) -> list[dict[str, Any]]:
@@ -318,6 +413,8 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
     from pipelines.decontam_report import contamination  # imports pyspark-heavy stage code; only here
 
     manifest = read_manifest(spark, cfg)
+    totals, removed, groups = table_totals(spark, cfg), removed_totals(spark, cfg), filter_groups(spark, cfg)
+    documents = (totals.get("documents") or [{}])[0]
     values, thr = signal_sample(spark, cfg)
     records = stage_records(spark, cfg)
     tokenized = read_if_exists(spark, cfg, "tokenized")
@@ -325,15 +422,17 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
     return {
         "run": {"root": cfg.run.root, "seed": cfg.run.seed, "config_fingerprint": cfg.fingerprint()},
         "stages": records,
-        "funnel": funnel(spark, cfg, manifest),
-        "removals": removals(spark, cfg),
-        "filter_breakdown": filter_breakdown(spark, cfg),
+        "funnel": funnel(spark, cfg, manifest, totals),
+        "removals": removals(spark, cfg, totals, removed),
+        "filter_breakdown": filter_breakdown(spark, cfg, documents.get("flagged"), groups),
         "signals": {c: {"n": len(v), "thresholds": thr[c]} for c, v in values.items()},
         "signal_values": values,
-        "language_mix": language_mix(spark, cfg),
+        "language_mix": language_mix(spark, cfg, groups),
         "cluster_sizes": cluster_sizes(spark, cfg),
         "broken_refs": broken_refs(spark, cfg),
-        "contamination": contamination(spark, cfg),
+        "contamination": contamination(
+            spark, cfg, {r["key"]: int(r["documents"]) for r in totals.get("decontaminated", [])},
+            removed_by_stage=None if removed is None else _rows_by_stage(removed)),
         "pii": pii_summary(spark, cfg),
         "token_lengths": token_lengths(spark, cfg),
         "shards": _shard_part(manifest),

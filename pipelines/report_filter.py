@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.config import FilterConfig, WinnowConfig
@@ -15,41 +15,90 @@ from pipelines.filter_rules import thresholds
 from pipelines.tables import read_if_exists
 
 
-def filter_breakdown(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] | None:
+def replacement_char(docs: DataFrame) -> Column | None:
+    """True for a ``documents`` row holding U+FFFD; None when the table has no ``text``.
+
+    U+FFFD in the text: what ingest put there for invalid bytes (``n_replaced``) and what arrived so (a
+    JSON string or a page already holding it), which ``n_replaced`` does not count.
+    """
+    if "text" not in docs.columns:
+        return None
+    has = F.instr(F.col("text"), "\ufffd") > 0
+    if "n_replaced" in docs.columns:
+        has = has | (F.col("n_replaced") > 0)
+    return has
+
+
+_QUERY = object()
+"""Default of ``filter_breakdown(replacement_char_documents=...)``: count them here."""
+
+
+def filter_groups(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] | None:
+    """Documents of ``filtered`` and of the filter's ``removed`` rows by headline reason (the language
+    reason first, else the first failing rule), source, profile and language, in one Spark query: what
+    :func:`filter_breakdown` and :func:`pipelines.report.language_mix` show.
+
+    Returns:
+        ``{"rows": [{part, first, source, profile, lang, count}], "lang": {part: bool}}`` (``part``
+        ``kept`` or ``removed``; ``first`` None for kept rows; ``lang`` says which part has a ``lang``
+        column), or None before a filter run.
+    """
+    from pipelines.filter import _headline_reason
+
+    kept = read_if_exists(spark, cfg, "filtered")
+    if kept is None:
+        return None
+    null = F.lit(None).cast("string")
+
+    def part(df: DataFrame, name: str, reasons: Column) -> DataFrame:
+        src = F.col("source") if "source" in df.columns else null
+        prof = F.col("filter_profile") if "filter_profile" in df.columns else null
+        lang = F.col("lang").cast("string") if "lang" in df.columns else null
+        return df.select(F.lit(name).alias("part"), src.alias("source"), prof.alias("profile"),
+                         reasons.alias("first"), lang.alias("lang"))
+
+    frames = [part(kept, "kept", null)]
+    has_lang = {"kept": "lang" in kept.columns}
+    removed = read_if_exists(spark, cfg, "removed")
+    if removed is not None:
+        mine = removed.where(F.col("stage") == "filter")
+        frames.append(part(mine, "removed", _headline_reason(F.col("reason"))))
+        has_lang["removed"] = "lang" in removed.columns
+    both = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    rows = both.groupBy("part", "first", "source", "profile", "lang").count().collect()
+    return {"rows": [r.asDict() for r in rows], "lang": has_lang}
+
+
+_QUERY = object()
+"""Default of ``filter_breakdown(replacement_char_documents=...)``: count them here."""
+
+
+def filter_breakdown(spark: SparkSession, cfg: WinnowConfig, replacement_char_documents: Any = _QUERY,
+                     groups: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Documents in, kept and removed (by headline reason: the language reason first, else the first
     failing rule) per source and per profile, from ``filtered`` and the filter's ``removed`` rows.
+
+    Args:
+        replacement_char_documents: the number of ``documents`` rows holding U+FFFD
+            (:func:`replacement_char`) when the caller counted them with other figures of the table
+            (:func:`pipelines.report.table_totals`; None: the table has no text), else counted here.
+        groups: :func:`filter_groups` of this run, when the caller has them (else queried here).
 
     Returns:
         ``{"by_source": {source: {in, kept, removed: {reason: documents}}}, "by_profile": {...},
         "removed_language", "removed_quality", "replacement_char_documents"}`` or None before a filter run.
     """
-    from pipelines.filter import _breakdown, _headline_reason
+    from pipelines.filter import _breakdown
 
-    kept = read_if_exists(spark, cfg, "filtered")
-    if kept is None:
+    groups = filter_groups(spark, cfg) if groups is None else groups
+    if groups is None:
         return None
-
-    def part(df, reasons):
-        src = F.col("source") if "source" in df.columns else F.lit(None).cast("string")
-        prof = F.col("filter_profile") if "filter_profile" in df.columns else F.lit(None).cast("string")
-        return df.select(src.alias("source"), prof.alias("profile"), reasons.alias("first"))
-
-    frames = [part(kept, F.lit(None).cast("string"))]
-    removed = read_if_exists(spark, cfg, "removed")
-    if removed is not None:
-        frames.append(part(removed.where(F.col("stage") == "filter"), _headline_reason(F.col("reason"))))
-    both = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-    out = _breakdown(both.groupBy("first", "source", "profile").count().collect())
-    docs = read_if_exists(spark, cfg, "documents")
-    if docs is None or "text" not in docs.columns:
-        out["replacement_char_documents"] = None
-    else:
-        # U+FFFD in the text: what ingest put there for invalid bytes (n_replaced) and what arrived so
-        # (a JSON string or a page already holding it), which n_replaced does not count.
-        has = F.instr(F.col("text"), "\ufffd") > 0
-        if "n_replaced" in docs.columns:
-            has = has | (F.col("n_replaced") > 0)
-        out["replacement_char_documents"] = docs.where(has).count()
+    out = _breakdown(groups["rows"])  # sums over the language too: the same as grouping without it
+    if replacement_char_documents is _QUERY:
+        docs = read_if_exists(spark, cfg, "documents")
+        has = replacement_char(docs) if docs is not None else None
+        replacement_char_documents = None if has is None else docs.where(has).count()
+    out["replacement_char_documents"] = replacement_char_documents
     return out
 
 

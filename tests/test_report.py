@@ -150,6 +150,30 @@ def test_documents_with_replacement_characters_count_those_that_arrived_with_the
     tables.write_table(spark.createDataFrame([_doc("ok", "fine text")], DOC_SCHEMA), cfg, "filtered")
     # Was 1: only n_replaced > 0 counted, not a U+FFFD that the input file already held.
     assert filter_breakdown(spark, cfg)["replacement_char_documents"] == 3
+    # The report counts them in its one query over every table (report.table_totals).
+    from pipelines import report
+
+    assert report.collect_stats(spark, cfg)["filter_breakdown"]["replacement_char_documents"] == 3
+
+
+def test_table_sum_of_no_rows_is_zero_documents_and_unknown_bytes():
+    from pipelines.report import table_sum
+
+    # An empty table grouped by a key (decontaminated by decontam_action) has no rows in table_totals.
+    assert table_sum([]) == {"documents": 0, "bytes": None, "tokens": None}
+    rows = [{"documents": 2, "bytes": None, "tokens": 5}, {"documents": 1, "bytes": 3, "tokens": None}]
+    assert table_sum(rows) == {"documents": 3, "bytes": 3, "tokens": 5}
+
+
+def test_language_mix_orders_by_documents_then_value_none_first():
+    from pipelines.report import language_mix
+
+    rows = [{"part": "kept", "lang": v, "count": n} for v, n in (("de", 2), (None, 2), ("en", 5), ("ar", 2))]
+    groups = {"rows": [*rows, {"part": "removed", "lang": "fr", "count": 1}], "lang": {"kept": True, "removed": False}}
+    # As Spark's orderBy(desc(n), asc(lang)).limit(3); the removed part has no lang column.
+    assert language_mix(None, None, groups, limit=3) == {
+        "kept": [{"value": "en", "documents": 5}, {"value": None, "documents": 2}, {"value": "ar", "documents": 2}],
+        "removed": []}
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
