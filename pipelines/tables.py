@@ -137,12 +137,12 @@ def read_table(
         name: table name, e.g. ``"documents"``.
         written_by: the stage that writes it, named in the error message; default: the stage the chain
             declares as its writer (:func:`pipelines.chain.writer_of`).
-        cache_under_bytes: persist the rows (on local disk when they hold text or token bytes,
-            :func:`holds_bulk`; else memory and disk) when the table's files hold at most this many bytes,
-            until :func:`release_cached` (:func:`pipelines.stage.run_stage` calls it when the stage
-            ends): for a stage that queries its input several times, each later query reads the cache
-            instead of planning a Delta scan (a Spark job listing the snapshot's files) and reading
-            Parquet again.
+        cache_under_bytes: persist the rows (memory and disk) when the table's files hold at most this many
+            bytes; rows with text or token bytes (:func:`holds_bulk`) only up to
+            :data:`SMALL_BULK_TABLE_BYTES`, on local disk; kept until :func:`release_cached`
+            (:func:`pipelines.stage.run_stage` calls it when the stage ends): for a stage that queries its
+            input several times, each later query reads the cache instead of planning a Delta scan (a Spark
+            job listing the snapshot's files) and reading Parquet again.
 
     Raises:
         MissingTableError: the table does not exist yet.
@@ -155,8 +155,8 @@ def read_table(
     df = read_path(spark, path, version)
     if cache_under_bytes is not None:
         at = version if version is not None else delta_version(spark, path)
-        if at is not None and _small(spark, path, at, cache_under_bytes):
-            _persist(spark, df)
+        if at is not None:
+            _cache_if_small(spark, df, path, at, cache_under_bytes)
     return df
 
 
@@ -375,16 +375,16 @@ _LOADED: dict[tuple[int, str, int], DataFrame] = {}
 
 
 def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str, *,
-                   cache_under_bytes: int | None = None) -> DataFrame | None:
+        cache_under_bytes: int | None = None) -> DataFrame | None:
     """The Delta table ``name`` of this run at its latest version, or None when it does not exist.
 
     Args:
-        cache_under_bytes: persist the table (on local disk when it holds text or token bytes,
-            :func:`holds_bulk`; else memory and disk) when its data files hold at most this many bytes
-            (:func:`table_bytes`), until :func:`release_cached`. Every later query of it then reads the
-            cache instead of planning a Delta scan (one Spark job listing the snapshot's files) and
-            reading Parquet again: what a reader that queries a few small tables dozens of times (the
-            report) wants. Tables of unknown size are not cached.
+        cache_under_bytes: persist the table (memory and disk) when its data files hold at most this many
+            bytes (:func:`table_bytes`; a table with text or token bytes only up to
+            :data:`SMALL_BULK_TABLE_BYTES`, on local disk), until :func:`release_cached`. Every later query of
+            it then reads the cache instead of planning a Delta scan (one Spark job listing the snapshot's
+            files) and reading Parquet again: what a reader that queries a few small tables dozens of times
+            (the report) wants. Tables of unknown size are not cached.
     """
     # One load per table version: the report and inspect read the same few tables many times, and
     # resolving a Delta snapshot costs a Spark job; the _delta_log listing that finds the version does not.
@@ -396,8 +396,8 @@ def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str, *,
     if key not in _LOADED:
         _LOADED[key] = read_path(spark, path, version)
     df = _LOADED[key]
-    if cache_under_bytes is not None and not df.is_cached and _small(spark, path, version, cache_under_bytes):
-        _persist(spark, df)
+    if cache_under_bytes is not None and not df.is_cached:
+        _cache_if_small(spark, df, path, version, cache_under_bytes)
     return df
 
 
@@ -408,15 +408,26 @@ few hundred thousand documents); larger tables are scanned per query, as before.
 _PINNED: dict[int, list[DataFrame]] = {}
 
 
-def _small(spark: SparkSession, path: str, version: int, limit: int) -> bool:
+SMALL_BULK_TABLE_BYTES = 32 << 20
+"""Largest table holding text or token bytes (:func:`holds_bulk`) that ``cache_under_bytes`` caches,
+whatever larger limit it is given. The cache holds every column, where each query of an uncached
+table reads only the columns it needs from Parquet: the report of the scaling run took 81 s at
+120,000 documents with its text tables (150-250 MB each) cached on disk and 51 s at 480,000, where
+they were over the limit and not cached (bench/notes.md, session 8)."""
+
+
+def _cache_if_small(spark: SparkSession, df: DataFrame, path: str, version: int, limit: int) -> None:
+    if holds_bulk(df):
+        limit = min(limit, SMALL_BULK_TABLE_BYTES)
     size = table_bytes(spark, path, version)
-    return size is not None and size <= limit
+    if size is not None and size <= limit:
+        _persist(spark, df)
 
 
 def _persist(spark: SparkSession, df: DataFrame) -> None:
-    # A table "small" on disk (256 MB of compressed Parquet) holds ~1 GB of text once decoded: cached
-    # on the heap, the report of 120,000 documents (five text tables of 150-250 MB) died with
-    # OutOfMemoryError in a 3 GB driver. Frames with text or token bytes go to local disk (TEXT_CACHE).
+    # Decoded, text takes several times its compressed size: cached on the heap, the report of 120,000
+    # documents (five text tables of 150-250 MB) died with OutOfMemoryError in a 3 GB driver. Frames
+    # with text or token bytes go to local disk (TEXT_CACHE).
     df.persist(TEXT_CACHE if holds_bulk(df) else StorageLevel.MEMORY_AND_DISK)
     _PINNED.setdefault(id(spark), []).append(df)
 

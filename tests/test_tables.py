@@ -56,7 +56,7 @@ def test_effective_config_written_with_fingerprints(spark, make_cfg):
     assert doc["config"]["run"]["root"] == cfg.run.root
 
 
-def test_written_rows_and_small_table_cache(spark, make_cfg):
+def test_written_rows_and_small_table_cache(spark, make_cfg, monkeypatch):
     # Counts come from the commit just made (numOutputRows); a small table read with cache_under_bytes
     # stays cached until release_cached, a limit below its size leaves it uncached.
     cfg = make_cfg()
@@ -71,6 +71,9 @@ def test_written_rows_and_small_table_cache(spark, make_cfg):
     assert cached.is_cached and cached.count() == 7
     # text is cached on local disk, never on the heap (a 120,000-document report died of it)
     assert cached.storageLevel == tables.TEXT_CACHE
+    tables.release_cached(spark)
+    monkeypatch.setattr(tables, "SMALL_BULK_TABLE_BYTES", size - 1)  # text over it: not cached at any limit
+    assert not tables.read_table(spark, cfg, "documents", cache_under_bytes=1 << 30).is_cached
     tables.write_table(df.select("doc_id", F.length("text").alias("n")), cfg, "stats")
     small = tables.read_table(spark, cfg, "stats", cache_under_bytes=1 << 30)
     assert small.is_cached and not tables.holds_bulk(small) and small.storageLevel.useMemory
