@@ -163,22 +163,28 @@ def input_bytes(spark: Any, cfg: WinnowConfig, stage: str) -> int | None:
 
 def small_input_settings(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str, str]:
     """Spark settings for a stage of a local run on a small input (``spark.small_input_mb``): adaptive
-    query execution off, at most 2 shuffle partitions per core. Empty otherwise.
+    query execution off, at most 2 shuffle partitions per core, expressions and operators interpreted
+    instead of compiled. Empty otherwise; a setting named in ``spark.conf`` is left as the user set it.
 
     Why: with AQE every shuffle's query stage runs as a Spark job of its own and is re-planned; on a
     few MB there is nothing to coalesce, split or broadcast at run time, and ``make run``'s chain spent
-    more driver time between its ~270 jobs than inside them (bench/notes.md, "Fixed cost"). Results do
-    not depend on partitioning (tests/identity.py compares whole runs).
+    more driver time between its ~270 jobs than inside them (bench/notes.md, "Fixed cost"). Whole-stage
+    code generation compiles Java source for every new plan with Janino (~630 compilations, ~7 CPU-s
+    in ``make run``), which pays back only over many rows; ``spark.sql.codegen.factoryMode=NO_CODEGEN``
+    (Spark's interpreted projections, orderings and predicates; a SQLConf Spark itself tests every
+    expression with) skips the rest. Results do not depend on partitioning or on code generation
+    (tests/identity.py compares whole runs).
     """
     sc = cfg.spark
-    if (spark is None or sc.small_input_mb == 0 or not spark.sparkContext.master.startswith("local")
-            or "spark.sql.adaptive.enabled" in sc.conf):
+    if spark is None or sc.small_input_mb == 0 or not spark.sparkContext.master.startswith("local"):
         return {}
     n = input_bytes(spark, cfg, stage)
     if n is None or n > sc.small_input_mb * 1_000_000:
         return {}
     parts = min(sc.shuffle_partitions, 2 * spark.sparkContext.defaultParallelism)
-    return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(parts)}
+    settings = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(parts),
+                "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+    return {k: v for k, v in settings.items() if k not in sc.conf}
 
 
 def run_stage(spark: Any, cfg: WinnowConfig, stage: str, **options: Any) -> StageReport:

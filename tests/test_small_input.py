@@ -18,7 +18,8 @@ def test_small_table_input_turns_aqe_off_for_the_stage_only(spark, make_cfg):
     assert 0 < stage.input_bytes(spark, cfg, "dedup") < 1_000_000
     settings = stage.small_input_settings(spark, cfg, "dedup")
     parts = min(4, 2 * spark.sparkContext.defaultParallelism)
-    assert settings == {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(parts)}
+    assert settings == {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(parts),
+                        "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
     before = spark.conf.get("spark.sql.adaptive.enabled")
     seen = {}
 
@@ -39,12 +40,12 @@ def test_small_table_input_turns_aqe_off_for_the_stage_only(spark, make_cfg):
     assert spark.conf.get("spark.sql.adaptive.enabled") == before  # restored, also when the stage fails
 
 
-def test_no_change_when_large_off_explicit_or_unknown(spark, make_cfg):
+def test_no_change_when_off_unknown_or_set_by_the_user(spark, make_cfg):
     cfg = make_cfg("spark.small_input_mb=0")
     _documents(spark, cfg)
     assert stage.small_input_settings(spark, cfg, "dedup") == {}
-    explicit = make_cfg("spark.conf={spark.sql.adaptive.enabled: 'true'}")
-    assert stage.small_input_settings(spark, explicit, "dedup") == {}
+    explicit = make_cfg("spark.conf={spark.sql.adaptive.enabled: 'true'}", root=cfg.run.root)
+    assert "spark.sql.adaptive.enabled" not in stage.small_input_settings(spark, explicit, "dedup")  # the user's
     missing = make_cfg(root=cfg.run.root + "-none")
     assert stage.input_bytes(spark, missing, "filter") is None  # deduped not written yet
     assert stage.small_input_settings(spark, missing, "filter") == {}
