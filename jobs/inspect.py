@@ -3,6 +3,7 @@
 ``python jobs/inspect.py --run OUT --stage filter --reason gopher_repetition -n 5`` prints a seeded
 sample of documents the filter removed for that reason (or family), with their signals and cut text;
 ``--kept`` samples what a stage kept; ``--doc-id ID`` shows one document's path through every stage.
+A ``--reason`` that matches nothing exits 1 naming the reasons the stage did remove, with their counts.
 """
 
 import os
@@ -37,6 +38,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print seeded samples of a stage's removed or kept documents, or one document's path; returns the exit status."""
     from pipelines import inspect
+    from pipelines.samples import printable
     from pipelines.session import get_spark
     from pipelines.tables import MissingTableError
 
@@ -61,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{p.prog}: no table of {cfg.run.root} holds doc_id {args.doc_id!r} ({where})", file=sys.stderr)
                 return 1
             for step in steps:
-                print(f"{step['stage']:<9} {step['status']:<8} {step['detail']}")
+                print(printable(f"{step['stage']:<9} {step['status']:<8} {step['detail']}"))
             return 0
         if args.stage == "decontam" and not args.kept and not args.reason:
             from pipelines.decontam_report import format_matches, matched_samples
@@ -74,6 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows = inspect.sample_pii(spark, cfg, reason=args.reason, n=args.n, text_chars=args.chars)
         else:
             rows = inspect.sample(spark, cfg, args.stage, reason=args.reason, kept=args.kept, n=args.n, text_chars=args.chars)
+        if args.reason and not rows:
+            # An empty sample reads as "nothing to see"; mostly it is a misspelt reason: offer the real ones.
+            found = inspect.reason_counts(spark, cfg, args.stage)
+            listed = ", ".join(f"{r} ({c})" for r, c in found.items())
+            where = f"its reasons: {listed}" if found else "it removed no document"
+            print(printable(f"{p.prog}: no document removed by {args.stage} in {cfg.run.root} has reason {args.reason!r}"
+                            f" or one in its family; {where}"), file=sys.stderr)
+            return 1
     except (ValueError, MissingTableError) as e:
         p.exit(2, f"{p.prog}: {e}\n")
     what = "kept by" if args.kept else "with findings kept by" if args.stage == "pii" and not args.reason else "removed by"

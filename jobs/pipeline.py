@@ -80,16 +80,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     tracker.finish(spark)
     if tracker.run_id and tracker.active:
         say(f"winnow: MLflow run {tracker.run_id} ({cfg.tracking.experiment or 'experiment from the environment'})")
-    say(done_line(cfg, stages))
-    return _closing(spark, cfg, stages, reports)
+    counts = _stage_counts(spark, cfg, stages, reports)
+    say(done_line(cfg, stages, counts))
+    return _closing(cfg, counts)
 
 
-def done_line(cfg: WinnowConfig, stages: list[str]) -> str:
+def done_line(cfg: WinnowConfig, stages: list[str], counts: dict[str, Any] | None = None) -> str:
     """Where this run's outputs are: the tables (a folder, or ``<catalog>.<schema>`` in metastore mode),
-    and the shards and report only when ``stages`` write them."""
+    and the shards and report only when ``stages`` write them.
+
+    Args:
+        counts: stage -> its report or completion record (:func:`_stage_counts`); when given, shards are
+            named only if the shard stage wrote some: with no document left it writes no ``shards/``.
+    """
+    from pipelines.outcome import counts as stage_counts
+
     tables = cfg.table_path("<name>").removesuffix(".<name>").removesuffix("/<name>")
     parts = [f"tables {tables}" + ("" if cfg.run.catalog else "/")]
-    if "shard" in stages:
+    shard = (counts or {}).get("shard")
+    if "shard" in stages and not (shard is not None and stage_counts(shard)["extra"].get("empty")):
         parts.append(f"shards {cfg.shard_root}/")
     if "report" in stages:
         parts.append(f"report {cfg.report_path}/")
@@ -120,14 +129,20 @@ def _recorded_extra(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str, Any]
     return json.loads(rec["extra"]) if rec else {}
 
 
-def _closing(spark: Any, cfg: WinnowConfig, stages: list[str], reports: dict[str, Any]) -> int:
-    """Print the small-run line (no survivor, fewer documents than shards) and return the exit status."""
-    from pipelines.outcome import small_run
+def _stage_counts(spark: Any, cfg: WinnowConfig, stages: list[str], reports: dict[str, Any]) -> dict[str, Any]:
+    """Stage -> this run's report of it, or its completion record when it was skipped."""
     from pipelines.runs import latest_records
 
     counts = dict(reports)
     if any(s not in reports for s in stages):  # skipped stages: their completion records hold the counts
         counts = {s: r for s, r in latest_records(spark, cfg).items() if s in stages} | counts
+    return counts
+
+
+def _closing(cfg: WinnowConfig, counts: dict[str, Any]) -> int:
+    """Print the small-run line (no survivor, fewer documents than shards) and return the exit status."""
+    from pipelines.outcome import small_run
+
     status, line = small_run(cfg, counts)
     if line:
         print(line, flush=True)

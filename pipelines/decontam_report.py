@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pipelines import tables
 from pipelines.config import WinnowConfig
 from pipelines.decontam import EVAL_TABLE, INPUT_TABLE, OUTPUT_TABLE, STAGE
-from pipelines.samples import seeded_order
+from pipelines.samples import printable, seeded_order
 from pipelines.tables import read_if_exists
 from udfs.decontam import cut_spans
 
@@ -153,7 +153,8 @@ def format_matches(rows: list[dict[str, Any]], header: str) -> str:
         lines.append(f"--- {i}. {r['doc_id']}  action: {r['action']}  items: {', '.join(r['items'])}")
         if r["cuts"]:
             lines.append(f"    cut (input offsets): {r['cuts']}")
-        lines.extend("    | " + ln for ln in r["text"].splitlines() or [""])
+        # Escaped like jobs/inspect.py's other samples: the text is the input's, control bytes included.
+        lines.extend("    | " + ln for ln in printable(r["text"]).splitlines() or [""])
         lines.append("")
     if not rows:
         lines.append("(no document matched an evaluation item)")

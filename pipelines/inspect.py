@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pipelines import chain, tables
 from pipelines.chain import STAGES
 from pipelines.config import WinnowConfig
-from pipelines.samples import row_signals, seeded_order, truncate
+from pipelines.samples import printable, row_signals, seeded_order, truncate
 from pipelines.tables import read_if_exists
 
 
@@ -79,6 +79,22 @@ def sample(
             "text": truncate(text, text_chars), "n_chars": len(text),
         })
     return out
+
+
+def reason_counts(spark: SparkSession, cfg: WinnowConfig, stage: str) -> dict[str, int]:
+    """Documents per reason ``stage`` removed in this run, most first (ingest: the quarantine's reasons,
+    named ``quarantine.<reason>`` as in the report): what to offer when a ``--reason`` matched nothing.
+
+    Raises:
+        tables.MissingTableError: the stage's removals table does not exist in this run.
+    """
+    if stage == "ingest":
+        df = tables.read_table(spark, cfg, "quarantine").select(F.concat(F.lit("quarantine."), "reason").alias("r"))
+    else:
+        df = (tables.read_table(spark, cfg, "removed", written_by=stage).where(F.col("stage") == stage)
+              .select(F.explode("reason").alias("r")))
+    rows = df.groupBy("r").count().collect()
+    return dict(sorted(((r["r"], int(r["count"])) for r in rows), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _sample_quarantine(spark: SparkSession, cfg: WinnowConfig, reason: str | None, n: int, text_chars: int) -> list[dict[str, Any]]:
@@ -162,25 +178,33 @@ def _shard_place(cfg: WinnowConfig, doc_id: str, source: str | None = None) -> d
 
 
 def format_sample(rows: list[dict[str, Any]], header: str) -> str:
-    """Plain-text rendering of :func:`sample` for a terminal."""
+    """Plain-text rendering of :func:`sample` for a terminal, control characters escaped
+    (:func:`pipelines.samples.printable`): the rows come from the input, quarantined bytes included."""
     lines = [header, ""]
     for i, r in enumerate(rows, 1):
         reasons = ", ".join(r["reason"]) if r["reason"] else "-"
         dup = f"  duplicate_of={r['duplicate_of']}" if r["duplicate_of"] else ""
-        lines.append(f"--- {i}. {r['doc_id']}  reason: {reasons}{dup}  ({r['n_chars']} chars)")
-        lines.append("    " + "  ".join(f"{k}={_fmt(v)}" for k, v in sorted(r["signals"].items())))
-        lines.extend("    | " + ln for ln in r["text"].splitlines() or [""])
+        lines.append(printable(f"--- {i}. {r['doc_id']}  reason: {reasons}{dup}  ({r['n_chars']} chars)"))
+        lines.append("    " + "  ".join(f"{k}={_fmt(v, DETAIL_CHARS if k == 'detail' else 60)}"
+                                        for k, v in sorted(r["signals"].items())))
+        lines.extend("    | " + ln for ln in printable(r["text"]).splitlines() or [""])
         lines.append("")
     if not rows:
         lines.append("(no documents match)")
     return "\n".join(lines)
 
 
-def _fmt(v: Any) -> str:
+DETAIL_CHARS = 300
+"""Characters of a quarantine ``detail`` shown: it is one sentence whose end names the limit broken
+(``... > max_replacement_fraction 0.25 (wrong or undeclared charset)``), so it is not cut like a signal."""
+
+
+def _fmt(v: Any, limit: int = 60) -> str:
+    """One signal value for the terminal: floats to 4 significant digits, text escaped and cut to ``limit``."""
     if isinstance(v, float):
         return f"{v:.4g}"
-    s = str(v)
-    return s if len(s) <= 60 else s[:57] + "..."
+    s = printable(str(v))
+    return s if len(s) <= limit else s[:limit - 3] + "..."
 
 
 def mark_pii(text: str, spans: list[dict[str, Any]], replaced: dict[str, str]) -> str:

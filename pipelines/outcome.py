@@ -50,14 +50,17 @@ def small_run(cfg: WinnowConfig, stages: Mapping[str, Any]) -> tuple[int, str | 
 
     Args:
         stages: stage name -> its :class:`~pipelines.stage.StageReport` or completion record, for the
-            stages of this run that have one (any order).
+            stages of this run that have one (any order); ``report`` among them means report.html exists.
 
     Returns:
         ``(0, None)`` for an ordinary run; ``(0, line)`` when the shard stage wrote fewer shards than
         configured; ``(EXIT_EMPTY, line)`` when a stage left no document.
     """
     seen = {name: counts(stages[name]) for name in STAGES if name in stages and name != "report"}
-    report = f"the report shows the funnel ({cfg.report_path}/report.html when the report stage runs)"
+    if "report" in stages:  # it ran (or is complete from before): point at the file itself
+        report = f"the report shows the funnel: {cfg.report_path}/report.html"
+    else:
+        report = f"the report shows the funnel ({cfg.report_path}/report.html when the report stage runs)"
     for name, c in seen.items():
         if c["rows_out"] == 0 and name != "shard":
             lost = sorted((c["removed"] or c["quarantined"]).items(), key=lambda kv: (-kv[1], kv[0]))[:3]

@@ -1,5 +1,5 @@
 """Seeded samples of documents, shared by the report and ``jobs/inspect.py``: the sample order, the
-signals shown for a sampled row, and text cut to head and tail.
+signals shown for a sampled row, text cut to head and tail, and text made safe to print.
 
 Samples are ordered by a keyed hash of ``(run.seed, doc_id)``, so the same documents come out whatever
 the partitioning.
@@ -7,6 +7,7 @@ the partitioning.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pyspark.sql import Column
@@ -35,6 +36,23 @@ def row_signals(row: dict[str, Any], reasons: list[str] | None = None) -> dict[s
         elif isinstance(v, int | float | str | bool):
             out[k] = v
     return out
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 and C1 control characters and DEL, except tab and newline (a text's own layout)."""
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters written as ``\\xNN`` escapes, for a terminal.
+
+    A quarantined record or a cut document can hold NUL, ESC or a lone carriage return: printed raw, they
+    recolour or overwrite the terminal and hide the very bytes the user is looking for. Tab and newline
+    stay (the text's layout); ``\\r\\n`` line ends become ``\\n`` first so that they do not show as escapes.
+
+    >>> printable("a\\x00b\\x1b[31m\\tc\\r\\nd")
+    'a\\\\x00b\\\\x1b[31m\\tc\\nd'
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
 
 
 def truncate(text: str, limit: int) -> str:

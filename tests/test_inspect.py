@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobs import inspect as inspect_job
-from pipelines import tables
+from pipelines import inspect, tables
 from pipelines.config import load_config
 
 DOC_SCHEMA = (
@@ -105,3 +105,27 @@ def test_ingest_removals_are_the_quarantined_records(run_root, capsys):
     out = capsys.readouterr().out
     assert out.startswith("1 documents removed by ingest for quarantine.text_missing")
     assert "file:/in/a.jsonl:7" in out
+
+
+def test_reason_matching_nothing_lists_the_reasons_there_are(run_root, capsys):
+    # It printed "(no documents match)": a misspelt reason looked like a stage that removed nothing.
+    assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "filter", "--reason", "no_such_reason"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (f"inspect.py: no document removed by filter in {run_root} has reason 'no_such_reason' or one in "
+                   "its family; its reasons: gopher_repetition.top_2gram (4), gopher_quality.word_count (1)\n")
+    assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "ingest", "--reason", "nope"]) == 1
+    assert capsys.readouterr().err.endswith("its reasons: quarantine.malformed_json (1), quarantine.text_missing (1)\n")
+
+
+def test_quarantine_detail_is_whole_and_control_characters_are_escaped():
+    # The detail was cut at 60 characters, just before the limit it names; NUL and ESC of an excerpt
+    # reached the terminal raw.
+    detail = "6 of 6 characters are U+FFFD > max_replacement_fraction 0.25 (wrong or undeclared charset)"
+    rows = [{"doc_id": "file:/in/b.jsonl:2", "reason": ["quarantine.too_many_replacements"], "duplicate_of": None,
+             "signals": {"detail": detail, "note": "x" * 80}, "text": 'ok\x00\x1b[31mred\r\nnext\tline\r', "n_chars": 25}]
+    out = inspect.format_sample(rows, "header")
+    assert f"detail={detail}" in out
+    assert f"note={'x' * 57}..." in out  # other signals keep their short cut
+    assert "    | ok\\x00\\x1b[31mred\n    | next\tline\\x0d" in out
+    assert not any(c in out for c in "\x00\x1b\r")

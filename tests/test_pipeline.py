@@ -89,6 +89,10 @@ def test_done_line_names_where_the_outputs_are():
     meta = load_config(overrides=["run.root=r", "run.catalog=spark_catalog", "run.schema=w", "shard.output=s3://b/x"])
     assert pipeline.done_line(meta, ["shard", "report"]) == (
         "winnow: done. Outputs: tables spark_catalog.w, shards s3://b/x/, report r/report/, effective configs r/config/")
+    # With no document left the shard stage writes nothing: the line named a shards/ folder that was not there.
+    empty = {"shard": {"rows_in": 0, "rows_out": 0, "extra": '{"empty": true}'}}
+    assert pipeline.done_line(meta, ["shard", "report"], empty) == (
+        "winnow: done. Outputs: tables spark_catalog.w, report r/report/, effective configs r/config/")
 
 
 def test_plan_cascades_and_from_never_runs_earlier_stages(spark, tmp_path):

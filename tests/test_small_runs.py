@@ -32,7 +32,10 @@ def test_no_survivor_names_the_stage_its_reasons_and_what_to_change():
     status, line = small_run(CFG, stages)
     assert status == EXIT_EMPTY == 3
     assert line.startswith("winnow: no document survived: filter kept 0 of 2 (filter.c4=1, filter.gopher_quality=1);")
-    assert "/tmp/x/report/report.html" in line and "rule_actions" in line and "\n" not in line
+    assert "/tmp/x/report/report.html when the report stage runs" in line and "rule_actions" in line and "\n" not in line
+    # The report stage ran: the line said "when the report stage runs" of a report.html that was there.
+    status, line = small_run(CFG, {**stages, "report": StageReport("report")})
+    assert "; the report shows the funnel: /tmp/x/report/report.html. To change:" in line
 
 
 def test_no_input_record():
@@ -99,6 +102,8 @@ def test_tiny_input_through_the_whole_chain(spark, tmp_path, capsys, texts, stat
     funnel = {row["step"]: row for row in stats["funnel"]}
     if status == EXIT_EMPTY:
         assert out[-1].startswith("winnow: no document survived: filter kept 0 of 2 (gopher_quality.word_count=2)")
+        assert f"the report shows the funnel: {root}/report/report.html." in out[-1]
+        assert out[-2].startswith("winnow: done. Outputs: tables") and "shards" not in out[-2], out[-2]
         assert not (root / "shards" / "manifest.json").exists()
         assert funnel["filter"]["documents"] == 0 and funnel["tokenize"]["documents"] == 0, funnel
     else:
