@@ -68,13 +68,27 @@ def test_off_and_quiet_print_no_progress(spark, tmp_path, capsys):
 
 
 DRIVER = """
-import sys
+import sys, time
 from tests.test_progress import _args, _docs
+from pipelines import stage as stage_module
 from pipelines.config import SparkConfig
 from pipelines.session import get_spark
 from jobs import pipeline
 spark = get_spark("pty", SparkConfig(master="local[2]", shuffle_partitions=4, conf={"spark.ui.enabled": "false"}))
 _docs(spark, sys.argv[1])
+real_run_stage = stage_module.run_stage
+
+def run_stage_with_a_slow_job(spark_, cfg, name, **options):
+    # The report of 2,000 rows finishes in ~3 s, possibly between two redraws (CI saw none): a job of
+    # 4 tasks of 1.5 s keeps the stage active for >= 3 s first (as in the log test above).
+    def slow(rows):
+        time.sleep(1.5)
+        yield from rows
+
+    spark_.sparkContext.parallelize(range(4), 4).mapPartitions(slow).count()
+    return real_run_stage(spark_, cfg, name, **options)
+
+stage_module.run_stage = run_stage_with_a_slow_job
 sys.exit(pipeline.main(_args(sys.argv[1], 30)))
 """
 
