@@ -30,23 +30,26 @@ def _args(root, every):
             "--set", "spark.shuffle_partitions=4", "--set", f"pipeline.progress_s={every}"]
 
 
-def test_log_gets_one_line_every_n_seconds(spark, tmp_path, capsys, monkeypatch):
-    root = tmp_path / "run"
-    _docs(spark, root)
-    real_run_stage = stage_module.run_stage
+def with_a_slow_job(run_stage, seconds):
+    """``run_stage`` that first runs a Spark job of 4 tasks of ``seconds`` each inside the stage: the
+    report of 2,000 rows can finish between two progress ticks (CI saw no line at all)."""
 
     def run_stage_with_a_slow_job(spark_, cfg, name, **options):
-        # The report of 2,000 rows can finish between two ticks on a fast machine (CI saw no line at
-        # all): a Spark job of 4 tasks of 0.8 s inside the stage keeps a stage active for >= 1.6 s.
-        # (A local function: cloudpickle ships it by value, the workers cannot import tests/.)
+        # A local function: cloudpickle ships it by value, the workers cannot import tests/.
         def slow(rows):
-            time.sleep(0.8)
+            time.sleep(seconds)
             yield from rows
 
         spark_.sparkContext.parallelize(range(4), 4).mapPartitions(slow).count()
-        return real_run_stage(spark_, cfg, name, **options)
+        return run_stage(spark_, cfg, name, **options)
 
-    monkeypatch.setattr(stage_module, "run_stage", run_stage_with_a_slow_job)
+    return run_stage_with_a_slow_job
+
+
+def test_log_gets_one_line_every_n_seconds(spark, tmp_path, capsys, monkeypatch):
+    root = tmp_path / "run"
+    _docs(spark, root)
+    monkeypatch.setattr(stage_module, "run_stage", with_a_slow_job(stage_module.run_stage, 0.8))
     with session_conf_kept(spark):
         t0 = time.monotonic()
         assert pipeline.main(_args(root, 0.5)) == 0
@@ -68,7 +71,7 @@ def test_off_and_quiet_print_no_progress(spark, tmp_path, capsys):
 
 
 DRIVER = """
-import sys, time
+import sys
 from tests.test_progress import _args, _docs
 from pipelines import stage as stage_module
 from pipelines.config import SparkConfig
@@ -76,19 +79,8 @@ from pipelines.session import get_spark
 from jobs import pipeline
 spark = get_spark("pty", SparkConfig(master="local[2]", shuffle_partitions=4, conf={"spark.ui.enabled": "false"}))
 _docs(spark, sys.argv[1])
-real_run_stage = stage_module.run_stage
-
-def run_stage_with_a_slow_job(spark_, cfg, name, **options):
-    # The report of 2,000 rows finishes in ~3 s, possibly between two redraws (CI saw none): a job of
-    # 4 tasks of 1.5 s keeps the stage active for >= 3 s first (as in the log test above).
-    def slow(rows):
-        time.sleep(1.5)
-        yield from rows
-
-    spark_.sparkContext.parallelize(range(4), 4).mapPartitions(slow).count()
-    return real_run_stage(spark_, cfg, name, **options)
-
-stage_module.run_stage = run_stage_with_a_slow_job
+from tests.test_progress import with_a_slow_job
+stage_module.run_stage = with_a_slow_job(stage_module.run_stage, 1.5)  # redrawn once a second
 sys.exit(pipeline.main(_args(sys.argv[1], 30)))
 """
 
