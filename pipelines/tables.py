@@ -375,7 +375,7 @@ _LOADED: dict[tuple[int, str, int], DataFrame] = {}
 
 
 def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str, *,
-        cache_under_bytes: int | None = None) -> DataFrame | None:
+                   cache_under_bytes: int | None = None) -> DataFrame | None:
     """The Delta table ``name`` of this run at its latest version, or None when it does not exist.
 
     Args:
