@@ -6,9 +6,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The JVM's class archive (pipelines/session.py, class_archive) is made once after an install.
 CLASSES := $(VENV)/.classes
-# The consumers extra (torch, megatron-core, mosaicml-streaming: ~3 GB of wheels) in its own venv, as a
-# training environment: it cannot share .venv with the dev extra (datatrove needs huggingface-hub>=1.6,
-# streaming imports transformers<5, which needs huggingface-hub<1). tests/test_consumers.py runs it.
+# The loaders of the consumers extra (torch, megatron-core, mosaicml-streaming) in their own venv, as a
+# training environment, pinned in tests/consumers-lock.txt (~2.5 GB of wheels, 4.9 GB installed): it cannot
+# share .venv with the dev extra (datatrove needs huggingface-hub>=1.6, streaming imports transformers<5,
+# which needs huggingface-hub<1). tests/test_consumers.py runs it; with too little disk it is skipped, loudly.
 CONSUMERS_VENV := .venv-consumers
 CONSUMERS := $(CONSUMERS_VENV)/.installed
 CONF ?= conf/local.yaml
@@ -52,11 +53,8 @@ run: java-check $(STAMP) $(CLASSES)
 	@if [ -f $(ROOT)/shards/manifest.json ]; then $(PY) jobs/verify.py --conf $(CONF) --set run.root=$(ROOT); fi
 	@echo "Outputs: $(ROOT)/tables/ (Delta), $(ROOT)/shards/, $(ROOT)/report/report.html, $(ROOT)/config/"
 
-$(CONSUMERS): pyproject.toml
-	@[ -x $(CONSUMERS_VENV)/bin/python ] || $(PYTHON) -m venv $(CONSUMERS_VENV)
-	$(CONSUMERS_VENV)/bin/python -m pip install -q --upgrade pip
-	$(CONSUMERS_VENV)/bin/python -m pip install -q -e ".[consumers]"
-	@touch $(CONSUMERS)
+$(CONSUMERS): tests/consumers-lock.txt tests/install_consumers.sh
+	tests/install_consumers.sh $(PYTHON) $(CONSUMERS_VENV)
 
 # Doctests of udfs/ and pipelines/ run with the tests (examples in docstrings are checked, not decoration).
 test: java-check $(STAMP) $(CLASSES) $(CONSUMERS)

@@ -1,9 +1,10 @@
 """The loaders users train with read a real run's shards: megatron-core and mosaicml-streaming.
 
 The run is :func:`tests.chain.reference_run` (the chain on a sample_data/ subset, seq_len 64). The loaders
-run in the consumers venv (``make test`` installs ``winnow[consumers]`` into ``.venv-consumers``: torch,
-megatron-core and mosaicml-streaming cannot share the dev venv) through ``tests/consumers_probe.py``;
-without that venv the module skips, saying what is missing.
+run in the consumers venv (``make test`` installs ``tests/consumers-lock.txt``, the pinned loaders of
+``winnow[consumers]``, into ``.venv-consumers``: torch, megatron-core and mosaicml-streaming cannot share the
+dev venv) through ``tests/consumers_probe.py``; without that venv the module skips, saying what is
+missing.
 
 What the loaders are built with (the README quotes it):
 
@@ -35,7 +36,9 @@ LOADERS = "import torch, megatron.core.datasets.gpt_dataset, streaming"
 
 def _missing() -> str | None:
     if not CONSUMERS_PYTHON.exists():
-        return f"no consumers venv at {CONSUMERS_PYTHON}"
+        # tests/install_consumers.sh says why it built nothing (too little free disk for ~5 GB of CUDA wheels)
+        why = CONSUMERS_PYTHON.parent.parent.with_suffix(".skipped")
+        return f"no consumers venv at {CONSUMERS_PYTHON}" + (f": {why.read_text().strip()}" if why.is_file() else "")
     done = subprocess.run([str(CONSUMERS_PYTHON), "-c", LOADERS], capture_output=True, text=True)
     return None if done.returncode == 0 else f"{CONSUMERS_PYTHON} cannot {LOADERS!r}: {done.stderr.strip()[-300:]}"
 
