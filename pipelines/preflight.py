@@ -91,7 +91,8 @@ def check_tokenizer(cfg: WinnowConfig) -> None:
 
 
 def check_local_inputs(inputs: Sequence[str]) -> None:
-    """Raise when a local glob of ``ingest.inputs`` matches nothing (remote globs: ingest checks them).
+    """Raise when a local glob of ``ingest.inputs`` matches nothing, or only folders without a file
+    directly in them (a folder stands for those files, as in ingest; remote globs: ingest checks them).
 
     Hadoop globs also know ``{a,b}``, which Python's :mod:`glob` does not: such patterns are left to
     ingest, as are URIs with a scheme.
@@ -103,10 +104,20 @@ def check_local_inputs(inputs: Sequence[str]) -> None:
         path = local_path(pattern)
         if path is None or "{" in path:
             continue
-        if not globlib.glob(path) and not os.path.isdir(path):
+        matches = globlib.glob(path) or ([path] if os.path.isdir(path) else [])
+        if not any(_holds_files(m) for m in matches):
+            what = "only folders without a file in them" if matches else "no file"
             raise PreflightError(
-                f"ingest.inputs: {pattern!r} matches no file; fix the glob or the path (--set 'ingest.inputs=[...]')"
+                f"ingest.inputs: {pattern!r} matches {what}; fix the glob or the path (--set 'ingest.inputs=[...]')"
             )
+
+
+def _holds_files(path: str) -> bool:
+    """A file, or a folder with a file directly in it whose name ingest reads (not ``_*`` / ``.*``)."""
+    if not os.path.isdir(path):
+        return os.path.exists(path)
+    with os.scandir(path) as entries:
+        return any(e.is_file() and not e.name.startswith(("_", ".")) for e in entries)
 
 
 def check_filter_models(cfg: WinnowConfig) -> None:

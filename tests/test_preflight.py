@@ -95,6 +95,13 @@ def test_shard_output_and_local_inputs_are_checked_when_their_stage_runs(tmp_pat
     check(cfg, ["dedup", "filter"])
     folder = tmp_path / "in"
     folder.mkdir()
+    (folder / "_SUCCESS").write_text("")  # ingest skips `_*` and `.*` names, as Spark's file sources do
+    (folder / "sub").mkdir()
+    (folder / "sub" / "a.jsonl").write_text("{}\n")  # a folder stands for the files directly in it
+    for inputs in (f"['{folder}']", f"['{tmp_path}/i*']"):
+        with pytest.raises(PreflightError, match=r"ingest\.inputs: .* matches only folders without a file in them"):
+            check(load_config([], [f"run.root={tmp_path}", f"ingest.inputs={inputs}"]), ["ingest"])
+    (folder / "a.jsonl").write_text("{}\n")
     check(load_config([], [f"run.root={tmp_path}", f"ingest.inputs=['{folder}', 's3://bucket/x/*', '{tmp_path}/{{a,b}}.jsonl']"]), ["ingest"])
 
 
