@@ -412,7 +412,9 @@ def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], i
         lines.append(
             f"ingest: {path}: {quarantined} of {total} records quarantined "
             f"(> ingest.max_quarantine_fraction {icfg.max_quarantine_fraction}), mostly {reason} ({k}); "
-            f"read as {meta.get('format', 'unknown')}, looks like {meta.get('looks_like', 'unknown')}"
+            + (f"read as {meta.get('format', 'unknown')}, its columns: {meta['columns'] or '(none)'}"
+               if "columns" in meta else
+               f"read as {meta.get('format', 'unknown')}, looks like {meta.get('looks_like', 'unknown')}")
         )
     return lines
 

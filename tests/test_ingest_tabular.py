@@ -205,6 +205,21 @@ def test_bad_file_just_over_and_just_under_the_fraction():
     ]
 
 
+def test_a_parquet_file_without_the_text_column_is_reported_with_its_columns():
+    import io
+
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"body": ["Some words."] * 30, "id": [str(i) for i in range(30)]}), buf)
+    rows = _rows("x.parquet", buf.getvalue())
+    assert _bad(rows) == [(i, "text_missing") for i in range(1, 31)]
+    (summary,) = [r for r in rows if r["kind"] == "file"]
+    assert dict(summary["meta"])["columns"] == "body, id"
+    (line,) = bad_files([("x.parquet", "text_missing", 30)], [summary], _cfg())
+    assert line.endswith("mostly text_missing (30); read as parquet, its columns: body, id")
+
+
 def test_bad_file_needs_min_records():
     few = [("f.jsonl", "malformed_json", 19)]
     assert bad_files(few, [_summary("f.jsonl")], _cfg()) == []

@@ -43,6 +43,8 @@ class Collector:
         skipped: non-document records skipped, by kind (``blank_line``, ``warc_request``...).
         counted: per-file counts of decisions (``charset_source.meta``, ``charset.gb18030``,
             ``mojibake_fixed``), emitted as ``count.<key>`` in the summary row.
+        file_columns: the column names of a columnar file (Parquet), for messages about a text field
+            it does not have; ``None`` for other formats.
     """
 
     path: str
@@ -58,6 +60,7 @@ class Collector:
     lines: int | None = None
     skipped: Counter = field(default_factory=Counter)
     counted: Counter = field(default_factory=Counter)
+    file_columns: list[str] | None = None
 
     def doc(
         self,
@@ -282,7 +285,8 @@ class Collector:
         """The split's ``kind = "file"`` row: ``record`` = rows emitted; ``meta`` = format, bytes
         (the file's size on its first split, else 0, so sums count each file once), ``lines`` owned
         (JSONL), ``head`` (an excerpt of the decompressed start, first split), ``looks_like`` (what the
-        start looks like, :func:`records.looks_like`) and skipped records."""
+        start looks like, :func:`records.looks_like`), ``columns`` (:attr:`file_columns`, first split)
+        and skipped records."""
         meta = [("format", fmt or "unknown"), ("bytes", str(size if self.split_start == 0 else 0))]
         if self.lines is not None:
             meta.append(("lines", str(self.lines)))
@@ -290,6 +294,8 @@ class Collector:
             meta.append(("head", excerpt(head, self.opts.excerpt_chars) or ""))
         if looks is not None:
             meta.append(("looks_like", looks))
+        if self.file_columns is not None and self.split_start == 0:
+            meta.append(("columns", ", ".join(self.file_columns)))
         meta += [(f"skipped.{k}", str(v)) for k, v in sorted(self.skipped.items())]
         meta += [(f"count.{k}", str(v)) for k, v in sorted(self.counted.items())]
         return self._batch("file", 1, {"record": [self.emitted], "meta": [meta]})

@@ -59,6 +59,7 @@ def read_parquet(
     except Exception as e:  # ArrowInvalid on a bad magic/footer, OSError on a short file
         raise FooterError(f"{type(e).__name__}: {e}") from None
     names = pf.schema_arrow.names
+    c.file_columns = list(names)
     fields = (o.text_field, o.heading_field, o.id_field, o.url_field, o.source_field, *o.meta_fields)
     wanted = [x for x in fields if x]
     tops = sorted({x.split(".")[0].split("[]")[0] if x not in names else x for x in wanted} & set(names))
