@@ -898,6 +898,17 @@ def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that also reads exponents without a dot or an exponent sign (``1e9``, ``2.5e3``)
+    as floats, as YAML 1.2 does; PyYAML follows YAML 1.1, where they are strings, and an integer key said
+    "not a valid integer". An integer key takes ``1e9`` and refuses ``1.5e0`` (pydantic's lax mode)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"), list("-+.0123456789")
+)
+
+
 def parse_override(item: str) -> dict[str, Any]:
     """Turn ``a.b.c=value`` into ``{"a": {"b": {"c": <value parsed as YAML>}}}``.
 
@@ -909,7 +920,7 @@ def parse_override(item: str) -> dict[str, Any]:
     if not sep or not key or any(not p for p in key.split(".")):
         raise ConfigError(f"--set expects KEY.PATH=VALUE (e.g. dedup.threshold=0.8); got {item!r}")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = yaml.load(raw, Loader=_Loader) if raw.strip() else ""
     except yaml.YAMLError as e:
         raise ConfigError(f"--set {key}: value {raw!r} is not valid YAML: {e}") from None
     node: Any = value
@@ -923,7 +934,7 @@ def _read_yaml(path: str | Path) -> dict[str, Any]:
     if not p.is_file():
         raise ConfigError(f"config file not found: {str(path)!r}")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_Loader)
     except yaml.YAMLError as e:
         raise ConfigError(f"config file {str(path)!r} is not valid YAML: {e}") from None
     if data is None:

@@ -46,6 +46,16 @@ def test_override_values_are_yaml():
     assert cfg.spark.master == "local[1]"
 
 
+def test_exponents_are_numbers_as_in_yaml_1_2(tmp_path):
+    # PyYAML (YAML 1.1) reads 1e9 as a string: an integer key then said "not a valid integer"
+    f = tmp_path / "c.yaml"
+    f.write_text("ingest: {split_bytes: 1e9}\n")
+    cfg = load_config([f], ["ingest.max_quarantine_fraction=25e-2"])
+    assert (cfg.ingest.split_bytes, cfg.ingest.max_quarantine_fraction) == (10**9, 0.25)
+    with pytest.raises(ConfigError, match=r"'ingest.split_bytes': got 1.5: .*fractional part"):
+        load_config(overrides=["ingest.split_bytes=1.5e0"])
+
+
 def test_files_merge_later_wins(tmp_path):
     a = tmp_path / "a.yaml"
     b = tmp_path / "b.yaml"
