@@ -94,7 +94,8 @@ def _table_state(spark: SparkSession, cfg: WinnowConfig, name: str) -> str:
 
 def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str,
                 files: list[tuple[str, int, int]] | None = None) -> dict[str, str]:
-    """What ``stage`` reads, as ``name -> state``: the tables of every upstream stage that exist.
+    """What ``stage`` reads, as ``name -> state``: the tables of every upstream stage that exist, and for
+    a stage declared with ``input=PREVIOUS`` (pii, tokenize) ``input_table``: the table it reads.
 
     A superset of what the stage really reads (e.g. dedup's ``dup_clusters`` for filter): it may rerun
     a stage that would not have changed, never skip one that would. The shared ``removed`` table is an
@@ -104,6 +105,12 @@ def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str,
     state: dict[str, str] = {}
     if stage == "ingest":
         state["files"] = input_files_digest(spark, cfg.ingest.inputs, files)
+    if chain.stage(stage).input == chain.PREVIOUS:
+        # Which table PREVIOUS is depends on pipeline.stages and on the tables that exist, neither of
+        # which the stage fingerprint holds: the same upstream tables read through another one is a
+        # changed input (tokenize reading deduped after a chain without pii read pii_redacted).
+        forced = getattr(getattr(cfg, stage), "input_table", None)
+        state["input_table"] = tables.previous_document_table(cfg, stage, forced, spark)
     for up in STAGES[: STAGES.index(stage)]:
         for name in chain.stage(up).outputs:
             s = _table_state(spark, cfg, name)

@@ -98,7 +98,8 @@ def previous_document_table(cfg: WinnowConfig, stage: str, forced: str | None = 
     ``forced`` (the stage's ``input_table`` setting) wins; else the last stage before ``stage`` in
     ``pipeline.stages`` that writes a document table decides (:func:`pipelines.chain.document_tables_before`);
     when ``pipeline.stages`` holds none (the stage submitted alone), the last existing document table
-    of the whole chain before it is used, else the last one declared.
+    of the whole chain before it is used, else the last one declared. ``spark=None``: existing means a
+    local Delta log (:func:`pipelines.local_state.delta_version`).
     """
     if forced:
         return forced
@@ -106,10 +107,17 @@ def previous_document_table(cfg: WinnowConfig, stage: str, forced: str | None = 
     if configured:
         return configured[-1]
     declared = document_tables_before(stage)
-    if spark is not None:
-        for name in reversed(declared):
-            if table_exists(spark, cfg.table_path(name)):
-                return name
+    if spark is None:  # a plan made without a JVM (pipelines.local_state): local tables only
+        from pipelines import local_state
+
+        def exists(name: str) -> bool:
+            return local_state.delta_version(cfg.table_path(name)) is not None
+    else:
+        def exists(name: str) -> bool:
+            return table_exists(spark, cfg.table_path(name))
+    for name in reversed(declared):
+        if exists(name):
+            return name
     return declared[-1]
 
 
