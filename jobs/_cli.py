@@ -197,9 +197,14 @@ def run_single_stage(
     # The completion record lets jobs/pipeline.py skip this stage later when nothing changed.
     tracker = Tracker(cfg)
     tracker.start([stage])
+    from pipelines.ingest import INPUT_GLOB_ERRORS
+
     try:
         report = run_and_record(spark, cfg, stage, log=None if args.quiet else _say, tracker=tracker,
                                 **(options(args) if options else {}))
+    except INPUT_GLOB_ERRORS as e:  # a remote or Hadoop-only glob: a configuration error, found late
+        tracker.finish(spark, failed=True)
+        p.exit(2, f"{p.prog}: error: {e}\n")
     except BaseException:
         tracker.finish(spark, failed=True)
         raise

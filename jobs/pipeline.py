@@ -34,6 +34,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Plan and run the configured stages, skipping the complete ones; returns the exit status."""
+    from pipelines.ingest import INPUT_GLOB_ERRORS
     from pipelines.runs import plan, run_and_record
     from pipelines.session import get_spark
     from pipelines.tracking import Tracker
@@ -74,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(reports[step.stage].summary_line(), flush=True)
             if step.stage == "ingest" and shard_runs:  # before dedup: no stage runs for a mix that cannot be
                 mix_check_or_exit(p, cfg, reports["ingest"].extra)
+    except INPUT_GLOB_ERRORS as e:  # a remote or Hadoop-only glob: a configuration error, found late
+        tracker.finish(spark, failed=True)
+        p.exit(2, f"{p.prog}: error: {e}\n")
     except BaseException:
         tracker.finish(spark, failed=True)
         raise

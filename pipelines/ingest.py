@@ -56,6 +56,15 @@ class NoInputFilesError(UserError, FileNotFoundError):
     """A glob of ``ingest.inputs`` matches no file (a typo, or the data is not where the config says)."""
 
 
+class BadInputGlobError(UserError):
+    """A glob of ``ingest.inputs`` that Hadoop cannot parse (e.g. an unclosed ``[``)."""
+
+
+INPUT_GLOB_ERRORS = (NoInputFilesError, BadInputGlobError)
+"""Configuration errors of ``ingest.inputs`` found only once Spark lists the files (remote and Hadoop-only
+globs; local ones are checked before Spark starts, :mod:`pipelines.preflight`): the jobs exit 2 on them."""
+
+
 class BadInputFileError(UserError):
     """Input files most of whose records were quarantined (``ingest.max_quarantine_fraction``): the
     format or the fields are wrong for them. Raised after the tables are written."""
@@ -223,7 +232,17 @@ def _matches(spark: SparkSession, globs: list[str]) -> Iterator[tuple[str, str, 
         base_path = jvm.org.apache.hadoop.fs.Path(base_raw or "/")
         base = str(fs.makeQualified(base_path).toString())
         entries = []
-        for st in fs.globStatus(gpath) or []:
+        try:
+            matched = fs.globStatus(gpath) or []
+        except Exception as e:  # Py4JJavaError: java.io.IOException "Illegal file pattern: ..."
+            if "Illegal file pattern" not in str(e):
+                raise
+            why = str(e).split("Illegal file pattern:", 1)[1].strip().splitlines()[0]
+            raise BadInputGlobError(
+                f"ingest.inputs: {glob!r} is not a valid Hadoop glob ({why}); in a file name, write "
+                "a literal [ ] { } * ? or \\ with a backslash before it, e.g. 'b\\[1\\].jsonl'"
+            ) from None
+        for st in matched:
             children = fs.listStatus(st.getPath()) if st.isDirectory() else [st]
             for f in children:
                 if f.isDirectory() or f.getPath().getName().startswith(("_", ".")):

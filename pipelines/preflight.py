@@ -91,31 +91,33 @@ def check_tokenizer(cfg: WinnowConfig) -> None:
 
 
 def check_local_inputs(inputs: Sequence[str]) -> None:
-    """Raise when a local glob of ``ingest.inputs`` matches nothing, or only folders without a file
-    directly in them (a folder stands for those files, as in ingest; remote globs: ingest checks them).
+    """Raise when a local glob of ``ingest.inputs`` matches no file ingest reads: nothing, only names
+    starting with ``_`` or ``.`` (skipped, as Spark's file sources do), or only folders without such a
+    file directly in them (a folder stands for those files, as in ingest; remote globs: ingest checks them).
 
-    Hadoop globs also know ``{a,b}``, which Python's :mod:`glob` does not: such patterns are left to
-    ingest, as are URIs with a scheme.
+    Hadoop globs also know ``{a,b}`` and backslash escapes (``b\\[1\\].jsonl``), which Python's
+    :mod:`glob` does not: such patterns are left to ingest, as are URIs with a scheme.
 
     Raises:
         PreflightError: names the glob.
     """
     for pattern in inputs:
         path = local_path(pattern)
-        if path is None or "{" in path:
+        if path is None or "{" in path or "\\" in path:  # Hadoop-only syntax: braces, backslash escapes
             continue
         matches = globlib.glob(path) or ([path] if os.path.isdir(path) else [])
         if not any(_holds_files(m) for m in matches):
-            what = "only folders without a file in them" if matches else "no file"
+            what = "no file that ingest reads (names starting with '_' or '.' are skipped, as Spark does)" \
+                if matches else "no file"
             raise PreflightError(
                 f"ingest.inputs: {pattern!r} matches {what}; fix the glob or the path (--set 'ingest.inputs=[...]')"
             )
 
 
 def _holds_files(path: str) -> bool:
-    """A file, or a folder with a file directly in it whose name ingest reads (not ``_*`` / ``.*``)."""
+    """A file ingest reads (its name not ``_*`` / ``.*``), or a folder with one directly in it."""
     if not os.path.isdir(path):
-        return os.path.exists(path)
+        return os.path.isfile(path) and not os.path.basename(path).startswith(("_", "."))
     with os.scandir(path) as entries:
         return any(e.is_file() and not e.name.startswith(("_", ".")) for e in entries)
 

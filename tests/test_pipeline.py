@@ -155,3 +155,52 @@ def test_records_kept_in_process_equal_the_table(spark, make_cfg):
     kept = latest_records(spark, cfg)
     runs._RECORDS.clear()
     assert latest_records(spark, cfg) == kept and set(kept) == {"ingest", "dedup"}
+
+
+def test_a_stage_reading_previous_reruns_when_pipeline_stages_change_its_input(spark, tmp_path):
+    # pii reads PREVIOUS: with pipeline.stages=[pii] the last existing document table (deduped), with
+    # [ingest, pii] ingest's documents. The tables and pii's fingerprint are the same both times, so
+    # only the table it reads tells the plan that pii's input changed.
+    import datetime as dt
+
+    from pipelines import runs
+    from pipelines.stage import StageReport
+
+    root = tmp_path / "run"
+    (tmp_path / "in.jsonl").write_text('{"text": "x"}\n')
+    common = [f"run.root={root}", f"ingest.inputs=['{tmp_path}/in.jsonl']"]
+    alone = load_config(overrides=[*common, "pipeline.stages=[pii]"])
+    after_ingest = load_config(overrides=[*common, "pipeline.stages=[ingest, pii]"])
+    assert alone.stage_fingerprint("pii") == after_ingest.stage_fingerprint("pii")
+    _docs(spark, alone, ["one two three", "four five"])
+    tables.write_table(tables.read_path(spark, alone.table_path("documents")), alone, "deduped")
+
+    def record(cfg, stage):
+        runs.record_completion(spark, cfg, StageReport(stage, rows_in=2, rows_out=2),
+                               runs.input_state(spark, cfg, stage), dt.datetime.now(dt.UTC))
+
+    record(alone, "pii")
+    assert runs.input_state(spark, alone, "pii")["input_table"] == "deduped"
+    assert [s.action for s in plan(spark, alone, ["pii"])] == ["skip"]
+    record(after_ingest, "ingest")
+    steps = plan(spark, after_ingest, ["ingest", "pii"])
+    assert [(s.stage, s.action) for s in steps] == [("ingest", "skip"), ("pii", "run")]
+    assert "input_table: deduped -> documents" in steps[1].why
+    # The plan made without a JVM (--dry-run on local files) resolves PREVIOUS the same way.
+    assert runs.input_state(None, alone, "pii")["input_table"] == "deduped"
+
+
+def test_globs_hadoop_refuses_or_finds_empty_exit_2_without_a_traceback(spark, tmp_path, capsys):
+    # Local globs are checked before Spark starts; these two pass that check and fail in Hadoop's listing.
+    (tmp_path / "b[.jsonl").write_text('{"text": "one two three four five six seven eight nine ten"}\n')
+    base = ["--set", f"run.root={tmp_path}/run", "--set", "pipeline.stages=[ingest]", "--set", "spark.shuffle_partitions=4"]
+    for glob, said in ((f"{tmp_path}/b[.jsonl", "is not a valid Hadoop glob"),
+                       (f"{tmp_path}/{{x,y}}.jsonl", "matches no file")):
+        with pytest.raises(SystemExit) as stop:
+            pipeline.main([*base, "--set", f"ingest.inputs=['{glob}']"])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err and "Py4J" not in err
+    # The escape the message suggests reads the file.
+    assert pipeline.main([*base, "--set", f"ingest.inputs=['{tmp_path}/b\\[.jsonl']"]) == 0
+    assert "[ingest] in=1 out=1" in capsys.readouterr().out

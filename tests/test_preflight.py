@@ -99,8 +99,12 @@ def test_shard_output_and_local_inputs_are_checked_when_their_stage_runs(tmp_pat
     (folder / "sub").mkdir()
     (folder / "sub" / "a.jsonl").write_text("{}\n")  # a folder stands for the files directly in it
     for inputs in (f"['{folder}']", f"['{tmp_path}/i*']"):
-        with pytest.raises(PreflightError, match=r"ingest\.inputs: .* matches only folders without a file in them"):
+        with pytest.raises(PreflightError, match=r"ingest\.inputs: .* matches no file that ingest reads"):
             check(load_config([], [f"run.root={tmp_path}", f"ingest.inputs={inputs}"]), ["ingest"])
+    (folder / ".part-0.crc").write_text("")
+    for name in ("_SUCCESS", ".part-0.crc"):  # named alone: still skipped by ingest
+        with pytest.raises(PreflightError, match=r"matches no file that ingest reads"):
+            check(load_config([], [f"run.root={tmp_path}", f"ingest.inputs=['{folder}/{name}']"]), ["ingest"])
     (folder / "a.jsonl").write_text("{}\n")
     check(load_config([], [f"run.root={tmp_path}", f"ingest.inputs=['{folder}', 's3://bucket/x/*', '{tmp_path}/{{a,b}}.jsonl']"]), ["ingest"])
 
