@@ -88,7 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.exit(2, f"{p.prog}: {e}\n")
     what = "kept by" if args.kept else "with findings kept by" if args.stage == "pii" and not args.reason else "removed by"
     why = f" for {args.reason}" if args.reason else ""
-    print(inspect.format_sample(rows, f"{len(rows)} documents {what} {args.stage}{why} (seed {cfg.run.seed}) in {cfg.run.root}"))
+    shown = f"{len(rows)}"
+    if len(rows) == args.n and args.stage != "pii":  # a sample of more: say of how many
+        total = inspect.count(spark, cfg, args.stage, reason=args.reason, kept=args.kept)
+        shown = f"{len(rows)} of {total}" if total > len(rows) else shown
+    print(inspect.format_sample(rows, f"{shown} documents {what} {args.stage}{why} (seed {cfg.run.seed}) in {cfg.run.root}"))
     return 0
 
 

@@ -53,21 +53,9 @@ def sample(
         ValueError: unknown stage, or ``reason`` given with ``kept``.
         tables.MissingTableError: the table to sample does not exist in this run.
     """
-    if stage not in STAGES:
-        raise ValueError(f"unknown stage {stage!r}; allowed: {list(STAGES)}")
-    if kept and reason:
-        raise ValueError("--reason selects removed documents; it cannot be combined with --kept")
     if stage == "ingest" and not kept:
         return _sample_quarantine(spark, cfg, reason, n, text_chars)
-    if kept:
-        table = chain.stage(stage).main_table
-        if table is None:
-            raise ValueError(f"stage {stage!r} writes no document table; allowed: {[s for s, _ in chain.main_tables()]}")
-        df = tables.read_table(spark, cfg, table, written_by=stage)
-    else:
-        df = tables.read_table(spark, cfg, "removed", written_by=stage).where(F.col("stage") == stage)
-        if reason:
-            df = df.where(reason_matches(reason))
+    df = _selected(spark, cfg, stage, reason, kept)
     rows = df.orderBy(seeded_order(cfg.run.seed), "doc_id").limit(n).collect()
     out = []
     for r in rows:
@@ -97,13 +85,42 @@ def reason_counts(spark: SparkSession, cfg: WinnowConfig, stage: str) -> dict[st
     return dict(sorted(((r["r"], int(r["count"])) for r in rows), key=lambda kv: (-kv[1], kv[0])))
 
 
+def count(spark: SparkSession, cfg: WinnowConfig, stage: str, *, reason: str | None = None,
+          kept: bool = False) -> int:
+    """How many documents :func:`sample` draws from (the total its header gives beside the sample size).
+
+    Raises:
+        ValueError, tables.MissingTableError: as :func:`sample`.
+    """
+    return _selected(spark, cfg, stage, reason, kept).count()
+
+
+def _selected(spark: SparkSession, cfg: WinnowConfig, stage: str, reason: str | None, kept: bool) -> Any:
+    """The rows :func:`sample` draws from: the stage's removals (ingest: ``quarantine``, with ``doc_id`` =
+    ``input_file:record``), of ``reason``'s family when given, or its output table with ``kept``."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; allowed: {list(STAGES)}")
+    if kept and reason:
+        raise ValueError("--reason selects removed documents; it cannot be combined with --kept")
+    if stage == "ingest" and not kept:
+        df = tables.read_table(spark, cfg, "quarantine")
+        df = df.withColumn("doc_id", F.concat_ws(":", "input_file", F.col("record").cast("string")))
+        if reason:
+            # The report names these reasons "quarantine.<reason>"; the table stores the bare reason.
+            df = df.where(F.col("reason") == reason.removeprefix("quarantine."))
+        return df
+    if kept:
+        table = chain.stage(stage).main_table
+        if table is None:
+            raise ValueError(f"stage {stage!r} writes no document table; allowed: {[s for s, _ in chain.main_tables()]}")
+        return tables.read_table(spark, cfg, table, written_by=stage)
+    df = tables.read_table(spark, cfg, "removed", written_by=stage).where(F.col("stage") == stage)
+    return df.where(reason_matches(reason)) if reason else df
+
+
 def _sample_quarantine(spark: SparkSession, cfg: WinnowConfig, reason: str | None, n: int, text_chars: int) -> list[dict[str, Any]]:
     """Seeded sample of ``quarantine`` rows in :func:`sample`'s shape (``doc_id`` = ``input_file:record``)."""
-    df = tables.read_table(spark, cfg, "quarantine")
-    df = df.withColumn("doc_id", F.concat_ws(":", "input_file", F.col("record").cast("string")))
-    if reason:
-        # The report names these reasons "quarantine.<reason>"; the table stores the bare reason.
-        df = df.where(F.col("reason") == reason.removeprefix("quarantine."))
+    df = _selected(spark, cfg, "ingest", reason, False)
     rows = df.orderBy(seeded_order(cfg.run.seed), "doc_id").limit(n).collect()
     return [{
         "doc_id": r["doc_id"], "reason": [f"quarantine.{r['reason']}"], "duplicate_of": None,

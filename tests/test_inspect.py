@@ -40,7 +40,8 @@ def run_root(spark, tmp_path_factory):
 def test_sample_removed_by_reason_family(run_root, capsys):
     assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "filter", "--reason", "gopher_repetition", "-n", "3", "--chars", "40"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"3 documents removed by filter for gopher_repetition (seed 42) in {run_root}\n")
+    # a sample of 3 of the 4 documents of the family: the header says both
+    assert out.startswith(f"3 of 4 documents removed by filter for gopher_repetition (seed 42) in {run_root}\n")
     shown = [ln.split()[2] for ln in out.splitlines() if ln.startswith("--- ")]
     assert len(shown) == 3 and set(shown) <= {"d1", "d2", "d3", "d4"}
     assert "reason: gopher_repetition.top_2gram" in out and "top_2gram_ratio=0." in out
@@ -105,6 +106,8 @@ def test_ingest_removals_are_the_quarantined_records(run_root, capsys):
     out = capsys.readouterr().out
     assert out.startswith("1 documents removed by ingest for quarantine.text_missing")
     assert "file:/in/a.jsonl:7" in out
+    assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "ingest", "-n", "1"]) == 0
+    assert capsys.readouterr().out.startswith("1 of 2 documents removed by ingest")
 
 
 def test_reason_matching_nothing_lists_the_reasons_there_are(run_root, capsys):
