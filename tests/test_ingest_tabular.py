@@ -104,6 +104,18 @@ def test_csv_quoted_fields_with_newlines_commas_and_quotes():
     assert dict(rows[-1]["meta"])["skipped.blank_line"] == "1"
 
 
+def test_csv_quote_left_open_is_quarantined_not_merged_with_the_rows_after_it():
+    data = b'id,text\n1,Kept.\n2,"unterminated\n3,swallowed\n4,too\n'
+    rows = _rows("x.csv", data)
+    assert _docs(rows) == [(1, "1", "Kept.")]
+    assert _bad(rows) == [(2, "malformed_csv")]
+    (bad,) = [r for r in rows if r["kind"] == "quarantine"]
+    assert "lines 3-5" in bad["detail"] and "not closed before the end of the file" in bad["detail"]
+    # a field that spans lines and closes, and a bare quote inside a field, stay documents
+    ok = b'id,text\n1,"two\nlines"\n2,a"b\n'
+    assert _docs(_rows("x.csv", ok)) == [(1, "1", "two\nlines"), (2, "2", 'a"b')]
+
+
 def test_tsv_by_column_index_without_header_and_gz():
     data = gzip.compress(b"a\tFirst text.\tx\nb\t\"Quoted\ttab\"\ty\n")
     rows = _rows("x.tsv.gz", data, ParseOptions(csv_header=False, text_field="1", id_field="0", meta_fields=("2",)))

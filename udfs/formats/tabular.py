@@ -146,10 +146,12 @@ def read_csv(c: Collector, chunks: Iterable[bytes], delimiter: str) -> Iterator[
         csv.field_size_limit(limit)
     text = io.TextIOWrapper(io.BufferedReader(ChunkFile(chunks, 1 << 62), 1 << 16), encoding="utf-8-sig",
                             errors="replace", newline="")
-    rows = csv.reader(text, delimiter=delimiter)
+    lines = _QuoteCount(text)
+    rows = csv.reader(lines, delimiter=delimiter)
     header: list[str] | None = None
     n = 0
     while True:
+        first_line, quotes_before = rows.line_num + 1, lines.quotes
         try:
             row = next(rows)
         except StopIteration:
@@ -158,6 +160,14 @@ def read_csv(c: Collector, chunks: Iterable[bytes], delimiter: str) -> Iterator[
             n += 1
             c.quarantine(n, "malformed_csv", None, f"row {n} (line {rows.line_num}): {e}")
             continue
+        if rows.line_num > first_line and (lines.quotes - quotes_before) % 2 and lines.at_end():
+            # A quote opened and never closed: the lenient reader (strict=False) makes the rest of the
+            # file one field. Quotes come in pairs in a record that closes its fields (RFC 4180 2.5-2.7).
+            n += 1
+            c.quarantine(n, "malformed_csv", _csv_excerpt(row, delimiter)[: 4 * c.opts.excerpt_chars],
+                         f"row {n} (lines {first_line}-{rows.line_num}): a quoted field is not closed before "
+                         "the end of the file; the rows before it were kept")
+            break
         if header is None and c.opts.csv_header:
             header = row
             continue
@@ -173,6 +183,28 @@ def read_csv(c: Collector, chunks: Iterable[bytes], delimiter: str) -> Iterator[
         if c.full():
             yield from c.flush()
     yield from c.flush()
+
+
+class _QuoteCount:
+    """The lines of a text stream, as :func:`csv.reader` takes them, counting the ``"`` characters
+    read so far (``quotes``); :meth:`at_end` says whether the stream has no line left."""
+
+    def __init__(self, text: io.TextIOBase):
+        self._it, self._next, self.quotes = iter(text), None, 0
+
+    def __iter__(self) -> _QuoteCount:
+        return self
+
+    def __next__(self) -> str:
+        line, self._next = (self._next, None) if self._next is not None else (next(self._it), None)
+        self.quotes += line.count('"')
+        return line
+
+    def at_end(self) -> bool:
+        """True when no line is left (reads one ahead, kept for the next ``__next__``)."""
+        if self._next is None:
+            self._next = next(self._it, None)
+        return self._next is None
 
 
 def _csv_excerpt(row: list[str], delimiter: str) -> str:
