@@ -175,11 +175,16 @@ def test_raw_nul_byte_in_a_json_string_is_removed_not_fatal():
     ("x.jsonl.gz", b"\x1f\x8b\x08\x00garbage", "unreadable_file"),
     ("x.warc.gz", b"\x1f\x8b\x08\x00garbage", "unreadable_file"),
     ("README.md", b"# hi", "unsupported_format"),
+    # not WARC at all: one row for the file, not one `unsupported_content_type` per line
+    ("notes.warc", b"plain words on a line\n" * 50, "unreadable_file"),
+    ("notes.warc.gz", gzip.compress(b"plain words on a line\n" * 50), "unreadable_file"),
 ])
 def test_bad_files(name, data, reason):
     rows = _rows(name, data)
     assert [r["reason"] for r in rows if r["kind"] == "quarantine"] == [reason]
     assert rows[-1]["kind"] == "file" and rows[-1]["record"] == 1
+    if name.startswith("notes.warc"):
+        assert "not a WARC file" in rows[0]["detail"] and "plain text" in rows[0]["detail"]
 
 
 def test_decompress_salvages_the_prefix_of_a_truncated_gzip():

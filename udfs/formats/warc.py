@@ -63,6 +63,16 @@ def read_warc(
 
     n = 0
     truncated = False
+    start = _start(open_file, codec)
+    if start is not None and start.strip() and not start.lstrip().startswith(b"WARC/"):
+        # Not WARC at all: warcio would report each line as a record of no type, on stderr too.
+        from udfs.formats.records import looks_like
+
+        c.quarantine(1, "unreadable_file", start[:200],
+                     f"not a WARC file: it does not start with a 'WARC/' version line (it looks like "
+                     f"{looks_like(start)}); set ingest.format if it is another format")
+        yield from c.flush()
+        return
     with open_file() as raw:
         stream = raw if codec in (None, "gz") else open_codec(raw, codec)[0]
         try:
@@ -72,7 +82,8 @@ def read_warc(
                 if c.full():
                     yield from c.flush()
         except Exception as e:  # warcio raises ArchiveLoadFailed, zlib.error, EOFError, ValueError...
-            c.quarantine(n + 1, "unreadable_file", None, f"{type(e).__name__}: {e}")
+            # warcio's message may quote a whole line of the bad bytes: the detail keeps its start.
+            c.quarantine(n + 1, "unreadable_file", None, f"{type(e).__name__}: {e}"[:500])
             yield from c.flush()
             return
     if n == 0 and head.strip():  # warcio yields nothing, without an error, for non-WARC bytes
@@ -83,6 +94,17 @@ def read_warc(
                 # warcio also ends quietly when a gzip member is cut inside a record's headers.
                 c.quarantine(n + 1, "unreadable_file", None, f"{error}; records before the damage were kept")
     yield from c.flush()
+
+
+def _start(open_file: Callable[[], BinaryIO], codec: str | None) -> bytes | None:
+    """The first 4 KB of the file's decompressed bytes; None when they cannot be read (the damage is
+    then reported by the read itself)."""
+    try:
+        with open_file() as raw:
+            stream = open_codec(raw, codec)[0] if codec is not None else raw
+            return stream.read(4096)
+    except Exception:  # noqa: BLE001 - a damaged stream: the read below reports it
+        return None
 
 
 def _record(c: Collector, n: int, rec) -> bool:
