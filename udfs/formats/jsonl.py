@@ -155,7 +155,7 @@ def read_jsonl(
                 i,
                 "too_large",
                 line.head,
-                f"line of {line.n_bytes} bytes > 4 x max_doc_bytes {c.opts.max_doc_bytes} (not parsed)",
+                f"line of {line.n_bytes} bytes > {4 * c.opts.max_doc_bytes} (4 x ingest.max_doc_bytes; not parsed)",
             )
         else:
             if i == 1 and start == 0 and line.startswith(UTF8_BOM):
@@ -221,7 +221,7 @@ def read_text(
             1,
             "too_large",
             data[:4096],
-            f"{n} bytes > 4 x max_doc_bytes {c.opts.max_doc_bytes} (not read whole)",
+            f"{n} bytes > {4 * c.opts.max_doc_bytes} (4 x ingest.max_doc_bytes; not read whole)",
         )
     else:
         text, n_replaced = T.decode_utf8(data)
