@@ -27,8 +27,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     res = verify(root, cfg.shard.storage)
     for p in res.problems:
         print(f"MISMATCH {p}", flush=True)
+    if res.decoded:  # a readable spot check: the tokens of the first shard's first documents, decoded
+        print(f"[verify] the first {len(res.decoded)} documents of the first shard, decoded (first 64 tokens):",
+              flush=True)
     for text in res.decoded:
-        print(f"  decoded: {text[:80]!r}", flush=True)
+        print(f"  {text[:80]!r}", flush=True)
     status = "OK" if res.ok else f"FAILED ({len(res.problems)} problems)"
     print(f"[verify] {root}: {res.files_checked} files, {res.documents} documents, {res.tokens} tokens: {status}", flush=True)
     return 0 if res.ok else 1
