@@ -55,12 +55,15 @@ def memory_error(err: BaseException) -> str | None:
 
 def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> None:
     """``sys.excepthook`` of a job: an out-of-memory failure prints one line naming the settings to
-    change, a :class:`~udfs.errors.UserError` prints its message (it says what to do), both without a
-    traceback unless ``WINNOW_TRACEBACK`` is set; anything else keeps its traceback. Either way the
-    uncaught exception still exits with status 1."""
+    change, a :class:`~udfs.errors.UserError` prints its message (it says what to do), Ctrl-C one line,
+    all without a traceback unless ``WINNOW_TRACEBACK`` is set; anything else keeps its traceback. Either
+    way the uncaught exception still exits with status 1 (Ctrl-C: as killed by SIGINT)."""
     prog = os.path.basename(sys.argv[0] or "winnow")
     if os.environ.get("WINNOW_TRACEBACK"):
         sys.__excepthook__(kind, err, tb)
+    elif isinstance(err, KeyboardInterrupt):  # Ctrl-C: Python still exits as killed by SIGINT (130)
+        print(f"{prog}: interrupted; a rerun of jobs/pipeline.py skips the stages that completed",
+              file=sys.stderr, flush=True)
     elif (hint := memory_error(err)) is not None:
         print(f"{prog}: error: {hint}", file=sys.stderr, flush=True)
     elif not isinstance(err, UserError):

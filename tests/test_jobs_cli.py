@@ -44,6 +44,8 @@ def test_user_errors_print_their_message_without_a_traceback(capsys, monkeypatch
                 NoInputFilesError("ingest.inputs: 'x/*.jsonl' matches no file")):
         _user_error_hook(type(err), err, None)
         assert capsys.readouterr().err == f"filter.py: error: {err}\n"
+    _user_error_hook(KeyboardInterrupt, KeyboardInterrupt(), None)  # Ctrl-C: one line, no traceback
+    assert capsys.readouterr().err == "filter.py: interrupted; a rerun of jobs/pipeline.py skips the stages that completed\n"
     _user_error_hook(KeyError, KeyError("bug"), None)  # anything else keeps its traceback
     assert "KeyError: 'bug'" in capsys.readouterr().err
     monkeypatch.setenv("WINNOW_TRACEBACK", "1")
