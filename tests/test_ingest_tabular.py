@@ -18,6 +18,7 @@ from pipelines.config import ConfigError, load_config
 from pipelines.ingest import bad_files
 from udfs.formats import ParseOptions, explode_file
 from udfs.formats.records import looks_like
+from udfs.formats.tabular import MAX_JSON_DEPTH, DepthGuard
 
 
 def _rows(path: str, data: bytes, opts: ParseOptions | None = None) -> list[dict]:
@@ -301,3 +302,73 @@ def test_large_files_are_streamed_in_bounded_memory(tmp_path, name, head, item, 
     tracemalloc.stop()
     assert docs == 6000
     assert peak < 2_500_000, f"peak {peak} bytes of Python memory for a {size}-byte file"
+
+
+# ------------------------------------------------------------------------- .json nesting depth guard
+def test_json_nested_200000_levels_is_malformed_quickly_and_the_items_before_it_are_kept():
+    import time
+
+    deep = b'[{"text": "a"}, {"text": "b"}, {"text": "y", "meta": ' + b"[" * 200_000 + b"]" * 200_000 + b"}]"
+    t = time.perf_counter()
+    rows = _rows("deep.json", deep)
+    assert time.perf_counter() - t < 1.0
+    assert [t for *_, t in _docs(rows)] == ["a", "b"]
+    assert _bad(rows) == [(3, "malformed_json")]
+    detail = [r["detail"] for r in rows if r["kind"] == "quarantine"][0]
+    assert f"nesting deeper than {MAX_JSON_DEPTH} levels" in detail
+    assert "the 2 values before it were kept, the rest of the file is not read" in detail
+
+
+@pytest.mark.parametrize("read_bytes", [1, 999, 1 << 16, 4 << 20])
+def test_json_depth_exactly_at_the_limit_parses_and_one_more_does_not(read_bytes):
+    opts = ParseOptions(read_bytes=read_bytes)
+    inner = MAX_JSON_DEPTH - 1  # the object itself is level 1
+    at = b'{"text": "y", "meta": ' + b"[" * inner + b"]" * inner + b"}"
+    assert [t for *_, t in _docs(_rows("at.json", at, opts))] == ["y"]
+    over = b'{"text": "y", "meta": ' + b"[" * (inner + 1) + b"]" * (inner + 1) + b"}"
+    assert _bad(_rows("over.json", over, opts)) == [(1, "malformed_json")]
+
+
+def _feed(data: bytes, piece: int, limit: int = 10**9):
+    g = DepthGuard(limit)
+    for i in range(0, len(data), piece):
+        if (cut := g.feed(data[i:i + piece])) is not None:
+            return i + cut
+    return g.depth, g.in_string, g.odd_backslashes
+
+
+def test_depth_guard_ignores_brackets_in_strings_and_escaped_quotes_in_any_piece_size():
+    doc = rb'[{"t": "a \" [[[[", "u": "\\", "v": ["\\\"[{", {"w": "}}]]"}], "x": "\\"}]'
+    json.loads(doc)  # valid: an escaped quote, even and odd backslash runs before quotes
+    for piece in (1, 2, 3, 5, len(doc)):
+        assert _feed(doc, piece) == (0, False, False), piece
+        assert _feed(doc, piece, 4) == (0, False, False)  # [ { [ { is 4 levels
+        assert _feed(doc, piece, 3) == doc.index(b'{"w"')
+    # a run of backslashes that ends exactly at a piece boundary: odd escapes the quote, even does not
+    for run in range(1, 7):
+        data = b'["' + b"\\" * run + b'"[["]'
+        expected = (0, False) if run % 2 else (3, True)  # even: the string closes, [[ open, "] opens one
+        for cut in range(len(data) + 1):
+            g = DepthGuard(10**9)
+            assert g.feed(data[:cut]) is None and g.feed(data[cut:]) is None
+            assert (g.depth, g.in_string) == expected, (run, cut)
+
+
+def test_depth_guard_one_byte_pieces_match_the_whole_buffer_on_random_input():
+    import random
+
+    rnd = random.Random(7)
+    for _ in range(150):
+        data = bytes(rnd.choice(b'[]{}"\\ab') for _ in range(rnd.randint(0, 60)))
+        for limit in (2, 10**9):
+            whole = _feed(data, max(len(data), 1), limit)
+            assert _feed(data, 1, limit) == whole and _feed(data, 3, limit) == whole, (data, limit)
+
+
+def test_json_guard_sees_the_repaired_utf8_and_a_normal_file_is_unchanged():
+    # a BOM and invalid UTF-8 before brackets in strings: counted after the repair, as ijson reads them
+    data = b'\xef\xbb\xbf[{"text": "bad \xff [[[ {{ \\" ]]", "m": [[1], {"a": [2]}]}, {"text": "fine"}]'
+    rows = _rows("u.json", data, ParseOptions(read_bytes=3))
+    assert [r["text"] for r in rows if r["kind"] == "doc"] == ['bad \ufffd [[[ {{ " ]]', "fine"]
+    assert _bad(rows) == []
+    assert _docs(_rows("x.json", ARRAY, ParseOptions(read_bytes=1))) == [(1, "a", "Alpha one."), (2, "b", "Beta two.")]
