@@ -155,7 +155,8 @@ def read_jsonl(
                 i,
                 "too_large",
                 line.head,
-                f"line of {line.n_bytes} bytes > {4 * c.opts.max_doc_bytes} (4 x ingest.max_doc_bytes; not parsed)",
+                f"line of {line.n_bytes} bytes > {4 * c.opts.max_doc_bytes} "
+                "(4 x ingest.max_doc_bytes; not parsed)",
             )
         else:
             if i == 1 and start == 0 and line.startswith(UTF8_BOM):
