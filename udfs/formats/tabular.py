@@ -255,8 +255,8 @@ def read_json(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]
                 yield from c.flush()
     except _RecordTooLarge as e:
         c.quarantine(n + 1, "too_large", raw.last,
-                     f"JSON value {n + 1} spans over {e.args[0]} bytes > 4 x max_doc_bytes "
-                     f"{c.opts.max_doc_bytes} (not parsed; the rest of the file is not read)")
+                     f"JSON value {n + 1} spans over {e.args[0]} bytes > {4 * c.opts.max_doc_bytes} "
+                     "(4 x ingest.max_doc_bytes; not parsed; the rest of the file is not read)")
     except Exception as e:  # ijson.JSONError, IncompleteJSONError, UnicodeDecodeError, JsonTooDeep
         where = "array item" if array else "top-level value"
         # At the depth cut ijson may see the end of the bytes first (IncompleteJSONError): same cause.
