@@ -901,7 +901,24 @@ def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 class _Loader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that also reads exponents without a dot or an exponent sign (``1e9``, ``2.5e3``)
     as floats, as YAML 1.2 does; PyYAML follows YAML 1.1, where they are strings, and an integer key said
-    "not a valid integer". An integer key takes ``1e9`` and refuses ``1.5e0`` (pydantic's lax mode)."""
+    "not a valid integer". An integer key takes ``1e9`` and refuses ``1.5e0`` (pydantic's lax mode).
+
+    A key given twice in one mapping is an error (YAML 1.2 section 3.2.1.1: keys are unique); PyYAML
+    keeps the later value silently, so a setting written twice hid one of its values."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """A mapping node as a dict; raises ``yaml.constructor.ConstructorError`` on a repeated key."""
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges, and the keys given beside it override the merged ones
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, f"key {key!r} is given twice",
+                    key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 _Loader.add_implicit_resolver(

@@ -56,6 +56,17 @@ def test_exponents_are_numbers_as_in_yaml_1_2(tmp_path):
         load_config(overrides=["ingest.split_bytes=1.5e0"])
 
 
+def test_a_key_given_twice_in_one_file_is_an_error_naming_it(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("run:\n  seed: 1\n  seed: 2\n")
+    with pytest.raises(ConfigError, match=r"(?s)c\.yaml' is not valid YAML.*key 'seed' is given twice.*line 3"):
+        load_config([f])
+    # YAML merge keys still work: the keys beside `<<` override the merged ones
+    f.write_text("defaults: &d {seed: 1, root: out}\nrun: {<<: *d, seed: 3}\n")
+    with pytest.raises(ConfigError, match=r"unknown config key 'defaults'"):
+        load_config([f])
+
+
 def test_files_merge_later_wins(tmp_path):
     a = tmp_path / "a.yaml"
     b = tmp_path / "b.yaml"
