@@ -392,9 +392,11 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         for line in bad:
             print(line, file=sys.stderr, flush=True)
         if icfg.on_bad_file == "fail":
+            kept = tables.written_rows(spark, outputs["documents"])
             raise BadInputFileError(
-                f"ingest: {len(bad)} input file(s) mostly quarantined (lines above; tables written); fix "
-                "ingest.format / ingest.fields, or set ingest.on_bad_file=continue to go on"
+                f"ingest: {len(bad)} input file(s) mostly quarantined (lines above; tables written: {kept} "
+                f"documents, {sum(quarantined.values())} records quarantined); fix ingest.format / "
+                "ingest.fields, or set ingest.on_bad_file=continue to go on"
             )
         extra["bad_files"] = bad
     report = StageReport(
