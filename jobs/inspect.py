@@ -84,8 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(printable(f"{p.prog}: no document removed by {args.stage} in {cfg.run.root} has reason {args.reason!r}"
                             f" or one in its family; {where}"), file=sys.stderr)
             return 1
-    except (ValueError, MissingTableError) as e:
+    except ValueError as e:
         p.exit(2, f"{p.prog}: {e}\n")
+    except MissingTableError as e:  # like the other jobs: 1, and what to run first
+        p.exit(1, f"{p.prog}: {e}\n")
     what = "kept by" if args.kept else "with findings kept by" if args.stage == "pii" and not args.reason else "removed by"
     why = f" for {args.reason}" if args.reason else ""
     shown = f"{len(rows)}"
