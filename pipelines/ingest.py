@@ -430,12 +430,12 @@ def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], i
             continue
         reason, k = max(((r, n) for r, n in c.items() if r is not None), key=lambda x: (x[1], x[0]))
         meta = info.get(path, {})
+        seen = (f"its columns: {meta['columns'] or '(none)'}" if "columns" in meta
+                else f"looks like {meta.get('looks_like', 'unknown')}")
         lines.append(
             f"ingest: {path}: {quarantined} of {total} records quarantined "
             f"(> ingest.max_quarantine_fraction {icfg.max_quarantine_fraction}), mostly {reason} ({k}); "
-            + (f"read as {meta.get('format', 'unknown')}, its columns: {meta['columns'] or '(none)'}"
-               if "columns" in meta else
-               f"read as {meta.get('format', 'unknown')}, looks like {meta.get('looks_like', 'unknown')}")
+            f"read as {meta.get('format', 'unknown')}, {seen}"
         )
     return lines
 

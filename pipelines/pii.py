@@ -128,7 +128,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         The :class:`StageReport`; ``removed`` counts documents by reason ``pii.<kind>``; ``extra``
         holds documents by ``pii_action``, findings and affected documents by kind.
     """
-    name = tables.previous_document_table(cfg, STAGE, cfg.pii.input_table, spark)
+    name = tables.stage_input_table(cfg, STAGE, spark)
     src = tables.read_table(spark, cfg, name)
     checked = redact_pii(src, cfg.pii, with_top_kind=True).persist(tables.TEXT_CACHE)
     try:

@@ -109,8 +109,7 @@ def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str,
         # Which table PREVIOUS is depends on pipeline.stages and on the tables that exist, neither of
         # which the stage fingerprint holds: the same upstream tables read through another one is a
         # changed input (tokenize reading deduped after a chain without pii read pii_redacted).
-        forced = getattr(getattr(cfg, stage), "input_table", None)
-        state["input_table"] = tables.previous_document_table(cfg, stage, forced, spark)
+        state["input_table"] = tables.stage_input_table(cfg, stage, spark)
     for up in STAGES[: STAGES.index(stage)]:
         for name in chain.stage(up).outputs:
             s = _table_state(spark, cfg, name)
@@ -321,10 +320,9 @@ def start_line(stage: str, inputs: dict[str, str]) -> str:
 
 def _input_rows(spark: SparkSession, cfg: WinnowConfig, stage: str) -> int | None:
     # Rows of the stage's input table as its writer recorded them (no count): the progress estimate.
-    declared = chain.stage(stage).input
-    if declared is None:
+    table = tables.stage_input_table(cfg, stage, spark)
+    if table is None:
         return None
-    table = tables.previous_document_table(cfg, stage, None, spark) if declared == chain.PREVIOUS else declared
     writer = chain.writer_of(table)
     rec = latest_records(spark, cfg).get(writer) if writer else None
     return int(rec["rows_out"]) if rec else None

@@ -147,16 +147,13 @@ def input_bytes(spark: Any, cfg: WinnowConfig, stage: str) -> int | None:
     :func:`pipelines.tables.table_bytes`); the report, which reads every table: ``documents``. None
     for a table that does not exist (the stage will say so), a catalog table or a table without checksum.
     """
-    from pipelines import chain, tables
+    from pipelines import tables
 
     if stage == "ingest":
         from pipelines.ingest import input_files
 
         return sum(size for _, size, _ in input_files(spark, cfg.ingest.inputs))
-    name = chain.stage(stage).input or "documents"
-    if name == chain.PREVIOUS:
-        name = tables.previous_document_table(cfg, stage, getattr(getattr(cfg, stage), "input_table", None), spark)
-    path = cfg.table_path(name)
+    path = cfg.table_path(tables.stage_input_table(cfg, stage, spark) or "documents")
     version = tables.delta_version(spark, path)
     return None if version is None else tables.table_bytes(spark, path, version)
 

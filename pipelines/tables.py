@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pipelines.chain import document_tables_before, writer_of
+from pipelines.chain import PREVIOUS, document_tables_before, writer_of
 from pipelines.chain import stage as chain_stage
 from pipelines.config import WinnowConfig
 from udfs.errors import UserError
@@ -107,18 +107,23 @@ def previous_document_table(cfg: WinnowConfig, stage: str, forced: str | None = 
     if configured:
         return configured[-1]
     declared = document_tables_before(stage)
-    if spark is None:  # a plan made without a JVM (pipelines.local_state): local tables only
-        from pipelines import local_state
-
-        def exists(name: str) -> bool:
-            return local_state.delta_version(cfg.table_path(name)) is not None
-    else:
-        def exists(name: str) -> bool:
-            return table_exists(spark, cfg.table_path(name))
     for name in reversed(declared):
-        if exists(name):
+        path = cfg.table_path(name)
+        # spark=None: a plan made without a JVM, where delta_version reads local Delta logs
+        exists = table_exists(spark, path) if spark is not None else delta_version(None, path) is not None
+        if exists:
             return name
     return declared[-1]
+
+
+def stage_input_table(cfg: WinnowConfig, stage: str, spark: SparkSession | None = None) -> str | None:
+    """The table ``stage`` reads: its declared input (None: ingest, and the report, which reads every
+    table), or for a stage declared with ``input=PREVIOUS`` (pii, tokenize) its ``input_table`` setting,
+    else :func:`previous_document_table`."""
+    declared = chain_stage(stage).input
+    if declared != PREVIOUS:
+        return declared
+    return previous_document_table(cfg, stage, getattr(getattr(cfg, stage), "input_table", None), spark)
 
 
 def table_exists(spark: SparkSession, path: str) -> bool:

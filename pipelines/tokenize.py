@@ -42,7 +42,7 @@ _RT_BUCKETS = 1_000_000  # round-trip sample resolution: fraction is honoured to
 def input_table_name(cfg: WinnowConfig, spark: SparkSession | None = None) -> str:
     """The table tokenize reads: ``tokenize.input_table``, else the last document table of the chain
     (:func:`pipelines.tables.previous_document_table`)."""
-    return tables.previous_document_table(cfg, STAGE, cfg.tokenize.input_table, spark)
+    return tables.stage_input_table(cfg, STAGE, spark)
 
 
 def special_ids(tcfg: TokenizeConfig) -> tuple[tok_udfs.LoadedTokenizer, int, int | None]:

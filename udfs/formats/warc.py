@@ -15,7 +15,7 @@ import pyarrow as pa
 from udfs import text as T
 from udfs.formats import charset
 from udfs.formats.collector import Collector
-from udfs.formats.compression import gzip_error, open_codec
+from udfs.formats.compression import decompressed_chunks, gzip_error, open_codec
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 
@@ -63,7 +63,7 @@ def read_warc(
 
     n = 0
     truncated = False
-    start = _start(open_file, codec)
+    start = head if codec is None else _start(open_file, codec)
     if start is not None and start.strip() and not start.lstrip().startswith(b"WARC/"):
         # Not WARC at all: warcio would report each line as a record of no type, on stderr too.
         from udfs.formats.records import looks_like
@@ -96,13 +96,12 @@ def read_warc(
     yield from c.flush()
 
 
-def _start(open_file: Callable[[], BinaryIO], codec: str | None) -> bytes | None:
-    """The first 4 KB of the file's decompressed bytes; None when they cannot be read (the damage is
+def _start(open_file: Callable[[], BinaryIO], codec: str) -> bytes | None:
+    """The first decompressed bytes of a compressed file; None when they cannot be read (the damage is
     then reported by the read itself)."""
     try:
         with open_file() as raw:
-            stream = open_codec(raw, codec)[0] if codec is not None else raw
-            return stream.read(4096)
+            return next(decompressed_chunks(raw, codec, 4096), b"")
     except Exception:  # noqa: BLE001 - a damaged stream: the read below reports it
         return None
 
