@@ -3,7 +3,7 @@
 A calibration table for the harness: each stage module measures its own reference side by side with
 its stage; this part measures the same references independently (CPU seconds of one thread, so the
 figures hold per core even on a loaded machine), so a stage's reference figure can be checked against
-it and the issue's quoted figures (datatrove filters 0.4-0.7 MB/s/core each on the Common Crawl
+it and the commonly quoted figures (datatrove filters 0.4-0.7 MB/s/core each on the Common Crawl
 sample, raw GPT-2 ``encode_batch`` ~0.5 M tokens/s on one thread) can be confirmed here.
 
 * datatrove 0.10.1 ``GopherQualityFilter``, ``GopherRepetitionFilter``, ``C4QualityFilter``,
