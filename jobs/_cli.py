@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pipelines.config import ConfigError, SparkConfig, WinnowConfig, load_config
+from pipelines.core.config import ConfigError, SparkConfig, WinnowConfig, load_config
 from udfs.errors import UserError
 
 MEMORY_HINT = (
@@ -108,7 +108,7 @@ def spark_config(cfg: WinnowConfig, quiet: bool) -> SparkConfig:
     """The ``spark`` section with Spark's console progress bar off unless set explicitly, and log
     level ERROR with ``--quiet``.
 
-    Winnow prints its own progress (:mod:`pipelines.progress`: redrawn on a terminal, a line every
+    Winnow prints its own progress (:mod:`pipelines.core.progress`: redrawn on a terminal, a line every
     ``pipeline.progress_s`` seconds in a log); Spark's bar would redraw over it on the same stderr.
     """
     conf = dict(cfg.spark.conf)
@@ -149,8 +149,8 @@ def parse_config(parser: argparse.ArgumentParser, argv: Sequence[str] | None) ->
     return args, cfg
 
 def preflight_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, stages: Sequence[str]) -> None:
-    """Run :func:`pipelines.preflight.check` before Spark starts; a failure exits with status 2."""
-    from pipelines.preflight import PreflightError, check
+    """Run :func:`pipelines.core.preflight.check` before Spark starts; a failure exits with status 2."""
+    from pipelines.core.preflight import PreflightError, check
 
     try:
         check(cfg, stages)
@@ -159,9 +159,9 @@ def preflight_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, stages
 
 
 def mix_check_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, ingest_extra: dict[str, Any]) -> None:
-    """Right after ingest of a run that reaches the shard stage: :func:`pipelines.mix_check.check_ingested_sources`
+    """Right after ingest of a run that reaches the shard stage: :func:`pipelines.shard.mix_check.check_ingested_sources`
     over ingest's documents per source; warnings go to stderr, a ``shard.mix`` key with no document exits 2."""
-    from pipelines.mix_check import MixSourceError, check_ingested_sources
+    from pipelines.shard.mix_check import MixSourceError, check_ingested_sources
 
     if "shard" not in cfg.pipeline.stages:
         return
@@ -189,9 +189,9 @@ def run_single_stage(
         parser: the job's parser when it has options of its own (default :func:`stage_parser`).
         options: maps the parsed arguments to keyword arguments of the stage's ``run``.
     """
-    from pipelines.runs import run_and_record
-    from pipelines.session import get_spark
-    from pipelines.tracking import Tracker
+    from pipelines.core.runs import run_and_record
+    from pipelines.core.session import get_spark
+    from pipelines.core.tracking import Tracker
 
     p = parser or stage_parser(stage)
     args, cfg = parse_config(p, argv)
@@ -200,7 +200,7 @@ def run_single_stage(
     # The completion record lets jobs/pipeline.py skip this stage later when nothing changed.
     tracker = Tracker(cfg)
     tracker.start([stage])
-    from pipelines.ingest import INPUT_GLOB_ERRORS
+    from pipelines.ingest.stage import INPUT_GLOB_ERRORS
 
     try:
         report = run_and_record(spark, cfg, stage, log=None if args.quiet else _say, tracker=tracker,
@@ -215,7 +215,7 @@ def run_single_stage(
     print(report.summary_line(), flush=True)
     for name, loc in sorted(report.outputs.items()):
         print(f"  {name}: {loc}", flush=True)
-    from pipelines.outcome import small_run
+    from pipelines.core.outcome import small_run
 
     if stage == "ingest":
         mix_check_or_exit(p, cfg, report.extra)

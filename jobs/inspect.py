@@ -18,7 +18,7 @@ import argparse
 from collections.abc import Sequence
 
 from jobs._cli import base_parser, parse_config, spark_config
-from pipelines.chain import STAGES
+from pipelines.core.chain import STAGES
 
 
 def parser() -> argparse.ArgumentParser:
@@ -37,10 +37,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print seeded samples of a stage's removed or kept documents, or one document's path; returns the exit status."""
-    from pipelines import inspect
-    from pipelines.samples import printable
-    from pipelines.session import get_spark
-    from pipelines.tables import MissingTableError
+    from pipelines.core.samples import printable
+    from pipelines.core.session import get_spark
+    from pipelines.core.tables import MissingTableError
+    from pipelines.tools import inspect
 
     p = parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(printable(f"{step['stage']:<9} {step['status']:<8} {step['detail']}"))
             return 0
         if args.stage == "decontam" and not args.kept and not args.reason:
-            from pipelines.decontam_report import format_matches, matched_samples
+            from pipelines.decontam.report import format_matches, matched_samples
 
             rows = matched_samples(spark, cfg, n=args.n, text_chars=args.chars)
             print(format_matches(rows, f"{len(rows)} documents matching an evaluation item (seed {cfg.run.seed}) "

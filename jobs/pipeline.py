@@ -1,7 +1,7 @@
 """Run the configured chain of stages (``pipeline.stages``) in one SparkSession, resuming where it stopped.
 
 ``python jobs/pipeline.py --conf conf/local.yaml`` or ``spark-submit jobs/pipeline.py ...``. Stages
-whose completion record matches the current config and inputs are skipped (see pipelines/runs.py);
+whose completion record matches the current config and inputs are skipped (see pipelines/core/runs.py);
 ``--from STAGE`` reruns from a stage, ``--force`` reruns everything, ``--dry-run`` prints the plan only.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from jobs._cli import base_parser, mix_check_or_exit, parse_config, preflight_or_exit, spark_config
-from pipelines.chain import STAGES
-from pipelines.config import WinnowConfig
+from pipelines.core.chain import STAGES
+from pipelines.core.config import WinnowConfig
 
 
 def parser() -> argparse.ArgumentParser:
@@ -34,10 +34,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Plan and run the configured stages, skipping the complete ones; returns the exit status."""
-    from pipelines.ingest import INPUT_GLOB_ERRORS
-    from pipelines.runs import plan, run_and_record
-    from pipelines.session import get_spark
-    from pipelines.tracking import Tracker
+    from pipelines.core.runs import plan, run_and_record
+    from pipelines.core.session import get_spark
+    from pipelines.core.tracking import Tracker
+    from pipelines.ingest.stage import INPUT_GLOB_ERRORS
 
     p = parser()
     args, cfg = parse_config(p, argv)
@@ -97,7 +97,7 @@ def done_line(cfg: WinnowConfig, stages: list[str], counts: dict[str, Any] | Non
         counts: stage -> its report or completion record (:func:`_stage_counts`); when given, shards are
             named only if the shard stage wrote some: with no document left it writes no ``shards/``.
     """
-    from pipelines.outcome import counts as stage_counts
+    from pipelines.core.outcome import counts as stage_counts
 
     tables = cfg.table_path("<name>").removesuffix(".<name>").removesuffix("/<name>")
     parts = [f"tables {tables}" + ("" if cfg.run.catalog else "/")]
@@ -112,8 +112,8 @@ def done_line(cfg: WinnowConfig, stages: list[str], counts: dict[str, Any] | Non
 def _plan_without_spark(cfg: WinnowConfig, stages: list[str], args: argparse.Namespace) -> list[Any] | None:
     """The plan read from local files (Delta logs, markers, input globs) with no JVM, or None when the run
     is not local or its ``_runs`` log cannot be read that way (then Spark plans, as a real run does)."""
-    from pipelines import local_state
-    from pipelines.runs import plan
+    from pipelines.core import local_state
+    from pipelines.core.runs import plan
 
     if not local_state.can_plan(cfg):
         return None
@@ -127,7 +127,7 @@ def _recorded_extra(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str, Any]
     """The ``extra`` figures of ``stage``'s latest completion record ({} without one)."""
     import json
 
-    from pipelines.runs import latest_records
+    from pipelines.core.runs import latest_records
 
     rec = latest_records(spark, cfg).get(stage)
     return json.loads(rec["extra"]) if rec else {}
@@ -135,7 +135,7 @@ def _recorded_extra(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str, Any]
 
 def _stage_counts(spark: Any, cfg: WinnowConfig, stages: list[str], reports: dict[str, Any]) -> dict[str, Any]:
     """Stage -> this run's report of it, or its completion record when it was skipped."""
-    from pipelines.runs import latest_records
+    from pipelines.core.runs import latest_records
 
     counts = dict(reports)
     if any(s not in reports for s in stages):  # skipped stages: their completion records hold the counts
@@ -145,7 +145,7 @@ def _stage_counts(spark: Any, cfg: WinnowConfig, stages: list[str], reports: dic
 
 def _closing(cfg: WinnowConfig, counts: dict[str, Any]) -> int:
     """Print the small-run line (no survivor, fewer documents than shards) and return the exit status."""
-    from pipelines.outcome import small_run
+    from pipelines.core.outcome import small_run
 
     status, line = small_run(cfg, counts)
     if line:

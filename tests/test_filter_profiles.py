@@ -8,9 +8,9 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import filter as fs
-from pipelines import filter_rules
-from pipelines.config import ConfigError, FilterConfig, load_config
+from pipelines.core.config import ConfigError, FilterConfig, load_config
+from pipelines.filter import rules as filter_rules
+from pipelines.filter import stage as fs
 from tests.test_filter import DOCS_SCHEMA, GOOD
 from udfs import quality as q
 from udfs.quality.gopher import whitespace_alpha_ratio
@@ -154,7 +154,7 @@ def test_profiles_by_source_decide_the_invented_documents(spark, make_cfg):
 
 
 def test_report_thresholds_per_profile_and_constant_signals():
-    from pipelines.report_filter import constant_signals, profile_thresholds
+    from pipelines.filter.report import constant_signals, profile_thresholds
 
     cfg = load_config(overrides=["filter.profile_by_source={'crawl*': c4}"]).filter
     got = profile_thresholds(cfg, "c4.kept_sentences")

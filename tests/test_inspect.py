@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from jobs import inspect as inspect_job
-from pipelines import inspect, tables
-from pipelines.config import load_config
+from pipelines.core import tables
+from pipelines.core.config import load_config
+from pipelines.tools import inspect
 
 DOC_SCHEMA = (
     "doc_id string, text string, source string, url string, meta map<string,string>, input_file string, "

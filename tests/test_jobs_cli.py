@@ -35,8 +35,8 @@ def test_help_lists_conf_and_set(job):
 
 def test_user_errors_print_their_message_without_a_traceback(capsys, monkeypatch):
     from jobs._cli import _user_error_hook
-    from pipelines.ingest import NoInputFilesError
-    from pipelines.tables import MissingTableError
+    from pipelines.core.tables import MissingTableError
+    from pipelines.ingest.stage import NoInputFilesError
 
     monkeypatch.delenv("WINNOW_TRACEBACK", raising=False)
     monkeypatch.setattr(sys, "argv", ["jobs/filter.py"])

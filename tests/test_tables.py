@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import tables
+from pipelines.core import tables
 
 
 def test_write_table_replaces_and_records_properties(spark, make_cfg):
