@@ -72,9 +72,10 @@ def run(n_docs: int, seed: int = 0, cores: int = 1) -> dict:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import functions as F
 
-    from pipelines.core.config import DedupConfig, SparkConfig
+    from pipelines.core.config import SparkConfig
     from pipelines.core.session import get_spark
     from pipelines.dedup import stage as dedup
+    from pipelines.dedup.config import DedupConfig
 
     batch = generate_batch(n_docs, seed)
     mb = sum(len(t.encode()) for t in batch.column("text").to_pylist()) / 1e6

@@ -14,7 +14,7 @@ Data (``$WINNOW_SHARED_DATA``, see its README):
 
 Decisions are taken by the filter's own rule rows (:data:`pipelines.filter.rules.RULES`) on the
 signals :mod:`udfs.quality` and :mod:`udfs.langid` compute, with each profile's complete rule set
-(:meth:`pipelines.core.config.FilterConfig.profile_config`), outside Spark.
+(:meth:`pipelines.filter.config.FilterConfig.profile_config`), outside Spark.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Any
 import pyarrow as pa
 
 from bench.references import SHARED
-from pipelines.core.config import FilterConfig
 from pipelines.filter import rules as filter_rules
+from pipelines.filter.config import FilterConfig
 
 
 def science_docs(shared: Path = SHARED) -> dict[str, str]:

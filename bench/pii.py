@@ -206,7 +206,7 @@ def speed(texts: list[str], spark=None) -> dict:
     out["datatrove_approach_mb_s_core"] = round(mb / m.cpu_s, 3)
     out["plain_vs_datatrove_approach"] = round(out["plain_mb_s_core"] / out["datatrove_approach_mb_s_core"], 3)
     if spark is not None:
-        from pipelines.core.config import PiiConfig
+        from pipelines.pii.config import PiiConfig
         from pipelines.pii.stage import redact_pii
 
         df = spark.createDataFrame([(str(i), t) for i, t in enumerate(texts)], "doc_id string, text string")

@@ -347,7 +347,7 @@ def speed(n_docs: int, seed: int = 0, spark=None) -> dict:
     out["gopher_docs_per_s"], out["gopher_mb_per_s"] = _rate(gopher, texts)
     out["refs_vs_gopher"] = out["plain_docs_per_s"] / out["gopher_docs_per_s"]
     if spark is not None:
-        from pipelines.core.config import RefsConfig
+        from pipelines.refs.config import RefsConfig
         from pipelines.refs.stage import check_refs
 
         df = spark.createDataFrame([(str(i), t) for i, t in enumerate(texts)], "doc_id string, text string")

@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from pipelines.core import chain
-from pipelines.core.config import FilterConfig, WinnowConfig, load_config
+from pipelines.core.config import WinnowConfig, load_config
 from pipelines.filter import rules as filter_rules
+from pipelines.filter.config import FilterConfig
 
 REPO = Path(__file__).resolve().parents[1]
 

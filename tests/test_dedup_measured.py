@@ -12,7 +12,7 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from bench.corpus import generate_texts
-from pipelines.core.config import DedupConfig
+from pipelines.dedup.config import DedupConfig
 from pipelines.dedup.stage import annotate
 from tests.neardup_gen import documents_df, labelled_pairs
 

@@ -10,8 +10,9 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from pipelines.core import tables
-from pipelines.core.config import ConfigError, FilterConfig
+from pipelines.core.config import ConfigError
 from pipelines.filter import stage as fs
+from pipelines.filter.config import FilterConfig
 
 DOCS_SCHEMA = (
     "doc_id string, text string, source string, url string, meta map<string,string>, input_file string, "

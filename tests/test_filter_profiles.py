@@ -8,9 +8,10 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines.core.config import ConfigError, FilterConfig, load_config
+from pipelines.core.config import ConfigError, load_config
 from pipelines.filter import rules as filter_rules
 from pipelines.filter import stage as fs
+from pipelines.filter.config import FilterConfig
 from tests.test_filter import DOCS_SCHEMA, GOOD
 from udfs import quality as q
 from udfs.quality.gopher import whitespace_alpha_ratio

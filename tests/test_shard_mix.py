@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from pipelines.core import tables
-from pipelines.core.config import ConfigError, MixSourceConfig, load_config
+from pipelines.core.config import ConfigError, load_config
 from pipelines.core.runner import run_stage
 from pipelines.shard import mix as shard_mix
 from pipelines.shard import sources as shard_sources
+from pipelines.shard.config import MixSourceConfig
 from pipelines.tools.verify import verify
 from tests.test_shard import TOK_SCHEMA, gpt2_props, tokenized_rows
 from udfs import megatron

@@ -97,7 +97,7 @@ def test_the_hf_engine_writes_the_same_table(spark, tokenized, make_cfg):
 
 
 def test_the_runtime_audit_fails_the_stage_when_tiktoken_differs(spark):
-    from pipelines.core.config import TokenizeConfig
+    from pipelines.tokenize.config import TokenizeConfig
     from pipelines.tokenize.stage import _executor_failure, tokenize
 
     def without_the(loaded):  # nested, so Spark ships it by value to the workers

@@ -102,6 +102,25 @@ CHAIN: tuple[Stage, ...] = (
 )
 """The stages in chain order. ``pipeline.stages`` must be a subsequence of it."""
 
+
+
+@dataclass(frozen=True)
+class Beside:
+    """A job users run beside the chain (not a stage of it) that has a config section of its own.
+
+    Attributes:
+        name: its config section and package, ``pipelines/<name>/`` (section ``<Name>Config`` in
+            ``pipelines/<name>/config.py``), and its job ``jobs/<name>.py``.
+        summary: what it does, in one line.
+    """
+
+    name: str
+    summary: str = ""
+
+
+BESIDE: tuple[Beside, ...] = ()
+"""Jobs beside the chain with a config section; the config assembly reads them after :data:`CHAIN`."""
+
 STAGES: tuple[str, ...] = tuple(s.name for s in CHAIN)
 """Stage names in chain order."""
 

@@ -24,8 +24,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.core.config import DecontamConfig, EvalSetConfig
+from pipelines.core.config import EvalSetConfig
 from pipelines.core.preflight import PreflightError, local_path
+from pipelines.decontam.config import DecontamConfig
 from udfs.errors import UserError
 
 SKIP_REASONS = ("malformed_json", "not_an_object", "no_text", "not_text")

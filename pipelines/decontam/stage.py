@@ -42,9 +42,10 @@ from pyspark.sql import types as T
 
 from pipelines.core import tables
 from pipelines.core.chain import require_columns
-from pipelines.core.config import DecontamConfig, WinnowConfig, canonical_json
+from pipelines.core.config import WinnowConfig, canonical_json
 from pipelines.core.eval_sets import read_items
 from pipelines.core.runner import StageReport
+from pipelines.decontam.config import DecontamConfig
 from udfs import decontam as kernels
 
 STAGE = "decontam"

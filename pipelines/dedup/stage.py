@@ -34,9 +34,10 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pipelines.core import chain, tables
-from pipelines.core.config import ConfigError, DedupConfig, WinnowConfig
+from pipelines.core.config import ConfigError, WinnowConfig
 from pipelines.core.runner import StageReport
 from pipelines.dedup.components import connected_components
+from pipelines.dedup.config import DedupConfig
 from udfs import lsh, minhash
 from udfs.errors import UserError
 

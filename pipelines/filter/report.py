@@ -10,8 +10,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.core.config import FilterConfig, WinnowConfig
+from pipelines.core.config import WinnowConfig
 from pipelines.core.tables import read_if_exists
+from pipelines.filter.config import FilterConfig
 from pipelines.filter.rules import thresholds
 
 

@@ -28,9 +28,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipelines.core import chain, tables
-from pipelines.core.config import ConfigError, FilterConfig, RuleFamily, WinnowConfig
+from pipelines.core.config import ConfigError, WinnowConfig
 from pipelines.core.runner import StageReport
 from pipelines.filter import rules as filter_rules
+from pipelines.filter.config import FilterConfig, RuleFamily
 from pipelines.filter.rules import RULES, Rule
 
 STAGE = "filter"

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.core.config import IngestConfig
+from pipelines.ingest.config import IngestConfig
 from udfs.formats import ParseOptions, explode_split, is_splittable
 
 SPLIT_DDL = "path string, key_path string, size bigint, start bigint, end bigint"

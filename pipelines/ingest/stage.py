@@ -31,10 +31,11 @@ from pyspark.sql import functions as F
 
 from pipelines.core import tables
 from pipelines.core.chain import require_columns
-from pipelines.core.config import IngestConfig, WinnowConfig
+from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import InvariantError, StageReport
 from pipelines.ingest import splits as ingest_splits
 from pipelines.ingest import tally as ingest_tally
+from pipelines.ingest.config import IngestConfig
 from udfs.errors import UserError
 from udfs.formats import QUARANTINE_REASONS, ParseOptions, explode_file
 

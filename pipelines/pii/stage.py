@@ -24,8 +24,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipelines.core import chain, tables
-from pipelines.core.config import PiiConfig, WinnowConfig
+from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import StageReport
+from pipelines.pii.config import PiiConfig
 from udfs.pii import PiiOptions, pii_batch
 
 STAGE = "pii"

@@ -34,8 +34,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipelines.core import chain, tables
-from pipelines.core.config import RefsConfig, WinnowConfig
+from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import StageReport
+from pipelines.refs.config import RefsConfig
 from udfs.refs import refs_signals
 
 STAGE = "refs"

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.core.config import MixSourceConfig
+from pipelines.shard.config import MixSourceConfig
 from udfs.errors import UserError
 
 PASS = "_pass"

@@ -23,7 +23,8 @@ import glob as globlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pipelines.core.config import IngestConfig, WinnowConfig
+from pipelines.core.config import WinnowConfig
+from pipelines.ingest.config import IngestConfig
 from udfs.errors import UserError
 
 FIELD_FORMATS = frozenset({"jsonl", "json", "csv", "tsv", "parquet"})

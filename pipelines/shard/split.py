@@ -20,7 +20,7 @@ import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.core.config import SplitConfig
+from pipelines.shard.config import SplitConfig
 
 SPLIT_KEY = "_split_key"
 PREFIX_HEX = 4

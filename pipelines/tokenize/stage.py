@@ -25,8 +25,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipelines.core import chain, tables
-from pipelines.core.config import TokenizeConfig, WinnowConfig
+from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import StageReport
+from pipelines.tokenize.config import TokenizeConfig
 from udfs import tokenize as tok_udfs
 from udfs import tokenize_batch as tok_batch
 
