@@ -62,6 +62,8 @@ class Stage:
         markers: files it writes last, standing for its file outputs (shards, report).
         documents: its main table holds document text (a table :data:`PREVIOUS` may resolve to).
         summary: what it does, in one line (``winnow --help`` lists the stages with it).
+        also_reads: tables it reads beyond its input that no earlier stage declares as an output (the
+            report: the shared ``removed`` table), part of its input state in a completion record.
     """
 
     name: str
@@ -71,6 +73,7 @@ class Stage:
     markers: tuple[Marker, ...] = ()
     documents: bool = True
     summary: str = ""
+    also_reads: tuple[str, ...] = ()
 
     @property
     def main_table(self) -> str | None:
@@ -98,6 +101,7 @@ CHAIN: tuple[Stage, ...] = (
     Stage("shard", input="tokenized", markers=(Marker(MANIFEST, "shard_root", MANIFEST),), documents=False,
           summary="seeded global shuffle into token-balanced Megatron + MDS shards, manifest.json last"),
     Stage("report", input=None, markers=(Marker(f"report/{STATS}", "report_path", STATS),), documents=False,
+          also_reads=("removed",),
           summary="report.html + stats.json: funnel, removals, histograms, shard balance"),
 )
 """The stages in chain order. ``pipeline.stages`` must be a subsequence of it."""

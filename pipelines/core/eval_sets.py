@@ -21,12 +21,12 @@ import io
 import json
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.core.config import EvalSetConfig
 from pipelines.core.preflight import PreflightError, local_path
-from pipelines.decontam.config import DecontamConfig
 from udfs.errors import UserError
 
 SKIP_REASONS = ("malformed_json", "not_an_object", "no_text", "not_text")
@@ -235,13 +235,13 @@ def _check_items(items: EvalItems, es: EvalSetConfig, i: int) -> None:
         )
 
 
-def check_local(cfg: DecontamConfig) -> None:
+def check_local(eval_sets: Sequence[EvalSetConfig]) -> None:
     """Read every local evaluation set as the stage will (preflight, before Spark starts).
 
     Raises:
         PreflightError: the first set that cannot be used, with the key to fix.
     """
-    for i, es in enumerate(cfg.eval_sets):
+    for i, es in enumerate(eval_sets):
         if es.table is not None or not any(local_path(p) is not None for p in es.paths):
             continue
         try:

@@ -17,22 +17,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from pipelines.core import hooks
 from pipelines.core.chain import STAGES
 from pipelines.core.config import WinnowConfig
 
 EXIT_EMPTY = 3
 """Exit status of a run in which no document survived."""
-
-_HINTS = {
-    "ingest": "check ingest.inputs and ingest.fields (jobs/inspect.py --stage ingest shows the quarantine)",
-    "dedup": "check dedup.threshold",
-    "filter": "loosen the filter thresholds or rule_actions (jobs/inspect.py --stage filter --reason R)",
-    "refs": "set refs.policy: flag or raise refs.max_dangling",
-    "decontam": "set decontam.action: cut or check decontam.eval_sets and decontam.ngram_size",
-    "pii": "set pii.action: redact",
-    "tokenize": "check tokenize.* (jobs/inspect.py --stage tokenize)",
-}
-
 
 def counts(report_or_record: Any) -> dict[str, Any]:
     """``rows_in``, ``rows_out``, ``removed``, ``quarantined``, ``extra`` of a
@@ -66,7 +56,7 @@ def small_run(cfg: WinnowConfig, stages: Mapping[str, Any]) -> tuple[int, str | 
             lost = sorted((c["removed"] or c["quarantined"]).items(), key=lambda kv: (-kv[1], kv[0]))[:3]
             why = f" ({', '.join(f'{k}={v}' for k, v in lost)})" if lost else ""
             what = f"{name} kept 0 of {c['rows_in']}{why}" if c["rows_in"] else f"{name} read no document"
-            hint = _HINTS.get(name, f"check {name}.*")
+            hint = hooks.hook(name, "EMPTY_HINT") or f"check {name}.*"
             return EXIT_EMPTY, (f"winnow: no document survived: {what}; {report}. To change: {hint},"
                                 " or give more input. Exit status 3.")
     shard = seen.get("shard")

@@ -142,17 +142,17 @@ def stage_runner(stage: str) -> StageRun:
 def input_bytes(spark: Any, cfg: WinnowConfig, stage: str) -> int | None:
     """Bytes ``stage`` will read, found without a Spark job, or None when unknown.
 
-    ingest: the sizes of its input files (compressed as they are on disk); a stage that reads a table
+    a stage that reads raw files (an ``input_files`` hook, :mod:`pipelines.core.hooks`; ingest): their
+    sizes (compressed as they are on disk); a stage that reads a table
     of the chain: the data files of its latest version (``tableSizeBytes`` of Delta's checksum,
     :func:`pipelines.core.tables.table_bytes`); the report, which reads every table: ``documents``. None
     for a table that does not exist (the stage will say so), a catalog table or a table without checksum.
     """
-    from pipelines.core import tables
+    from pipelines.core import hooks, tables
 
-    if stage == "ingest":
-        from pipelines.ingest.stage import input_files
-
-        return sum(size for _, size, _ in input_files(spark, cfg.ingest.inputs))
+    input_files = hooks.hook(stage, "input_files")
+    if input_files is not None:
+        return sum(size for _, size, _ in input_files(spark, cfg))
     path = cfg.table_path(tables.stage_input_table(cfg, stage, spark) or "documents")
     version = tables.delta_version(spark, path)
     return None if version is None else tables.table_bytes(spark, path, version)

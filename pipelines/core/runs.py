@@ -60,24 +60,23 @@ RUNS_SCHEMA = T.StructType(
 
 
 # --------------------------------------------------------------------------------- filesystem state
-def listed_inputs(spark: SparkSession, globs: list[str]) -> list[tuple[str, int, int]]:
-    """``(path, size, mtime)`` of every file ingest would read (:func:`pipelines.ingest.stage.input_files`);
-    ``spark=None``: local globs listed without Spark (:func:`pipelines.core.local_state.input_files`)."""
-    from pipelines.core.local_state import input_files as local_input_files
-    from pipelines.ingest.stage import input_files
+def raw_input_files(spark: SparkSession | None, cfg: WinnowConfig, stage: str) -> list[tuple[str, int, int]] | None:
+    """The raw files ``stage`` reads, ``(path, size, mtime)`` sorted (its ``input_files`` hook,
+    :mod:`pipelines.core.hooks`; ``spark=None``: listed without Spark), or None for a stage that reads
+    tables only."""
+    from pipelines.core import hooks
 
-    return local_input_files(globs) if spark is None else input_files(spark, globs)
+    input_files = hooks.hook(stage, "input_files")
+    return None if input_files is None else input_files(spark, cfg)
 
 
-def input_files_digest(spark: SparkSession, globs: list[str],
-                       files: list[tuple[str, int, int]] | None = None) -> str:
-    """sha256 over (path, length, modification time) of every file ingest would read, sorted.
+def input_files_digest(files: list[tuple[str, int, int]]) -> str:
+    """sha256 over the ``(path, length, modification time)`` of raw input files, sorted.
 
-    Stands for the raw inputs of ingest: a file added, removed, grown or touched changes it. The
-    files are those of :func:`listed_inputs` (a glob naming a folder stands for the files in it), so
-    what the digest covers is exactly what ingest reads; ``files`` = that listing when already made.
+    Stands for the raw inputs of a stage that reads files (its ``input_files`` hook,
+    :mod:`pipelines.core.hooks`; ingest): a file added, removed, grown or touched changes it. The files
+    are those the stage reads (a glob naming a folder stands for the files in it).
     """
-    files = listed_inputs(spark, globs) if files is None else files
     entries = [f"{path}\t{size}\t{mtime}" for path, size, mtime in files]
     return "sha256:" + hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
@@ -103,8 +102,10 @@ def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str,
     the digest of its raw files (:func:`input_files_digest`; ``files``: their listing, when made).
     """
     state: dict[str, str] = {}
-    if stage == "ingest":
-        state["files"] = input_files_digest(spark, cfg.ingest.inputs, files)
+    if files is None:
+        files = raw_input_files(spark, cfg, stage)
+    if files is not None:
+        state["files"] = input_files_digest(files)
     if chain.stage(stage).input == chain.PREVIOUS:
         # Which table PREVIOUS is depends on pipeline.stages and on the tables that exist, neither of
         # which the stage fingerprint holds: the same upstream tables read through another one is a
@@ -119,8 +120,8 @@ def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str,
             s = _file_state(spark, cfg, path)
             if s != "missing":
                 state[label] = s
-    if stage == "report":
-        state["removed"] = _table_state(spark, cfg, "removed")
+    for name in chain.stage(stage).also_reads:
+        state[name] = _table_state(spark, cfg, name)
     return state
 
 
@@ -346,8 +347,8 @@ def run_and_record(spark: SparkSession, cfg: WinnowConfig, stage: str, *, log: A
     from pipelines.core.progress import Progress
     from pipelines.core.runner import run_stage
 
-    # Ingest's listing serves its input state and the progress line's bytes of input: listed once.
-    files = listed_inputs(spark, cfg.ingest.inputs) if stage == "ingest" else None
+    # The raw files' listing serves the input state and the progress line's bytes of input: listed once.
+    files = raw_input_files(spark, cfg, stage)
     inputs = input_state(spark, cfg, stage, files)
     if log is not None:
         log(start_line(stage, inputs))

@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from pipelines.core.config import WinnowConfig
-from pipelines.report.stage import MIX_COLUMNS
+from pipelines.report.sections import MIX_COLUMNS
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'none'"
 """No script of any origin, images only from ``data:`` URIs, inline CSS only."""
