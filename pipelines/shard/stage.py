@@ -32,19 +32,15 @@ the corpus in several runs (e.g. by source) or raise the driver memory.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from pipelines.core import chain, storage, tables
 from pipelines.core.config import WinnowConfig
@@ -53,11 +49,11 @@ from pipelines.shard import blend as shard_blend
 from pipelines.shard import mix as shard_mix
 from pipelines.shard import sources as shard_sources
 from pipelines.shard.blend import blend_files
+from pipelines.shard.plan import EmptyInput, plan_shards, shard_id_column, shuffle_key
 from pipelines.shard.split import SplitPlan, plan_split, split_key
-from pipelines.shard.writer import KEY_HEX, RESULT_SCHEMA, keys_as_bytes, make_shard_writer, write_file
+from pipelines.shard.writer import RESULT_SCHEMA, make_shard_writer, write_file
 from udfs import mds, megatron
 from udfs import shuffle_quality as sq
-from udfs.shard_balance import balanced_boundaries
 
 STAGE = "shard"
 INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "source", "tokens", "n_tokens")
@@ -71,160 +67,6 @@ that divides it or that it divides (1, 2, 4, 8, 16, ...) and read the same order
 SPLITS = ("train", "validation")
 """Shard sets under the shard root, each with its own ``megatron/`` and ``mds/`` (``validation`` only when
 ``shard.split.validation`` > 0)."""
-
-
-class EmptyInput(ValueError):
-    """The shard stage's input holds no documents: there is nothing to write (the run is empty)."""
-
-_BUCKET_SCHEMA = T.StructType([T.StructField("_bucket", T.IntegerType()), T.StructField("n_docs", T.LongType()),
-                               T.StructField("lengths", T.BinaryType()), T.StructField("duplicate", T.StringType()),
-                               T.StructField("bad_counts", T.LongType())])
-_BOUNDARY_SCHEMA = T.StructType([T.StructField("shard_id", T.IntegerType()), T.StructField("_key", T.StringType())])
-
-
-def shuffle_key(seed: int):
-    """Spark column equal to :func:`udfs.shuffle_quality.shuffle_key` of ``doc_id``."""
-    return F.sha2(F.concat(F.lit(f"{seed}:"), F.col("doc_id")), 256)
-
-
-def key_bucket(buckets: int):
-    """Spark column: range bucket ``floor(int(key[:8], 16) * buckets / 2^32)`` of the ``_key`` column."""
-    prefix = F.conv(F.substring("_key", 1, 8), 16, 10).cast("long")
-    return F.shiftright(prefix * F.lit(buckets).cast("long"), 32).cast("int")
-
-
-def _sorted_by_key(table: pa.Table) -> pa.Table:
-    return table.take(pc.sort_indices(table, [("_key", "ascending"), ("doc_id", "ascending")]))
-
-
-def _summarise_bucket(table: pa.Table) -> pa.Table:
-    """One bucket (slim rows) -> its token counts in stream order, a duplicated doc_id and bad counts (if any).
-
-    Problems are returned, not raised, so the driver raises one clear ``ValueError`` (not a worker trace).
-    """
-    table = _sorted_by_key(table)
-    keys = keys_as_bytes(table.column("_key"))
-    dup = np.flatnonzero(keys[1:] == keys[:-1])
-    n = table.column("n_tokens")
-    bad = n.null_count + (pc.sum(pc.less(n, 1)).as_py() or 0)
-    lengths = pc.fill_null(n, 0).to_numpy().astype("<i4")
-    return pa.table({"_bucket": pa.array([table.column("_bucket")[0].as_py()], pa.int32()),
-                     "n_docs": pa.array([len(lengths)], pa.int64()), "lengths": pa.array([lengths.tobytes()], pa.binary()),
-                     "duplicate": pa.array([table.column("doc_id")[int(dup[0])].as_py() if dup.size else None], pa.string()),
-                     "bad_counts": pa.array([bad], pa.int64())})
-
-
-@dataclass(frozen=True)
-class ShardPlan:
-    """Where the stream is cut.
-
-    Attributes:
-        docs: documents in the stream (N).
-        tokens: tokens in the stream (T).
-        max_doc_tokens: the longest document (L).
-        starts: int64 [S + 1], stream index of each shard's first document, then N.
-        shard_tokens: int64 [S], tokens per shard.
-        boundary_keys: the shuffle key of the first document of shards 1..S-1, as ``S64`` bytes (sorted).
-        requested: shards asked for (``shard.num_shards`` or derived); more than S when the stream holds
-            fewer documents than that (every shard gets at least one document).
-    """
-
-    docs: int
-    tokens: int
-    max_doc_tokens: int
-    starts: np.ndarray
-    shard_tokens: np.ndarray
-    boundary_keys: np.ndarray
-    requested: int = 0
-
-    @property
-    def shards(self) -> int:
-        """Number of shards planned."""
-        return len(self.shard_tokens)
-
-
-def plan_shards(df: DataFrame, seed: int, num_shards: int | None, tokens_per_shard: int | None, buckets: int,
-                key=None) -> ShardPlan:
-    """Cut the shuffled stream into token-balanced contiguous shards (two slim Spark jobs, no token moved).
-
-    Args:
-        df: documents with ``doc_id`` (string, unique) and ``n_tokens`` (int >= 1, EOS included).
-        seed: ``run.seed``.
-        num_shards: shard count, or None to derive it from ``tokens_per_shard``.
-        tokens_per_shard: target tokens per shard (``ceil(T / this)`` shards), when ``num_shards`` is None.
-        buckets: range buckets of the key (parallelism of the slim sort; no effect on the result).
-        key: the shuffle key column (64 hex digits, unique), default :func:`shuffle_key` of ``doc_id``
-            (``shard.mix`` gives each copy of a document its own: :func:`pipelines.shard.mix.apply_mix`).
-
-    Returns:
-        The :class:`ShardPlan`.
-
-    Raises:
-        EmptyInput: no documents.
-        ValueError: a duplicated ``doc_id`` or ``n_tokens < 1``.
-
-    More shards requested than documents: one shard per document (``requested`` keeps the request).
-    """
-    key = shuffle_key(seed) if key is None else key
-    slim = df.select("doc_id", F.col("n_tokens").cast("long").alias("n_tokens"), key.alias("_key"))
-    slim = slim.withColumn("_bucket", key_bucket(buckets))
-    rows = slim.groupBy("_bucket").applyInArrow(_summarise_bucket, _BUCKET_SCHEMA).collect()
-    rows.sort(key=lambda r: r["_bucket"])
-    dups = [r["duplicate"] for r in rows if r["duplicate"] is not None]
-    if dups:
-        raise ValueError(f"shard: doc_id {dups[0]!r} occurs more than once in 'tokenized'; doc ids must be unique")
-    if any(r["bad_counts"] for r in rows):
-        bad = sum(int(r["bad_counts"]) for r in rows)
-        raise ValueError(f"shard: {bad} documents have a null n_tokens or n_tokens < 1 (EOS included, so >= 1 expected)")
-    lengths = np.concatenate([np.frombuffer(r["lengths"], dtype="<i4") for r in rows]) if rows else np.zeros(0, np.int32)
-    docs = int(lengths.size)
-    if docs == 0:
-        raise EmptyInput("shard: the input table 'tokenized' holds no documents; refusing to write empty shards")
-    total = int(lengths.sum(dtype=np.int64))
-    requested = num_shards if num_shards is not None else max(1, math.ceil(total / int(tokens_per_shard or 1)))
-    shards = min(requested, docs)  # an empty shard is useless to a loader and breaks Megatron's .idx
-    starts = balanced_boundaries(lengths, shards)
-    prefix = np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths, dtype=np.int64)])
-
-    # The key of each shard's first document: (bucket, index inside the bucket) -> one slim job.
-    bucket_ids = np.array([int(r["_bucket"]) for r in rows], dtype=np.int64)
-    bucket_first = np.concatenate([np.zeros(1, np.int64), np.cumsum([int(r["n_docs"]) for r in rows])])
-    wanted: dict[int, list[tuple[int, int]]] = {}
-    for k in range(1, shards):
-        b = int(np.searchsorted(bucket_first, starts[k], side="right")) - 1
-        wanted.setdefault(int(bucket_ids[b]), []).append((int(starts[k] - bucket_first[b]), k))
-
-    def pick(table: pa.Table) -> pa.Table:
-        todo = wanted.get(int(table.column("_bucket")[0].as_py()), [])
-        if not todo:
-            return pa.table({"shard_id": pa.array([], pa.int32()), "_key": pa.array([], pa.string())})
-        keys = _sorted_by_key(table.select(["_key", "doc_id"])).column("_key")
-        return pa.table({"shard_id": pa.array([k for _, k in todo], pa.int32()),
-                         "_key": keys.take(pa.array([i for i, _ in todo]))})
-
-    boundary_keys = np.zeros(0, dtype=f"S{KEY_HEX}")
-    if shards > 1:
-        got = slim.filter(F.col("_bucket").isin(list(wanted))).groupBy("_bucket").applyInArrow(pick, _BOUNDARY_SCHEMA).collect()
-        by_shard = {int(r["shard_id"]): r["_key"] for r in got}
-        boundary_keys = np.array([by_shard[k].encode("ascii") for k in range(1, shards)], dtype=f"S{KEY_HEX}")
-    return ShardPlan(docs=docs, tokens=total, max_doc_tokens=int(lengths.max()), starts=starts,
-                     shard_tokens=np.diff(prefix[starts]), boundary_keys=boundary_keys, requested=int(requested))
-
-
-def shard_id_column(boundary_keys: np.ndarray):
-    """Spark column: number of boundary keys <= ``_key``, as a balanced tree of comparisons (depth log2 S).
-
-    Evaluated in the JVM, so the token column never crosses into Python before the shuffle.
-    """
-    keys = [k.decode("ascii") for k in boundary_keys.tolist()]
-
-    def node(lo: int, hi: int):
-        if lo == hi:
-            return F.lit(lo)
-        mid = (lo + hi + 1) // 2  # shard ``mid`` starts at keys[mid - 1]
-        return F.when(F.col("_key") < F.lit(keys[mid - 1]), node(lo, mid - 1)).otherwise(node(mid, hi))
-
-    return node(0, len(keys)).cast("int")
 
 
 def _output_dirs(cfg: WinnowConfig) -> tuple[str, Path, bool]:
@@ -265,9 +107,57 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     vocab = int(props["vocab_size"])
     dtype = megatron.choose_dtype(vocab, scfg.dtype)
     root, local, remote = _output_dirs(cfg)
+    _retract_previous(cfg, root, local, remote)
 
-    # Retract what a previous run published before anything changes under it: readers trust the
-    # manifest and the MDS indexes, so they go first.
+    plan = _plan_parts(cfg, df.select(*INPUT_COLUMNS))
+
+    def write(part: DataFrame, name: str, num: int | None, per: int | None) -> tuple[Any, ...]:
+        return _write_split(cfg, part, name, local / name, dtype, vocab, num, per)
+
+    try:
+        written = _write_parts(plan, write)
+    except EmptyInput:
+        # No document survived: no shard and no manifest (the old ones are gone), a completion record
+        # all the same, so the report still runs and shows the funnel down to zero.
+        tables.publish(spark, cfg, STAGE, {})
+        return StageReport(stage=STAGE, outputs={"shards": root},
+                           extra={"totals": {"docs": 0, "tokens": 0, "shards": 0}, "empty": True,
+                                  "shards_requested": scfg.num_shards})
+    sources: dict[str, dict[str, Any]] | None = None
+    if scfg.per_source_sets:
+        sources, files, blobs = shard_sources.write_source_sets(
+            plan.train_docs, plan.counts, lambda part, name: write(part, name, scfg.num_shards,
+                                                                    scfg.tokens_per_shard)[:3])
+        written.data_files += files
+        written.index_blobs.update(blobs)
+
+    index_files, upload_stats = _publish_files(cfg, written, plan.mix, sources, root, local, remote)
+    manifest = build_manifest(cfg, written.sections, written.data_files + index_files, props=props,
+                              version=version, dtype=dtype.name, vocab=vocab, root=root, cut=plan.cut,
+                              mix=plan.mix, sources=sources)
+    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    write_file(local / MANIFEST, text.encode("utf-8"))
+    if remote:
+        storage.put_text(root, MANIFEST, text, scfg.storage)
+    tables.publish(spark, cfg, STAGE, {})
+
+    mix = plan.mix
+    return StageReport(
+        stage=STAGE,
+        rows_in=sum(s["documents"] for s in written.sections.values()),
+        rows_out=manifest["totals"]["documents"],
+        outputs={"shards": root, "manifest": f"{root}/{MANIFEST}"},
+        extra={"totals": manifest["totals"], "balance": manifest["balance"], "split": manifest["split"],
+               "shuffle_quality": manifest["shuffle_quality"], "upload": upload_stats,
+               "shards_requested": sum(written.requested.values()), **({"mix": mix} if mix is not None else {})},
+        notes=mix_notes(mix),
+    )
+
+
+def _retract_previous(cfg: WinnowConfig, root: str, local: Path, remote: bool) -> None:
+    """Retract what a previous run published before anything changes under it: readers trust the
+    manifest and the MDS indexes, so they go first; then the local shard folders."""
+    scfg = cfg.shard
     indexes = [f"{s}/{MDS_INDEX}" for s in SPLITS] + [MDS_INDEX, shard_blend.MEGATRON, shard_blend.STREAMS,
                                                       shard_blend.MIX]
     if remote:
@@ -278,9 +168,25 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     for sub in ("megatron", "mds", "blend", *SPLITS, shard_sources.SOURCES):
         shutil.rmtree(local / sub, ignore_errors=True)
 
-    df = df.select(*INPUT_COLUMNS)
+
+@dataclass
+class _PartsPlan:
+    """The shard sets to write: ``parts`` = ``(split, rows, num_shards, tokens_per_shard)``, train first
+    (mixed when ``shard.mix`` is set); ``train_docs`` each train document once, unmixed."""
+
+    parts: list[tuple[str, DataFrame, int | None, int | None]]
+    cut: SplitPlan
+    mix: dict[str, Any] | None
+    train_docs: DataFrame
+    counts: dict[str, Any]
+
+
+def _plan_parts(cfg: WinnowConfig, df: DataFrame) -> _PartsPlan:
+    """The validation split (:func:`plan_split`), then the data mix of train (:mod:`pipelines.shard.mix`)."""
+    scfg = cfg.shard
     cut = plan_split(df, cfg.run.seed, scfg.split)
-    parts = [("train", df, scfg.num_shards, scfg.tokens_per_shard)]
+    parts: list[tuple[str, DataFrame, int | None, int | None]] = [
+        ("train", df, scfg.num_shards, scfg.tokens_per_shard)]
     if cut.cut is not None:
         held = split_key(cfg.run.seed) < F.lit(cut.cut)
         parts = [("train", df.filter(~held), scfg.num_shards, scfg.tokens_per_shard),
@@ -294,48 +200,62 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         copies = shard_mix.apply_mix(parts[0][1], cfg.run.seed, plans)
         mix = shard_mix.mix_section(plans, shard_mix.mix_counts(copies))
         parts[0] = ("train", copies.select(*INPUT_COLUMNS, "_key"), scfg.num_shards, scfg.tokens_per_shard)
-    sections: dict[str, dict[str, Any]] = {}
-    requested: dict[str, int] = {}  # shards asked for per split (more than written when documents are few)
-    data_files: list[dict[str, Any]] = []
-    index_blobs: dict[str, bytes] = {}
-    for name, part, num, per in parts:
+    return _PartsPlan(parts, cut, mix, train_docs, counts)
+
+
+@dataclass
+class _Written:
+    """What the shard sets' writers returned: manifest sections per split, data files, MDS index blobs
+    (by path under the shard root) and the shards asked for per split."""
+
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    data_files: list[dict[str, Any]] = field(default_factory=list)
+    index_blobs: dict[str, bytes] = field(default_factory=dict)
+    requested: dict[str, int] = field(default_factory=dict)
+
+
+def _write_parts(plan: _PartsPlan, write: Any) -> _Written:
+    """Write each shard set of ``plan`` with ``write(part, name, num, per)`` (:func:`_write_split`).
+
+    Raises:
+        EmptyInput: train holds no document (an empty validation set raises it too, as an error).
+    """
+    out = _Written()
+    for name, part, num, per in plan.parts:
         try:
-            section, files, blob, asked = _write_split(cfg, part, name, local / name, dtype, vocab, num, per)
-        except EmptyInput:
-            if name != "train":
-                raise
-            # No document survived: no shard and no manifest (the old ones are gone), a completion record
-            # all the same, so the report still runs and shows the funnel down to zero.
-            tables.publish(spark, cfg, STAGE, {})
-            return StageReport(stage=STAGE, outputs={"shards": root},
-                               extra={"totals": {"docs": 0, "tokens": 0, "shards": 0}, "empty": True,
-                                      "shards_requested": scfg.num_shards})
-        sections[name], data_files = section, data_files + files
-        requested[name] = asked
+            section, files, blob, asked = write(part, name, num, per)
+        except EmptyInput as e:
+            if name != "train":  # an error, not an empty run: the caller returns early on EmptyInput only
+                raise ValueError(str(e)) from None
+            raise
+        out.sections[name], out.data_files = section, out.data_files + files
+        out.requested[name] = asked
         if blob is not None:
-            index_blobs[f"{name}/{MDS_INDEX}"] = blob
+            out.index_blobs[f"{name}/{MDS_INDEX}"] = blob
+    return out
 
-    sources: dict[str, dict[str, Any]] | None = None
-    if scfg.per_source_sets:
-        def write(part: DataFrame, name: str) -> tuple[dict[str, Any], list[dict[str, Any]], bytes | None]:
-            return _write_split(cfg, part, name, local / name, dtype, vocab, scfg.num_shards, scfg.tokens_per_shard)[:3]
 
-        sources, files, blobs = shard_sources.write_source_sets(train_docs, counts, write)
-        data_files += files
-        index_blobs.update(blobs)
+def _publish_files(cfg: WinnowConfig, written: _Written, mix: dict[str, Any] | None,
+                   sources: dict[str, dict[str, Any]] | None, root: str, local: Path,
+                   remote: bool) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Publish the data files (checked, and uploaded for ``s3://``), then the MDS indexes and blend files.
 
-    # Publish: data files verified first, then the MDS indexes, then the manifest.
+    Returns:
+        The index and blend files' manifest entries, and the upload statistics (empty when local).
+    """
+    scfg = cfg.shard
+    data_files, index_blobs = written.data_files, written.index_blobs
     _check_local(local, data_files)
     upload_stats: dict[str, int] = {}
     if remote:
         upload_stats = storage.upload_verified(_local_files(local, data_files), root, scfg.storage)
-    index_files = []
     split_files = [f for f in data_files if f["path"].split("/", 1)[0] in SPLITS]
     for rel, text in blend_files(root, split_files, remote).items():
         index_blobs[rel] = text.encode("utf-8")
     if mix is not None:
         text = shard_blend.mix_file(mix, sources, data_files, root=root, remote=remote)
         index_blobs[shard_blend.MIX] = text.encode("utf-8")
+    index_files = []
     for rel, blob in index_blobs.items():
         size, sha = write_file(local / rel, blob)
         fmt, kind = ("mds", "index") if rel.endswith("index.json") else ("blend", "blend")
@@ -343,24 +263,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     if remote and index_files:
         more = storage.upload_verified(_local_files(local, index_files), root, scfg.storage)
         upload_stats = {k: upload_stats.get(k, 0) + v for k, v in more.items()}
-    manifest = build_manifest(cfg, sections, data_files + index_files, props=props, version=version,
-                              dtype=dtype.name, vocab=vocab, root=root, cut=cut, mix=mix, sources=sources)
-    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-    write_file(local / MANIFEST, text.encode("utf-8"))
-    if remote:
-        storage.put_text(root, MANIFEST, text, scfg.storage)
-    tables.publish(spark, cfg, STAGE, {})
-
-    return StageReport(
-        stage=STAGE,
-        rows_in=sum(s["documents"] for s in sections.values()),
-        rows_out=manifest["totals"]["documents"],
-        outputs={"shards": root, "manifest": f"{root}/{MANIFEST}"},
-        extra={"totals": manifest["totals"], "balance": manifest["balance"], "split": manifest["split"],
-               "shuffle_quality": manifest["shuffle_quality"], "upload": upload_stats,
-               "shards_requested": sum(requested.values()), **({"mix": mix} if mix is not None else {})},
-        notes=mix_notes(mix),
-    )
+    return index_files, upload_stats
 
 
 def mix_notes(mix: dict[str, Any] | None) -> dict[str, int]:
