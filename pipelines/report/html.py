@@ -195,10 +195,8 @@ def _contamination_html(c: dict[str, Any]) -> str:
                    "n-grams matched counts (document, n-gram) pairs.</p>")
 
 
-def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
-    """The report page for ``stats``: one self-contained HTML document (UTF-8 text)."""
-    fmt, bins = cfg.report.plot_format, cfg.report.hist_bins
-    out = [
+def _header(stats: dict[str, Any]) -> list[str]:
+    return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">',
@@ -206,93 +204,157 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
         f"<h1>Winnow run report</h1><p>root <code>{esc(stats['run']['root'])}</code> · seed {esc(stats['run']['seed'])}"
         f" · config <code>{esc(stats['run']['config_fingerprint'][:12])}</code></p>",
     ]
+
+
+def _funnel(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     funnel = stats["funnel"]
     body = table(funnel, ["step", "table", "documents", "bytes", "tokens", "shard_bytes"], left=("step", "table"))
     body += '<p class="muted">bytes: UTF-8 text; shard_bytes: token files on disk.</p>'
     if funnel:
         body += '<div class="plots">' + bars([r["step"] for r in funnel], [r["documents"] or 0 for r in funnel],
                                              "documents after each stage", fmt) + "</div>"
-    out.append(_section("Funnel", body))
-    out.append(_section("Stages", table(
+    return _section("Funnel", body)
+
+
+def _stages(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    return _section("Stages", table(
         [{**r, "removed": sum(r["removed"].values()), "quarantined": sum(r["quarantined"].values())} for r in stats["stages"]],
-        ["stage", "rows_in", "rows_out", "removed", "quarantined", "elapsed_s", "finished_at"], left=("stage", "finished_at"))))
-    out.append(_section("Removals by stage and reason", table(stats["removals"], ["stage", "reason", "documents", "bytes"], left=("stage", "reason"))
-                        + '<p class="muted">A document failing several rules counts under each of them here, so the rows'
-                        " can add up to more than the stage removed (Stages: removed).</p>"))
+        ["stage", "rows_in", "rows_out", "removed", "quarantined", "elapsed_s", "finished_at"], left=("stage", "finished_at")))
 
+
+def _removals(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    return _section("Removals by stage and reason", table(stats["removals"], ["stage", "reason", "documents", "bytes"], left=("stage", "reason"))
+                    + '<p class="muted">A document failing several rules counts under each of them here, so the rows'
+                    " can add up to more than the stage removed (Stages: removed).</p>")
+
+
+def _filter_breakdown(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     fb = stats.get("filter_breakdown")
-    if fb:
-        from pipelines.filter.report import breakdown_rows
+    if not fb:
+        return None
+    from pipelines.filter.report import breakdown_rows
 
-        cols = ["name", "in", "kept", "removed", "reasons"]
-        body = (f"<p>filter removals: language {fb['removed_language']}, quality rules {fb['removed_quality']}"
-                f" · documents with replacement characters (U+FFFD in the ingested text): {fb['replacement_char_documents']}</p>"
-                + "<h3>per source</h3>" + table(breakdown_rows(fb, "by_source"), cols, left=("name", "reasons"))
-                + "<h3>per profile</h3>" + table(breakdown_rows(fb, "by_profile"), cols, left=("name", "reasons"))
-                + '<p class="muted">Each removed document counts once: under its language reason if it has one,'
-                " else its first failing rule.</p>")
-        out.append(_section("Filter by source and profile", body))
-    if stats["signal_values"]:
-        from pipelines.filter.report import constant_signals
+    cols = ["name", "in", "kept", "removed", "reasons"]
+    body = (f"<p>filter removals: language {fb['removed_language']}, quality rules {fb['removed_quality']}"
+            f" · documents with replacement characters (U+FFFD in the ingested text): {fb['replacement_char_documents']}</p>"
+            + "<h3>per source</h3>" + table(breakdown_rows(fb, "by_source"), cols, left=("name", "reasons"))
+            + "<h3>per profile</h3>" + table(breakdown_rows(fb, "by_profile"), cols, left=("name", "reasons"))
+            + '<p class="muted">Each removed document counts once: under its language reason if it has one,'
+            " else its first failing rule.</p>")
+    return _section("Filter by source and profile", body)
 
-        const = constant_signals(stats["signal_values"])
-        plots = [histogram(v, c, fmt, bins, stats["signals"][c]["thresholds"]) for c, v in sorted(stats["signal_values"].items())
-                 if v and c not in const]
-        notes = "".join(f"<li><code>{esc(c)}</code> = {esc(_fmt(v))} for every sampled document</li>" for c, v in sorted(const.items()))
-        out.append(_section("Quality signals (kept and filter-removed, seeded sample; dashed: thresholds)",
-                            '<div class="plots">' + "".join(plots) + "</div>" + (f"<ul>{notes}</ul>" if notes else "")))
+
+def _signals(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    if not stats["signal_values"]:
+        return None
+    from pipelines.filter.report import constant_signals
+
+    const = constant_signals(stats["signal_values"])
+    plots = [histogram(v, c, fmt, bins, stats["signals"][c]["thresholds"]) for c, v in sorted(stats["signal_values"].items())
+             if v and c not in const]
+    notes = "".join(f"<li><code>{esc(c)}</code> = {esc(_fmt(v))} for every sampled document</li>" for c, v in sorted(const.items()))
+    return _section("Quality signals (kept and filter-removed, seeded sample; dashed: thresholds)",
+                    '<div class="plots">' + "".join(plots) + "</div>" + (f"<ul>{notes}</ul>" if notes else ""))
+
+
+def _language_mix(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     mix = stats["language_mix"]
-    if mix["kept"] or mix["removed"]:
-        body = "".join(
-            f"<h3>{esc(k)}</h3>" + table(v, ["value", "documents"], left=("value",))
-            + ('<div class="plots">' + bars([r["value"] for r in v], [r["documents"] for r in v], f"language mix ({k})", fmt) + "</div>" if v else "")
-            for k, v in mix.items()
-        )
-        out.append(_section("Language mix", body))
-    if stats["cluster_sizes"]:
-        cs = stats["cluster_sizes"]
-        out.append(_section("Duplicate clusters by size", table(cs, ["kind", "size", "clusters"], left=("kind",))
-                            + '<div class="plots">' + bars([f"{r['kind']}:{r['size']}" for r in cs], [r["clusters"] for r in cs],
-                                                           "clusters per size", fmt, "clusters") + "</div>"))
-    if stats["broken_refs"]:
-        out.append(_section("Broken references by kind", table(stats["broken_refs"], ["kind", "dangling_mentions"], left=("kind",))))
-    if stats.get("contamination"):
-        out.append(_section("Contamination (evaluation overlap, decontam stage)", _contamination_html(stats["contamination"])))
+    if not (mix["kept"] or mix["removed"]):
+        return None
+    body = "".join(
+        f"<h3>{esc(k)}</h3>" + table(v, ["value", "documents"], left=("value",))
+        + ('<div class="plots">' + bars([r["value"] for r in v], [r["documents"] for r in v], f"language mix ({k})", fmt) + "</div>" if v else "")
+        for k, v in mix.items()
+    )
+    return _section("Language mix", body)
+
+
+def _clusters(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    cs = stats["cluster_sizes"]
+    if not cs:
+        return None
+    return _section("Duplicate clusters by size", table(cs, ["kind", "size", "clusters"], left=("kind",))
+                    + '<div class="plots">' + bars([f"{r['kind']}:{r['size']}" for r in cs], [r["clusters"] for r in cs],
+                                                   "clusters per size", fmt, "clusters") + "</div>")
+
+
+def _refs(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    if not stats["broken_refs"]:
+        return None
+    return _section("Broken references by kind", table(stats["broken_refs"], ["kind", "dangling_mentions"], left=("kind",)))
+
+
+def _contamination(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    if not stats.get("contamination"):
+        return None
+    return _section("Contamination (evaluation overlap, decontam stage)", _contamination_html(stats["contamination"]))
+
+
+def _pii(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     pii = stats.get("pii")
-    if pii:
-        docs = pii["documents"]
-        body = table([{"documents with findings": sum(v for k, v in docs.items() if k not in ("none", "skipped")),
-                       "redacted": docs.get("redact", 0), "flagged": docs.get("flag", 0), "dropped": docs.get("drop", 0)}],
-                     ["documents with findings", "redacted", "flagged", "dropped"])
-        body += table(pii["by_kind"], ["kind", "findings", "documents"], left=("kind",))
-        if pii["dropped"]:
-            body += table(pii["dropped"], ["reason", "documents"], left=("reason",))
-        out.append(_section("Personal data and secrets (pii; values are never stored, only hashed)", body))
-    if stats["token_lengths"]:
-        out.append(_section("Token length per document (seeded sample)",
-                            '<div class="plots">' + histogram(stats["token_lengths"], "tokens per document", fmt, bins, log_y=True) + "</div>"))
-    if stats["tokenizer_round_trip"]:
-        out.append(_section("Tokenizer round trip", f"<pre>{esc(json.dumps(stats['tokenizer_round_trip'], indent=1, sort_keys=True, default=str))}</pre>"))
+    if not pii:
+        return None
+    docs = pii["documents"]
+    body = table([{"documents with findings": sum(v for k, v in docs.items() if k not in ("none", "skipped")),
+                   "redacted": docs.get("redact", 0), "flagged": docs.get("flag", 0), "dropped": docs.get("drop", 0)}],
+                 ["documents with findings", "redacted", "flagged", "dropped"])
+    body += table(pii["by_kind"], ["kind", "findings", "documents"], left=("kind",))
+    if pii["dropped"]:
+        body += table(pii["dropped"], ["reason", "documents"], left=("reason",))
+    return _section("Personal data and secrets (pii; values are never stored, only hashed)", body)
+
+
+def _token_lengths(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    if not stats["token_lengths"]:
+        return None
+    return _section("Token length per document (seeded sample)",
+                    '<div class="plots">' + histogram(stats["token_lengths"], "tokens per document", fmt, bins, log_y=True) + "</div>")
+
+
+def _round_trip(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    if not stats["tokenizer_round_trip"]:
+        return None
+    return _section("Tokenizer round trip", f"<pre>{esc(json.dumps(stats['tokenizer_round_trip'], indent=1, sort_keys=True, default=str))}</pre>")
+
+
+def _shards(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     sh = stats["shards"]
-    if sh:
-        body = table([{"shards": sh["n_shards"], "dtype": sh["dtype"], "formats": ", ".join(sh["formats"]),
-                       "max/mean tokens": sh["max_over_mean"]}], ["shards", "dtype", "formats", "max/mean tokens"], left=("dtype", "formats"))
-        if sh["tokens_per_shard"]:
-            body += '<div class="plots">' + bars([str(i) for i in range(sh["n_shards"])], sh["tokens_per_shard"],
-                                                 "tokens per shard", fmt, "tokens") + "</div>"
-        if sh.get("splits"):
-            body += "<h3>Train / validation split</h3>" + table(
-                [{"set": k, **v} for k, v in sh["splits"].items()], ["set", "shards", "documents", "tokens", "mds_samples"], left=("set",))
-            split = sh.get("split") or {}
-            body += f"<p>held out: {esc(str(split.get('validation')))} ({esc(str(split.get('unit')))}), by sha256(seed:validation:doc_id)</p>"
-        if sh.get("mix"):
-            body += "<h3>Data mix of train (shard.mix): asked vs realised</h3>" + table(sh["mix"], list(MIX_COLUMNS), left=("source",))
-        for title, key in (("Balance", "balance"), ("Shuffle quality", "shuffle_quality"), ("Token share by source", "token_share_by_source")):
-            body += f"<h3>{title}</h3><pre>{esc(json.dumps(sh[key], indent=1, sort_keys=True, default=str))}</pre>"
-        out.append(_section("Shards", body))
+    if not sh:
+        return None
+    body = table([{"shards": sh["n_shards"], "dtype": sh["dtype"], "formats": ", ".join(sh["formats"]),
+                   "max/mean tokens": sh["max_over_mean"]}], ["shards", "dtype", "formats", "max/mean tokens"], left=("dtype", "formats"))
+    if sh["tokens_per_shard"]:
+        body += '<div class="plots">' + bars([str(i) for i in range(sh["n_shards"])], sh["tokens_per_shard"],
+                                             "tokens per shard", fmt, "tokens") + "</div>"
+    if sh.get("splits"):
+        body += "<h3>Train / validation split</h3>" + table(
+            [{"set": k, **v} for k, v in sh["splits"].items()], ["set", "shards", "documents", "tokens", "mds_samples"], left=("set",))
+        split = sh.get("split") or {}
+        body += f"<p>held out: {esc(str(split.get('validation')))} ({esc(str(split.get('unit')))}), by sha256(seed:validation:doc_id)</p>"
+    if sh.get("mix"):
+        body += "<h3>Data mix of train (shard.mix): asked vs realised</h3>" + table(sh["mix"], list(MIX_COLUMNS), left=("source",))
+    for title, key in (("Balance", "balance"), ("Shuffle quality", "shuffle_quality"), ("Token share by source", "token_share_by_source")):
+        body += f"<h3>{title}</h3><pre>{esc(json.dumps(sh[key], indent=1, sort_keys=True, default=str))}</pre>"
+    return _section("Shards", body)
+
+
+def _figures(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     figures = {r["stage"]: r["extra"] for r in stats["stages"] if r["extra"]}
-    if figures:
-        out.append(_section("Stage figures", f"<pre>{esc(json.dumps(figures, indent=1, sort_keys=True, default=str))}</pre>"))
+    if not figures:
+        return None
+    return _section("Stage figures", f"<pre>{esc(json.dumps(figures, indent=1, sort_keys=True, default=str))}</pre>")
+
+
+_PARTS = (_funnel, _stages, _removals, _filter_breakdown, _signals, _language_mix, _clusters, _refs, _contamination,
+          _pii, _token_lengths, _round_trip, _shards, _figures)
+"""The page's sections in order; each returns its HTML, or None when the run has nothing for it."""
+
+
+def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
+    """The report page for ``stats``: one self-contained HTML document (UTF-8 text)."""
+    fmt, bins = cfg.report.plot_format, cfg.report.hist_bins
+    out = _header(stats)
+    out += [html for html in (part(stats, fmt, bins) for part in _PARTS) if html is not None]
     out.append(_section(f"Sampled removed documents (seed {stats['run']['seed']}, up to {cfg.report.samples_per_reason} per reason)",
                         _samples_html(stats["samples"])))
     out.append("</body></html>\n")

@@ -71,6 +71,35 @@ def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -
     tk = manifest["tokenizer"]
     vocab, eos, bos = int(tk["vocab_size"]), int(tk["eos_id"]), tk["bos_id"]
     seq_len = int(manifest["seq_len"])
+    blobs = _read_files(root, manifest, scfg, res)
+    set_of = _set_of(manifest)
+    counted: dict[str | None, list[int]] = {}  # shard set (None = the splits) -> [docs, tokens, mds samples]
+    sample_doc: list[np.ndarray] = []
+    for f in manifest["files"]:
+        if f["format"] != "megatron" or f["kind"] != "idx" or f["path"] not in blobs:
+            continue
+        try:
+            seqs, n_tokens = _check_megatron(f, blobs, dtype, vocab, eos, bos)
+        except Exception as e:
+            res.problems.append(f"{f['path']}: {e}")
+            continue
+        cell = counted.setdefault(set_of(f["path"]), [0, 0, 0])
+        cell[0] += len(seqs)
+        cell[1] += n_tokens
+        if len(sample_doc) < decode_docs:
+            sample_doc.extend(seqs[: decode_docs - len(sample_doc)])
+    if "mds" in manifest["formats"]:
+        _verify_mds(manifest, blobs, dtype, seq_len, vocab, res, set_of, counted)
+    _check_totals(manifest, counted, res)
+    res.documents, res.tokens = counted.get(None, [0, 0, 0])[:2]
+    if sample_doc:
+        _decode_samples(tk, sample_doc, res)
+    return res
+
+
+def _read_files(root: str, manifest: dict[str, Any], scfg: StorageConfig, res: VerifyResult) -> dict[str, bytes]:
+    """Every file the manifest lists, by path; a file that cannot be read, or whose size or sha256
+    differs, is a problem (a differing file is still returned, for the checks of its content)."""
     blobs: dict[str, bytes] = {}
     for f in manifest["files"]:
         try:
@@ -82,43 +111,44 @@ def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -
         if len(data) != f["bytes"] or hashlib.sha256(data).hexdigest() != f["sha256"]:
             res.problems.append(f"{f['path']}: size/sha256 differ from the manifest")
         blobs[f["path"]] = data
+    return blobs
 
-    set_of = _set_of(manifest)
-    counted: dict[str | None, list[int]] = {}  # shard set (None = the splits) -> [docs, tokens, mds samples]
-    sample_doc: list[np.ndarray] = []
-    for f in manifest["files"]:
-        if f["format"] != "megatron" or f["kind"] != "idx" or f["path"] not in blobs:
-            continue
-        bin_path = f["path"][: -len(".idx")] + ".bin"
-        try:
-            idx = megatron.decode_index(blobs[f["path"]])
-            if idx.dtype != dtype:
-                raise ValueError(f"dtype {idx.dtype} != manifest {dtype}")
-            seqs = megatron.split_bin(idx, blobs[bin_path])
-            flat = np.concatenate(seqs) if seqs else np.zeros(0, dtype)
-            if len(seqs) != f["documents"] or flat.size != f["tokens"]:
-                raise ValueError(f"{len(seqs)} docs / {flat.size} tokens, manifest says {f['documents']} / {f['tokens']}")
-            if not np.array_equal(idx.doc_idx, np.arange(len(seqs) + 1)):
-                raise ValueError("document indices are not 0..n")
-            if flat.size and int(flat.max()) >= vocab:
-                raise ValueError(f"token id {int(flat.max())} >= vocab {vocab}")
-            ends = np.cumsum(idx.lengths.astype(np.int64))
-            if not np.all(flat[ends - 1] == eos):
-                raise ValueError("a document does not end with EOS")
-            eos_per_doc = np.diff(np.concatenate([[0], np.cumsum(flat == eos)[ends - 1]]))
-            if not np.all(eos_per_doc == 1):
-                raise ValueError(f"{int(np.sum(eos_per_doc != 1))} documents hold more than one EOS")
-            if bos is not None and not np.all(flat[ends - idx.lengths] == int(bos)):
-                raise ValueError("a document does not start with BOS")
-            cell = counted.setdefault(set_of(f["path"]), [0, 0, 0])
-            cell[0] += len(seqs)
-            cell[1] += int(flat.size)
-            if len(sample_doc) < decode_docs:
-                sample_doc.extend(seqs[: decode_docs - len(sample_doc)])
-        except Exception as e:
-            res.problems.append(f"{f['path']}: {e}")
-    if "mds" in manifest["formats"]:
-        _verify_mds(manifest, blobs, dtype, seq_len, vocab, res, set_of, counted)
+
+def _check_megatron(f: dict[str, Any], blobs: dict[str, bytes], dtype: np.dtype, vocab: int, eos: int,
+                    bos: Any) -> tuple[list[np.ndarray], int]:
+    """Check one Megatron ``.idx``/``.bin`` pair against its manifest entry ``f``.
+
+    Returns:
+        The documents (token arrays) and their token count.
+
+    Raises:
+        ValueError: the first check that failed (dtype, counts, document indices, ids, EOS, BOS).
+    """
+    bin_path = f["path"][: -len(".idx")] + ".bin"
+    idx = megatron.decode_index(blobs[f["path"]])
+    if idx.dtype != dtype:
+        raise ValueError(f"dtype {idx.dtype} != manifest {dtype}")
+    seqs = megatron.split_bin(idx, blobs[bin_path])
+    flat = np.concatenate(seqs) if seqs else np.zeros(0, dtype)
+    if len(seqs) != f["documents"] or flat.size != f["tokens"]:
+        raise ValueError(f"{len(seqs)} docs / {flat.size} tokens, manifest says {f['documents']} / {f['tokens']}")
+    if not np.array_equal(idx.doc_idx, np.arange(len(seqs) + 1)):
+        raise ValueError("document indices are not 0..n")
+    if flat.size and int(flat.max()) >= vocab:
+        raise ValueError(f"token id {int(flat.max())} >= vocab {vocab}")
+    ends = np.cumsum(idx.lengths.astype(np.int64))
+    if not np.all(flat[ends - 1] == eos):
+        raise ValueError("a document does not end with EOS")
+    eos_per_doc = np.diff(np.concatenate([[0], np.cumsum(flat == eos)[ends - 1]]))
+    if not np.all(eos_per_doc == 1):
+        raise ValueError(f"{int(np.sum(eos_per_doc != 1))} documents hold more than one EOS")
+    if bos is not None and not np.all(flat[ends - idx.lengths] == int(bos)):
+        raise ValueError("a document does not start with BOS")
+    return seqs, int(flat.size)
+
+
+def _check_totals(manifest: dict[str, Any], counted: dict[str | None, list[int]], res: VerifyResult) -> None:
+    """The counts found per shard set against the manifest's ``totals`` and ``sources`` entries."""
     for name, want in [(None, manifest["totals"]), *manifest.get("sources", {}).items()]:
         docs, toks, samples = counted.get(name, [0, 0, 0])
         what = "manifest totals" if name is None else f"manifest sources[{name!r}]"
@@ -126,17 +156,17 @@ def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -
             res.problems.append(f"Megatron shards hold {docs} docs / {toks} tokens; {what} differ")
         if "mds" in manifest["formats"] and samples != want["mds_samples"]:
             res.problems.append(f"MDS shards hold {samples} samples; {what} say {want['mds_samples']}")
-    res.documents, res.tokens = counted.get(None, [0, 0, 0])[:2]
 
-    if sample_doc:
-        try:
-            loaded = tok_udfs.load_tokenizer(tk["spec"], allow_download=False)
-            if loaded.fingerprint != tk["fingerprint"]:
-                res.problems.append(f"tokenizer {tk['spec']!r} fingerprint {loaded.fingerprint[:12]} != manifest {tk['fingerprint'][:12]}")
-            res.decoded = [loaded.tokenizer.decode(s.tolist()[:64]) for s in sample_doc]  # type: ignore[attr-defined]
-        except Exception as e:
-            res.problems.append(f"cannot decode sample documents: {e}")
-    return res
+
+def _decode_samples(tk: dict[str, Any], sample_doc: list[np.ndarray], res: VerifyResult) -> None:
+    """Decode the sampled documents with the manifest's tokenizer, whose fingerprint must match."""
+    try:
+        loaded = tok_udfs.load_tokenizer(tk["spec"], allow_download=False)
+        if loaded.fingerprint != tk["fingerprint"]:
+            res.problems.append(f"tokenizer {tk['spec']!r} fingerprint {loaded.fingerprint[:12]} != manifest {tk['fingerprint'][:12]}")
+        res.decoded = [loaded.tokenizer.decode(s.tolist()[:64]) for s in sample_doc]  # type: ignore[attr-defined]
+    except Exception as e:
+        res.problems.append(f"cannot decode sample documents: {e}")
 
 
 def _set_of(manifest: dict[str, Any]):
