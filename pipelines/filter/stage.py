@@ -166,6 +166,28 @@ def check_decide_only(stored: dict[str, Any] | None, cfg: FilterConfig) -> None:
                           + "\n  ".join(changed))
 
 
+def _language(text: pa.Array, locate: Any, lid_args: tuple[Any, ...]) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """``lang``, ``lang_score`` and ``lang_topk`` of each text (nulls when ``locate`` is None: LID off)."""
+    from udfs import langid
+
+    n = len(text)
+    if locate is None:
+        return pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()), pa.nulls(n, _TOPK_TYPE)
+    max_chars, k, prefix, aliases, windows, topk_chars = lid_args
+    model = langid.load_model(locate())
+    return langid.identify(model, text, max_chars, windows, topk_chars, k, prefix, aliases)
+
+
+def _quality_score(text: pa.Array, locate: Any, positive: str) -> pa.Array:
+    """The classifier's probability of ``positive`` for each text (nulls when ``locate`` is None)."""
+    from udfs import langid, quality_model
+
+    if locate is None:
+        return pa.nulls(len(text), pa.float64())
+    qmodel = langid.load_model(locate())
+    return pa.array(quality_model.score(qmodel, quality_model.prepare(text), positive), pa.float64())
+
+
 def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     """Add every signal column (:data:`SIGNAL_COLUMNS`) computed from ``text`` in one Arrow UDF.
 
@@ -204,7 +226,7 @@ def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     params = _profile_params(cfg)
 
     def one_profile(text: pa.Array, name: str) -> list[pa.Array]:
-        from udfs import langid, langid_prose, quality, quality_model
+        from udfs import langid_prose, quality
 
         n = len(text)
         reading, opts, clean, from_prose = params[name]
@@ -223,17 +245,8 @@ def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
         fields = [heur.field(i) for i in range(heur.type.num_fields)]
         if c4_page is not None:
             fields[heur.type.get_field_index("c4")] = c4_page
-        if lid_locate is not None:
-            max_chars, k, prefix, aliases, windows, topk_chars = lid_args
-            model = langid.load_model(lid_locate())
-            lang, score, topk = langid.identify(model, text, max_chars, windows, topk_chars, k, prefix, aliases)
-        else:
-            lang, score, topk = pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()), pa.nulls(n, _TOPK_TYPE)
-        if qm_locate is not None:
-            qmodel = langid.load_model(qm_locate())
-            qscore = pa.array(quality_model.score(qmodel, quality_model.prepare(text), positive), pa.float64())
-        else:
-            qscore = pa.nulls(n, pa.float64())
+        lang, score, topk = _language(text, lid_locate, lid_args)
+        qscore = _quality_score(text, qm_locate, positive)
         return [*fields, lang, score, topk, qscore, pa.array([name] * n, pa.string()),
                 cleaning if cleaning is not None else pa.nulls(n, _CLEANING_TYPE),
                 cleaned.cast(pa.string()) if cleaned is not None else pa.nulls(n, pa.string())]
