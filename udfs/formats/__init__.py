@@ -171,8 +171,8 @@ def _plain_gz(open_file: Callable[[], BinaryIO], fmt: str, codec: str | None,
 
 
 def _read_split(
-    c: Collector, fmt: str, codec: str | None, open_file: Callable[[], BinaryIO], opts: ParseOptions, start: int,
-    end: int | None,
+    c: Collector, fmt: str, codec: str | None, open_file: Callable[[], BinaryIO], opts: ParseOptions,
+    start: int, end: int | None,
 ) -> Generator[pa.RecordBatch, None, tuple[_Guarded | None, bytes]]:
     """Yield the split's record batches through the reader of ``fmt``; a reader that fails quarantines
     the file (``unreadable_file``) instead of raising.
