@@ -22,50 +22,39 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
+from pipelines.core.cache import (  # noqa: F401  (re-exported: callers use tables.<name>)
+    SMALL_BULK_TABLE_BYTES,
+    SMALL_TABLE_BYTES,
+    TEXT_CACHE,
+    _cache_if_small,
+    holds_bulk,
+    release_cached,
+)
 from pipelines.core.chain import PREVIOUS, document_tables_before, writer_of
 from pipelines.core.chain import stage as chain_stage
 from pipelines.core.config import WinnowConfig
+from pipelines.core.files import (  # noqa: F401  (re-exported: callers use tables.<name>)
+    _hadoop_path,
+    _quoted,
+    commit_metrics,
+    delta_version,
+    hadoop_path,
+    is_table_name,
+    read_bytes,
+    table_bytes,
+    write_text,
+)
 from udfs.errors import UserError
 
 PROPERTY_PREFIX = "winnow."
 
-TEXT_CACHE = StorageLevel.DISK_ONLY
-"""Storage level of every cached frame that holds document text (ingest's parsed records, dedup's
-documents and annotations, each stage's checked rows before its two writes).
-
-Why not ``MEMORY_AND_DISK``: on the heap, the cached text of 480,000 documents (1.7 GB) took the driver
-of a local run with a 3 GB heap to ``OutOfMemoryError`` in dedup (Spark's columnar cache builds each
-10,000-row batch on the heap beside the blocks it already holds); on local disk the same dedup ran with
-3 GB in 153 s, against 159 s with a 6 GB heap and the memory cache (bench/notes.md, session 7). The
-operating system's page cache keeps recently written blocks in memory anyway, outside the JVM heap.
-"""
-
-
 class MissingTableError(UserError, FileNotFoundError):
     """An input table does not exist: the stage that writes it has not run for this ``run.root``."""
-
-
-def is_table_name(location: str) -> bool:
-    """True when ``location`` is a metastore table name (``catalog.schema.table``), not a path.
-
-    Paths from :meth:`WinnowConfig.table_path` always hold a ``/`` (``<root>/tables/<name>``), names never.
-
-    >>> is_table_name("spark_catalog.winnow.documents"), is_table_name("out/tables/documents")
-    (True, False)
-    """
-    return "/" not in location and ":" not in location
-
-
-def _quoted(name: str) -> str:
-    return ".".join("`" + part.replace("`", "``") + "`" for part in name.split("."))
 
 
 _SCHEMAS: set[tuple[int, str]] = set()
@@ -265,18 +254,6 @@ def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
     return {k[len(PROPERTY_PREFIX):]: v for k, v in props.items() if k.startswith(PROPERTY_PREFIX)}
 
 
-def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    return hpath.getFileSystem(spark._jsc.hadoopConfiguration()), hpath  # type: ignore[attr-defined]
-
-
-def hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    """``(FileSystem, Path)`` of the JVM's Hadoop API for ``path`` (local path or any Hadoop URI), for
-    file operations Spark's writers do not do themselves (listing, renaming, deleting)."""
-    return _hadoop_path(spark, path)
-
-
 def table_size_bytes(spark: SparkSession, cfg: WinnowConfig, name: str) -> int:
     """Bytes of the data files of the current version of table ``name`` (Delta's ``sizeInBytes``).
 
@@ -286,71 +263,6 @@ def table_size_bytes(spark: SparkSession, cfg: WinnowConfig, name: str) -> int:
     read_table(spark, cfg, name)  # the missing-table error, naming the stage to run
     detail = spark.sql(f"DESCRIBE DETAIL {_delta_ident(spark, cfg.table_path(name))}").collect()[0]
     return int(detail["sizeInBytes"] or 0)
-
-
-_LOCATIONS: dict[tuple[int, str], str] = {}
-
-
-def delta_version(spark: SparkSession, path: str) -> int | None:
-    """Latest committed version of the Delta table at ``path``, or None when there is none.
-
-    Reads the file names of ``_delta_log/`` (the newest commit is always a ``NNN.json`` file, whatever
-    checkpoints exist), which costs one listing instead of a Spark job per table. ``spark=None``: a
-    local table, listed without Spark (:mod:`pipelines.core.local_state`). A table name is looked up in the
-    catalog for its location; where that location cannot be listed (Unity Catalog managed storage),
-    the table's history says.
-    """
-    if spark is None:
-        from pipelines.core import local_state
-
-        return local_state.delta_version(path)
-    if is_table_name(path):
-        if not spark.catalog.tableExists(path):
-            return None
-        key = (id(spark), path)
-        if key not in _LOCATIONS:  # one catalog look-up per table: the plan asks for every table's version
-            _LOCATIONS[key] = spark.sql(f"DESCRIBE DETAIL {_quoted(path)}").collect()[0]["location"]
-        location = _LOCATIONS[key]
-        try:
-            return delta_version(spark, location)
-        except Exception:  # noqa: BLE001 - storage not readable directly: ask Delta
-            return int(spark.sql(f"DESCRIBE HISTORY {_quoted(path)} LIMIT 1").collect()[0]["version"])
-    fs, log = _hadoop_path(spark, path.rstrip("/") + "/_delta_log")
-    if not fs.exists(log):
-        return None
-    versions = [
-        int(name[:-5])
-        for name in (st.getPath().getName() for st in fs.listStatus(log))
-        if name.endswith(".json") and name[:-5].isdigit()
-    ]
-    return max(versions) if versions else None
-
-
-def commit_metrics(spark: SparkSession, path: str) -> dict[str, str]:
-    """``operationMetrics`` of the latest commit of the Delta table at ``path`` (or named ``path``).
-
-    Delta records them in each commit's ``commitInfo`` (``numOutputRows``, ``numFiles``,
-    ``numOutputBytes``, ...; PROTOCOL.md "Commit Provenance Information", written while
-    ``spark.databricks.delta.history.metricsEnabled`` is on, its default). Reading them costs one small
-    file read, where counting the table just written costs a snapshot rebuild and a scan.
-
-    Returns:
-        Metric name -> value as Delta wrote it (strings); ``{}`` when the table or the metrics are missing.
-    """
-    if is_table_name(path):
-        if not spark.catalog.tableExists(path):
-            return {}
-        row = spark.sql(f"DESCRIBE HISTORY {_quoted(path)} LIMIT 1").collect()[0]
-        return {k: str(v) for k, v in (row["operationMetrics"] or {}).items()}
-    version = delta_version(spark, path)
-    if version is None:
-        return {}
-    data = read_bytes(spark, f"{path.rstrip('/')}/_delta_log/{version:020d}.json")
-    for line in (data or b"").decode("utf-8").splitlines():
-        if '"commitInfo"' in line:
-            metrics = json.loads(line)["commitInfo"].get("operationMetrics") or {}
-            return {k: str(v) for k, v in metrics.items()}
-    return {}
 
 
 def written_rows(spark: SparkSession, path: str) -> int:
@@ -415,63 +327,6 @@ def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str, *,
     return df
 
 
-SMALL_TABLE_BYTES = 256 << 20
-"""Default ``cache_under_bytes`` of the stages that re-read a table: files of at most 256 MB (a run of a
-few hundred thousand documents); larger tables are scanned per query, as before."""
-
-_PINNED: dict[int, list[DataFrame]] = {}
-
-
-SMALL_BULK_TABLE_BYTES = 32 << 20
-"""Largest table holding text or token bytes (:func:`holds_bulk`) that ``cache_under_bytes`` caches,
-whatever larger limit it is given. The cache holds every column, where each query of an uncached
-table reads only the columns it needs from Parquet: the report of the scaling run took 81 s at
-120,000 documents with its text tables (150-250 MB each) cached on disk and 51 s at 480,000, where
-they were over the limit and not cached (bench/notes.md, session 8)."""
-
-
-def _cache_if_small(spark: SparkSession, df: DataFrame, path: str, version: int, limit: int) -> None:
-    if holds_bulk(df):
-        limit = min(limit, SMALL_BULK_TABLE_BYTES)
-    size = table_bytes(spark, path, version)
-    if size is not None and size <= limit:
-        _persist(spark, df)
-
-
-def _persist(spark: SparkSession, df: DataFrame) -> None:
-    # Decoded, text takes several times its compressed size: cached on the heap, the report of 120,000
-    # documents (five text tables of 150-250 MB) died with OutOfMemoryError in a 3 GB driver. Frames
-    # with text or token bytes go to local disk (TEXT_CACHE).
-    df.persist(TEXT_CACHE if holds_bulk(df) else StorageLevel.MEMORY_AND_DISK)
-    _PINNED.setdefault(id(spark), []).append(df)
-
-
-def holds_bulk(df: DataFrame) -> bool:
-    """True when ``df`` carries document text or token bytes (a ``text`` column or any binary column):
-    the frames :data:`TEXT_CACHE` is for."""
-    return "text" in df.columns or any(isinstance(f.dataType, T.BinaryType) for f in df.schema.fields)
-
-
-def release_cached(spark: SparkSession) -> None:
-    """Unpersist every table :func:`read_table` / :func:`read_if_exists` cached for ``spark``."""
-    for df in _PINNED.pop(id(spark), []):
-        df.unpersist()
-
-
-def table_bytes(spark: SparkSession, path: str, version: int) -> int | None:
-    """Bytes of the data files of version ``version`` of the Delta table at ``path``, from the version's
-    checksum file (``_delta_log/<version>.crc``, ``tableSizeBytes``; PROTOCOL.md "Version Checksum File"),
-    which Delta writes with each commit; None when there is none (a table name, a writer that wrote no
-    checksum) or it cannot be read. No Spark job."""
-    if is_table_name(path):
-        return None
-    try:
-        data = read_bytes(spark, f"{path.rstrip('/')}/_delta_log/{version:020d}.crc")
-        return None if data is None else int(json.loads(data)["tableSizeBytes"])
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
 def append(df: DataFrame, path: str) -> str:
     """Append ``df`` to the Delta table at ``path`` (created when absent), in one atomic commit.
 
@@ -531,57 +386,6 @@ def publish(
         written["removed"] = write_removed(removed, cfg, stage)
     write_effective_config(spark, cfg, stage)
     return written
-
-
-def read_bytes(spark: SparkSession, path: str, cfg: WinnowConfig | None = None) -> bytes | None:
-    """Bytes of the file at ``path`` (local path, ``s3://`` through the shard storage settings of
-    ``cfg``, or a Hadoop URI), or None when it does not exist.
-
-    Only "not found" means absent: any other failure (access denied, a network error) raises, so a
-    completion check never mistakes an unreadable marker for a missing one and silently reruns a stage.
-    """
-    if path.startswith("s3://") and cfg is not None:
-        from pipelines.core import storage
-
-        root, _, name = path.rpartition("/")
-        try:
-            return storage.get_bytes(root, name, cfg.shard.storage)
-        except Exception as e:
-            if storage.is_not_found(e):
-                return None
-            raise
-    if "://" not in path and not path.startswith("dbfs:"):
-        try:
-            with open(path, "rb") as f:
-                return f.read()
-        except FileNotFoundError:
-            return None
-    fs, hpath = _hadoop_path(spark, path)
-    if not fs.exists(hpath):
-        return None
-    stream = fs.open(hpath)
-    try:
-        jvm = spark._jvm  # type: ignore[attr-defined]
-        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
-    finally:
-        stream.close()
-
-
-def write_text(spark: SparkSession, path: str, text: str) -> None:
-    """Write a small text file at ``path`` (local path or any Hadoop filesystem URI), replacing it."""
-    if "://" not in path and not path.startswith("dbfs:"):
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
-        return
-    fs, hpath = _hadoop_path(spark, path)
-    out = fs.create(hpath, True)
-    try:
-        out.write(bytearray(text.encode("utf-8")))
-    finally:
-        out.close()
 
 
 def write_effective_config(spark: SparkSession, cfg: WinnowConfig, stage: str) -> str:
