@@ -10,7 +10,7 @@ What is here and why:
   its Python daemon and workers), read from ``/proc``. On a shared machine wall time is inflated by
   other people's work, CPU seconds much less so; "per core" figures divide work by CPU seconds.
 * :func:`spark_overhead` – the Spark-overhead ratio: core-seconds of the Spark stage over core-seconds
-  of the same per-batch function on plain Arrow batches (goal <= 1.25, issue 8).
+  of the same per-batch function on plain Arrow batches (goal <= 1.25).
 * :func:`run_plain_batches` – the plain-Arrow-batch runner: a table cut into Spark-sized record batches,
   the function applied batch after batch in one thread, no Spark.
 * :class:`TreeSampler` – peak RSS of the driver JVM and of the Python workers, and the load average,
@@ -404,7 +404,7 @@ def spark_overhead(spark_core_s: float, plain_core_s: float) -> float | None:
     """Spark-overhead ratio: core-seconds of the Spark stage / core-seconds of the plain-batch run.
 
     Pass CPU seconds (:class:`Measure` ``cpu_s``) for both, or wall seconds times cores used. 1.0 means
-    Spark adds nothing; the goal of issue 8 is <= 1.25 for every stage.
+    Spark adds nothing; the goal is <= 1.25 for every stage.
     """
     return ratio(spark_core_s, plain_core_s)
 

@@ -14,7 +14,7 @@ caps any stage that runs Python workers.
 * (c) datasketch 2.0.0 ``MinHash(num_perm=128)``: per document, shingles built in Python (lowercase,
   punctuation stripped, word 5-grams joined by spaces, UTF-8), then ``update_batch`` (SHA-1 per shingle).
 
-Goals (issue 3): (a) >= 5x (c) per core; (a)/(b) time ratio <= 1.25 (Spark overhead).
+Goals: (a) >= 5x (c) per core; (a)/(b) time ratio <= 1.25 (Spark overhead).
 """
 
 from __future__ import annotations

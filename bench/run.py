@@ -12,7 +12,7 @@
 3. :mod:`bench.references` measures the peers alone (one thread, CPU seconds) as a calibration;
    :mod:`bench.scaling` runs the whole pipeline at N_s and 4·N_s documents on ``local[2]`` and at N_s on
    ``local[1]`` (N_s = ``--scaling-docs``, default N / 4, so its largest run is the stage modules' N).
-4. Each goal of issue 8 is checked against the figures (see :data:`GOALS`), and the results are written
+4. Each goal is checked against the figures (see :data:`GOALS`), and the results are written
    with the machine's facts and its load while measuring. ``--only`` re-measures some parts and keeps
    the others from the existing ``results.json``.
 """
@@ -49,14 +49,14 @@ OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "scale
 neardup and scale generate their own files)."""
 DEFAULT_DOCS = 60_000
 """Default N: ~190 MB of text. The fastest stage at its goal (filter + LID, 5 MB/s per core) then runs
-~20 s on 2 cores, the floor issue 8 sets so that fixed costs (Delta commits, task start) stay small.
+~20 s on 2 cores, the floor set so that fixed costs (Delta commits, task start) stay small.
 Override with ``BENCH_DOCS``."""
 
 
 # ------------------------------------------------------------------------------------------- goals
 @dataclass(frozen=True)
 class Goal:
-    """One goal of issue 8, found in a part's figures by key pattern.
+    """One goal, found in a part's figures by key pattern.
 
     Attributes:
         id: stable id.
@@ -117,11 +117,11 @@ def _goals(parts: list[str]) -> list[Goal]:
         Goal("tiktoken_vs_hf_stage", "tokenize stage with tiktoken vs with the HF tokenizer, same ids (tokens/s per core)",
              "tokenize", (r"^goals\.tiktoken_vs_hf_stage$",), ">=", 3.0),
         Goal("refs_nonscience_precision", "refs: precision of dangling mentions on the labelled legal, licence, wiki, "
-             "LaTeX and hard-negative documents (issue 15)", "refs", (r"^goals\.refs_nonscience_precision$",), ">=", 0.95),
+             "LaTeX and hard-negative documents", "refs", (r"^goals\.refs_nonscience_precision$",), ">=", 0.95),
         Goal("scaling_exponent", "whole pipeline N -> 4N: exponent log(t4N/tN)/log 4", "scaling", (r"^exponent$",), "<=", 1.1),
-        Goal("neardup_cpu_vs_datatrove", "ingest + near-dedup CPU seconds: datatrove MinHash pipeline / Winnow (issue 12)",
+        Goal("neardup_cpu_vs_datatrove", "ingest + near-dedup CPU seconds: datatrove MinHash pipeline / Winnow",
              "neardup", (r"^goals\.neardup_cpu_vs_datatrove$",), ">=", 3.0),
-        Goal("ingest_mb_per_cpu_s", "ingest alone of 1 GB of JSONL on local[2], MB of input per CPU-second of the process tree, session start apart (issue 12: 20 MB/s per core; bench/ingest_scale.py)", "scale",
+        Goal("ingest_mb_per_cpu_s", "ingest alone of 1 GB of JSONL on local[2], MB of input per CPU-second of the process tree, session start apart (goal: 20 MB/s per core; bench/ingest_scale.py)", "scale",
              (r"^goals\.ingest_mb_per_cpu_s$",), ">=", 20.0),
     ]
     goals += [Goal(f"spark_overhead.{p}", f"{p}: Spark stage core-seconds / plain Arrow batch core-seconds", p,
@@ -333,7 +333,7 @@ def render_markdown(results: dict[str, Any], notes: Path | None = None) -> str:
     lines += [format_table(load_rows) if load_rows else "(nothing measured)", ""]
     if results.get("note"):
         lines += [f"Note: {results['note']}", ""]
-    lines += ["## Goals (issue 8)", "", GOAL_KEYS_DOC, ""]
+    lines += ["## Goals", "", GOAL_KEYS_DOC, ""]
     lines += [format_table([{**g, "keys": ", ".join(f"`{k}`" for k in g["keys"]) or "–"} for g in results["goals"]],
                            ["id", "goal", "target", "value", "status", "margin", "keys"]), ""]
     misses = [g for g in results["goals"] if g["status"] == "miss"]
@@ -431,7 +431,7 @@ def _scaling_md(sc: dict[str, Any]) -> list[str]:
 
 # -------------------------------------------------------------------------------------------- main
 def _parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.run", description="Run Winnow's benchmarks (issue 8).")
+    p = argparse.ArgumentParser(prog="python -m bench.run", description="Run Winnow's benchmarks.")
     p.add_argument("--docs", type=int, default=int(os.environ.get("BENCH_DOCS", DEFAULT_DOCS)),
                    help=f"N documents per stage benchmark (default $BENCH_DOCS or {DEFAULT_DOCS})")
     p.add_argument("--scaling-docs", type=int, default=None, help="N of the scaling runs (default N / 4)")

@@ -10,7 +10,7 @@ per stage, MB/s per core = input text MB / (stage seconds x 2 cores), from each 
 CPU-second = input text MB / CPU-seconds of the whole process tree between the previous stage's end line and
 this one's (the figure that survives a shared machine; ingest's includes session start).
 
-The ingest goal (issue 12: 20 MB/s per core on JSONL) is checked apart, before the chain, by
+The ingest goal (20 MB/s per core on JSONL) is checked apart, before the chain, by
 :mod:`bench.ingest_scale` on the first ``BENCH_SCALE_INGEST_MB`` (default 1000) MB of ``big.jsonl``: the
 ingest stage alone in a fresh ``local[2]`` session, MB of input per CPU-second of the whole process tree
 (driver, JVM, Python workers) for the stage's work, session start apart; with Spark's floor beside it

@@ -20,7 +20,7 @@ figures hold on a shared machine:
   ``first_pair`` keeps the ratios of the first measured pair (more of the JVM's JIT compilation in it).
   Whether the two ``tokenized`` tables are equal.
 
-Goals (issue 20): HF stage >= 0.8x raw HF ``encode_batch``; tiktoken stage >= 3x the HF stage.
+Goals: HF stage >= 0.8x raw HF ``encode_batch``; tiktoken stage >= 3x the HF stage.
 
 ``python -m bench.tokenize`` (or ``python -m bench.run --only tokenize``).
 """

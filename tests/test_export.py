@@ -53,7 +53,7 @@ def test_hub_layout_is_read_back_by_datasets(spark, tmp_path, monkeypatch, capsy
 
 
 def test_tokenized_exports_token_ids_not_packed_bytes(spark, tmp_path, monkeypatch):
-    # tokenized.tokens is packed uint32 bytes (issue 20); the Hub export handed `datasets` users opaque
+    # tokenized.tokens is packed uint32 bytes; the Hub export handed `datasets` users opaque
     # bytes (feature Value('binary')). They get the ids, the same for any partitioning.
     datasets = pytest.importorskip("datasets")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")

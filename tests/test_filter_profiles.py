@@ -1,4 +1,4 @@
-"""Filter profiles (issue 14): config, the profile differences on invented documents, C4 as TFDS built it,
+"""Filter profiles: config, the profile differences on invented documents, C4 as TFDS built it,
 Gopher's word reading, line cleaning, LID on prose, and the profile column through the stage."""
 
 from __future__ import annotations

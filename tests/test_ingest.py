@@ -31,7 +31,7 @@ def _read(spark, cfg, name):
 
 @pytest.fixture(scope="module")
 def bad_dir(tmp_path_factory) -> Path:
-    """Every bad input of issue 2, plus one good line, in one folder."""
+    """Every kind of bad input ingest quarantines, plus one good line, in one folder."""
     d = tmp_path_factory.mktemp("bad")
     lines = [
         b'{"id": "ok", "text": "A good line."}',

@@ -1,4 +1,4 @@
-"""Small and empty runs: no survivor, fewer documents than shards (issue 15)."""
+"""Small and empty runs: no survivor, fewer documents than shards."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ documents and annotations, each stage's checked rows before its two writes).
 Why not ``MEMORY_AND_DISK``: on the heap, the cached text of 480,000 documents (1.7 GB) took the driver
 of a local run with a 3 GB heap to ``OutOfMemoryError`` in dedup (Spark's columnar cache builds each
 10,000-row batch on the heap beside the blocks it already holds); on local disk the same dedup ran with
-3 GB in 153 s, against 159 s with a 6 GB heap and the memory cache (bench/notes.md, session 7). The
+3 GB in 153 s, against 159 s with a 6 GB heap and the memory cache (bench/notes.md, measured 2026-12-01). The
 operating system's page cache keeps recently written blocks in memory anyway, outside the JVM heap.
 """
 
@@ -37,7 +37,7 @@ SMALL_BULK_TABLE_BYTES = 32 << 20
 whatever larger limit it is given. The cache holds every column, where each query of an uncached
 table reads only the columns it needs from Parquet: the report of the scaling run took 81 s at
 120,000 documents with its text tables (150-250 MB each) cached on disk and 51 s at 480,000, where
-they were over the limit and not cached (bench/notes.md, session 8)."""
+they were over the limit and not cached (bench/notes.md, measured 2026-12-02)."""
 
 
 def _cache_if_small(spark: SparkSession, df: DataFrame, path: str, version: int, limit: int) -> None:
