@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import urlparse
 
 from pipelines.core.config import WinnowConfig
@@ -71,6 +71,18 @@ def check_writable_root(root: str, key: str = "run.root") -> None:
             f"{key}={root!r} cannot be written: creating a file{where} failed ({e.strerror}); "
             f"choose another folder (--set {key}=...)"
         ) from None
+
+
+def when_running(stage: str, check: Callable[[WinnowConfig], None]) -> Callable[[WinnowConfig, Sequence[str]], None]:
+    """A stage's ``preflight`` hook (:mod:`pipelines.core.hooks`) that runs ``check(cfg)`` when ``stage``
+    is among the stages about to run."""
+
+    def preflight(cfg: WinnowConfig, stages: Sequence[str]) -> None:
+        if stage in stages:
+            check(cfg)
+
+    preflight.__doc__ = f"A run with {stage}: :func:`{check.__module__}.{check.__name__}`."
+    return preflight
 
 
 def check(cfg: WinnowConfig, stages: Sequence[str]) -> None:

@@ -3,17 +3,10 @@ the local evaluation sets."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from pipelines.core.config import WinnowConfig
+from pipelines.core.preflight import when_running
 
 EMPTY_HINT = "set decontam.action: cut or check decontam.eval_sets and decontam.ngram_size"
-
-
-def preflight(cfg: WinnowConfig, stages: Sequence[str]) -> None:
-    """A run with decontam: :func:`check_eval_sets`."""
-    if "decontam" in stages:
-        check_eval_sets(cfg)
 
 
 def check_eval_sets(cfg: WinnowConfig) -> None:
@@ -26,3 +19,7 @@ def check_eval_sets(cfg: WinnowConfig) -> None:
     from pipelines.core.eval_sets import check_local
 
     check_local(cfg.decontam.eval_sets)
+
+
+preflight = when_running("decontam", check_eval_sets)
+"""The preflight hook: :func:`check_eval_sets` when decontam runs."""

@@ -4,18 +4,11 @@ LID and quality models."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
 from pipelines.core.config import WinnowConfig
-from pipelines.core.preflight import PreflightError
+from pipelines.core.preflight import PreflightError, when_running
 
 EMPTY_HINT = "loosen the filter thresholds or rule_actions (jobs/inspect.py --stage filter --reason R)"
-
-
-def preflight(cfg: WinnowConfig, stages: Sequence[str]) -> None:
-    """A run with filter: :func:`check_filter_models`."""
-    if "filter" in stages:
-        check_filter_models(cfg)
 
 
 def check_filter_models(cfg: WinnowConfig) -> None:
@@ -57,3 +50,7 @@ def check_filter_models(cfg: WinnowConfig) -> None:
                 f"filter.quality_model.positive_label={qm.positive_label!r} is not a label of {qm.model!r}; "
                 f"its labels: {labels}"
             )
+
+
+preflight = when_running("filter", check_filter_models)
+"""The preflight hook: :func:`check_filter_models` when filter runs."""

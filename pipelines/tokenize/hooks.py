@@ -3,25 +3,16 @@ the tokenizer loads."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from pipelines.core.config import WinnowConfig
-from pipelines.core.preflight import PreflightError
+from pipelines.core.preflight import PreflightError, when_running
 
 EMPTY_HINT = "check tokenize.* (jobs/inspect.py --stage tokenize)"
 
 
-def preflight(cfg: WinnowConfig, stages: Sequence[str]) -> None:
-    """A run with tokenize: :func:`check_tokenizer`. With ``tokenize.allow_download`` the driver
-    downloads the tokenizer here, once, as the stage would; better now than after ingest, dedup and
-    filter have run."""
-    if "tokenize" in stages:
-        check_tokenizer(cfg)
-
-
 def check_tokenizer(cfg: WinnowConfig) -> None:
     """Load the tokenizer, resolve EOS/BOS and ``tokenize.engine`` as the tokenize stage will (cached per
-    process).
+    process). With ``tokenize.allow_download`` the driver downloads the tokenizer here, once, as the
+    stage would; better now than after ingest, dedup and filter have run.
 
     Raises:
         PreflightError: the message of :class:`udfs.tokenize.TokenizerError`, which names the key.
@@ -34,3 +25,7 @@ def check_tokenizer(cfg: WinnowConfig) -> None:
         resolve_engine(cfg.tokenize)
     except TokenizerError as e:
         raise PreflightError(str(e)) from None
+
+
+preflight = when_running("tokenize", check_tokenizer)
+"""The preflight hook: :func:`check_tokenizer` when tokenize runs."""
