@@ -119,7 +119,8 @@ def test_the_runtime_audit_fails_the_stage_when_tiktoken_differs(spark):
 
 
 def test_engine_tiktoken_for_a_tokenizer_it_cannot_run_fails_before_any_job(spark, make_cfg, tmp_path):
-    from pipelines.core.preflight import PreflightError, check_tokenizer
+    from pipelines.core.preflight import PreflightError
+    from pipelines.tokenize.hooks import check_tokenizer
     from tests.synthetic_vocab import build_70k_tokenizer
 
     path = build_70k_tokenizer(tmp_path / "tokenizer.json")
