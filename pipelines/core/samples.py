@@ -14,6 +14,12 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 
+def reason_matches(reason: str) -> Column:
+    """Column predicate: the ``reason`` array holds ``reason`` or a reason in its family
+    (``gopher_repetition`` matches ``gopher_repetition.top_2gram``)."""
+    return F.exists("reason", lambda r: (r == F.lit(reason)) | r.startswith(reason + "."))
+
+
 def seeded_order(seed: int, key: str = "doc_id") -> Column:
     """A sort key that orders rows by a keyed hash of ``(seed, key)``: the same sample on any partitioning."""
     return F.xxhash64(F.lit(seed), F.col(key))

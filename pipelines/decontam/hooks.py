@@ -3,6 +3,8 @@ the local evaluation sets."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pipelines.core.config import WinnowConfig
 from pipelines.core.preflight import when_running
 
@@ -23,3 +25,17 @@ def check_eval_sets(cfg: WinnowConfig) -> None:
 
 preflight = when_running("decontam", check_eval_sets)
 """The preflight hook: :func:`check_eval_sets` when decontam runs."""
+
+
+def inspect_view(spark: Any, cfg: WinnowConfig, *, reason: str | None, kept: bool, n: int,
+                 text_chars: int) -> str | None:
+    """``jobs/inspect.py --stage decontam`` without ``--reason`` or ``--kept``: documents matching an
+    evaluation item, the matched spans marked (:mod:`pipelines.decontam.report`); None otherwise (the
+    generic sample of removals or kept documents)."""
+    if kept or reason:
+        return None
+    from pipelines.decontam.report import format_matches, matched_samples
+
+    rows = matched_samples(spark, cfg, n=n, text_chars=text_chars)
+    return format_matches(rows, f"{len(rows)} documents matching an evaluation item (seed {cfg.run.seed}) "
+                                f"in {cfg.run.root}")
