@@ -15,9 +15,10 @@ if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(
 
 import argparse
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
-from jobs._cli import base_parser, mix_check_or_exit, parse_config, preflight_or_exit, spark_config
+from jobs._cli import base_parser, parse_config, preflight_or_exit, spark_config, upstream_checks_or_exit
 from pipelines.core.chain import STAGES
 from pipelines.core.config import WinnowConfig
 
@@ -34,10 +35,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Plan and run the configured stages, skipping the complete ones; returns the exit status."""
+    from pipelines.core.hooks import late_config_errors
     from pipelines.core.runs import plan, run_and_record
     from pipelines.core.session import get_spark
     from pipelines.core.tracking import Tracker
-    from pipelines.ingest.stage import INPUT_GLOB_ERRORS
 
     p = parser()
     args, cfg = parse_config(p, argv)
@@ -60,22 +61,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     tracker = Tracker(cfg)
     tracker.start([s.stage for s in steps if s.action == "run"])
     reports = {}
-    shard_runs = any(s.stage == "shard" and s.action == "run" for s in steps)
     try:
-        for step in steps:
+        for i, step in enumerate(steps):
+            later = [s.stage for s in steps[i + 1:] if s.action == "run"]  # whose checks of this stage apply
             if step.action == "skip":
                 say(f"[{step.stage}] skip: {step.why}")
-                if step.stage == "ingest" and shard_runs:  # the sources of shard.mix, from ingest's record
-                    mix_check_or_exit(p, cfg, _recorded_extra(spark, cfg, "ingest"))
+                upstream_checks_or_exit(p, cfg, step.stage, partial(_recorded_extra, spark, cfg, step.stage), later)
                 continue
             # log=None with --quiet: no start line and no progress line, only the end line.
             reports[step.stage] = run_and_record(
                 spark, cfg, step.stage, log=None if args.quiet else say, tracker=tracker
             )
             print(reports[step.stage].summary_line(), flush=True)
-            if step.stage == "ingest" and shard_runs:  # before dedup: no stage runs for a mix that cannot be
-                mix_check_or_exit(p, cfg, reports["ingest"].extra)
-    except INPUT_GLOB_ERRORS as e:  # a remote or Hadoop-only glob: a configuration error, found late
+            # before the next stage: none runs for a run that cannot succeed (e.g. a shard.mix source
+            # that ingest found no document of)
+            upstream_checks_or_exit(p, cfg, step.stage, partial(lambda r: r.extra, reports[step.stage]), later)
+    except late_config_errors() as e:  # a remote or Hadoop-only glob: a configuration error, found late
         tracker.finish(spark, failed=True)
         p.exit(2, f"{p.prog}: error: {e}\n")
     except BaseException:

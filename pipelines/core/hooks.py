@@ -13,6 +13,15 @@ nothing. The hooks a stage may define:
     ``spark=None`` lists local paths without Spark. Their digest is the stage's input state in its
     completion record (:mod:`pipelines.core.runs`) and their size its bytes of input (progress line,
     small-input settings).
+``check_upstream(cfg, stage, extra) -> list[str]``
+    Called when an earlier stage of the run ends (or is skipped as complete) and this stage will run:
+    ``extra()`` gives that stage's figures; returns warning lines, raises a
+    :class:`udfs.errors.UserError` when the run cannot succeed (the jobs exit 2).
+``LATE_CONFIG_ERRORS: tuple[type[Exception], ...]``
+    Configuration errors the stage finds only once Spark runs (the jobs exit 2 on them).
+``inspect_view(spark, cfg, *, reason, kept, n, text_chars) -> str | None`` and ``inspect_sample(...)``
+    What ``jobs/inspect.py --stage <stage>`` shows when the stage has its own view (a whole text) or its
+    own sample (rows); ``INSPECT_WHAT`` names what that sample holds.
 ``EMPTY_HINT: str``
     What to change when the stage kept no document, for the closing line of the run
     (:mod:`pipelines.core.outcome`).
@@ -47,6 +56,11 @@ def hook(stage: str, name: str) -> Any:
     """
     module = _hooks_module(stage)
     return None if module is None else getattr(module, name, None)
+
+
+def late_config_errors() -> tuple[type[Exception], ...]:
+    """Every stage's ``LATE_CONFIG_ERRORS``, for the jobs to exit 2 on."""
+    return tuple(e for _, errors in each("LATE_CONFIG_ERRORS") for e in errors)
 
 
 def each(name: str, stages: Iterable[str] = STAGES) -> Iterator[tuple[str, Any]]:

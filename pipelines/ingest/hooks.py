@@ -10,6 +10,11 @@ from typing import Any
 
 from pipelines.core.config import WinnowConfig
 from pipelines.core.preflight import PreflightError, local_path
+from pipelines.ingest.listing import INPUT_GLOB_ERRORS
+
+LATE_CONFIG_ERRORS = INPUT_GLOB_ERRORS
+"""Errors of ``ingest.inputs`` found only once Spark lists the files (remote and Hadoop-only globs): the
+jobs exit 2 on them, as on any configuration error."""
 
 EMPTY_HINT = "check ingest.inputs and ingest.fields (jobs/inspect.py --stage ingest shows the quarantine)"
 

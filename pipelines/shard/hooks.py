@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from pipelines.core.config import WinnowConfig
 from pipelines.core.preflight import PreflightError, check_writable_root
@@ -22,3 +23,25 @@ def preflight(cfg: WinnowConfig, stages: Sequence[str]) -> None:
             raise PreflightError(str(e)) from None
     if "shard" in stages and cfg.shard.output:
         check_writable_root(cfg.shard.output, "shard.output")
+
+
+def check_upstream(cfg: WinnowConfig, stage: str, extra: Callable[[], dict[str, Any]]) -> list[str]:
+    """Right after ingest (run, or skipped as complete) of a run that reaches the shard stage: every
+    ``shard.mix`` key has documents (:func:`pipelines.shard.mix_check.check_ingested_sources`), so no
+    stage runs for a mix that cannot be met.
+
+    Args:
+        stage: the stage that just ran or was skipped.
+        extra: its ``extra`` figures (the report's, or its completion record's), read only when needed.
+
+    Returns:
+        Warning lines (sources with documents and no mix entry).
+
+    Raises:
+        pipelines.shard.mix_check.MixSourceError: a ``shard.mix`` key with no document.
+    """
+    if stage != "ingest":
+        return []
+    from pipelines.shard.mix_check import check_ingested_sources
+
+    return check_ingested_sources(cfg.shard.mix, extra())

@@ -1,6 +1,6 @@
-"""Write the JVM's class-data-sharing archive for local sessions (``make install``'s last step).
+"""Write the JVM's class-data-sharing archive for local sessions (the install step's last part).
 
-``python -m jobs.class_archive`` runs ``make run``'s chain in a child process whose JVM dumps the classes
+``python -m jobs._class_archive`` runs ``make run``'s chain in a child process whose JVM dumps the classes
 it loaded as it exits (:func:`pipelines.core.session.class_archive` names the file; a local session maps
 it when present). It lives here, above the library, because it runs the chain (:mod:`jobs.pipeline`).
 """
@@ -30,7 +30,7 @@ def make_class_archive() -> Path | None:
     JAR_CACHE.mkdir(parents=True, exist_ok=True)
     log = JAR_CACHE / "classes.log"
     with log.open("w") as out:
-        rc = subprocess.call([sys.executable, "-m", "jobs.class_archive", "--child"], stdout=out,
+        rc = subprocess.call([sys.executable, "-m", "jobs._class_archive", "--child"], stdout=out,
                              stderr=out, env={**os.environ, CDS_ENV: "0"})
     archive = class_archive(cached_delta_jars() or [])
     ok = rc == 0 and archive.is_file()
@@ -73,7 +73,10 @@ def _class_archive_child() -> None:
 
 
 if __name__ == "__main__":
+    # `python -m jobs._class_archive` (the install step): write the archive; `--child` is its run.
     if sys.argv[1:] == ["--child"]:
         _class_archive_child()
+    elif sys.argv[1:]:
+        sys.exit("usage: python -m jobs._class_archive (writes the JVM class archive of local sessions)")
     else:
         sys.exit(0 if make_class_archive() else 1)
