@@ -3,13 +3,16 @@
 Everything that needs the chain reads :data:`CHAIN`: the stage names and their order
 (:data:`STAGES`, ``pipeline.stages`` validation, ``jobs/pipeline.py --from``), the completion records
 (:mod:`pipelines.core.runs`: what each stage writes, what is upstream of it), the report's funnel, the table
-tokenize reads, the stage named in a "missing table" error, ``jobs/inspect.py``.
+tokenize reads, the stage named in a "missing table" error, ``jobs/inspect.py``, the config assembly
+(:mod:`pipelines.core.config`: one section per row) and the stage hooks (:mod:`pipelines.core.hooks`).
 
-Adding a stage (README, "Adding a stage"): one :class:`Stage` row here, at its place in the chain; a
-config section named after it (:class:`pipelines.core.config.WinnowConfig`); ``pipelines/<stage>.py`` with
-``run(spark, cfg)``; ``jobs/<stage>.py``; a task in ``conf/databricks/databricks.yml``.
+Adding a stage: its package ``pipelines/<stage>/`` (``config.py`` with ``<Stage>Config``, ``__init__.py``
+exporting ``run(spark, cfg)`` and its transforms, optionally ``hooks.py``), one :class:`Stage` row here
+at its place in the chain, ``jobs/<stage>.py``, its section in ``conf/default.yaml`` and a task in
+``conf/databricks/databricks.yml``. A job beside the chain with a config section is one
+:class:`Beside` row instead.
 
-This module holds plain data and imports nothing from Winnow, so :mod:`pipelines.core.config` can read it.
+This module holds plain data and imports nothing from Winnow at run time, so the config can read it.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ class Stage:
     """One stage of the chain.
 
     Attributes:
-        name: the stage name; also its config section, ``pipelines/<name>.py`` and ``jobs/<name>.py``.
+        name: the stage name; also its config section, its package ``pipelines/<name>/`` and ``jobs/<name>.py``.
         input: the table it reads; None when it reads no table of the chain (ingest: raw files; report:
             every table), :data:`PREVIOUS` for the document table of the last configured stage before it.
         outputs: the Delta tables it replaces, its main table first (the one a later stage reads).

@@ -1,6 +1,6 @@
 """What every stage returns, and where the chain finds each stage's ``run`` function.
 
-A stage module ``pipelines/<stage>.py`` exports
+A stage package ``pipelines/<stage>/`` exports
 
 * a plain ``DataFrame -> DataFrame`` transform (composable with ``df.transform``), and
 * ``run(spark, cfg) -> StageReport``: read its input table, apply the transform, write its output
@@ -131,11 +131,12 @@ def stage_runner(stage: str) -> StageRun:
         module = importlib.import_module(f"pipelines.{stage}")
     except ModuleNotFoundError as e:
         if e.name == f"pipelines.{stage}":
-            raise NotImplementedError(f"stage {stage!r} is not implemented yet (no pipelines/{stage}.py)") from None
+            raise NotImplementedError(f"stage {stage!r} is not implemented yet (no pipelines/{stage}/)") from None
         raise
-    run = getattr(module, "run", None)
-    if run is None:
-        raise NotImplementedError(f"pipelines/{stage}.py has no run(spark, cfg) function")
+    try:
+        run = module.run
+    except AttributeError:
+        raise NotImplementedError(f"pipelines/{stage}/__init__.py exports no run(spark, cfg) function") from None
     return run
 
 
