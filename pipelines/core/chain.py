@@ -57,7 +57,7 @@ class Stage:
     """One stage of the chain.
 
     Attributes:
-        name: the stage name; also its config section, its package ``pipelines/<name>/`` and ``jobs/<name>.py``.
+        name: the stage name; also its config section, package ``pipelines/<name>/`` and ``jobs/<name>.py``.
         input: the table it reads; None when it reads no table of the chain (ingest: raw files; report:
             every table), :data:`PREVIOUS` for the document table of the last configured stage before it.
         outputs: the Delta tables it replaces, its main table first (the one a later stage reads).
