@@ -2,7 +2,7 @@
 
 ``python -m bench.filter_profiles`` prints, per data set and profile, documents kept and every removal
 with its reasons; :func:`run` returns the figures as a dict (``tests/test_filter_profiles_real.py``
-asserts the profiles' goals on them).
+asserts the goals of the filter profiles on them).
 
 Data (``$WINNOW_SHARED_DATA``, see its README):
 

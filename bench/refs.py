@@ -8,8 +8,8 @@ true positive when a gold dangling mention of the same kind overlaps its span wi
 
 * labelled set: ``tests/data/refs/labelled.jsonl`` (written by ``make_labelled.py``); goal P >= 0.95,
   R >= 0.90; also per family (science, legal, licence, wiki, latex, hard negatives, ...), with goal
-  P >= 0.95 on the non-science families together (``goals.refs_nonscience_precision``). The families of
-  the non-science categories were written together with the rules they test, so they are a regression check, not an
+  P >= 0.95 on the non-science families together (``goals.refs_nonscience_precision``). The newer
+  families were written together with the rules they test, so they are a regression check, not an
   independent estimate; the real samples below are.
 * Wikipedia wikitext and web crawl JSONL (``shared/data``): no gold; what is flagged, by kind, with excerpts.
 * PMC (``shared/data/scientific/pmc_*.nxml``): JATS converted to text with the stdlib XML parser, two
@@ -99,7 +99,7 @@ def labelled_docs(path: Path = LABELLED) -> list[dict]:
 
 
 FAMILIES = ("science", "legal", "licence", "wiki", "latex")
-"""Category families of the labelled set's non-science part; the rest is the original set ("base",
+"""Category families of the labelled set (science, legal, licence, wiki-like, LaTeX); the rest is the original set ("base",
 hard negatives under "negative", "multilingual")."""
 NON_SCIENCE = ("legal", "licence", "wiki", "latex", "negative")
 """Families whose precision has the >= 0.95 goal: text where ``repair`` / ``drop`` must not cut anything."""

@@ -49,14 +49,14 @@ OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "scale
 neardup and scale generate their own files)."""
 DEFAULT_DOCS = 60_000
 """Default N: ~190 MB of text. The fastest stage at its goal (filter + LID, 5 MB/s per core) then runs
-~20 s on 2 cores, the floor set so that fixed costs (Delta commits, task start) stay small.
+~20 s on 2 cores, the floor the goals set so that fixed costs (Delta commits, task start) stay small.
 Override with ``BENCH_DOCS``."""
 
 
 # ------------------------------------------------------------------------------------------- goals
 @dataclass(frozen=True)
 class Goal:
-    """One goal, found in a part's figures by key pattern.
+    """One benchmark goal, found in a part's figures by key pattern.
 
     Attributes:
         id: stable id.
@@ -121,7 +121,7 @@ def _goals(parts: list[str]) -> list[Goal]:
         Goal("scaling_exponent", "whole pipeline N -> 4N: exponent log(t4N/tN)/log 4", "scaling", (r"^exponent$",), "<=", 1.1),
         Goal("neardup_cpu_vs_datatrove", "ingest + near-dedup CPU seconds: datatrove MinHash pipeline / Winnow",
              "neardup", (r"^goals\.neardup_cpu_vs_datatrove$",), ">=", 3.0),
-        Goal("ingest_mb_per_cpu_s", "ingest alone of 1 GB of JSONL on local[2], MB of input per CPU-second of the process tree, session start apart (goal: 20 MB/s per core; bench/ingest_scale.py)", "scale",
+        Goal("ingest_mb_per_cpu_s", "ingest alone of 1 GB of JSONL on local[2], MB of input per CPU-second of the process tree, session start apart (20 MB/s per core; bench/ingest_scale.py)", "scale",
              (r"^goals\.ingest_mb_per_cpu_s$",), ">=", 20.0),
     ]
     goals += [Goal(f"spark_overhead.{p}", f"{p}: Spark stage core-seconds / plain Arrow batch core-seconds", p,
