@@ -410,6 +410,9 @@ def apply_cuts(text: str, spans: Sequence[tuple[int, int]]) -> str:
     >>> apply_cuts("keep this. SECRET TEXT. and this", [(11, 24)])
     'keep this.\\nand this'
     """
-    from udfs.text import outside_spans
-
-    return "\n".join(p.strip() for p in outside_spans(text, spans) if p.strip())
+    pieces, pos = [], 0
+    for s, e in spans:
+        pieces.append(text[pos:s])
+        pos = e
+    pieces.append(text[pos:])
+    return "\n".join(p.strip() for p in pieces if p.strip())

@@ -18,7 +18,6 @@ from __future__ import annotations
 import codecs
 import re
 import unicodedata
-from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -301,18 +300,3 @@ def is_blank(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
 def _blank(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     trimmed = pc.utf8_trim_whitespace(texts)
     return pc.fill_null(pc.equal(pc.utf8_length(trimmed), 0), True)
-
-
-def outside_spans(text: str, spans: Iterable[tuple[int, int]]) -> list[str]:
-    """The pieces of ``text`` around the code-point spans ``spans`` (sorted, disjoint), in order; one more
-    piece than spans, empty pieces included.
-
-    >>> outside_spans("keep this. SECRET TEXT. and this", [(11, 24)])
-    ['keep this. ', 'and this']
-    """
-    pieces, pos = [], 0
-    for start, end in spans:
-        pieces.append(text[pos:start])
-        pos = end
-    pieces.append(text[pos:])
-    return pieces

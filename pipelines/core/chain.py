@@ -97,8 +97,6 @@ CHAIN: tuple[Stage, ...] = (
     # eval_ngrams: the evaluation sets' n-gram hashes, rebuilt only when the sets or settings change.
     Stage("decontam", input="refs_checked", outputs=("decontaminated", "eval_ngrams"), removes=True,
           summary="evaluation-set n-gram overlap cut or removed"),
-    Stage("passages", input=PREVIOUS, outputs=("passage_deduped",), removes=True,
-          summary="paragraphs repeated across documents cut, the first occurrence kept"),
     Stage("pii", input=PREVIOUS, outputs=("pii_redacted",), removes=True,
           summary="personal data and secrets redacted"),
     Stage("tokenize", input=PREVIOUS, outputs=("tokenized",), removes=True, documents=False,
@@ -158,7 +156,7 @@ def document_tables_before(name: str, stages: Iterable[str] = STAGES) -> list[st
     """Main tables holding document text written by the stages of ``stages`` before ``name``, in order.
 
     >>> document_tables_before("tokenize")
-    ['documents', 'deduped', 'filtered', 'refs_checked', 'decontaminated', 'passage_deduped', 'pii_redacted']
+    ['documents', 'deduped', 'filtered', 'refs_checked', 'decontaminated', 'pii_redacted']
     >>> document_tables_before("tokenize", ["ingest", "filter", "shard"])
     ['documents', 'filtered']
     """
