@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# The JVM's class archive (jobs/_class_archive.py) is made once after an install.
+# The JVM's class archive (jobs/class_archive.py) is made once after an install.
 CLASSES := $(VENV)/.classes
 # The loaders of the consumers extra (torch, megatron-core, mosaicml-streaming) in their own venv, as a
 # training environment, pinned in tests/consumers-lock.txt (~2.5 GB of wheels, 4.9 GB installed): it cannot
@@ -45,7 +45,7 @@ $(STAMP): pyproject.toml
 
 # Once per install (about a minute): the class archive local sessions start from; a run without it works.
 $(CLASSES): $(STAMP)
-	@$(PY) -c "from jobs._class_archive import make_class_archive; from pipelines.core.session import cached_delta_jars, class_archive; class_archive(cached_delta_jars() or []).is_file() or make_class_archive()" || true
+	@$(PY) -c "from jobs.class_archive import make_class_archive; from pipelines.core.session import cached_delta_jars, class_archive; class_archive(cached_delta_jars() or []).is_file() or make_class_archive()" || true
 	@touch $(CLASSES)
 
 run: java-check $(STAMP) $(CLASSES)

@@ -213,7 +213,7 @@ def _names_jit_flag(java_options: str) -> bool:
 CDS_ENV = "WINNOW_CDS"
 """Environment variable: ``0`` starts the local JVM without the class archive (to compare or rule it out)."""
 CDS_DUMP_ENV = "WINNOW_CDS_DUMP"
-"""Environment variable set by :func:`jobs._class_archive.make_class_archive`'s run: the file its JVM
+"""Environment variable set by :func:`jobs.class_archive.make_class_archive`'s run: the file its JVM
 dumps its classes to."""
 
 
@@ -232,7 +232,7 @@ def class_archive(jars: list[str], extra_class_path: str = "") -> Path:
     Spark's launcher puts on the class path (``SPARK_CONF_DIR``, ``HADOOP_CONF_DIR``, ...): a new Java,
     pyspark or Delta version, or another class path, looks for another file, and the session runs
     without one (and without the JVM's one-line warning about a mismatch) until
-    :func:`jobs._class_archive.make_class_archive` (the install step) writes it.
+    :func:`jobs.class_archive.make_class_archive` (the install step) writes it.
 
     Args:
         jars: the ``spark.jars`` files of the session (Delta's), local paths or ``file:`` URLs.
@@ -350,7 +350,7 @@ def _check_delta(spark: SparkSession) -> None:
 
 if __name__ == "__main__":
     # `python -m pipelines.core.session` prints the --packages value for spark-submit; `--resolve` fills the
-    # jar cache (the install step runs it; `python -m jobs._class_archive` then writes the class archive).
+    # jar cache (the install step runs it; `python -m jobs.class_archive` then writes the class archive).
     if sys.argv[1:] == ["--resolve"]:
         _resolve_in_child()
     else:

@@ -1,6 +1,6 @@
 """Write the JVM's class-data-sharing archive for local sessions (the install step's last part).
 
-``python -m jobs._class_archive`` runs ``make run``'s chain in a child process whose JVM dumps the classes
+``python -m jobs.class_archive`` runs ``make run``'s chain in a child process whose JVM dumps the classes
 it loaded as it exits (:func:`pipelines.core.session.class_archive` names the file; a local session maps
 it when present). It lives here, above the library, because it runs the chain (:mod:`jobs.pipeline`).
 """
@@ -9,11 +9,24 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
-from pyspark.sql import SparkSession
+# Run as a script, Python puts jobs/ first on sys.path (where jobs/tokenize.py and jobs/inspect.py shadow
+# the standard library): put the project root there instead, as every job does.
+if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+    sys.path[0] = os.path.dirname(sys.path[0])
 
-from pipelines.core.session import CDS_DUMP_ENV, CDS_ENV, JAR_CACHE, cached_delta_jars, class_archive
+import argparse  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+from pipelines.core.session import (  # noqa: E402
+    CDS_DUMP_ENV,
+    CDS_ENV,
+    JAR_CACHE,
+    cached_delta_jars,
+    class_archive,
+)
 
 
 def make_class_archive() -> Path | None:
@@ -30,7 +43,7 @@ def make_class_archive() -> Path | None:
     JAR_CACHE.mkdir(parents=True, exist_ok=True)
     log = JAR_CACHE / "classes.log"
     with log.open("w") as out:
-        rc = subprocess.call([sys.executable, "-m", "jobs._class_archive", "--child"], stdout=out,
+        rc = subprocess.call([sys.executable, "-m", "jobs.class_archive", "--child"], stdout=out,
                              stderr=out, env={**os.environ, CDS_ENV: "0"})
     archive = class_archive(cached_delta_jars() or [])
     ok = rc == 0 and archive.is_file()
@@ -72,11 +85,18 @@ def _class_archive_child() -> None:
         sys.exit(f"the chain exited with {rc} or the JVM wrote no archive")
 
 
-if __name__ == "__main__":
-    # `python -m jobs._class_archive` (the install step): write the archive; `--child` is its run.
-    if sys.argv[1:] == ["--child"]:
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jobs.class_archive``: write the archive (exit 0) or say why not (exit 1)."""
+    p = argparse.ArgumentParser(prog="class_archive.py", description=(
+        "Write the JVM class archive local sessions start from (the install step runs it; about a minute). "
+        "It takes no --conf/--set: it runs make run's chain on sample_data/ into a scratch root."))
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the archived run itself
+    args = p.parse_args(argv)
+    if args.child:
         _class_archive_child()
-    elif sys.argv[1:]:
-        sys.exit("usage: python -m jobs._class_archive (writes the JVM class archive of local sessions)")
-    else:
-        sys.exit(0 if make_class_archive() else 1)
+        return 0
+    return 0 if make_class_archive() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
