@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# The JVM's class archive (pipelines/session.py, class_archive) is made once after an install.
+# The JVM's class archive (jobs/class_archive.py) is made once after an install.
 CLASSES := $(VENV)/.classes
 # The loaders of the consumers extra (torch, megatron-core, mosaicml-streaming) in their own venv, as a
 # training environment, pinned in tests/consumers-lock.txt (~2.5 GB of wheels, 4.9 GB installed): it cannot
@@ -40,12 +40,12 @@ $(STAMP): pyproject.toml
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[spark,dev]"
-	@$(PY) -c "from pipelines.session import cached_delta_jars, resolve_delta_jars; cached_delta_jars() or resolve_delta_jars()" || true
+	@$(PY) -c "from pipelines.core.session import cached_delta_jars, resolve_delta_jars; cached_delta_jars() or resolve_delta_jars()" || true
 	@touch $(STAMP)
 
 # Once per install (about a minute): the class archive local sessions start from; a run without it works.
 $(CLASSES): $(STAMP)
-	@$(PY) -c "from pipelines.session import cached_delta_jars, class_archive, make_class_archive; class_archive(cached_delta_jars() or []).is_file() or make_class_archive()" || true
+	@$(PY) -c "from jobs.class_archive import make_class_archive; from pipelines.core.session import cached_delta_jars, class_archive; class_archive(cached_delta_jars() or []).is_file() or make_class_archive()" || true
 	@touch $(CLASSES)
 
 run: java-check $(STAMP) $(CLASSES)
@@ -70,7 +70,7 @@ dist: $(STAMP)
 	@ls -l dist
 
 jars: $(STAMP)
-	@coords=$$($(PY) -m pipelines.session); mkdir -p .cache/jars; \
+	@coords=$$($(PY) -m pipelines.core.session); mkdir -p .cache/jars; \
 	for c in $$coords io.delta:delta-storage:$${coords##*:}; do \
 	  mvn -q dependency:copy -Dartifact=$$c -DoutputDirectory=.cache/jars || exit 1; done; \
 	echo "Delta jars in .cache/jars; use them with --set 'spark.jars=[$$(ls .cache/jars/*.jar | paste -sd, -)]'"

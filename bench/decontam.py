@@ -14,7 +14,7 @@ workers) turned into MB/s of training text (UTF-8) per core:
   (the lm-evaluation-harness "janitor" / GPT-3 appendix C method without the hashing);
 * ``kernel``: :func:`udfs.decontam.doc_hashes` over Arrow batches of 1024 in one process (the
   broadcast path's work without Spark);
-* ``spark_broadcast`` / ``spark_shuffle``: :func:`pipelines.decontam.find_matches` on ``local[1]``
+* ``spark_broadcast`` / ``spark_shuffle``: :func:`pipelines.decontam.stage.find_matches` on ``local[1]``
   through the ``noop`` sink, each join path forced; warm runs (the Python workers have built their
   Unicode tables once).
 """
@@ -78,9 +78,9 @@ def run(n_docs: int, seed: int = 0) -> dict:
     """Figures as a JSON-serialisable dict (see the module docstring)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from bench.common import text_bytes, time_best, time_spark
-    from pipelines import decontam
-    from pipelines.config import load_config
-    from pipelines.session import get_spark
+    from pipelines.core.config import load_config
+    from pipelines.core.session import get_spark
+    from pipelines.decontam import stage as decontam
     from udfs import decontam as kernels
 
     items = eval_items(seed)

@@ -5,7 +5,7 @@
 figures are cleanest with ``cores=1`` (the default); a pass-through ``mapInArrow`` is timed too, as it
 caps any stage that runs Python workers.
 
-* (a) ``pipelines.dedup.signatures`` (one ``mapInArrow`` pass: shingles, signatures, band keys) over a
+* (a) ``pipelines.dedup.stage.signatures`` (one ``mapInArrow`` pass: shingles, signatures, band keys) over a
   cached DataFrame in a ``local[cores]`` session, forced with the ``noop`` sink; per core = / cores.
   Also the whole near-dedup ``annotate`` (exact key, signatures, buckets, edges, components) as
   ``a_full``, for scale.
@@ -72,9 +72,10 @@ def run(n_docs: int, seed: int = 0, cores: int = 1) -> dict:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import functions as F
 
-    from pipelines import dedup
-    from pipelines.config import DedupConfig, SparkConfig
-    from pipelines.session import get_spark
+    from pipelines.core.config import SparkConfig
+    from pipelines.core.session import get_spark
+    from pipelines.dedup import stage as dedup
+    from pipelines.dedup.config import DedupConfig
 
     batch = generate_batch(n_docs, seed)
     mb = sum(len(t.encode()) for t in batch.column("text").to_pylist()) / 1e6

@@ -5,7 +5,7 @@ Figures (one run, same documents from :mod:`bench.corpus`):
 * ``signals``: :func:`udfs.quality.quality_signals` on one Arrow batch vs datatrove 0.10.1's Gopher
   quality + Gopher repetition + C4 + FineWeb filters called per document (goal: >= 10x).
 * ``lid``: :mod:`udfs.langid` preprocess + predict vs a raw fastText ``predict`` on the same strings.
-* ``stage``: :func:`pipelines.filter.filter_documents` in Spark (local[1], one core) vs the same UDF
+* ``stage``: :func:`pipelines.filter.stage.filter_documents` in Spark (local[1], one core) vs the same UDF
   functions on a plain Arrow batch (goal: Spark overhead <= 1.25x), and filter + LID MB/s per core
   (goal: >= 5 MB/s/core).
 
@@ -87,9 +87,9 @@ def _spark_stage(batch: pa.RecordBatch, mb: float, t_arrow: float) -> dict:
     import tempfile
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pipelines.config import SparkConfig, load_config
-    from pipelines.filter import filter_documents
-    from pipelines.session import get_spark
+    from pipelines.core.config import SparkConfig, load_config
+    from pipelines.core.session import get_spark
+    from pipelines.filter.stage import filter_documents
 
     spark = get_spark("winnow-bench-filter", SparkConfig(master="local[1]", shuffle_partitions=1,
                                                           conf={"spark.ui.enabled": "false"}))

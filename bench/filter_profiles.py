@@ -12,9 +12,9 @@ Data (``$WINNOW_SHARED_DATA``, see its README):
 * wikipedia: the 71 raw wikitext pages as they are (templates, infoboxes and tables included);
 * DCLM: 246 Common Crawl documents with a human quality label (1 good / 0 bad).
 
-Decisions are taken by the filter's own rule rows (:data:`pipelines.filter_rules.RULES`) on the
+Decisions are taken by the filter's own rule rows (:data:`pipelines.filter.rules.RULES`) on the
 signals :mod:`udfs.quality` and :mod:`udfs.langid` compute, with each profile's complete rule set
-(:meth:`pipelines.config.FilterConfig.profile_config`), outside Spark.
+(:meth:`pipelines.filter.config.FilterConfig.profile_config`), outside Spark.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Any
 import pyarrow as pa
 
 from bench.references import SHARED
-from pipelines import filter_rules
-from pipelines.config import FilterConfig
+from pipelines.filter import rules as filter_rules
+from pipelines.filter.config import FilterConfig
 
 
 def science_docs(shared: Path = SHARED) -> dict[str, str]:

@@ -3,7 +3,7 @@ Delta commits and snapshot jobs, Python workers started, JIT and GC, CPU-seconds
 
 ``python -m bench.fixedcost [--root DIR] [pipeline.py options]`` runs ``jobs/pipeline.py`` in this
 process (``make run``'s command, same config: ``conf/local.yaml`` on ``sample_data/`` unless told)
-with Spark's event log on (added to the config's ``spark.conf``) and :func:`pipelines.runs.run_and_record` wrapped to note each
+with Spark's event log on (added to the config's ``spark.conf``) and :func:`pipelines.core.runs.run_and_record` wrapped to note each
 stage's wall-clock window and tag its jobs. It prints one table row per stage:
 
 * ``wall_s``: the stage's window (input state, the stage, its completion record), as the chain pays it;
@@ -195,8 +195,8 @@ def run(argv: list[str], root: str, keep: str | None, defaults: list[str] = (), 
 
     ``defaults``: extra ``key=value`` Spark settings for this run (e.g. JVM options to compare);
     ``event_log=False`` measures without the log's own cost (the job columns are then empty)."""
-    import pipelines.runs as runs
-    from pipelines.config import load_config
+    import pipelines.core.runs as runs
+    from pipelines.core.config import load_config
 
     logdir = tempfile.mkdtemp(prefix="winnow-evlog-")
     # The event log goes in through spark.conf (merged with the config's own map), not a SPARK_CONF_DIR:

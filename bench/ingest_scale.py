@@ -4,7 +4,7 @@ Each variant runs in a fresh child process (its own JVM, so each pays the same s
 on ``local[2]`` with ``conf/local.yaml``; inside it :class:`bench.common.Measure` counts the CPU of the
 child, the JVM and every Python worker, apart for session start and for the work itself:
 
-* ``winnow``: :func:`pipelines.ingest.run` (parse, normalise, doc ids, line numbers, quarantine, both
+* ``winnow``: :func:`pipelines.ingest.stage.run` (parse, normalise, doc ids, line numbers, quarantine, both
   Delta tables, the stage's counts);
 * ``text_noop``: ``spark.read.text`` into the ``noop`` sink: Spark splitting and reading the lines;
 * ``arrow_noop``: the same lines through an identity ``mapInArrow``: Spark's JVM <-> Python Arrow
@@ -43,8 +43,8 @@ def _child(variant: str, path: str, root: str) -> dict:
     from bench.common import Measure
 
     with Measure() as start:
-        from pipelines.config import load_config
-        from pipelines.session import get_spark
+        from pipelines.core.config import load_config
+        from pipelines.core.session import get_spark
 
         cfg = load_config([REPO / "conf" / "local.yaml"], [
             f"run.root={root}", f"ingest.inputs={json.dumps([path])}", "spark.master=local[2]",
@@ -57,7 +57,7 @@ def _child(variant: str, path: str, root: str) -> dict:
     print("INGEST-SCALE-PHASE work", flush=True)
     with Measure() as work:
         if variant == "winnow":
-            from pipelines.stage import run_stage
+            from pipelines.core.runner import run_stage
 
             report = run_stage(spark, cfg, "ingest")
             rows = {"rows_in": report.rows_in, "rows_out": report.rows_out, "quarantined": report.n_quarantined}

@@ -94,9 +94,9 @@ def score(removed: set[str], clusters: list[list[str]]) -> dict:
 
 
 def _winnow_child(corpus: Path, root: Path, workers: int, out: Path) -> None:
-    from pipelines.config import load_config
-    from pipelines.session import get_spark
-    from pipelines.stage import run_stage
+    from pipelines.core.config import load_config
+    from pipelines.core.runner import run_stage
+    from pipelines.core.session import get_spark
 
     cfg = load_config(["conf/local.yaml"], [f"run.root={root}", f"ingest.inputs=['{corpus}/*.jsonl']",
                                             f"spark.master=local[{workers}]", f"spark.shuffle_partitions={2 * workers}"])

@@ -10,7 +10,7 @@
 * speed, MB/s of UTF-8 text per core from CPU seconds, on the synthetic corpus (:mod:`bench.corpus`)
   with invented PII put in every fifth document, and on the shared web_crawl sample when present:
   (a) :func:`udfs.pii.pii_batch` on plain Arrow batches in this process; (b) the Spark stage
-  (:func:`pipelines.pii.redact_pii`, ``local[1]``, ``noop`` sink), CPU seconds of the whole process tree;
+  (:func:`pipelines.pii.stage.redact_pii`, ``local[1]``, ``noop`` sink), CPU seconds of the whole process tree;
   (c) datatrove's approach over the same kinds: one ``re`` pattern per kind applied with ``sub`` one
   after the other (its ``PIIReplacer``), with the same validators, in one process.
 """
@@ -206,8 +206,8 @@ def speed(texts: list[str], spark=None) -> dict:
     out["datatrove_approach_mb_s_core"] = round(mb / m.cpu_s, 3)
     out["plain_vs_datatrove_approach"] = round(out["plain_mb_s_core"] / out["datatrove_approach_mb_s_core"], 3)
     if spark is not None:
-        from pipelines.config import PiiConfig
-        from pipelines.pii import redact_pii
+        from pipelines.pii.config import PiiConfig
+        from pipelines.pii.stage import redact_pii
 
         df = spark.createDataFrame([(str(i), t) for i, t in enumerate(texts)], "doc_id string, text string")
         df = df.repartition(1).cache()
@@ -223,8 +223,8 @@ def speed(texts: list[str], spark=None) -> dict:
 
 def run(n_docs: int, seed: int = 0) -> dict:
     """All figures: ``{"quality", "secrets", "speed": {"synthetic", "web_crawl"}, "goals"}`` (JSON-serialisable)."""
-    from pipelines.config import SparkConfig
-    from pipelines.session import get_spark
+    from pipelines.core.config import SparkConfig
+    from pipelines.core.session import get_spark
 
     figures = {"quality": quality(), "secrets": secrets_vs_detect_secrets()}
     spark = get_spark("winnow-bench-pii", SparkConfig(master="local[1]", shuffle_partitions=1,

@@ -25,7 +25,7 @@ true positive when a gold dangling mention of the same kind overlaps its span wi
   of consistency on real text, not as human labels.
 
 Throughput: the same documents through :func:`udfs.refs.refs_signals` on Arrow batches in this
-process (plain batch) and through :func:`pipelines.refs.check_refs` on a ``local[1]`` Spark session
+process (plain batch) and through :func:`pipelines.refs.stage.check_refs` on a ``local[1]`` Spark session
 (one core), in docs/s and MB/s of UTF-8 text; reference: datatrove's ``GopherQualityFilter`` (a
 filter-stage CPU cost) on the same documents in the same run, as a ratio.
 """
@@ -347,8 +347,8 @@ def speed(n_docs: int, seed: int = 0, spark=None) -> dict:
     out["gopher_docs_per_s"], out["gopher_mb_per_s"] = _rate(gopher, texts)
     out["refs_vs_gopher"] = out["plain_docs_per_s"] / out["gopher_docs_per_s"]
     if spark is not None:
-        from pipelines.config import RefsConfig
-        from pipelines.refs import check_refs
+        from pipelines.refs.config import RefsConfig
+        from pipelines.refs.stage import check_refs
 
         df = spark.createDataFrame([(str(i), t) for i, t in enumerate(texts)], "doc_id string, text string")
         df = df.repartition(1).cache()
@@ -375,8 +375,8 @@ def run(n_docs: int, seed: int = 0) -> dict:
     Returns:
         ``{"labelled": {...}, "real": {...}, "speed": {...}}`` (JSON-serialisable).
     """
-    from pipelines.config import SparkConfig
-    from pipelines.session import get_spark
+    from pipelines.core.config import SparkConfig
+    from pipelines.core.session import get_spark
 
     docs = labelled_docs()
     lab = score(docs)

@@ -5,7 +5,7 @@ tokenize -> shard on ``local[2]``, with peak memory by role and MB/s per core pe
 from ``BENCH_SCALE_MB`` (JSONL; default 2500, over Spark's 2 GB ``binaryFile`` limit) and
 ``BENCH_SCALE_PARQUET_MB`` (default 1000). The corpus is generated (:mod:`bench.corpus`, ~3.5 KB
 documents, 2 % exact copies), nothing is shipped. The chain runs as ``jobs/pipeline.py`` in one
-process tree with the driver memory Winnow sets for a local run (:func:`pipelines.session.local_driver_memory`);
+process tree with the driver memory Winnow sets for a local run (:func:`pipelines.core.session.local_driver_memory`);
 per stage, MB/s per core = input text MB / (stage seconds x 2 cores), from each stage's end line, and MB per
 CPU-second = input text MB / CPU-seconds of the whole process tree between the previous stage's end line and
 this one's (the figure that survives a shared machine; ingest's includes session start).
@@ -167,7 +167,7 @@ def run(n_docs: int = 0, seed: int = 0) -> dict:
 
 
 def measure(jsonl_mb: float, parquet_mb: float, seed: int = 0, cores: int = 2, inputs: Path | None = None) -> dict:
-    from pipelines.session import local_driver_memory
+    from pipelines.core.session import local_driver_memory
 
     work = Path(tempfile.mkdtemp(prefix="winnow-scale-"))
     try:

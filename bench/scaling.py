@@ -43,8 +43,8 @@ _SUMMARY = re.compile(r"^\[(?P<stage>\w+)\] in=(?P<rows_in>\d+) out=(?P<rows_out
 
 
 def available_stages() -> list[str]:
-    """The stages of the chain whose ``pipelines/<stage>.py`` exists, in chain order."""
-    from pipelines.chain import STAGES
+    """The stages of the chain whose ``pipelines/<stage>/`` package exists, in chain order."""
+    from pipelines.core.chain import STAGES
 
     return [s for s in STAGES if importlib.util.find_spec(f"pipelines.{s}") is not None]
 
@@ -191,7 +191,7 @@ def run(n_docs: int, seed: int = 0, *, stages: list[str] | None = None, workdir:
 
 def _chain_output() -> dict[str, str]:
     """The main document table of each stage before tokenize (the tables a later stage may read)."""
-    from pipelines import chain
+    from pipelines.core import chain
 
     return {s.name: s.main_table for s in chain.before("tokenize") if s.documents and s.main_table}
 
@@ -203,7 +203,7 @@ def has_gaps(stages: list[str]) -> bool:
     """True when a stage up to refs is missing before the last stage to run (the chain needs stand-ins)."""
     if not stages:
         return False
-    from pipelines.chain import STAGES
+    from pipelines.core.chain import STAGES
 
     upto = STAGES[: STAGES.index(stages[-1]) + 1]
     return any(s in CHAIN_OUTPUT and s not in stages for s in upto)
@@ -215,15 +215,15 @@ def _child(argv: list[str]) -> int:
     A missing ``ingest`` is replaced by a small Spark job writing ``documents`` from the JSONL inputs; a
     missing later stage up to refs by a pass-through copy of the previous table under its output name
     (``[seed_<table>]`` lines, left out of the pipeline's time). Existing stages run through
-    :func:`pipelines.stage.run_stage`, as ``jobs/pipeline.py`` runs them.
+    :func:`pipelines.core.runner.run_stage`, as ``jobs/pipeline.py`` runs them.
     """
     from pyspark.sql import functions as F
 
     from jobs._cli import base_parser, parse_config
-    from pipelines import tables
-    from pipelines.chain import STAGES
-    from pipelines.session import get_spark
-    from pipelines.stage import run_stage
+    from pipelines.core import tables
+    from pipelines.core.chain import STAGES
+    from pipelines.core.runner import run_stage
+    from pipelines.core.session import get_spark
 
     parser = base_parser("bench.scaling --child", "the chain with stand-ins for missing stages")
     _, cfg = parse_config(parser, argv)

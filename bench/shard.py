@@ -1,4 +1,4 @@
-"""Shard stage throughput: tokens/s and bytes/s of ``pipelines.shard.run`` vs a plain sequential write.
+"""Shard stage throughput: tokens/s and bytes/s of ``pipelines.shard.stage.run`` vs a plain sequential write.
 
 The reference writes the same token bytes (uint16, the shard dtype) to one local file with
 ``ndarray.tofile`` in a single process: the floor cost of getting the bytes to disk, without the shuffle,
@@ -24,10 +24,10 @@ def run(n_docs: int, seed: int = 0, cores: int = 2) -> dict:
     import numpy as np
     import pandas as pd
 
-    from pipelines import tables
-    from pipelines.config import load_config
-    from pipelines.session import get_spark
-    from pipelines.shard import run as shard_run
+    from pipelines.core import tables
+    from pipelines.core.config import load_config
+    from pipelines.core.session import get_spark
+    from pipelines.shard.stage import run as shard_run
     from udfs.tokenize import load_tokenizer
 
     rng = np.random.default_rng(seed)

@@ -13,7 +13,7 @@ figures hold on a shared machine:
 * raw ``encode_batch_fast`` (what the stage calls) once, and the stage's own per-batch work without
   Spark (:func:`udfs.tokenize_batch.encode_batch` over 8 MB Arrow batches, 1% audited) per engine:
   ``plain_batches_*``, the basis of ``spark_overhead``;
-* the whole stage (``pipelines.tokenize.run``: Delta read, encode, EOS, audit, ``tokenized`` and
+* the whole stage (``pipelines.tokenize.stage.run``: Delta read, encode, EOS, audit, ``tokenized`` and
   ``removed`` Delta writes) with ``tokenize.engine=hf`` and ``tiktoken`` on ``local[2]``, alternately,
   ``BENCH_TOKENIZE_REPS`` (default 2) times each after one warm-up run of each engine on the first
   ``BENCH_TOKENIZE_WARM_DOCS`` (default 1,000) documents; the figure is the mean over the runs, and
@@ -49,9 +49,9 @@ def run(n_docs: int = 0, seed: int = 0, cores: int = 2) -> dict:
     from bench.common import Measure, loadavg
     from bench.references import SHARED
     from bench.tokenize_corpus import repeated_corpus, write_refs_checked
-    from pipelines import tokenize as stage
-    from pipelines.config import load_config
-    from pipelines.session import get_spark
+    from pipelines.core.config import load_config
+    from pipelines.core.session import get_spark
+    from pipelines.tokenize import stage
     from udfs.tokenize import load_tokenizer
     from udfs.tokenize_tiktoken import encoding_for
 

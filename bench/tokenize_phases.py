@@ -2,7 +2,7 @@
 
 Each phase is the previous one plus one step, run end to end on a ``refs_checked``-shaped Delta table
 (:mod:`bench.tokenize_corpus`) and written to Spark's ``noop`` sink, except ``run`` (the whole stage:
-``pipelines.tokenize.run`` with its Delta writes). CPU seconds are those of this process tree (driver,
+``pipelines.tokenize.stage.run`` with its Delta writes). CPU seconds are those of this process tree (driver,
 JVM, Python workers) from ``/proc``, so they hold on a shared machine; the difference between two
 phases is the cost of the step added.
 
@@ -37,9 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     from bench.common import Measure, loadavg
     from bench.references import SHARED
     from bench.tokenize_corpus import repeated_corpus, write_refs_checked
-    from pipelines import tokenize as stage
-    from pipelines.config import load_config
-    from pipelines.session import get_spark
+    from pipelines.core.config import load_config
+    from pipelines.core.session import get_spark
+    from pipelines.tokenize import stage
     from udfs import tokenize as tu
 
     root = Path(a.keep or tempfile.mkdtemp(prefix="winnow-tokphases-"))

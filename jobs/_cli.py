@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pipelines.config import ConfigError, SparkConfig, WinnowConfig, load_config
+from pipelines.core.config import ConfigError, SparkConfig, WinnowConfig, load_config
 from udfs.errors import UserError
 
 MEMORY_HINT = (
@@ -108,7 +108,7 @@ def spark_config(cfg: WinnowConfig, quiet: bool) -> SparkConfig:
     """The ``spark`` section with Spark's console progress bar off unless set explicitly, and log
     level ERROR with ``--quiet``.
 
-    Winnow prints its own progress (:mod:`pipelines.progress`: redrawn on a terminal, a line every
+    Winnow prints its own progress (:mod:`pipelines.core.progress`: redrawn on a terminal, a line every
     ``pipeline.progress_s`` seconds in a log); Spark's bar would redraw over it on the same stderr.
     """
     conf = dict(cfg.spark.conf)
@@ -149,8 +149,8 @@ def parse_config(parser: argparse.ArgumentParser, argv: Sequence[str] | None) ->
     return args, cfg
 
 def preflight_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, stages: Sequence[str]) -> None:
-    """Run :func:`pipelines.preflight.check` before Spark starts; a failure exits with status 2."""
-    from pipelines.preflight import PreflightError, check
+    """Run :func:`pipelines.core.preflight.check` before Spark starts; a failure exits with status 2."""
+    from pipelines.core.preflight import PreflightError, check
 
     try:
         check(cfg, stages)
@@ -158,17 +158,17 @@ def preflight_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, stages
         parser.exit(2, f"{parser.prog}: {e}\n")
 
 
-def mix_check_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, ingest_extra: dict[str, Any]) -> None:
-    """Right after ingest of a run that reaches the shard stage: :func:`pipelines.mix_check.check_ingested_sources`
-    over ingest's documents per source; warnings go to stderr, a ``shard.mix`` key with no document exits 2."""
-    from pipelines.mix_check import MixSourceError, check_ingested_sources
+def upstream_checks_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, stage: str,
+                            extra: Callable[[], dict[str, Any]], later: Sequence[str]) -> None:
+    """After ``stage`` ran or was skipped: the ``check_upstream`` hook of each stage of ``later`` (the
+    stages still to run, :mod:`pipelines.core.hooks`); warnings go to stderr, a failed check exits 2."""
+    from pipelines.core import hooks
 
-    if "shard" not in cfg.pipeline.stages:
-        return
     try:
-        for line in check_ingested_sources(cfg.shard.mix, ingest_extra):
-            print(line, file=sys.stderr, flush=True)
-    except MixSourceError as e:
+        for _, check in hooks.each("check_upstream", later):
+            for line in check(cfg, stage, extra):
+                print(line, file=sys.stderr, flush=True)
+    except UserError as e:
         parser.exit(2, f"{parser.prog}: {e}\n")
 
 
@@ -189,9 +189,9 @@ def run_single_stage(
         parser: the job's parser when it has options of its own (default :func:`stage_parser`).
         options: maps the parsed arguments to keyword arguments of the stage's ``run``.
     """
-    from pipelines.runs import run_and_record
-    from pipelines.session import get_spark
-    from pipelines.tracking import Tracker
+    from pipelines.core.runs import run_and_record
+    from pipelines.core.session import get_spark
+    from pipelines.core.tracking import Tracker
 
     p = parser or stage_parser(stage)
     args, cfg = parse_config(p, argv)
@@ -200,12 +200,12 @@ def run_single_stage(
     # The completion record lets jobs/pipeline.py skip this stage later when nothing changed.
     tracker = Tracker(cfg)
     tracker.start([stage])
-    from pipelines.ingest import INPUT_GLOB_ERRORS
+    from pipelines.core.hooks import late_config_errors
 
     try:
         report = run_and_record(spark, cfg, stage, log=None if args.quiet else _say, tracker=tracker,
                                 **(options(args) if options else {}))
-    except INPUT_GLOB_ERRORS as e:  # a remote or Hadoop-only glob: a configuration error, found late
+    except late_config_errors() as e:  # e.g. a remote or Hadoop-only glob: a configuration error, found late
         tracker.finish(spark, failed=True)
         p.exit(2, f"{p.prog}: error: {e}\n")
     except BaseException:
@@ -215,10 +215,11 @@ def run_single_stage(
     print(report.summary_line(), flush=True)
     for name, loc in sorted(report.outputs.items()):
         print(f"  {name}: {loc}", flush=True)
-    from pipelines.outcome import small_run
+    from pipelines.core.chain import STAGES
+    from pipelines.core.outcome import small_run
 
-    if stage == "ingest":
-        mix_check_or_exit(p, cfg, report.extra)
+    later = [s for s in cfg.pipeline.stages if STAGES.index(s) > STAGES.index(stage)]
+    upstream_checks_or_exit(p, cfg, stage, lambda: report.extra, later)
     status, line = small_run(cfg, {stage: report})
     if line:
         print(line, flush=True)

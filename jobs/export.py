@@ -19,10 +19,10 @@ import argparse
 from collections.abc import Sequence
 
 from jobs._cli import base_parser, parse_config, spark_config
-from pipelines.chain import CHAIN
+from pipelines.core.chain import CHAIN
 
 TABLES = [*dict.fromkeys(t for s in CHAIN for t in s.outputs), "removed", "_runs"]
-"""The Delta tables a run writes (pipelines/chain.py), the choices of ``--table``: a misspelt name fails
+"""The Delta tables a run writes (pipelines/core/chain.py), the choices of ``--table``: a misspelt name fails
 before Spark starts, listing them (it used to start Spark and then find no table)."""
 
 
@@ -42,8 +42,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Export one table; returns the exit status."""
-    from pipelines.export import export_table
-    from pipelines.session import get_spark
+    from pipelines.core.session import get_spark
+    from pipelines.tools.export import export_table
 
     p = parser()
     args, cfg = parse_config(p, argv)

@@ -16,9 +16,10 @@ if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(
 
 import argparse
 from collections.abc import Sequence
+from typing import Any
 
 from jobs._cli import base_parser, parse_config, spark_config
-from pipelines.chain import STAGES
+from pipelines.core.chain import STAGES
 
 
 def parser() -> argparse.ArgumentParser:
@@ -35,12 +36,32 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _show_path(prog: str, spark: Any, cfg: Any, doc_id: str) -> int:
+    """Print one document's path through every stage; 1 when no table holds it."""
+    from pipelines.core.samples import printable
+    from pipelines.tools import inspect
+
+    steps = inspect.doc_path(spark, cfg, doc_id)
+    if not any(s["status"] in ("kept", "removed") for s in steps):
+        # "absent" at every stage would read as "removed before each of them": say what it is.
+        looked = [s["detail"].removeprefix("not in ") for s in steps if s["status"] == "absent"]
+        where = f"looked in {', '.join(looked)} and removed" if looked else "no stage table exists yet"
+        print(f"{prog}: no table of {cfg.run.root} holds doc_id {doc_id!r} ({where})", file=sys.stderr)
+        return 1
+    for step in steps:
+        print(printable(f"{step['stage']:<9} {step['status']:<8} {step['detail']}"))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print seeded samples of a stage's removed or kept documents, or one document's path; returns the exit status."""
-    from pipelines import inspect
-    from pipelines.samples import printable
-    from pipelines.session import get_spark
-    from pipelines.tables import MissingTableError
+    from functools import partial
+
+    from pipelines.core import hooks
+    from pipelines.core.samples import printable
+    from pipelines.core.session import get_spark
+    from pipelines.core.tables import MissingTableError
+    from pipelines.tools import inspect
 
     p = parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -55,27 +76,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = get_spark("winnow-inspect", spark_config(cfg, quiet=True))
     try:
         if args.doc_id:
-            steps = inspect.doc_path(spark, cfg, args.doc_id)
-            if not any(s["status"] in ("kept", "removed") for s in steps):
-                # "absent" at every stage would read as "removed before each of them": say what it is.
-                looked = [s["detail"].removeprefix("not in ") for s in steps if s["status"] == "absent"]
-                where = f"looked in {', '.join(looked)} and removed" if looked else "no stage table exists yet"
-                print(f"{p.prog}: no table of {cfg.run.root} holds doc_id {args.doc_id!r} ({where})", file=sys.stderr)
-                return 1
-            for step in steps:
-                print(printable(f"{step['stage']:<9} {step['status']:<8} {step['detail']}"))
+            return _show_path(p.prog, spark, cfg, args.doc_id)
+        # A stage may show itself its own way (pipelines/<stage>/hooks.py): a whole view, or its own sample.
+        options = {"reason": args.reason, "kept": args.kept, "n": args.n, "text_chars": args.chars}
+        view = hooks.hook(args.stage, "inspect_view")
+        text = view(spark, cfg, **options) if view is not None else None
+        if text is not None:
+            print(text)
             return 0
-        if args.stage == "decontam" and not args.kept and not args.reason:
-            from pipelines.decontam_report import format_matches, matched_samples
-
-            rows = matched_samples(spark, cfg, n=args.n, text_chars=args.chars)
-            print(format_matches(rows, f"{len(rows)} documents matching an evaluation item (seed {cfg.run.seed}) "
-                                       f"in {cfg.run.root}"))
-            return 0
-        if args.stage == "pii":
-            rows = inspect.sample_pii(spark, cfg, reason=args.reason, n=args.n, text_chars=args.chars)
-        else:
-            rows = inspect.sample(spark, cfg, args.stage, reason=args.reason, kept=args.kept, n=args.n, text_chars=args.chars)
+        own_sample = hooks.hook(args.stage, "inspect_sample")
+        rows = (own_sample or partial(inspect.sample, stage=args.stage))(spark, cfg, **options)
         if args.reason and not rows:
             # An empty sample reads as "nothing to see"; mostly it is a misspelt reason: offer the real ones.
             found = inspect.reason_counts(spark, cfg, args.stage)
@@ -88,10 +98,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.exit(2, f"{p.prog}: {e}\n")
     except MissingTableError as e:  # like the other jobs: 1, and what to run first
         p.exit(1, f"{p.prog}: {e}\n")
-    what = "kept by" if args.kept else "with findings kept by" if args.stage == "pii" and not args.reason else "removed by"
+    own_what = hooks.hook(args.stage, "INSPECT_WHAT")
+    what = "kept by" if args.kept else own_what if own_what and not args.reason else "removed by"
     why = f" for {args.reason}" if args.reason else ""
     shown = f"{len(rows)}"
-    if len(rows) == args.n and args.stage != "pii":  # a sample of more: say of how many
+    if len(rows) == args.n and own_sample is None:  # a sample of more: say of how many
         total = inspect.count(spark, cfg, args.stage, reason=args.reason, kept=args.kept)
         shown = f"{len(rows)} of {total}" if total > len(rows) else shown
     print(inspect.format_sample(rows, f"{shown} documents {what} {args.stage}{why} (seed {cfg.run.seed}) in {cfg.run.root}"))

@@ -1,7 +1,7 @@
 """Run the configured chain of stages (``pipeline.stages``) in one SparkSession, resuming where it stopped.
 
 ``python jobs/pipeline.py --conf conf/local.yaml`` or ``spark-submit jobs/pipeline.py ...``. Stages
-whose completion record matches the current config and inputs are skipped (see pipelines/runs.py);
+whose completion record matches the current config and inputs are skipped (see pipelines/core/runs.py);
 ``--from STAGE`` reruns from a stage, ``--force`` reruns everything, ``--dry-run`` prints the plan only.
 """
 
@@ -15,11 +15,12 @@ if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(
 
 import argparse
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
-from jobs._cli import base_parser, mix_check_or_exit, parse_config, preflight_or_exit, spark_config
-from pipelines.chain import STAGES
-from pipelines.config import WinnowConfig
+from jobs._cli import base_parser, parse_config, preflight_or_exit, spark_config, upstream_checks_or_exit
+from pipelines.core.chain import STAGES
+from pipelines.core.config import WinnowConfig
 
 
 def parser() -> argparse.ArgumentParser:
@@ -34,10 +35,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Plan and run the configured stages, skipping the complete ones; returns the exit status."""
-    from pipelines.ingest import INPUT_GLOB_ERRORS
-    from pipelines.runs import plan, run_and_record
-    from pipelines.session import get_spark
-    from pipelines.tracking import Tracker
+    from pipelines.core.hooks import late_config_errors
+    from pipelines.core.runs import plan, run_and_record
+    from pipelines.core.session import get_spark
+    from pipelines.core.tracking import Tracker
 
     p = parser()
     args, cfg = parse_config(p, argv)
@@ -60,22 +61,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     tracker = Tracker(cfg)
     tracker.start([s.stage for s in steps if s.action == "run"])
     reports = {}
-    shard_runs = any(s.stage == "shard" and s.action == "run" for s in steps)
     try:
-        for step in steps:
+        for i, step in enumerate(steps):
+            later = [s.stage for s in steps[i + 1:] if s.action == "run"]  # whose checks of this stage apply
             if step.action == "skip":
                 say(f"[{step.stage}] skip: {step.why}")
-                if step.stage == "ingest" and shard_runs:  # the sources of shard.mix, from ingest's record
-                    mix_check_or_exit(p, cfg, _recorded_extra(spark, cfg, "ingest"))
+                upstream_checks_or_exit(p, cfg, step.stage, partial(_recorded_extra, spark, cfg, step.stage), later)
                 continue
             # log=None with --quiet: no start line and no progress line, only the end line.
             reports[step.stage] = run_and_record(
                 spark, cfg, step.stage, log=None if args.quiet else say, tracker=tracker
             )
             print(reports[step.stage].summary_line(), flush=True)
-            if step.stage == "ingest" and shard_runs:  # before dedup: no stage runs for a mix that cannot be
-                mix_check_or_exit(p, cfg, reports["ingest"].extra)
-    except INPUT_GLOB_ERRORS as e:  # a remote or Hadoop-only glob: a configuration error, found late
+            # before the next stage: none runs for a run that cannot succeed (e.g. a shard.mix source
+            # that ingest found no document of)
+            upstream_checks_or_exit(p, cfg, step.stage, partial(lambda r: r.extra, reports[step.stage]), later)
+    except late_config_errors() as e:  # a remote or Hadoop-only glob: a configuration error, found late
         tracker.finish(spark, failed=True)
         p.exit(2, f"{p.prog}: error: {e}\n")
     except BaseException:
@@ -97,7 +98,7 @@ def done_line(cfg: WinnowConfig, stages: list[str], counts: dict[str, Any] | Non
         counts: stage -> its report or completion record (:func:`_stage_counts`); when given, shards are
             named only if the shard stage wrote some: with no document left it writes no ``shards/``.
     """
-    from pipelines.outcome import counts as stage_counts
+    from pipelines.core.outcome import counts as stage_counts
 
     tables = cfg.table_path("<name>").removesuffix(".<name>").removesuffix("/<name>")
     parts = [f"tables {tables}" + ("" if cfg.run.catalog else "/")]
@@ -112,8 +113,8 @@ def done_line(cfg: WinnowConfig, stages: list[str], counts: dict[str, Any] | Non
 def _plan_without_spark(cfg: WinnowConfig, stages: list[str], args: argparse.Namespace) -> list[Any] | None:
     """The plan read from local files (Delta logs, markers, input globs) with no JVM, or None when the run
     is not local or its ``_runs`` log cannot be read that way (then Spark plans, as a real run does)."""
-    from pipelines import local_state
-    from pipelines.runs import plan
+    from pipelines.core import local_state
+    from pipelines.core.runs import plan
 
     if not local_state.can_plan(cfg):
         return None
@@ -127,7 +128,7 @@ def _recorded_extra(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str, Any]
     """The ``extra`` figures of ``stage``'s latest completion record ({} without one)."""
     import json
 
-    from pipelines.runs import latest_records
+    from pipelines.core.runs import latest_records
 
     rec = latest_records(spark, cfg).get(stage)
     return json.loads(rec["extra"]) if rec else {}
@@ -135,7 +136,7 @@ def _recorded_extra(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str, Any]
 
 def _stage_counts(spark: Any, cfg: WinnowConfig, stages: list[str], reports: dict[str, Any]) -> dict[str, Any]:
     """Stage -> this run's report of it, or its completion record when it was skipped."""
-    from pipelines.runs import latest_records
+    from pipelines.core.runs import latest_records
 
     counts = dict(reports)
     if any(s not in reports for s in stages):  # skipped stages: their completion records hold the counts
@@ -145,7 +146,7 @@ def _stage_counts(spark: Any, cfg: WinnowConfig, stages: list[str], reports: dic
 
 def _closing(cfg: WinnowConfig, counts: dict[str, Any]) -> int:
     """Print the small-run line (no survivor, fewer documents than shards) and return the exit status."""
-    from pipelines.outcome import small_run
+    from pipelines.core.outcome import small_run
 
     status, line = small_run(cfg, counts)
     if line:

@@ -16,7 +16,7 @@ if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(
 
 def main(argv=None) -> int:
     """Train the fastText quality classifier from labelled JSONL; returns the exit status."""
-    from pipelines.quality_model import read_jsonl, train
+    from pipelines.tools.train_quality import read_jsonl, train
 
     p = argparse.ArgumentParser(prog="train_quality.py", description=__doc__.splitlines()[0])
     p.add_argument("--positive", help="JSONL of high-quality examples")

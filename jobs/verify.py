@@ -18,7 +18,7 @@ from jobs._cli import base_parser, parse_config
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Verify the shards against ``manifest.json``; returns 0 when every check passed, else 1."""
-    from pipelines.verify import verify
+    from pipelines.tools.verify import verify
 
     parser = base_parser("verify.py", "Re-read every shard and check it against manifest.json")
     parser.add_argument("--root", default=None, help="shard root to verify (default: shard.output or <run.root>/shards)")

@@ -18,7 +18,7 @@ if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(
 import importlib
 from collections.abc import Callable, Sequence
 
-from pipelines.chain import CHAIN, STAGES
+from pipelines.core.chain import CHAIN, STAGES
 
 COMMANDS: dict[str, str] = {
     "run": "run the configured chain (pipeline.stages), skipping the stages already complete",
@@ -41,8 +41,8 @@ def usage() -> str:
 
 
 def _stage_lines(width: int) -> str:
-    return "stages (pipelines/chain.py, in chain order):\n" + "".join(f"  {s.name:<{width}}  {s.summary}\n"
-                                                                      for s in CHAIN)
+    lines = "".join(f"  {s.name:<{width}}  {s.summary}\n" for s in CHAIN)
+    return "stages (pipelines/core/chain.py, in chain order):\n" + lines
 
 
 def _job(module: str) -> Callable[[list[str]], int]:

@@ -2,7 +2,7 @@
 
 Computes the heuristic signals with :func:`udfs.quality.quality_signals` and fastText LID with
 :mod:`udfs.langid` on the texts :mod:`generate` writes, applies the default ``filter`` rules of
-:class:`pipelines.config.FilterConfig` (same thresholds and comparisons as ``pipelines/filter.py``
+:class:`pipelines.filter.config.FilterConfig` (same thresholds and comparisons as ``pipelines/filter/stage.py``
 ``_rules``), and prints the reasons per case, the Jaccard similarity (word 5-grams) of the near
 duplicates, and the number of English prose documents that fail any rule (0 expected).
 """
@@ -22,7 +22,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import generate  # noqa: E402
 
-from pipelines.config import FilterConfig  # noqa: E402
+from pipelines.filter.config import FilterConfig  # noqa: E402
 from udfs import langid, quality  # noqa: E402
 
 

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import pytest
 
-from pipelines.chain import STAGES
+from pipelines.core.chain import STAGES
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DATA = REPO / "sample_data"
@@ -59,10 +59,10 @@ class Reference(NamedTuple):
 
 
 def implemented_chain() -> list[str]:
-    """The leading run of stages (ingest..shard) that have a ``pipelines/<stage>.py`` here."""
+    """The leading run of stages (ingest..shard) that have a ``pipelines/<stage>/`` package here."""
     chain: list[str] = []
     for s in STAGES[:-1]:
-        if not (REPO / "pipelines" / f"{s}.py").is_file():
+        if not (REPO / "pipelines" / s / "__init__.py").is_file():
             break
         chain.append(s)
     return chain
@@ -100,7 +100,7 @@ def output_fingerprint(spark, root: Path, chain: list[str]) -> dict[str, str]:
         files = sorted(p for p in shards.rglob("*")
                        if p.is_file() and p.name != "manifest.json" and p.relative_to(shards).parts[0] != "blend")
         return {str(p.relative_to(shards)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
-    from pipelines.chain import stage
+    from pipelines.core.chain import stage
 
     table = stage(chain[-1]).main_table
     rows = spark.read.format("delta").load(str(root / "tables" / table)).toJSON().collect()

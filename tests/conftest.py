@@ -30,8 +30,8 @@ TEST_SPARK_CONF = {
 @pytest.fixture(scope="session")
 def spark():
     """The suite's one SparkSession: local[2], 4 shuffle partitions, Delta enabled, UI off."""
-    from pipelines.config import SparkConfig
-    from pipelines.session import get_spark
+    from pipelines.core.config import SparkConfig
+    from pipelines.core.session import get_spark
 
     session = get_spark("winnow-tests", SparkConfig(master="local[2]", shuffle_partitions=4, conf=TEST_SPARK_CONF))
     yield session
@@ -41,7 +41,7 @@ def spark():
 @pytest.fixture
 def make_cfg(tmp_path):
     """Build a WinnowConfig rooted in this test's tmp dir: ``make_cfg("dedup.threshold=0.9", ...)``."""
-    from pipelines.config import load_config
+    from pipelines.core.config import load_config
 
     def _make(*overrides: str, root: Path | None = None):
         base = [f"run.root={root or tmp_path / 'run'}", "spark.shuffle_partitions=4"]

@@ -56,7 +56,7 @@ def run_chain(tree: Path, root: Path, inputs: Path, python: str) -> None:
 def config_fingerprint(root: Path, inputs: Path) -> str:
     """The whole-config fingerprint of a run into ``root``: it covers ``run.root``, so two runs into two
     roots differ by it alone; the comparison replaces it by ``<config_fingerprint>``."""
-    from pipelines.config import load_config
+    from pipelines.core.config import load_config
 
     return load_config([REPO / "conf" / "local.yaml"], chain_overrides(root, inputs)).fingerprint()
 
@@ -108,8 +108,8 @@ def table_rows(spark: Any, path: Path, subs: dict[str, str]) -> tuple[str, list[
 def compare(base: Path, work: Path, inputs: Path) -> tuple[list[str], list[str]]:
     """Compare two run roots. Returns (data differences, bookkeeping differences: table properties and
     the run report / effective configs, which may change with the declarations they are drawn from)."""
-    from pipelines import tables
-    from pipelines.session import get_spark
+    from pipelines.core import tables
+    from pipelines.core.session import get_spark
 
     spark = get_spark("winnow-identity")
     subs = {r: {str(r): "<root>", config_fingerprint(r, inputs): "<config_fingerprint>"} for r in (base, work)}

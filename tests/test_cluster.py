@@ -108,7 +108,7 @@ def zip_only_python(dest: Path) -> Path:
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_standalone_cluster_matches_local_mode(spark, reference_run, standalone_cluster, tmp_path):
-    from pipelines.session import delta_coordinates
+    from pipelines.core.session import delta_coordinates
 
     ref = reference_run
     url, env = standalone_cluster
@@ -126,7 +126,7 @@ def test_standalone_cluster_matches_local_mode(spark, reference_run, standalone_
     cmd = [str(BIN / "spark-submit"), "--master", url, "--packages", delta_coordinates(), "--py-files", str(zip_path),
            "--driver-memory", "1g", "--executor-memory", "700m", "--conf", f"spark.pyspark.python={python}",
            "--conf", f"spark.pyspark.driver.python={python}", "--conf", "spark.ui.enabled=false",
-           # What get_spark gives a local master (pipelines/session.py): Delta's 50 log-replay tasks per
+           # What get_spark gives a local master (pipelines/core/session.py): Delta's 50 log-replay tasks per
            # snapshot would cost this test minutes on two 1-core workers.
            "--conf", "spark.databricks.delta.snapshotPartitions=2",
            str(app / "jobs" / "pipeline.py"), *chain_args(cluster_root, ref.chain, ref.inputs), "--quiet"]
@@ -141,6 +141,6 @@ def test_standalone_cluster_matches_local_mode(spark, reference_run, standalone_
 
 def test_zip_holds_every_module(tmp_path):
     names = set(zipfile.ZipFile(build_zip(tmp_path / "winnow.zip")).namelist())
-    assert {"jobs/pipeline.py", "pipelines/runs.py", "pipelines/report.py", "udfs/__init__.py"} <= names
+    assert {"jobs/pipeline.py", "pipelines/core/runs.py", "pipelines/report/stage.py", "udfs/__init__.py"} <= names
     assert not [n for n in names if "__pycache__" in n]
     shutil.rmtree(tmp_path)

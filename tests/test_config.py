@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.config import ConfigError, WinnowConfig, load_config, parse_override
+from pipelines.core.config import ConfigError, WinnowConfig, load_config, parse_override
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_YAML = REPO / "conf" / "default.yaml"

@@ -90,8 +90,8 @@ def _split_shards(root: Path, manifest: dict, rows: list, split: str) -> list[di
 def run(spark, reference_run):  # noqa: F811
     """The reference run's train shard set: manifest, and its documents' tokens in stream order, per shard;
     ``validation``: the same for the validation set."""
-    from pipelines import tables
-    from pipelines.config import load_config
+    from pipelines.core import tables
+    from pipelines.core.config import load_config
 
     root = reference_run.root / "shards"
     manifest = json.loads((root / "manifest.json").read_text())
@@ -194,8 +194,8 @@ def mixed_run(spark, reference_run, tmp_path_factory):  # noqa: F811
     and ``shard.per_source_sets`` (a copy of the table under its own root: the reference run is shared)."""
     import shutil
 
-    from pipelines.config import load_config
-    from pipelines.stage import run_stage
+    from pipelines.core.config import load_config
+    from pipelines.core.runner import run_stage
     from tests.chain import SEQ_LEN
 
     base = tmp_path_factory.mktemp("mixed")

@@ -12,7 +12,7 @@ import yaml
 from databricks.sdk.service.jobs import JobSettings
 
 from jobs._cli import parse_config, stage_parser
-from pipelines.chain import STAGES
+from pipelines.core.chain import STAGES
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLE_DIR = REPO / "conf" / "databricks"

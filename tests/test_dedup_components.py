@@ -1,11 +1,11 @@
-"""pipelines/components.py: large-star/small-star connected components against known graphs."""
+"""pipelines/dedup/components.py: large-star/small-star connected components against known graphs."""
 
 from __future__ import annotations
 
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines.components import ComponentsDidNotConverge, connected_components
+from pipelines.dedup.components import ComponentsDidNotConverge, connected_components
 
 
 def test_components_of_chain_star_cycle_and_pair(spark):

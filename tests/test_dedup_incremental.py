@@ -6,9 +6,9 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from bench.corpus import generate_texts
-from pipelines import tables
-from pipelines.dedup import SignatureSettingsMismatch
-from pipelines.stage import run_stage
+from pipelines.core import tables
+from pipelines.core.runner import run_stage
+from pipelines.dedup.stage import SignatureSettingsMismatch
 from tests.neardup_gen import documents_df
 
 OLD = generate_texts(3, seed=21, mean_words=250)

@@ -12,8 +12,8 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from bench.corpus import generate_texts
-from pipelines.config import DedupConfig
-from pipelines.dedup import annotate
+from pipelines.dedup.config import DedupConfig
+from pipelines.dedup.stage import annotate
 from tests.neardup_gen import documents_df, labelled_pairs
 
 SEED = 42

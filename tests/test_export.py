@@ -6,8 +6,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs import export
-from pipelines import tables
-from pipelines.config import load_config
+from pipelines.core import tables
+from pipelines.core.config import load_config
 
 DOC_SCHEMA = "doc_id string, text string, source string, n_chars int"
 
@@ -29,7 +29,7 @@ def test_hub_layout_is_read_back_by_datasets(spark, tmp_path, monkeypatch, capsy
 
     # A target of a third of the table's size: three files, named as the Hub expects.
     mb = size / 3 / 2**20
-    from pipelines.export import export_table
+    from pipelines.tools.export import export_table
 
     res = export_table(spark, cfg, "filtered", str(out), hf=True, file_bytes=int(mb * 2**20) + 1)
     assert res.files == [f"data/train-{i:05d}-of-00003.parquet" for i in range(3)]
@@ -53,11 +53,11 @@ def test_hub_layout_is_read_back_by_datasets(spark, tmp_path, monkeypatch, capsy
 
 
 def test_tokenized_exports_token_ids_not_packed_bytes(spark, tmp_path, monkeypatch):
-    # tokenized.tokens is packed uint32 bytes (issue 20); the Hub export handed `datasets` users opaque
+    # tokenized.tokens is packed uint32 bytes; the Hub export handed `datasets` users opaque
     # bytes (feature Value('binary')). They get the ids, the same for any partitioning.
     datasets = pytest.importorskip("datasets")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    from pipelines.export import export_table
+    from pipelines.tools.export import export_table
     from udfs.tokenize import pack_token_ids
 
     root, out = tmp_path / "run", tmp_path / "hf_tok"
@@ -94,7 +94,7 @@ def test_unknown_table_fails_before_spark_listing_the_tables(capsys):
 
 def test_export_errors_name_the_problem(spark, tmp_path):
     cfg = load_config(overrides=[f"run.root={tmp_path / 'run'}"])
-    from pipelines.export import export_table
+    from pipelines.tools.export import export_table
 
     with pytest.raises(tables.MissingTableError, match="run the 'filter' stage first"):
         export_table(spark, cfg, "filtered", str(tmp_path / "x"))

@@ -1,4 +1,4 @@
-"""pipelines/filter.py + jobs/filter.py: signals as columns, decisions from config, accounting, --decide-only."""
+"""pipelines/filter/stage.py + jobs/filter.py: signals as columns, decisions from config, accounting, --decide-only."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import filter as fs
-from pipelines import tables
-from pipelines.config import ConfigError, FilterConfig
+from pipelines.core import tables
+from pipelines.core.config import ConfigError
+from pipelines.filter import stage as fs
+from pipelines.filter.config import FilterConfig
 
 DOCS_SCHEMA = (
     "doc_id string, text string, source string, url string, meta map<string,string>, input_file string, "

@@ -1,4 +1,4 @@
-"""Filter profiles (issue 14): config, the profile differences on invented documents, C4 as TFDS built it,
+"""Filter profiles: config, the profile differences on invented documents, C4 as TFDS built it,
 Gopher's word reading, line cleaning, LID on prose, and the profile column through the stage."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import filter as fs
-from pipelines import filter_rules
-from pipelines.config import ConfigError, FilterConfig, load_config
+from pipelines.core.config import ConfigError, load_config
+from pipelines.filter import rules as filter_rules
+from pipelines.filter import stage as fs
+from pipelines.filter.config import FilterConfig
 from tests.test_filter import DOCS_SCHEMA, GOOD
 from udfs import quality as q
 from udfs.quality.gopher import whitespace_alpha_ratio
@@ -154,7 +155,7 @@ def test_profiles_by_source_decide_the_invented_documents(spark, make_cfg):
 
 
 def test_report_thresholds_per_profile_and_constant_signals():
-    from pipelines.report_filter import constant_signals, profile_thresholds
+    from pipelines.filter.report import constant_signals, profile_thresholds
 
     cfg = load_config(overrides=["filter.profile_by_source={'crawl*': c4}"]).filter
     got = profile_thresholds(cfg, "c4.kept_sentences")

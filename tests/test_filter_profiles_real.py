@@ -1,8 +1,8 @@
-"""Filter profiles on the shared real samples (issue 14 goals); skipped when the shared folder is absent.
+"""Filter profiles on the shared real samples (the profiles' measured goals); skipped when the shared folder is absent.
 
 Measured (bench/filter_profiles.py): scientific 29/31 kept under ``science`` (2212.11739 is 88 characters of
 LaTeX residue, 2212.11867 repeats paragraphs); DCLM human labels under ``web``: precision 0.7165, recall
-0.6947 of "kept" (datatrove word reading, as before issue 14).
+0.6947 of "kept" (datatrove word reading, the web profile's).
 """
 
 from __future__ import annotations

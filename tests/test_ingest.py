@@ -1,4 +1,4 @@
-"""pipelines/ingest.py end to end on the shared SparkSession: bad input, doc ids, determinism, sample and real data."""
+"""pipelines/ingest/stage.py end to end on the shared SparkSession: bad input, doc ids, determinism, sample and real data."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import ingest, tables
-from pipelines.stage import run_stage
+from pipelines.core import tables
+from pipelines.core.runner import run_stage
+from pipelines.ingest import stage as ingest
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "sample_data"))
@@ -30,7 +31,7 @@ def _read(spark, cfg, name):
 
 @pytest.fixture(scope="module")
 def bad_dir(tmp_path_factory) -> Path:
-    """Every bad input of issue 2, plus one good line, in one folder."""
+    """Every kind of bad input ingest quarantines, plus one good line, in one folder."""
     d = tmp_path_factory.mktemp("bad")
     lines = [
         b'{"id": "ok", "text": "A good line."}',
@@ -57,7 +58,7 @@ def bad_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def bad_run(spark, bad_dir, tmp_path_factory):
-    from pipelines.config import load_config
+    from pipelines.core.config import load_config
 
     root = tmp_path_factory.mktemp("bad_run")
     cfg = load_config(overrides=[f"run.root={root}", f"ingest.inputs=['{bad_dir}/*']"])
@@ -114,7 +115,7 @@ def test_truncated_gzip_keeps_the_records_before_the_damage(spark, bad_run):
 @pytest.fixture(scope="module")
 def sample_run(spark, tmp_path_factory):
     """sample_data/ ingested with every file in one input partition."""
-    from pipelines.config import load_config
+    from pipelines.core.config import load_config
 
     root = tmp_path_factory.mktemp("sample_run")
     inputs = [str(REPO / "sample_data" / name) for name in EXPECTED]

@@ -15,7 +15,7 @@ import pytest
 import zstandard
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import ingest
+from pipelines.ingest import stage as ingest
 from udfs.formats import ParseOptions, explode_split
 from udfs.formats.jsonl import LongLine, owned_lines
 
@@ -151,7 +151,7 @@ def test_one_split_and_many_give_identical_tables(spark, split_dir, make_cfg, tm
 def test_ids_held_twice_give_the_same_tables_broadcast_or_shuffled(spark, split_dir, make_cfg, tmp_path, monkeypatch):
     # Few duplicated ids are broadcast to the documents; over DUP_BROADCAST_MAX they are joined through
     # a shuffle: same doc ids either way, and the session's settings come back as they were.
-    from pipelines import ingest_tally
+    from pipelines.ingest import tally as ingest_tally
 
     inputs = f"ingest.inputs=['{split_dir}/*']"
     before = {k: spark.conf.get(k, None) for k in ingest._STAGE_CONF}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.session import delta_coordinates
+from pipelines.core.session import delta_coordinates
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 import zstandard
 
-from pipelines.config import ConfigError, load_config
-from pipelines.ingest import bad_files
+from pipelines.core.config import ConfigError, load_config
+from pipelines.ingest.stage import bad_files
 from udfs.formats import ParseOptions, explode_file
 from udfs.formats.records import looks_like
 from udfs.formats.tabular import MAX_JSON_DEPTH, DepthGuard
@@ -240,9 +240,9 @@ def test_bad_file_needs_min_records():
 
 
 def test_mostly_quarantined_file_fails_the_job_after_writing_the_tables(spark, make_cfg, tmp_path, capsys):
-    from pipelines import tables
-    from pipelines.ingest import BadInputFileError
-    from pipelines.stage import run_stage
+    from pipelines.core import tables
+    from pipelines.core.runner import run_stage
+    from pipelines.ingest.stage import BadInputFileError
 
     d = tmp_path / "in"
     d.mkdir()

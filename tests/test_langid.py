@@ -82,6 +82,6 @@ def test_fidelity_and_accuracy_on_the_shared_set(model, shared_data):
     macro = sum(acc.values()) / len(acc)
     worst = sorted(acc.items(), key=lambda kv: kv[1])[:5]
     print(f"lid.176 macro accuracy {macro:.3f} over {len(acc)} languages; worst {worst}")
-    # measured: 0.907 calling lid.176 directly on raw sentences (issue 4); nb counts thanks to no -> nb
+    # measured: 0.907 calling lid.176 directly on raw sentences; nb counts thanks to no -> nb
     assert len(acc) >= 66 and macro >= 0.90
     assert acc["en"] >= 0.98 and acc["nb"] >= 0.75

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from pipelines.config import ConfigError, load_config
+from pipelines.core.config import ConfigError, load_config
 from tests.chain import REPO, chain_args, output_fingerprint, reference_run  # noqa: F401 - fixture
 
 DRIVER = """

@@ -1,4 +1,4 @@
-"""shard.mix sources checked as early as the data allows (pipelines/mix_check.py): before Spark when file
+"""shard.mix sources checked as early as the data allows (pipelines/shard/mix_check.py): before Spark when file
 names decide the sources, right after ingest from its counts per source otherwise; exit 2 naming the key."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import json
 import pytest
 
 from jobs import _cli, pipeline
-from pipelines import mix_check
-from pipelines.config import load_config
-from pipelines.preflight import PreflightError, check
-from pipelines.runs import latest_records
+from pipelines.core.config import load_config
+from pipelines.core.preflight import PreflightError, check
+from pipelines.core.runs import latest_records
+from pipelines.shard import mix_check
 from tests.chain import session_conf_kept
 
 

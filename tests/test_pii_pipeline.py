@@ -1,4 +1,4 @@
-"""pipelines/pii.py: redact / flag / drop, pii_redacted + removed tables, accounting, config errors."""
+"""pipelines/pii/stage.py: redact / flag / drop, pii_redacted + removed tables, accounting, config errors."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import tables
-from pipelines.config import ConfigError
-from pipelines.pii import OUTPUT_COLUMNS, OUTPUT_TABLE, redact_pii, run
+from pipelines.core import tables
+from pipelines.core.config import ConfigError
+from pipelines.pii.stage import OUTPUT_COLUMNS, OUTPUT_TABLE, redact_pii, run
 
 DOCS_SCHEMA = "doc_id string, text string, source string"
 # Invented values only.
@@ -115,7 +115,7 @@ def test_run_writes_tables_and_balances(spark, make_cfg):
 
 
 def test_mark_pii_hides_values_redacted_or_flagged():
-    from pipelines.inspect import mark_pii
+    from pipelines.tools.inspect import mark_pii
 
     text = "a jane@corvid-mail.net b 10.0.0.1 c"
     spans = [{"kind": "email", "start": 2, "end": 22, "value_hash": "0123456789abcdef"},
@@ -126,8 +126,8 @@ def test_mark_pii_hides_values_redacted_or_flagged():
 
 
 def test_report_and_inspect_after_run(spark, make_cfg):
-    from pipelines.inspect import sample_pii
-    from pipelines.report import pii_summary
+    from pipelines.report.stage import pii_summary
+    from pipelines.tools.inspect import sample_pii
 
     # The default chain puts decontam before pii; pin pii's input so the test needs only one table.
     cfg = make_cfg("pii.action=drop", "pii.input_table=refs_checked")
@@ -153,7 +153,7 @@ def test_report_and_inspect_after_run(spark, make_cfg):
     ("tokenize", "[ingest, dedup, filter, refs, pii, tokenize]", None, "pii_redacted"),
 ])
 def test_pii_reads_the_previous_document_table_and_tokenize_reads_its_output(stage, stages, forced, expected):
-    from pipelines.config import load_config
+    from pipelines.core.config import load_config
 
     cfg = load_config(overrides=[f"pipeline.stages={stages}"] + ([f"pii.input_table={forced}"] if forced else []))
     assert tables.previous_document_table(cfg, stage, getattr(cfg, stage).input_table) == expected

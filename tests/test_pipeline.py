@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from jobs import pipeline
-from pipelines import tables
-from pipelines.config import load_config
-from pipelines.runs import PlanStep, latest_records, plan
+from pipelines.core import tables
+from pipelines.core.config import load_config
+from pipelines.core.runs import PlanStep, latest_records, plan
 
 DOC_SCHEMA = (
     "doc_id string, text string, source string, url string, meta map<string,string>, input_file string, "
@@ -126,25 +126,29 @@ def test_ingest_reruns_when_its_input_files_change(spark, tmp_path, capsys):
 
 def test_input_digest_covers_the_files_of_a_folder_glob(spark, tmp_path):
     """``ingest.inputs=[folder]`` reads the files in the folder, so the digest must change with them."""
-    from pipelines.runs import input_files_digest
+    from pipelines.core.runs import input_files_digest
+    from pipelines.ingest.stage import input_files
+
+    def digest(globs):
+        return input_files_digest(input_files(spark, globs))
 
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "a.jsonl").write_text('{"text": "a"}\n')
     (folder / "_SUCCESS").write_text("")
-    before = input_files_digest(spark, [str(folder)])
-    assert before != input_files_digest(spark, [str(tmp_path / "nothing-here")])
+    before = digest([str(folder)])
+    assert before != digest([str(tmp_path / "nothing-here")])
     (folder / "b.jsonl").write_text('{"text": "b"}\n')
-    assert input_files_digest(spark, [str(folder)]) != before
-    assert input_files_digest(spark, [str(folder)]) == input_files_digest(spark, [f"{folder}/*.jsonl"])
+    assert digest([str(folder)]) != before
+    assert digest([str(folder)]) == digest([f"{folder}/*.jsonl"])
 
 
 def test_records_kept_in_process_equal_the_table(spark, make_cfg):
     # record_completion extends the in-process records with its own row; a fresh read of _runs agrees.
     import datetime as dt
 
-    from pipelines import runs
-    from pipelines.stage import StageReport
+    from pipelines.core import runs
+    from pipelines.core.runner import StageReport
 
     cfg = make_cfg()
     for stage in ("ingest", "dedup", "ingest"):
@@ -163,8 +167,8 @@ def test_a_stage_reading_previous_reruns_when_pipeline_stages_change_its_input(s
     # only the table it reads tells the plan that pii's input changed.
     import datetime as dt
 
-    from pipelines import runs
-    from pipelines.stage import StageReport
+    from pipelines.core import runs
+    from pipelines.core.runner import StageReport
 
     root = tmp_path / "run"
     (tmp_path / "in.jsonl").write_text('{"text": "x"}\n')

@@ -22,8 +22,8 @@ pytestmark = pytest.mark.slow
 
 # Named pause points (see tests/chain.py): dedup has committed `deduped` but not `dup_clusters`,
 # `removed` or its record; shard has written every shard file but not the manifest.
-MID_DEDUP = "pipelines.tables:write_table:dup_clusters"
-MID_SHARD = "pipelines.shard:build_manifest"
+MID_DEDUP = "pipelines.core.tables:write_table:dup_clusters"
+MID_SHARD = "pipelines.shard.stage:build_manifest"
 
 
 def _kill_at(target: str, args: list[str], timeout: float = 900) -> list[str]:
@@ -56,8 +56,8 @@ def _starts(lines: list[str]) -> list[str]:
 
 def test_sigkill_mid_dedup_and_mid_shard_then_resume(spark, reference_run, tmp_path, capsys):
     from jobs import pipeline
-    from pipelines.config import load_config
-    from pipelines.runs import delta_version, latest_records
+    from pipelines.core.config import load_config
+    from pipelines.core.runs import delta_version, latest_records
 
     ref = reference_run
     if not {"dedup", "shard"} <= set(ref.chain):

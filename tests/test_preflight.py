@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import load_config
-from pipelines.preflight import PreflightError, check, check_writable_root, local_path
+from pipelines.core.config import load_config
+from pipelines.core.preflight import PreflightError, check, check_writable_root, local_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,7 +129,7 @@ def test_filter_languages_and_models_are_checked(tmp_path):
 
 
 def test_swapped_word_limits_fail_at_load():
-    from pipelines.config import ConfigError
+    from pipelines.core.config import ConfigError
 
     with pytest.raises(ConfigError, match="min_words=500 is greater than max_words=10"):
         load_config([], ["filter.gopher_quality.min_words=500", "filter.gopher_quality.max_words=10"])

@@ -1,4 +1,4 @@
-"""Stage progress from Spark's status tracker (pipelines/progress.py): lines in a log, a redrawn line
+"""Stage progress from Spark's status tracker (pipelines/core/progress.py): lines in a log, a redrawn line
 on a terminal (a real pty)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import sys
 import time
 
 from jobs import pipeline
-from pipelines import stage as stage_module
-from pipelines import tables
-from pipelines.config import load_config
+from pipelines.core import runner as stage_module
+from pipelines.core import tables
+from pipelines.core.config import load_config
 from tests.chain import REPO, session_conf_kept
 
 LINE = re.compile(r"\[report\] \d+s: \d+/\d+ tasks of Spark stages \[[\d, ]+\] \(\d+\.\d tasks/s\)")
@@ -73,9 +73,9 @@ def test_off_and_quiet_print_no_progress(spark, tmp_path, capsys):
 DRIVER = """
 import sys
 from tests.test_progress import _args, _docs
-from pipelines import stage as stage_module
-from pipelines.config import SparkConfig
-from pipelines.session import get_spark
+from pipelines.core import runner as stage_module
+from pipelines.core.config import SparkConfig
+from pipelines.core.session import get_spark
 from jobs import pipeline
 spark = get_spark("pty", SparkConfig(master="local[2]", shuffle_partitions=4, conf={"spark.ui.enabled": "false"}))
 _docs(spark, sys.argv[1])
@@ -136,7 +136,7 @@ def _progress(**kw):
     import io
     from types import SimpleNamespace
 
-    from pipelines.progress import Progress
+    from pipelines.core.progress import Progress
 
     tracker, clock = _Tracker(), _Clock()
     spark = SimpleNamespace(sparkContext=SimpleNamespace(statusTracker=lambda: tracker))
@@ -185,7 +185,7 @@ def test_ingest_shows_bytes_of_input():
 
 
 def test_ingest_line_names_its_bytes_of_input(spark, tmp_path, monkeypatch):
-    from pipelines import progress, runs
+    from pipelines.core import progress, runs
 
     seen = {}
     real = progress.Progress

@@ -9,7 +9,7 @@ import warnings
 import pyarrow as pa
 import pytest
 
-from pipelines.config import FilterConfig
+from pipelines.filter.config import FilterConfig
 from udfs import quality as q
 
 pytest.importorskip("datatrove")

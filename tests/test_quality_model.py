@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from jobs.train_quality import main
-from pipelines.quality_model import threshold_guide
+from pipelines.tools.train_quality import threshold_guide
 from udfs import langid, quality_model
 
 

@@ -1,4 +1,4 @@
-"""pipelines/refs.py: signals and refs_action per policy, refs_checked + removed tables, accounting."""
+"""pipelines/refs/stage.py: signals and refs_action per policy, refs_checked + removed tables, accounting."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import tables
-from pipelines.refs import OUTPUT_COLUMNS, check_refs
-from pipelines.stage import run_stage
+from pipelines.core import tables
+from pipelines.core.runner import run_stage
+from pipelines.refs.stage import OUTPUT_COLUMNS, check_refs
 from udfs.refs import undo_repair
 
 DOCS_SCHEMA = (
@@ -53,7 +53,7 @@ def test_flag_signals(spark, make_cfg):
 
 
 def test_dangling_mentions_of_targets_ingest_dropped_are_told_apart(spark, make_cfg):
-    from pipelines.refs import DROPPED_COLUMN, _stats
+    from pipelines.refs.stage import DROPPED_COLUMN, _stats
 
     text = "Table 1 lists the runs. Figure 2 plots them, as [3] predicted. Section 4 concludes."
     metas = {"jats_drop": {"dropped_structures": "figure,reference,table"},  # ingest.jats.*: drop

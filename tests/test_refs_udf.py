@@ -161,7 +161,7 @@ def test_unknown_default_language_fails_naming_allowed():
         refs_signals(pa.array(["x"]), default_lang="xx")
 
 
-# ---------------------------------------------------------------- issue 15: science, legal, licence, wiki, LaTeX
+# ---------------------------------------------------------------- science, legal, licence, wiki, LaTeX
 @pytest.mark.parametrize(("text", "expected"), [
     ("By Lemma 3, the sum is bounded.", [("theorem", "3", True)]),
     ("Theorem REF and Proposition 2.1 give it.", [("theorem", "REF", True), ("theorem", "2.1", True)]),

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from pipelines import tables
-from pipelines.config import load_config
+from pipelines.core import tables
+from pipelines.core.config import load_config
 
 DOC_SCHEMA = (
     "doc_id string, text string, source string, url string, meta map<string,string>, input_file string, "
@@ -30,7 +30,7 @@ def _doc(doc_id: str, text: str, source: str = "web") -> tuple:
 def report_run(spark, tmp_path_factory):
     """A run root holding documents, quarantine, filtered, removed (filter, with the XSS document) and
     dup_clusters, then the report stage run on it."""
-    from pipelines import report
+    from pipelines.report import stage as report
 
     root = tmp_path_factory.mktemp("report") / "run"
     cfg = load_config(overrides=[f"run.root={root}", "report.samples_per_reason=2", "report.text_chars=400"])
@@ -106,7 +106,7 @@ def test_stats_from_existing_tables(report_run):
 
 
 def test_thresholds_found_by_name():
-    from pipelines.report import thresholds
+    from pipelines.report.stage import thresholds
 
     section = {"gopher_quality": {"min_words": 50, "max_words": None, "max_x": 1}, "c4": {"min_words": 3},
                "langid": {"min_score": 0.65}, "quality_model": {"min_score": 0.5}, "min_ratio": 0.2}
@@ -128,7 +128,7 @@ def test_html_escapes_document_text(report_run):
 
 
 def test_report_of_ingest_only_run(spark, make_cfg):
-    from pipelines import report
+    from pipelines.report import stage as report
 
     cfg = make_cfg("report.samples_per_reason=0")
     tables.write_table(spark.createDataFrame([_doc("a", "one two")], DOC_SCHEMA), cfg, "documents")
@@ -141,7 +141,7 @@ def test_report_of_ingest_only_run(spark, make_cfg):
 
 
 def test_documents_with_replacement_characters_count_those_that_arrived_with_them(spark, make_cfg):
-    from pipelines.report_filter import filter_breakdown
+    from pipelines.filter.report import filter_breakdown
 
     cfg = make_cfg()
     docs = [_doc("ok", "fine text"), _doc("in", "caf\ufffd au lait"), _doc("in2", "x\ufffd")]
@@ -151,13 +151,13 @@ def test_documents_with_replacement_characters_count_those_that_arrived_with_the
     # Was 1: only n_replaced > 0 counted, not a U+FFFD that the input file already held.
     assert filter_breakdown(spark, cfg)["replacement_char_documents"] == 3
     # The report counts them in its one query over every table (report.table_totals).
-    from pipelines import report
+    from pipelines.report import stage as report
 
     assert report.collect_stats(spark, cfg)["filter_breakdown"]["replacement_char_documents"] == 3
 
 
 def test_table_sum_of_no_rows_is_zero_documents_and_unknown_bytes():
-    from pipelines.report import table_sum
+    from pipelines.report.stage import table_sum
 
     # An empty table grouped by a key (decontaminated by decontam_action) has no rows in table_totals.
     assert table_sum([]) == {"documents": 0, "bytes": None, "tokens": None}
@@ -166,7 +166,7 @@ def test_table_sum_of_no_rows_is_zero_documents_and_unknown_bytes():
 
 
 def test_language_mix_orders_by_documents_then_value_none_first():
-    from pipelines.report import language_mix
+    from pipelines.report.stage import language_mix
 
     rows = [{"part": "kept", "lang": v, "count": n} for v, n in (("de", 2), (None, 2), ("en", 5), ("ar", 2))]
     groups = {"rows": [*rows, {"part": "removed", "lang": "fr", "count": 1}], "lang": {"kept": True, "removed": False}}
@@ -210,7 +210,8 @@ def test_report_job_fails_fast_on_bad_config():
 
 
 def test_report_of_a_root_without_tables_fails(spark, make_cfg):
-    from pipelines import report, tables
+    from pipelines.core import tables
+    from pipelines.report import stage as report
 
     cfg = make_cfg()
     with pytest.raises(tables.MissingTableError, match="no 'documents' table under run.root="):

@@ -1,9 +1,9 @@
-"""The local session's JVM settings (pipelines/session.py): what a local master gets by default."""
+"""The local session's JVM settings (pipelines/core/session.py): what a local master gets by default."""
 
 from __future__ import annotations
 
-from pipelines.config import SparkConfig
-from pipelines.session import C1_CODE_CACHE, C1_ONLY, JAVA_OPTIONS
+from pipelines.core.config import SparkConfig
+from pipelines.core.session import C1_CODE_CACHE, C1_ONLY, JAVA_OPTIONS
 
 
 def test_a_local_jvm_compiles_with_c1_only(spark):

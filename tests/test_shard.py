@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from jobs import verify as verify_job
-from pipelines import tables
-from pipelines.config import load_config
-from pipelines.shard import plan_shards, shard_id_column
-from pipelines.stage import run_stage
-from pipelines.verify import verify
+from pipelines.core import tables
+from pipelines.core.config import load_config
+from pipelines.core.runner import run_stage
+from pipelines.shard.stage import plan_shards, shard_id_column
+from pipelines.tools.verify import verify
 from udfs import megatron
 from udfs.shuffle_quality import shuffle_key
 
@@ -193,7 +193,7 @@ def _writer_inputs(n: int):
 
 def test_streamed_shard_writer_is_byte_identical_to_whole_shard_encoding(tmp_path):
     """Batches of 7 rows give the files a whole-shard encoding gives (the layout the old writer produced)."""
-    from pipelines.shard_writer import make_shard_writer
+    from pipelines.shard.writer import make_shard_writer
     from udfs import mds
 
     table = _writer_inputs(500)
@@ -215,7 +215,7 @@ def test_streamed_shard_writer_is_byte_identical_to_whole_shard_encoding(tmp_pat
 
 
 def test_streamed_shard_writer_refuses_rows_out_of_key_order(tmp_path):
-    from pipelines.shard_writer import make_shard_writer
+    from pipelines.shard.writer import make_shard_writer
 
     table = _writer_inputs(40)
     plan = {0: {"docs": 40, "tokens": sum(table.column("n_tokens").to_pylist()), "first_doc": 0, "mds_first_file": 0}}

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import shard_mix, shard_sources, tables
-from pipelines.config import ConfigError, MixSourceConfig, load_config
-from pipelines.stage import run_stage
-from pipelines.verify import verify
+from pipelines.core import tables
+from pipelines.core.config import ConfigError, load_config
+from pipelines.core.runner import run_stage
+from pipelines.shard import mix as shard_mix
+from pipelines.shard import sources as shard_sources
+from pipelines.shard.config import MixSourceConfig
+from pipelines.tools.verify import verify
 from tests.test_shard import TOK_SCHEMA, gpt2_props, tokenized_rows
 from udfs import megatron
 from udfs import shuffle_quality as sq
@@ -249,7 +252,7 @@ def test_mix_json_names_the_source_sets_with_weights_summing_to_the_asked_shares
 def test_mix_json_names_a_source_whose_set_has_no_mds_sample():
     # make run's tokenized with 2 web_evals train documents (677 tokens in 2 shards, seq_len 512) had no MDS
     # sample: mix.json's streams held the other sources only, 0.92 of the asked mix, and said nothing.
-    from pipelines.shard_blend import mix_file
+    from pipelines.shard.blend import mix_file
 
     mix = {s: {"share_asked": w, "epochs_asked": 1.0, "share_realised": w, "epochs_realised": 1.0}
            for s, w in (("big", 0.9), ("tiny", 0.1))}
@@ -275,8 +278,8 @@ def test_source_folders_map_unsafe_names_deterministically_and_refuse_collisions
 
 
 def test_report_and_inspect_show_the_mix(tmp_path):
-    from pipelines.inspect import _shard_place
-    from pipelines.report import _shard_part
+    from pipelines.report.stage import _shard_part
+    from pipelines.tools.inspect import _shard_place
 
     docs = [f"a{i}" for i in range(200)]
     picks = {d: frac(f"42:mixpick:{d}") for d in docs}

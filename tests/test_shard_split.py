@@ -9,10 +9,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipelines import tables
-from pipelines.config import ConfigError, load_config
-from pipelines.stage import run_stage
-from pipelines.verify import verify
+from pipelines.core import tables
+from pipelines.core.config import ConfigError, load_config
+from pipelines.core.runner import run_stage
+from pipelines.tools.verify import verify
 from tests.chain import reference_run  # noqa: F401  (the session fixture)
 from tests.test_shard import TOK_SCHEMA, gpt2_props, tokenized_rows
 from udfs import megatron
@@ -75,7 +75,7 @@ def test_a_fraction_of_documents_is_held_out_by_split_key_into_its_own_shard_set
         s: {s: {"local": f"{out}/{s}/mds", "proportion": 1.0}} for s in ("train", "validation")}
     assert verify(str(out)).problems == []
     # jobs/inspect.py --doc-id names the shard set a document went to.
-    from pipelines.inspect import doc_path
+    from pipelines.tools.inspect import doc_path
 
     cfg = load_config(overrides=[f"run.root={split_run['base']}"])
     assert doc_path(spark, cfg, held[0][0])[-1]["status"] == "validation"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from pipelines import stage, tables
+from pipelines.core import runner as stage
+from pipelines.core import tables
 
 
 def _documents(spark, cfg):

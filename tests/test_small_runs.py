@@ -1,4 +1,4 @@
-"""Small and empty runs: no survivor, fewer documents than shards (issue 15)."""
+"""Small and empty runs: no survivor, fewer documents than shards."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import pytest
 
 from jobs import pipeline
-from pipelines.config import load_config
-from pipelines.outcome import EXIT_EMPTY, small_run
-from pipelines.stage import StageReport
+from pipelines.core.config import load_config
+from pipelines.core.outcome import EXIT_EMPTY, small_run
+from pipelines.core.runner import StageReport
 
 CFG = load_config(overrides=["run.root=/tmp/x"])
 
@@ -115,8 +115,8 @@ def test_tiny_input_through_the_whole_chain(spark, tmp_path, capsys, texts, stat
 
 # ------------------------------------------------------------------ --dry-run without Spark
 def test_local_plan_equals_the_spark_plan(spark, tmp_path):
-    from pipelines import local_state
-    from pipelines.runs import latest_records, plan
+    from pipelines.core import local_state
+    from pipelines.core.runs import latest_records, plan
     from tests.test_pipeline import _args, _docs
 
     root = tmp_path / "run"
@@ -132,7 +132,7 @@ def test_local_plan_equals_the_spark_plan(spark, tmp_path):
     for stages in (["report"], ["ingest", "report"]):
         assert plan(None, cfg, stages) == plan(spark, cfg, stages)
     assert plan(None, cfg, ["report"])[0].action == "skip"
-    from pipelines.ingest import input_files
+    from pipelines.ingest.stage import input_files
 
     assert local_state.input_files([str(src), str(tmp_path)]) == input_files(spark, [str(src), str(tmp_path)])
 
@@ -159,7 +159,7 @@ def test_dry_run_starts_no_jvm(tmp_path):
 
 
 def test_remote_or_hadoop_glob_runs_need_spark():
-    from pipelines import local_state
+    from pipelines.core import local_state
 
     assert not local_state.can_plan(load_config(overrides=["run.root=s3://bucket/run"]))
     assert not local_state.can_plan(load_config(overrides=['ingest.inputs=["data/{a,b}.jsonl"]']))

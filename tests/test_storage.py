@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pipelines import storage
-from pipelines.config import StorageConfig
+from pipelines.core import storage
+from pipelines.core.config import StorageConfig
 
 SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
             b"<Message>Please reduce your request rate.</Message></Error>")
@@ -153,10 +153,10 @@ def test_exhausted_retries_raise_storage_error(proxy, tmp_path):
 
 @pytest.mark.slow  # three shard-stage runs plus retry backoff
 def test_shard_stage_to_s3_through_faults_and_no_manifest_when_retries_run_out(spark, proxy, moto_server, tmp_path):
-    from pipelines import tables
-    from pipelines.config import load_config
-    from pipelines.stage import run_stage
-    from pipelines.verify import verify
+    from pipelines.core import tables
+    from pipelines.core.config import load_config
+    from pipelines.core.runner import run_stage
+    from pipelines.tools.verify import verify
     from tests.test_shard import TOK_SCHEMA, gpt2_props, tokenized_rows
 
     def cfg(out: str, attempts: int = 10):
@@ -188,10 +188,10 @@ def test_shard_stage_to_s3_through_faults_and_no_manifest_when_retries_run_out(s
 
 @pytest.mark.slow  # four shard-stage runs
 def test_a_short_object_is_uploaded_again_and_a_failed_run_leaves_no_index_or_manifest(spark, proxy, moto_server, tmp_path):
-    from pipelines import tables
-    from pipelines.config import load_config
-    from pipelines.stage import run_stage
-    from pipelines.verify import verify
+    from pipelines.core import tables
+    from pipelines.core.config import load_config
+    from pipelines.core.runner import run_stage
+    from pipelines.tools.verify import verify
     from tests.test_shard import TOK_SCHEMA, gpt2_props, tokenized_rows
 
     direct = StorageConfig(endpoint_url=f"http://{moto_server[0]}:{moto_server[1]}")
@@ -235,7 +235,7 @@ def test_a_short_object_is_uploaded_again_and_a_failed_run_leaves_no_index_or_ma
 
 
 def test_per_source_indexes_of_a_previous_run_are_retracted_whatever_its_sources(moto_server):
-    from pipelines.shard_sources import retract_remote_indexes
+    from pipelines.shard.sources import retract_remote_indexes
 
     direct = StorageConfig(endpoint_url=f"http://{moto_server[0]}:{moto_server[1]}")
     keep = ["train/mds/index.json", "sources/a/mds/shard.00000.mds", "sources/a/megatron/winnow_00000.idx"]

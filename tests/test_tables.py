@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import tables
+from pipelines.core import cache, tables
 
 
 def test_write_table_replaces_and_records_properties(spark, make_cfg):
@@ -72,7 +72,7 @@ def test_written_rows_and_small_table_cache(spark, make_cfg, monkeypatch):
     # text is cached on local disk, never on the heap (a 120,000-document report died of it)
     assert cached.storageLevel == tables.TEXT_CACHE
     tables.release_cached(spark)
-    monkeypatch.setattr(tables, "SMALL_BULK_TABLE_BYTES", size - 1)  # text over it: not cached at any limit
+    monkeypatch.setattr(cache, "SMALL_BULK_TABLE_BYTES", size - 1)  # text over it: not cached at any limit
     assert not tables.read_table(spark, cfg, "documents", cache_under_bytes=1 << 30).is_cached
     tables.write_table(df.select("doc_id", F.length("text").alias("n")), cfg, "stats")
     small = tables.read_table(spark, cfg, "stats", cache_under_bytes=1 << 30)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import tables
-from pipelines.config import load_config
-from pipelines.stage import run_stage
-from pipelines.tokenize import input_table_name
+from pipelines.core import tables
+from pipelines.core.config import load_config
+from pipelines.core.runner import run_stage
+from pipelines.tokenize.stage import input_table_name
 from udfs.tokenize import pack_token_ids as pack
 
 DOCS_SCHEMA = (
@@ -97,8 +97,8 @@ def test_the_hf_engine_writes_the_same_table(spark, tokenized, make_cfg):
 
 
 def test_the_runtime_audit_fails_the_stage_when_tiktoken_differs(spark):
-    from pipelines.config import TokenizeConfig
-    from pipelines.tokenize import _executor_failure, tokenize
+    from pipelines.tokenize.config import TokenizeConfig
+    from pipelines.tokenize.stage import _executor_failure, tokenize
 
     def without_the(loaded):  # nested, so Spark ships it by value to the workers
         # GPT-2's ranks without the token "the": tiktoken then splits "the" where the HF tokenizer does not.
@@ -119,7 +119,8 @@ def test_the_runtime_audit_fails_the_stage_when_tiktoken_differs(spark):
 
 
 def test_engine_tiktoken_for_a_tokenizer_it_cannot_run_fails_before_any_job(spark, make_cfg, tmp_path):
-    from pipelines.preflight import PreflightError, check_tokenizer
+    from pipelines.core.preflight import PreflightError
+    from pipelines.tokenize.hooks import check_tokenizer
     from tests.synthetic_vocab import build_70k_tokenizer
 
     path = build_70k_tokenizer(tmp_path / "tokenizer.json")

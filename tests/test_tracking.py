@@ -1,4 +1,4 @@
-"""MLflow tracking (pipelines/tracking.py) against a real `mlflow server` on 127.0.0.1, a `file:` store,
+"""MLflow tracking (pipelines/core/tracking.py) against a real `mlflow server` on 127.0.0.1, a `file:` store,
 and a server that is down (the run goes on, `_runs` says tracking failed)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from jobs import pipeline
-from pipelines import tables
-from pipelines.config import load_config
-from pipelines.runs import latest_records
+from pipelines.core import tables
+from pipelines.core.config import load_config
+from pipelines.core.runs import latest_records
 from tests.chain import REPO
 
 mlflow = pytest.importorskip("mlflow")
@@ -122,8 +122,8 @@ def test_server_down_warns_and_the_run_goes_on(spark, tmp_path, capsys):
 
 
 def test_stage_metrics_name_every_reason(tmp_path):
-    from pipelines.stage import StageReport
-    from pipelines.tracking import Tracker
+    from pipelines.core.runner import StageReport
+    from pipelines.core.tracking import Tracker
 
     store = f"file:{tmp_path / 'mlruns'}"
     cfg = load_config(overrides=[f"run.root={tmp_path / 'run'}", "tracking.mlflow=true", f"tracking.uri={store}",
@@ -180,8 +180,8 @@ def test_tasks_of_one_job_run_are_one_parent_run_with_a_nested_run_each(tmp_path
 
 
 def test_processes_that_create_a_parent_at_once_converge_on_the_first(tmp_path, monkeypatch):
-    from pipelines.stage import StageReport
-    from pipelines.tracking import Tracker
+    from pipelines.core.runner import StageReport
+    from pipelines.core.tracking import Tracker
 
     store = f"file:{tmp_path / 'mlruns'}"
     cfg = load_config(overrides=[f"run.root={tmp_path / 'run'}", "tracking.mlflow=true", f"tracking.uri={store}",
@@ -210,7 +210,7 @@ def test_processes_that_create_a_parent_at_once_converge_on_the_first(tmp_path, 
 
 
 def test_a_keyed_parent_with_the_server_down_warns_and_goes_on(tmp_path):
-    from pipelines.tracking import Tracker
+    from pipelines.core.tracking import Tracker
 
     lines = []
     cfg = load_config(overrides=[f"run.root={tmp_path / 'run'}", "tracking.mlflow=true", "tracking.parent_key=9",
@@ -223,7 +223,7 @@ def test_a_keyed_parent_with_the_server_down_warns_and_goes_on(tmp_path):
 def test_the_parent_key_is_not_part_of_the_config_fingerprint():
     assert load_config(overrides=["tracking.parent_key=1"]).fingerprint() == load_config().fingerprint()
     assert load_config(overrides=["tracking.parent_key=123"]).tracking.parent_key == "123"
-    from pipelines.config import ConfigError
+    from pipelines.core.config import ConfigError
 
     with pytest.raises(ConfigError, match="tracking.parent_key"):
         load_config(overrides=["tracking.parent_key='a b'"])

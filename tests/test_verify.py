@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.verify import verify
+from pipelines.tools.verify import verify
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from jobs import winnow
-from pipelines.chain import CHAIN
+from pipelines.core.chain import CHAIN
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -16,11 +16,11 @@ def test_help_lists_every_stage_in_one_line_each():
     r = subprocess.run([sys.executable, "-m", "jobs.winnow", "--help"], capture_output=True, text=True, cwd=REPO,
                        timeout=60)
     assert r.returncode == 0
-    commands, stages = r.stdout.split("\nstages (pipelines/chain.py, in chain order):\n")
+    commands, stages = r.stdout.split("\nstages (pipelines/core/chain.py, in chain order):\n")
     lines = commands.splitlines()
     assert [line.split()[0] for line in stages.splitlines()] == [s.name for s in CHAIN]
     for s, line in zip(CHAIN, stages.splitlines(), strict=True):
-        assert s.summary, f"stage {s.name} has no summary in pipelines/chain.py"
+        assert s.summary, f"stage {s.name} has no summary in pipelines/core/chain.py"
         assert line.endswith(s.summary)
     for cmd in ("run", "plan", "stage", "inspect", "verify", "report", "export"):
         assert any(line.startswith(f"  {cmd} ") for line in lines), cmd
@@ -55,9 +55,9 @@ def test_bad_config_exits_2_before_spark():
 
 
 def test_plan_is_run_dry_run_and_stage_runs_one_stage(spark, tmp_path, capsys):
-    from pipelines import tables
-    from pipelines.config import load_config
-    from pipelines.runs import latest_records
+    from pipelines.core import tables
+    from pipelines.core.config import load_config
+    from pipelines.core.runs import latest_records
 
     root = tmp_path / "run"
     cfg = load_config(overrides=[f"run.root={root}", "report.samples_per_reason=0"])

@@ -2,7 +2,7 @@
 the document's top languages with their shares of its prose.
 
 Why: reading only the head of a document judges a LaTeX file by its preamble and a German page with a
-large English-commented code block by its code (issue 14). fastText LID models (lid.176) were trained
+large English-commented code block by its code. fastText LID models (lid.176) were trained
 on prose; code, math and markup are noise to them.
 
 * :func:`prose` removes, with RE2 passes over the whole batch: fenced code blocks (Markdown, ``~~~``),

@@ -2,7 +2,7 @@
 
 Everything the stage's ``mapInArrow`` function runs lives here, so that a Python worker imports
 ``udfs`` (plus numpy, pyarrow, tokenizers, tiktoken) and not the pipeline modules: importing
-``pipelines.tokenize`` pulls in the config models and table helpers, ~0.25 CPU s per worker start
+``pipelines.tokenize.stage`` pulls in the config models and table helpers, ~0.25 CPU s per worker start
 (bench/notes.md), for nothing a worker uses. No Spark here: :func:`make_encoder` returns a plain
 function of an iterator of batches, and the counters it fills are duck-typed accumulators.
 
@@ -96,7 +96,7 @@ class BatchResult:
 
     Attributes:
         batch: ``doc_id``, ``source``, ``tokens``, ``n_tokens``, ``n_content_tokens``, ``roundtrip_checked``,
-            ``roundtrip_mismatch``, ``roundtrip_error`` (see ``pipelines.tokenize.tokenize``).
+            ``roundtrip_mismatch``, ``roundtrip_error`` (see ``pipelines.tokenize.stage.tokenize``).
         counts: the :data:`COUNTS` of the batch.
         tokens_by_source: tokens (incl. EOS/BOS) of the documents with content, per ``source``.
     """

@@ -3,7 +3,7 @@
 :func:`tiktoken_compatibility` decides, from the Hugging Face tokenizer's JSON alone, whether tiktoken's
 algorithm gives the same ids; :func:`build_encoding` then builds a ``tiktoken.Encoding`` offline (never a
 downloaded encoding) whose mergeable ranks are the tokenizer's own ids and whose split pattern is the
-tokenizer's own pre-tokenizer regex. The run-time audit (``pipelines.tokenize``) re-encodes a seeded
+tokenizer's own pre-tokenizer regex. The run-time audit (``pipelines.tokenize.stage``) re-encodes a seeded
 sample with the Hugging Face tokenizer and fails the stage on any difference.
 
 Why equal ids need these conditions (tiktoken ``load.py`` ``data_gym_to_mergeable_bpe_ranks`` makes the

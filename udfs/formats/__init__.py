@@ -22,7 +22,7 @@ Compressed files are decompressed as a stream (:mod:`udfs.formats.compression`).
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import BinaryIO
 
 import pyarrow as pa
@@ -139,14 +139,48 @@ def explode_split(
             yield from c.flush()
             yield c.summary("xml", size)
             return
-    label = fmt
+    codec, label = _plain_gz(open_file, fmt, codec, size)
+    stream, head = yield from _read_split(c, fmt, codec, open_file, opts, start, end)
+    if stream is not None:
+        head = stream.head
+    if stream is not None and stream.error is not None:
+        c.quarantine(0, "unreadable_file", None, f"{stream.error}; records before the damage were kept")
+    elif whole and c.emitted == 0 and not c.buffered:
+        # The decompressed bytes (an empty .gz has a 20-byte header that means nothing to a reader).
+        c.quarantine(0, "empty_file", head[:200] or None, f"{size} bytes, no record")
+    yield from c.flush()
+    looks = looks_like(head) if start == 0 and head else None
+    yield c.summary(label, size, head if fmt in _STREAMED else None, looks)
+
+
+_STREAMED = ("jsonl", "json", "csv", "tsv", "jats", "latex", "mediawiki", "text")
+
+
+def _plain_gz(open_file: Callable[[], BinaryIO], fmt: str, codec: str | None,
+              size: int) -> tuple[str | None, str]:
+    """``(codec, format label)``: a file named ``.gz`` without the gzip magic is read as it is.
+
+    A plain file named .gz is a common upload slip: reading it as it is beats quarantining every record
+    as undecompressable; the file summary's format says so (report: ingest formats).
+    """
     if codec == "gz" and size:
         with open_file() as f:
             if f.read(2) != GZIP_MAGIC:
-                # A plain file named .gz (a common upload slip): read it as it is rather than quarantining
-                # every record as undecompressable; the file summary's format says so (report:
-                # ingest formats).
-                codec, label = None, f"{fmt} (plain, named .gz)"
+                return None, f"{fmt} (plain, named .gz)"
+    return codec, fmt
+
+
+def _read_split(
+    c: Collector, fmt: str, codec: str | None, open_file: Callable[[], BinaryIO], opts: ParseOptions,
+    start: int, end: int | None,
+) -> Generator[pa.RecordBatch, None, tuple[_Guarded | None, bytes]]:
+    """Yield the split's record batches through the reader of ``fmt``; a reader that fails quarantines
+    the file (``unreadable_file``) instead of raising.
+
+    Returns:
+        The guarded stream (None for WARC and Parquet, which read the file themselves) and the file's
+        first bytes as far as they were read.
+    """
     stream: _Guarded | None = None
     head = b""
     try:
@@ -170,19 +204,7 @@ def explode_split(
             c.quarantine(0, "unreadable_file", None, f"parquet: {e}")
     except Exception as e:  # a reader bug or an unforeseen corruption: never lose the file silently
         c.quarantine(0, "unreadable_file", head[:200] or None, f"{fmt}: {type(e).__name__}: {e}")
-    if stream is not None:
-        head = stream.head
-    if stream is not None and stream.error is not None:
-        c.quarantine(0, "unreadable_file", None, f"{stream.error}; records before the damage were kept")
-    elif whole and c.emitted == 0 and not c.buffered:
-        # The decompressed bytes (an empty .gz has a 20-byte header that means nothing to a reader).
-        c.quarantine(0, "empty_file", head[:200] or None, f"{size} bytes, no record")
-    yield from c.flush()
-    looks = looks_like(head) if start == 0 and head else None
-    yield c.summary(label, size, head if fmt in _STREAMED else None, looks)
-
-
-_STREAMED = ("jsonl", "json", "csv", "tsv", "jats", "latex", "mediawiki", "text")
+    return stream, head
 
 
 def _first(chunks: Iterator[bytes]) -> list[bytes]:

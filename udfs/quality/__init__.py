@@ -2,7 +2,7 @@
 
 Every public function maps an Arrow array of ``n`` texts (``string`` / ``large_string``; nulls read as
 ``""``) to a :class:`pyarrow.StructArray` of length ``n`` with one fixed-dtype field per signal. No
-decision is taken here: :mod:`pipelines.filter` compares the signals with the configured thresholds.
+decision is taken here: :mod:`pipelines.filter.stage` compares the signals with the configured thresholds.
 
 Work is done with Arrow compute kernels over the whole batch (split into lines / words once, flatten,
 aggregate back per document with ``numpy.bincount``) and numpy for n-gram counting; there is no Python

@@ -133,14 +133,10 @@ def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
     out: list[Candidate] = []
     for mt in matches:
         kw_start = mt.start()
-        if kw_start and (text[kw_start - 1].isalnum() or text[kw_start - 1] in "_§\\"):
-            continue  # inside a word ("timetable 2") or a LaTeX command
         kind = _kind(mt)
         kw_text = text[kw_start : mt.start("labels")]
-        if kind == "theorem" and not kw_text[:1].isupper():
-            continue  # "a lemma 3 ..." is not how mathematical text cites a statement
-        if _STATUTE_BEFORE.search(text, max(0, kw_start - 24), kw_start):
-            continue  # "Cal. App. 3d 1234" (a law reporter), "Wis. Stat. § 19.35" (a statute)
+        if _not_a_keyword(text, kw_start, kind, kw_text):
+            continue
         prev = text[max(0, kw_start - 12) : kw_start].split()
         refish = kw_text[:1].isupper() or (prev and prev[-1].lower() in {"in", "see", "of", "and", "the", "to", "by", "from", "per"})
         labels_start = mt.start("labels")
@@ -159,16 +155,8 @@ def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
             core = raw.strip("() \t")
             if not first and len(core) == 1 and core.isalpha() and kind not in ("appendix", "section"):
                 continue  # "Figure 3A-C": panel letters of the previous label
-            if first and not core[:1].isdigit() and lab not in PLACEHOLDERS and not core.startswith("\\") and not refish:
-                break  # "I figure I can", "figure one out": non-numeric labels need a capitalised keyword
-            if first and not core[:1].isdigit() and lab not in PLACEHOLDERS and _sentence_end(kw_text, m):
-                break  # "... Thermodynamic Properties. J Chem Phys.": a word ending a sentence, then a letter
-            if first and core.lower() in m.numbers and _TITLE_WORD.match(text, lt.end()):
-                break  # "Figure Two Packs": a product name in title case
-            if first and core.isalpha() and core.islower() and core not in m.numbers and not kw_text[:1].isupper():
-                break  # "the section x is", "the equation x": a lower-case roman label needs "Section"
-            if first and core.lower() in m.numbers and kw_text.rstrip(" .~\u00a0").lower().endswith("s") and lt.end() == mt.end():
-                break  # "the algorithms one wants": a plural keyword before a lone spelled number
+            if first and _not_a_first_label(text, m, kw_text, core, lab, bool(refish), lt.end(), mt.end()):
+                break
             if kind == "section" and (_leading_int(lab) or 0) > MAX_SECTION_NUMBER:
                 break
             n = _leading_int(lab)
@@ -183,6 +171,32 @@ def _keyword_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
 
 
 _TITLE_WORD = re.compile(r"[ \t]+(?-i:[A-Z][a-z]+)\b")
+
+
+def _not_a_keyword(text: str, kw_start: int, kind: str, kw_text: str) -> bool:
+    """The keyword match at ``kw_start`` is no reference keyword (its mentions are skipped)."""
+    if kw_start and (text[kw_start - 1].isalnum() or text[kw_start - 1] in "_§\\"):
+        return True  # inside a word ("timetable 2") or a LaTeX command
+    if kind == "theorem" and not kw_text[:1].isupper():
+        return True  # "a lemma 3 ..." is not how mathematical text cites a statement
+    # "Cal. App. 3d 1234" (a law reporter), "Wis. Stat. § 19.35" (a statute)
+    return bool(_STATUTE_BEFORE.search(text, max(0, kw_start - 24), kw_start))
+
+
+def _not_a_first_label(text: str, m: Matcher, kw_text: str, core: str, lab: str, refish: bool, label_end: int,
+                       match_end: int) -> bool:
+    """The first label after a keyword is prose, not a label (the keyword then yields no mention)."""
+    if not core[:1].isdigit() and lab not in PLACEHOLDERS and not core.startswith("\\") and not refish:
+        return True  # "I figure I can", "figure one out": non-numeric labels need a capitalised keyword
+    if not core[:1].isdigit() and lab not in PLACEHOLDERS and _sentence_end(kw_text, m):
+        return True  # "... Thermodynamic Properties. J Chem Phys.": a word ending a sentence, then a letter
+    if core.lower() in m.numbers and _TITLE_WORD.match(text, label_end):
+        return True  # "Figure Two Packs": a product name in title case
+    if core.isalpha() and core.islower() and core not in m.numbers and not kw_text[:1].isupper():
+        return True  # "the section x is", "the equation x": a lower-case roman label needs "Section"
+    plural = kw_text.rstrip(" .~\u00a0").lower().endswith("s")
+    # "the algorithms one wants": a plural keyword before a lone spelled number
+    return core.lower() in m.numbers and plural and label_end == match_end
 
 
 def _sentence_end(kw_text: str, m: Matcher) -> bool:

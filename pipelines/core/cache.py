@@ -1,0 +1,68 @@
+"""The cache of a stage's small input tables: persisted while the stage runs, released when it ends.
+
+:func:`pipelines.core.tables.read_table` and :func:`~pipelines.core.tables.read_if_exists` cache a table
+under their ``cache_under_bytes`` (:data:`SMALL_TABLE_BYTES` for the stages that query their input more
+than once); :func:`pipelines.core.runner.run_stage` calls :func:`release_cached` when the stage ends.
+"""
+
+from __future__ import annotations
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from pipelines.core.files import table_bytes
+
+TEXT_CACHE = StorageLevel.DISK_ONLY
+"""Storage level of every cached frame that holds document text (ingest's parsed records, dedup's
+documents and annotations, each stage's checked rows before its two writes).
+
+Why not ``MEMORY_AND_DISK``: on the heap, the cached text of 480,000 documents (1.7 GB) took the driver
+of a local run with a 3 GB heap to ``OutOfMemoryError`` in dedup (Spark's columnar cache builds each
+10,000-row batch on the heap beside the blocks it already holds); on local disk the same dedup ran with
+3 GB in 153 s, against 159 s with a 6 GB heap and the memory cache (bench/notes.md, measured 2026-12-01). The
+operating system's page cache keeps recently written blocks in memory anyway, outside the JVM heap.
+"""
+
+
+SMALL_TABLE_BYTES = 256 << 20
+"""Default ``cache_under_bytes`` of the stages that re-read a table: files of at most 256 MB (a run of a
+few hundred thousand documents); larger tables are scanned per query, as before."""
+
+_PINNED: dict[int, list[DataFrame]] = {}
+
+
+SMALL_BULK_TABLE_BYTES = 32 << 20
+"""Largest table holding text or token bytes (:func:`holds_bulk`) that ``cache_under_bytes`` caches,
+whatever larger limit it is given. The cache holds every column, where each query of an uncached
+table reads only the columns it needs from Parquet: the report of the scaling run took 81 s at
+120,000 documents with its text tables (150-250 MB each) cached on disk and 51 s at 480,000, where
+they were over the limit and not cached (bench/notes.md, measured 2026-12-02)."""
+
+
+def _cache_if_small(spark: SparkSession, df: DataFrame, path: str, version: int, limit: int) -> None:
+    if holds_bulk(df):
+        limit = min(limit, SMALL_BULK_TABLE_BYTES)
+    size = table_bytes(spark, path, version)
+    if size is not None and size <= limit:
+        _persist(spark, df)
+
+
+def _persist(spark: SparkSession, df: DataFrame) -> None:
+    # Decoded, text takes several times its compressed size: cached on the heap, the report of 120,000
+    # documents (five text tables of 150-250 MB) died with OutOfMemoryError in a 3 GB driver. Frames
+    # with text or token bytes go to local disk (TEXT_CACHE).
+    df.persist(TEXT_CACHE if holds_bulk(df) else StorageLevel.MEMORY_AND_DISK)
+    _PINNED.setdefault(id(spark), []).append(df)
+
+
+def holds_bulk(df: DataFrame) -> bool:
+    """True when ``df`` carries document text or token bytes (a ``text`` column or any binary column):
+    the frames :data:`TEXT_CACHE` is for."""
+    return "text" in df.columns or any(isinstance(f.dataType, T.BinaryType) for f in df.schema.fields)
+
+
+def release_cached(spark: SparkSession) -> None:
+    """Unpersist every table :func:`read_table` / :func:`read_if_exists` cached for ``spark``."""
+    for df in _PINNED.pop(id(spark), []):
+        df.unpersist()

@@ -1,0 +1,71 @@
+"""Where the framework finds what a stage adds to it: the optional ``pipelines/<stage>/hooks.py``.
+
+The framework names no stage; it loops over the chain (:data:`pipelines.core.chain.CHAIN`) and asks each
+stage's hooks module for one attribute. A stage without the module, or without the attribute, adds
+nothing. The hooks a stage may define:
+
+``preflight(cfg, stages) -> None``
+    Checks without Spark before a run of ``stages`` (every stage's hook is called, so a stage can check
+    what an earlier stage of the run will read for it); raises
+    :class:`pipelines.core.preflight.PreflightError` naming the key to fix.
+``input_files(spark, cfg) -> list[tuple[str, int, int]]``
+    The raw files a stage that reads no table reads, sorted ``(path, size_bytes, mtime_ms)``;
+    ``spark=None`` lists local paths without Spark. Their digest is the stage's input state in its
+    completion record (:mod:`pipelines.core.runs`) and their size its bytes of input (progress line,
+    small-input settings).
+``check_upstream(cfg, stage, extra) -> list[str]``
+    Called when an earlier stage of the run ends (or is skipped as complete) and this stage will run:
+    ``extra()`` gives that stage's figures; returns warning lines, raises a
+    :class:`udfs.errors.UserError` when the run cannot succeed (the jobs exit 2).
+``LATE_CONFIG_ERRORS: tuple[type[Exception], ...]``
+    Configuration errors the stage finds only once Spark runs (the jobs exit 2 on them).
+``inspect_view(spark, cfg, *, reason, kept, n, text_chars) -> str | None`` and ``inspect_sample(...)``
+    What ``jobs/inspect.py --stage <stage>`` shows when the stage has its own view (a whole text) or its
+    own sample (rows); ``INSPECT_WHAT`` names what that sample holds.
+``EMPTY_HINT: str``
+    What to change when the stage kept no document, for the closing line of the run
+    (:mod:`pipelines.core.outcome`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Iterable, Iterator
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+from pipelines.core.chain import STAGES
+
+
+@cache
+def _hooks_module(stage: str) -> ModuleType | None:
+    if importlib.util.find_spec(f"pipelines.{stage}") is None:
+        return None
+    if importlib.util.find_spec(f"pipelines.{stage}.hooks") is None:
+        return None
+    return importlib.import_module(f"pipelines.{stage}.hooks")
+
+
+def hook(stage: str, name: str) -> Any:
+    """Attribute ``name`` of ``pipelines/<stage>/hooks.py``, or None when the stage does not define it.
+
+    >>> hook("ingest", "input_files").__name__, hook("report", "input_files")
+    ('input_files', None)
+    """
+    module = _hooks_module(stage)
+    return None if module is None else getattr(module, name, None)
+
+
+def late_config_errors() -> tuple[type[Exception], ...]:
+    """Every stage's ``LATE_CONFIG_ERRORS``, for the jobs to exit 2 on."""
+    return tuple(e for _, errors in each("LATE_CONFIG_ERRORS") for e in errors)
+
+
+def each(name: str, stages: Iterable[str] = STAGES) -> Iterator[tuple[str, Any]]:
+    """``(stage, hook)`` for each stage of ``stages`` (in the order given) that defines hook ``name``."""
+    for stage in stages:
+        found = hook(stage, name)
+        if found is not None:
+            yield stage, found

@@ -1,0 +1,75 @@
+"""Seeded samples of documents, shared by the report and ``jobs/inspect.py``: the sample order, the
+signals shown for a sampled row, text cut to head and tail, and text made safe to print.
+
+Samples are ordered by a keyed hash of ``(run.seed, doc_id)``, so the same documents come out whatever
+the partitioning.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+
+def reason_matches(reason: str) -> Column:
+    """Column predicate: the ``reason`` array holds ``reason`` or a reason in its family
+    (``gopher_repetition`` matches ``gopher_repetition.top_2gram``)."""
+    return F.exists("reason", lambda r: (r == F.lit(reason)) | r.startswith(reason + "."))
+
+
+def seeded_order(seed: int, key: str = "doc_id") -> Column:
+    """A sort key that orders rows by a keyed hash of ``(seed, key)``: the same sample on any partitioning."""
+    return F.xxhash64(F.lit(seed), F.col(key))
+
+
+def row_signals(row: dict[str, Any], reasons: list[str] | None = None) -> dict[str, Any]:
+    """The signals of one collected row: scalar non-text columns, plus the fields of struct columns
+    named by a reason's family (``gopher_repetition.dup_5gram`` -> the ``gopher_repetition`` struct),
+    or of every struct column when ``reasons`` is None."""
+    skip = {"doc_id", "text", "stage", "duplicate_of", "input_file", "url", "source", "meta", "r", "_rank"}
+    families = None if reasons is None else {r.split(".")[0] for r in reasons if r}
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if k in skip or v is None:
+            continue
+        if isinstance(v, dict):
+            if families is None or k in families:
+                out.update({f"{k}.{f}": x for f, x in v.items()
+                            if x is not None and not isinstance(x, list | dict)})
+        elif isinstance(v, int | float | str | bool):
+            out[k] = v
+    return out
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 and C1 control characters and DEL, except tab and newline (a text's own layout)."""
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters written as ``\\xNN`` escapes, for a terminal.
+
+    A quarantined record or a cut document can hold NUL, ESC or a lone carriage return: printed raw, they
+    recolour or overwrite the terminal and hide the very bytes the user is looking for. Tab and newline
+    stay (the text's layout); ``\\r\\n`` line ends become ``\\n`` first so that they do not show as escapes.
+
+    >>> printable("a\\x00b\\x1b[31m\\tc\\r\\nd")
+    'a\\\\x00b\\\\x1b[31m\\tc\\nd'
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` if at most ``limit`` characters, else its head and tail around a marker naming the cut.
+
+    >>> truncate("abcdefghij", 6)
+    'abcd … [4 chars cut] … ij'
+    """
+    if len(text) <= limit:
+        return text
+    head = max(1, (limit * 2) // 3)
+    tail = max(0, limit - head)
+    cut = len(text) - head - tail
+    return f"{text[:head]} … [{cut} chars cut] … {text[len(text) - tail:] if tail else ''}".rstrip()

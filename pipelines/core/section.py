@@ -1,0 +1,249 @@
+"""The base of every config section, the framework's own sections, and the helpers sections share.
+
+A stage's section lives in its package (``pipelines/<stage>/config.py``, class ``<Stage>Config``) and
+derives from :class:`Section`; :mod:`pipelines.core.config` assembles them into ``WinnowConfig``. This
+module imports no stage, so a stage's config module can import it first.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from pipelines.core.chain import STAGES
+from udfs.errors import UserError
+
+
+class ConfigError(UserError, ValueError):
+    """A configuration file or override is invalid; the message names key, value and allowed values."""
+
+
+class Section(BaseModel):
+    """Base of every config section: unknown keys are errors, values are validated on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _bool_is_not_a_number(cls, v: Any, info: ValidationInfo) -> Any:
+        # YAML reads true/yes/on as booleans and pydantic's lax mode turns them into 1/0, so a stray
+        # `num_shards: yes` would silently mean 1; numbers must be written as numbers.
+        if isinstance(v, bool) and info.field_name and _is_number(cls.model_fields[info.field_name].annotation):
+            raise ValueError("expected a number, not true/false")
+        return v
+
+
+def _is_number(annotation: Any) -> bool:
+    types = get_args(annotation) or (annotation,)
+    return bool({int, float} & set(types)) and bool not in types
+
+
+# --------------------------------------------------------------------------------------------- run
+class RunConfig(Section):
+    root: str = "out"
+    seed: int = Field(default=42, ge=0, lt=2**63)
+    # Metastore mode (both set): stage tables are <catalog>.<schema>.<name> (pipelines/core/tables.py).
+    catalog: str | None = None
+    db_schema: str | None = Field(default=None, alias="schema")
+
+    # The key is run.schema; the attribute is db_schema (BaseModel has a method named schema).
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True, serialize_by_alias=True)
+
+    @field_validator("catalog", "db_schema")
+    @classmethod
+    def _identifier(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            raise ValueError(f"must be a plain identifier (letters, digits, _), got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _catalog_and_schema(self) -> RunConfig:
+        if (self.catalog is None) != (self.db_schema is None):
+            raise ValueError(
+                f"run.catalog and run.schema go together (tables <catalog>.<schema>.<name>); got catalog="
+                f"{self.catalog!r}, schema={self.db_schema!r}"
+            )
+        return self
+
+    @field_validator("root")
+    @classmethod
+    def _root_not_blank(cls, v: str) -> str:
+        # Outputs go to "<root>/tables/...": a blank root would write to /tables at the filesystem root.
+        if not v.strip():
+            raise ValueError("run.root must be a folder or URI (e.g. out/run1, s3://bucket/run1), not blank")
+        return v
+
+
+# ------------------------------------------------------------------------------------------- spark
+class SparkConfig(Section):
+    master: str | None = None
+    shuffle_partitions: int = Field(default=200, ge=1)
+    arrow_batch_rows: int = Field(default=1024, ge=1)
+    jars: list[str] = Field(default_factory=list)
+    conf: dict[str, str] = Field(default_factory=dict)
+    log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "WARN"
+    local_jit: Literal["c1", "tiered"] = "c1"
+    small_input_mb: int = Field(default=64, ge=0)
+
+
+# ---------------------------------------------------------------------------------------- pipeline
+class PipelineConfig(Section):
+    stages: list[str] = Field(default_factory=lambda: list(STAGES))
+    progress_s: float = Field(default=30.0, ge=0)
+
+    @field_validator("stages")
+    @classmethod
+    def _known_and_ordered(cls, v: list[str]) -> list[str]:
+        if not v:  # jobs/pipeline.py would start Spark, run nothing and exit 0
+            raise ValueError(f"pipeline.stages is empty; list one or more of {list(STAGES)}")
+        for s in v:
+            if s not in STAGES:
+                raise ValueError(f"unknown stage {s!r}; allowed: {list(STAGES)}")
+        order = [STAGES.index(s) for s in v]
+        if order != sorted(set(order)):
+            raise ValueError(f"stages must be unique and in chain order {list(STAGES)}; got {v}")
+        return v
+
+
+# ----------------------------------------------------------------------------------- eval sets
+class EvalSetConfig(Section):
+    """One evaluation set whose text must not be in the training data (pipelines/decontam/stage.py)."""
+
+    # Reason ids are decontam.<name>: stable snake_case.
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)
+    paths: list[str] = Field(default_factory=list)
+    table: str | None = None
+    format: Literal["auto", "jsonl", "parquet"] = "auto"
+    fields: list[str] = Field(min_length=1)
+    id_field: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EvalSetConfig:
+        if bool(self.paths) == (self.table is not None):
+            raise ValueError(
+                f"eval set {self.name!r}: give exactly one of paths (JSONL/Parquet files) and table (a Delta "
+                f"table path); got paths={self.paths!r}, table={self.table!r}"
+            )
+        if any(not f.strip() for f in self.fields):
+            raise ValueError(f"eval set {self.name!r}: fields must be non-blank column names; got {self.fields!r}")
+        return self
+
+
+# ------------------------------------------------------------------------------------- storage
+class StorageConfig(Section):
+    """Object-store upload of shards when the shard output is ``s3://bucket/prefix`` (``pipelines/core/storage.py``)."""
+
+    endpoint_url: str | None = None
+    region: str | None = None
+    max_concurrency: int = Field(default=8, ge=1)
+    multipart_threshold_mb: int = Field(default=64, ge=5)
+    multipart_chunksize_mb: int = Field(default=64, ge=5)
+    max_attempts: int = Field(default=10, ge=1)
+    verify_download: bool = False
+    staging_dir: str | None = None
+
+
+# ---------------------------------------------------------------------------------------- tracking
+class TrackingConfig(Section):
+    """MLflow tracking of runs (``pipelines/core/tracking.py``)."""
+
+    mlflow: bool = False
+    uri: str | None = None
+    experiment: str | None = None
+    timeout_s: float = Field(default=5.0, gt=0)
+    # The scheduler's run this process belongs to (Databricks: {{job.run_id}}): every process with the
+    # same key logs its stages under one parent MLflow run, found by its tag. Not part of the config
+    # fingerprint (see WinnowConfig.canonical_json): which job run this is does not change the data.
+    parent_key: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:/-]{1,200}$")
+
+    @field_validator("parent_key", mode="before")
+    @classmethod
+    def _number_is_a_key(cls, v: Any) -> Any:
+        # `--set tracking.parent_key=123` reads as a YAML int; a job run id is a name, not a number.
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+# ------------------------------------------------------------------------------------- helpers
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no insignificant whitespace, for fingerprints."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# ------------------------------------------------------------------------------------------ loading
+def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """Recursively merge ``over`` into a copy of ``base``; mappings merge, everything else replaces."""
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = deep_merge(dict(out[k]), v)
+        else:
+            out[k] = v
+    return out
+
+
+def _model_inside(tp: Any) -> Any:
+    """``tp`` without ``None`` in a union (``X | None`` -> ``X``), so optional sections are walked too."""
+    if get_origin(tp) in (Union, UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _allowed_keys(loc: tuple[Any, ...], root: Any) -> list[str]:
+    """The keys allowed beside the last part of ``loc`` under model ``root``, walking models,
+    ``dict[str, Model]`` values (``shard.mix.<source>``, a loc part that is the user's key) and
+    ``list[Model]`` items; [] if unknown."""
+    tp: Any = root
+    for part in loc[:-1]:
+        tp = _model_inside(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            field = tp.model_fields.get(part)
+            if field is None:
+                return []
+            tp = field.annotation
+        elif get_origin(tp) in (dict, Mapping):
+            tp = get_args(tp)[1]
+        elif get_origin(tp) in (list, tuple):
+            tp = get_args(tp)[0]
+        else:
+            return []
+    tp = _model_inside(tp)
+    return sorted(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
+
+
+def describe_error(e: ValidationError, root: Any, prefix: str = "") -> str:
+    """A pydantic validation error as the lines a user reads: each key path, the value found and what is
+    allowed (for an unknown key: the keys allowed there).
+
+    Args:
+        e: the error raised validating ``root``.
+        root: the model validated (``WinnowConfig``, or a section validated on its own).
+        prefix: put before each key path (e.g. ``filter.profiles.web.``).
+
+    Returns:
+        ``"invalid configuration:"`` then one indented line per error.
+    """
+    lines = []
+    for err in e.errors():
+        loc = tuple(err["loc"])
+        key = prefix + ".".join(str(p) for p in loc) or "<root>"
+        if err["type"] == "extra_forbidden":
+            allowed = _allowed_keys(loc, root)
+            lines.append(f"unknown config key {key!r}; allowed keys here: {allowed}")
+        else:
+            lines.append(f"config key {key!r}: got {err.get('input')!r}: {err['msg']}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)

@@ -1,0 +1,357 @@
+"""The one SparkSession factory every job and test uses.
+
+Delta's SQL extension and catalog are always configured. Outside ``spark-submit`` (``python jobs/x.py``,
+tests) the Delta jars come from Maven Central through ``spark.jars.packages`` (resolved by Spark's Ivy on
+first use and cached in ``~/.ivy2*``), unless ``spark.jars`` lists local jar files (e.g. resolved with
+``make jars``, which uses ``mvn dependency:copy`` and so honours the machine's Maven settings). Under
+``spark-submit`` the jars must be on the command line: ``--packages`` with :func:`delta_coordinates`.
+
+Resolution happens once (``make`` runs it at install time, else the first session does): a child
+process lets Ivy resolve the packages with its console output going to a log file, and the list of
+resolved jar files is kept in ``~/.cache/winnow/``; later sessions pass those files as ``spark.jars``,
+so no run pays for (or prints) Ivy's resolution again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pipelines.core.config import SparkConfig
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+def delta_coordinates() -> str:
+    """Maven coordinates of the Delta jars that match the installed pyspark/delta-spark pair.
+
+    Returns:
+        e.g. ``"io.delta:delta-spark_4.2_2.13:4.4.0"``, computed from the installed versions with the
+        rule of delta-spark's ``configure_spark_with_delta_pip``.
+    """
+    from importlib.metadata import version
+
+    import pyspark
+
+    # Same rule as delta.pip_utils.configure_spark_with_delta_pip (which only accepts a real builder).
+    spark_mm = ".".join(pyspark.__version__.split(".")[:2])
+    return f"io.delta:delta-spark_{spark_mm}_2.13:{version('delta_spark')}"
+
+
+JAR_CACHE = Path(os.environ.get("WINNOW_CACHE", Path.home() / ".cache" / "winnow"))
+
+
+def _jar_list_path() -> Path:
+    return JAR_CACHE / f"delta-jars-{delta_coordinates().replace(':', '_')}.txt"
+
+
+def cached_delta_jars() -> list[str] | None:
+    """The jar files Ivy resolved for :func:`delta_coordinates` earlier, when they all still exist."""
+    listing = _jar_list_path()
+    if not listing.is_file():
+        return None
+    jars = [j for j in listing.read_text().split() if j]
+    ok = jars and all(Path(j.removeprefix("file://").removeprefix("file:")).is_file() for j in jars)
+    return jars if ok else None
+
+
+def resolve_delta_jars() -> list[str] | None:
+    """Let Spark's Ivy resolve the Delta packages in a child process (console output to a log file)
+    and keep the list of resolved jars; ``None`` when resolution failed (the log says why)."""
+    import subprocess
+
+    JAR_CACHE.mkdir(parents=True, exist_ok=True)
+    log = JAR_CACHE / "ivy-resolve.log"
+    with log.open("w") as out:
+        rc = subprocess.call([sys.executable, "-m", "pipelines.core.session", "--resolve"], stdout=out,
+                             stderr=out)
+    jars = cached_delta_jars() if rc == 0 else None
+    state = "resolved" if jars else "NOT resolved"
+    print(f"Delta jars {state} by Spark's Ivy; its output is in {log}", file=sys.stderr)
+    return jars
+
+
+def _resolve_in_child() -> None:
+    from delta import configure_spark_with_delta_pip
+
+    builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+    spark = configure_spark_with_delta_pip(builder).getOrCreate()
+    jars = spark.sparkContext.getConf().get("spark.jars", "")
+    spark.stop()
+    _jar_list_path().write_text("\n".join(j for j in jars.split(",") if j) + "\n")
+
+
+def launched_by_spark_submit() -> bool:
+    """True when the JVM was started by ``spark-submit`` (which hands the gateway port to Python)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
+    """Return the active SparkSession, or build one configured for Winnow.
+
+    Args:
+        app_name: Spark application name; jobs pass their stage name.
+        cfg: the ``spark`` config section (defaults when None).
+
+    Returns:
+        A SparkSession with Delta, Arrow, AQE, UTC session time zone and the configured shuffle
+        partitions. An already active session (tests, notebooks, Databricks) is reused as is, with
+        only the runtime SQL settings (shuffle partitions, Arrow batch size) applied.
+
+    Raises:
+        RuntimeError: Delta classes are missing from the JVM (``spark-submit`` without ``--packages``).
+    """
+    cfg = cfg or SparkConfig()
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        _apply_runtime_conf(active, cfg)
+        return active
+
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .config("spark.sql.extensions", DELTA_EXTENSION)
+        .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        # Python workers are reused across tasks, so models and tokenizers loaded into a module-level
+        # cache are loaded once per worker process, not once per batch.
+        .config("spark.python.worker.reuse", "true")
+        # Off unless asked for (jobs/_cli.py turns it on for a terminal): in logs it is noise.
+        .config("spark.ui.showConsoleProgress", "false")
+        # Metastore mode on Spark's Hive catalog: a Delta table is kept in Hive with a placeholder column
+        # (`col array<string>`); when a write adds columns (`removed`, mergeSchema), Delta mirrors the new
+        # schema into the catalog, Hive refuses the "type change" of that placeholder, and Spark retries
+        # in its own format after logging the refusal as a ~120-line trace (data and status fine). Hive
+        # allowing the change lets the first attempt succeed; only the metastore's copy of the schema is
+        # touched, and Spark and Delta read the schema from the table properties and the Delta log.
+        .config("spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes", "false")
+    )
+    for k, v in cfg.conf.items():
+        builder = builder.config(k, v)
+
+    if not launched_by_spark_submit() and "spark.driver.memory" not in cfg.conf:
+        # Local mode runs every task in the driver JVM: Spark's 1g default is too little for the
+        # shuffles of dedup on a few GB of input; size it from the machine (a spark-submit user,
+        # or a config that sets it, decides for themselves).
+        builder = builder.config("spark.driver.memory", local_driver_memory())
+
+    if not launched_by_spark_submit():
+        # Python workers must run this interpreter (the venv with pyarrow etc.), not whatever
+        # `python3` is first on PATH; spark-submit users set PYSPARK_PYTHON themselves.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        master = cfg.master or "local[*]"
+        builder = builder.master(master)
+        if CODEGEN_CACHE not in cfg.conf:
+            # Spark keeps 100 compiled classes of generated code; a chain run compiles ~760 (many the
+            # same code again: each Delta snapshot rebuild plans the same query), so it kept recompiling
+            # them with Janino on the driver's critical path (bench/notes.md, "Fixed cost").
+            builder = builder.config(CODEGEN_CACHE, "1000")
+        if SNAPSHOT_PARTITIONS not in cfg.conf:
+            # Delta rebuilds a table's snapshot from its log in 50 tasks by default, sized for clusters
+            # and large logs; Winnow reads small logs (one commit per run) dozens of times per run, so
+            # on one machine 50 tiny tasks per read were ~44 % of a small run's CPU (bench/notes.md).
+            builder = builder.config(SNAPSHOT_PARTITIONS, str(local_snapshot_partitions(master)))
+        jars = cfg.jars or cached_delta_jars() or resolve_delta_jars()
+        if jars:
+            builder = builder.config("spark.jars", ",".join(jars))
+        else:
+            from delta import configure_spark_with_delta_pip
+
+            builder = configure_spark_with_delta_pip(builder)
+        java_opts = cfg.conf.get(JAVA_OPTIONS, "")
+        if cfg.local_jit == "c1" and master.startswith("local") and not _names_jit_flag(java_opts):
+            # One JVM runs driver and tasks; C2 compiled for ~30 CPU-s of a small run (40 % of ingest +
+            # dedup on 24,400 documents) to make code ~10-15 % faster: C1 alone wins below ~1 GB per core.
+            java_opts = f"{java_opts} {C1_ONLY}"
+            if "ReservedCodeCacheSize" not in java_opts:
+                # Without tiering HotSpot reserves 48 MB of code cache, not 240: a chain run filled it
+                # at ~34 s ("CodeCache is full. Compiler has been disabled") and ran its later stages
+                # interpreted.
+                java_opts = f"{java_opts} {C1_CODE_CACHE}"
+        archive = class_archive(jars or [], cfg.conf.get("spark.driver.extraClassPath", ""))
+        dump = os.environ.get(CDS_DUMP_ENV)
+        if dump:  # make_class_archive's run: dump what this JVM loads
+            java_opts = f"{java_opts} -XX:ArchiveClassesAtExit={dump}"
+        elif archive.is_file() and os.environ.get(CDS_ENV, "1") != "0":
+            # The JVM maps the classes a run loads from the archive the install step made instead of
+            # parsing and verifying them from the jars (bench/notes.md, "Fixed cost").
+            java_opts = f"{java_opts} -XX:SharedArchiveFile={archive} -Xshare:auto"
+        if java_opts.strip():
+            builder = builder.config(JAVA_OPTIONS, java_opts.strip())
+    elif cfg.master:
+        builder = builder.master(cfg.master)
+
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(cfg.log_level)
+    _quiet_delta(spark, cfg.log_level)
+    _apply_runtime_conf(spark, cfg)
+    _check_delta(spark)
+    return spark
+
+
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+"""HotSpot flag: compile with C1 only (no C2), the ``spark.local_jit: c1`` setting."""
+C1_CODE_CACHE = "-XX:ReservedCodeCacheSize=240m"
+"""HotSpot's code cache size with tiered compilation (its default then); with ``TieredStopAtLevel=1``
+the default falls to 48 MB, which one chain run fills (``CompilerConfig::ergo_initialize``, JDK 17)."""
+
+
+def _names_jit_flag(java_options: str) -> bool:
+    """Whether ``java_options`` already choose the JIT (TieredStopAtLevel, TieredCompilation, -Xint/-Xcomp).
+
+    >>> [_names_jit_flag(o) for o in ("-Xss4m", "-XX:-TieredCompilation", "-XX:TieredStopAtLevel=4")]
+    [False, True, True]
+    """
+    return bool(re.search(r"-XX:[+-]?Tiered|-Xint\b|-Xcomp\b", java_options))
+CDS_ENV = "WINNOW_CDS"
+"""Environment variable: ``0`` starts the local JVM without the class archive (to compare or rule it out)."""
+CDS_DUMP_ENV = "WINNOW_CDS_DUMP"
+"""Environment variable set by :func:`jobs.class_archive.make_class_archive`'s run: the file its JVM
+dumps its classes to."""
+
+
+CLASS_PATH_ENV = ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_DIST_CLASSPATH",
+                  "SPARK_CLASSPATH")
+"""Environment variables whose folders Spark's launcher adds to the driver's class path."""
+
+
+def class_archive(jars: list[str], extra_class_path: str = "") -> Path:
+    """Where the JVM's class-data-sharing archive for this Java, pyspark and Delta jar set lives.
+
+    A local session's JVM loads some 15,000 classes of Spark, Scala and Delta, parsing and verifying
+    each: a HotSpot dynamic CDS archive (``-XX:ArchiveClassesAtExit``, JDK 13+; JEP 350) holds them
+    ready to map. An archive only fits the JVM build and class path that made it, so its name is a
+    digest of the ``java`` binary, pyspark's jar folder, ``jars``, ``extra_class_path`` and the folders
+    Spark's launcher puts on the class path (``SPARK_CONF_DIR``, ``HADOOP_CONF_DIR``, ...): a new Java,
+    pyspark or Delta version, or another class path, looks for another file, and the session runs
+    without one (and without the JVM's one-line warning about a mismatch) until
+    :func:`jobs.class_archive.make_class_archive` (the install step) writes it.
+
+    Args:
+        jars: the ``spark.jars`` files of the session (Delta's), local paths or ``file:`` URLs.
+        extra_class_path: the session's ``spark.driver.extraClassPath``, if any.
+    """
+    import hashlib
+    import shutil
+
+    import pyspark
+
+    h = hashlib.sha256()
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    spark_jars = Path(pyspark.__file__).parent / "jars"
+    files = [Path(os.path.realpath(java))] if java else []
+    files += sorted(spark_jars.glob("*.jar")) if spark_jars.is_dir() else []
+    files += [Path(j.removeprefix("file://").removeprefix("file:")) for j in jars]
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        h.update(f"{f}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+    for var in CLASS_PATH_ENV:
+        if os.environ.get(var):
+            h.update(f"{var}={os.environ[var]}\n".encode())
+    if extra_class_path:
+        h.update(f"extraClassPath={extra_class_path}\n".encode())
+    return JAR_CACHE / f"classes-{h.hexdigest()[:16]}.jsa"
+
+
+CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
+"""Spark static SQL setting: compiled generated classes kept for reuse (``StaticSQLConf``, default 100)."""
+
+SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
+"""Delta SQL setting: partitions of the job that rebuilds a table snapshot from its ``_delta_log``
+(Delta's ``DeltaSQLConf.DELTA_SNAPSHOT_PARTITIONS``, default 50)."""
+
+
+def local_snapshot_partitions(master: str) -> int:
+    """Delta snapshot partitions for a local master: its thread count, 1 to 8.
+
+    Args:
+        master: a Spark master URL such as ``local``, ``local[4]``, ``local[*]`` or ``local[2,3]``.
+
+    Returns:
+        The number of worker threads of ``master`` (the machine's CPUs for ``*``), clamped to 1..8;
+        8 for a non-local master.
+
+    >>> [local_snapshot_partitions(m) for m in ("local[2]", "local", "local[64]", "spark://h:7077")]
+    [2, 1, 8, 8]
+    """
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master.strip())
+    if m is None:
+        return 8
+    threads = m.group(1)
+    if threads == "*":
+        n = os.cpu_count() or 1
+    else:
+        n = int(threads or 1)  # plain "local" is one thread
+    return max(1, min(8, n))
+
+
+def local_driver_memory(total_bytes: int | None = None) -> str:
+    """``spark.driver.memory`` for a local run: a quarter of the machine's memory, 1g to 8g.
+
+    Args:
+        total_bytes: physical memory (default: from ``os.sysconf``).
+
+    Returns:
+        A JVM size string, e.g. ``"2g"`` or ``"1536m"``.
+
+    >>> local_driver_memory(8 << 30), local_driver_memory(2 << 30), local_driver_memory(64 << 30)
+    ('2048m', '1024m', '8192m')
+    """
+    if total_bytes is None:
+        try:
+            total_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            total_bytes = 4 << 30
+    mib = min(8192, max(1024, total_bytes // 4 >> 20))
+    return f"{mib}m"
+
+
+def _apply_runtime_conf(spark: SparkSession, cfg: SparkConfig) -> None:
+    spark.conf.set("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_rows))
+
+
+def _quiet_delta(spark: SparkSession, level: str) -> None:
+    # Delta logs whole snapshots at WARN when a table is replaced with new metadata; that is expected
+    # here (every stage replaces its tables), so keep Delta one level quieter than the rest.
+    if level != "WARN":
+        return
+    try:
+        jvm = spark._jvm  # type: ignore[attr-defined]
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.sql.delta", jvm.org.apache.logging.log4j.Level.ERROR
+        )
+    except Exception:  # log4j not reachable (e.g. Spark Connect): keep Spark's default
+        pass
+
+
+def _check_delta(spark: SparkSession) -> None:
+    try:
+        spark._jvm.java.lang.Class.forName(  # type: ignore[union-attr]
+            "io.delta.tables.DeltaTable", True, spark._jvm.Thread.currentThread().getContextClassLoader()  # type: ignore[union-attr]
+        )
+    except Exception:
+        raise RuntimeError(
+            "Delta Lake classes are not on the Spark classpath. With spark-submit pass "
+            f"--packages {delta_coordinates()} (or --jars with the jars from `make jars`)."
+        ) from None
+
+
+if __name__ == "__main__":
+    # `python -m pipelines.core.session` prints the --packages value for spark-submit; `--resolve` fills the
+    # jar cache (the install step runs it; `python -m jobs.class_archive` then writes the class archive).
+    if sys.argv[1:] == ["--resolve"]:
+        _resolve_in_child()
+    else:
+        sys.stdout.write(delta_coordinates() + "\n")

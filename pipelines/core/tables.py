@@ -1,0 +1,424 @@
+"""Delta table I/O under ``<run.root>/tables/`` and small files under the run root: every Delta read
+and write of Winnow goes through this module.
+
+Every stage publishes its outputs through :func:`publish`: each output table in one atomic Delta commit
+that replaces it (:func:`write_table`) with the standard ``winnow.*`` table properties
+(:func:`standard_properties`: stage, config fingerprint, stage fingerprint) plus the stage's own; its
+removed documents into the shared ``removed`` table (:func:`write_removed`, an atomic ``replaceWhere
+stage = ...`` overwrite, so re-running a stage replaces its own removals and never duplicates them);
+and its effective config (:func:`write_effective_config`).
+
+**Metastore mode** (``run.catalog`` + ``run.schema``): :meth:`WinnowConfig.table_path` gives a table name
+``<catalog>.<schema>.<name>`` instead of a folder, and every function here that takes a table location
+accepts either: :func:`is_table_name` is the one switch, and each function reads and writes a name
+through the catalog (managed Delta tables, e.g. Unity Catalog on Databricks, Spark's ``spark_catalog``
+locally) and a path through ``delta.`path```. Versions, properties, time travel and ``replaceWhere``
+behave the same in both modes, so completion records, the resume plan and ``inspect`` need no change.
+Shards, the report and effective configs always go to paths (``shard.output``, ``run.root``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines.core.cache import (  # noqa: F401  (re-exported: callers use tables.<name>)
+    SMALL_BULK_TABLE_BYTES,
+    SMALL_TABLE_BYTES,
+    TEXT_CACHE,
+    _cache_if_small,
+    holds_bulk,
+    release_cached,
+)
+from pipelines.core.chain import PREVIOUS, document_tables_before, writer_of
+from pipelines.core.chain import stage as chain_stage
+from pipelines.core.config import WinnowConfig
+from pipelines.core.files import (  # noqa: F401  (re-exported: callers use tables.<name>)
+    _hadoop_path,
+    _quoted,
+    commit_metrics,
+    delta_version,
+    hadoop_path,
+    is_table_name,
+    read_bytes,
+    table_bytes,
+    write_text,
+)
+from udfs.errors import UserError
+
+PROPERTY_PREFIX = "winnow."
+
+class MissingTableError(UserError, FileNotFoundError):
+    """An input table does not exist: the stage that writes it has not run for this ``run.root``."""
+
+
+_SCHEMAS: set[tuple[int, str]] = set()
+
+
+def _ensure_schema(spark: SparkSession, name: str) -> None:
+    # A table's schema (database) must exist before the table; created once per session.
+    schema = name.rsplit(".", 1)[0]
+    if (id(spark), schema) not in _SCHEMAS:
+        spark.sql(f"CREATE SCHEMA IF NOT EXISTS {_quoted(schema)}")
+        _SCHEMAS.add((id(spark), schema))
+
+
+def _delta_ident(spark: SparkSession, path: str) -> str:
+    if is_table_name(path):
+        return _quoted(path)
+    # Delta takes delta.`p` for a path only when p is absolute; a relative one (run.root: out, the
+    # default) would name a table in a schema "delta" (SCHEMA_NOT_FOUND). Qualify it as Spark's
+    # readers do: against the driver's working directory / the filesystem's home.
+    hpath = spark._jvm.org.apache.hadoop.fs.Path(path)  # type: ignore[attr-defined]
+    if not hpath.isAbsolute():
+        path = str(hpath.getFileSystem(spark._jsc.hadoopConfiguration()).makeQualified(hpath).toString())  # type: ignore[attr-defined]
+    return "delta.`" + path.replace("`", "``") + "`"
+
+
+def previous_document_table(cfg: WinnowConfig, stage: str, forced: str | None = None,
+                            spark: SparkSession | None = None) -> str:
+    """The table a stage declared with ``input=PREVIOUS`` reads (tokenize, pii).
+
+    ``forced`` (the stage's ``input_table`` setting) wins; else the last stage before ``stage`` in
+    ``pipeline.stages`` that writes a document table decides
+    (:func:`pipelines.core.chain.document_tables_before`);
+    when ``pipeline.stages`` holds none (the stage submitted alone), the last existing document table
+    of the whole chain before it is used, else the last one declared. ``spark=None``: existing means a
+    local Delta log (:func:`pipelines.core.local_state.delta_version`).
+    """
+    if forced:
+        return forced
+    configured = document_tables_before(stage, cfg.pipeline.stages)
+    if configured:
+        return configured[-1]
+    declared = document_tables_before(stage)
+    for name in reversed(declared):
+        path = cfg.table_path(name)
+        # spark=None: a plan made without a JVM, where delta_version reads local Delta logs
+        exists = table_exists(spark, path) if spark is not None else delta_version(None, path) is not None
+        if exists:
+            return name
+    return declared[-1]
+
+
+def stage_input_table(cfg: WinnowConfig, stage: str, spark: SparkSession | None = None) -> str | None:
+    """The table ``stage`` reads: its declared input (None: ingest, and the report, which reads every
+    table), or for a stage declared with ``input=PREVIOUS`` (pii, tokenize) its ``input_table`` setting,
+    else :func:`previous_document_table`."""
+    declared = chain_stage(stage).input
+    if declared != PREVIOUS:
+        return declared
+    return previous_document_table(cfg, stage, getattr(getattr(cfg, stage), "input_table", None), spark)
+
+
+def table_exists(spark: SparkSession, path: str) -> bool:
+    """True when ``path`` holds a Delta table (local or any Hadoop filesystem URI), or names a table."""
+    from delta.tables import DeltaTable
+
+    if is_table_name(path):
+        return bool(spark.catalog.tableExists(path))
+    return bool(DeltaTable.isDeltaTable(spark, path))
+
+
+def read_table(
+    spark: SparkSession,
+    cfg: WinnowConfig,
+    name: str,
+    *,
+    written_by: str | None = None,
+    version: int | None = None,
+    cache_under_bytes: int | None = None,
+) -> DataFrame:
+    """Read the Delta table ``name`` of this run (at ``version`` when given, else the latest).
+
+    Args:
+        name: table name, e.g. ``"documents"``.
+        written_by: the stage that writes it, named in the error message; default: the stage the chain
+            declares as its writer (:func:`pipelines.core.chain.writer_of`).
+        cache_under_bytes: persist the rows (memory and disk) when the table's files hold at most this many
+            bytes; rows with text or token bytes (:func:`holds_bulk`) only up to
+            :data:`SMALL_BULK_TABLE_BYTES`, on local disk; kept until :func:`release_cached`
+            (:func:`pipelines.core.runner.run_stage` calls it when the stage ends): for a stage that queries
+            its input several times, each later query reads the cache instead of planning a Delta scan (a
+            Spark job listing the snapshot's files) and reading Parquet again.
+
+    Raises:
+        MissingTableError: the table does not exist yet.
+    """
+    path = cfg.table_path(name)
+    if not table_exists(spark, path):
+        written_by = written_by or writer_of(name)
+        hint = f"; run the {written_by!r} stage first" if written_by else ""
+        raise MissingTableError(f"Delta table {name!r} not found at {path!r}{hint}")
+    df = read_path(spark, path, version)
+    if cache_under_bytes is not None:
+        at = version if version is not None else delta_version(spark, path)
+        if at is not None:
+            _cache_if_small(spark, df, path, at, cache_under_bytes)
+    return df
+
+
+def write_table(
+    df: DataFrame,
+    cfg: WinnowConfig,
+    name: str,
+    *,
+    properties: dict[str, Any] | None = None,
+    partition_by: list[str] | None = None,
+) -> str:
+    """Atomically create or replace the Delta table ``name`` with ``df`` (one Delta commit).
+
+    Args:
+        properties: extra table properties; keys get the ``winnow.`` prefix, non-string values are
+            stored as canonical JSON. Read back with :func:`table_properties`.
+        partition_by: optional partition columns.
+
+    Returns:
+        The table path.
+    """
+    path = cfg.table_path(name)
+    if is_table_name(path):
+        _ensure_schema(df.sparkSession, path)
+    writer = df.writeTo(_delta_ident(df.sparkSession, path)).using("delta")
+    for k, v in (properties or {}).items():
+        key = k if k.startswith(PROPERTY_PREFIX) else PROPERTY_PREFIX + k
+        writer = writer.tableProperty(key, v if isinstance(v, str) else json.dumps(v, sort_keys=True))
+    if partition_by:
+        writer = writer.partitionedBy(*[F.col(c) for c in partition_by])
+    writer.createOrReplace()
+    return path
+
+
+def write_removed(df: DataFrame, cfg: WinnowConfig, stage: str) -> str:
+    """Replace this stage's rows of the shared ``removed`` table with ``df`` (one atomic commit).
+
+    ``df`` holds the full removed rows plus ``reason`` (array<string>) and ``duplicate_of`` (string,
+    nullable); the ``stage`` column is added here. New columns are merged into the table schema, so
+    each stage may carry its own signal columns.
+
+    Returns:
+        The table path.
+    """
+    path = cfg.table_path("removed")
+    out = df.withColumn("stage", F.lit(stage))
+    if "duplicate_of" not in out.columns:
+        out = out.withColumn("duplicate_of", F.lit(None).cast("string"))
+    writer = (
+        out.write.format("delta")
+        .mode("overwrite")
+        .option("replaceWhere", f"stage = '{stage}'")
+        .option("mergeSchema", "true")
+    )
+    if is_table_name(path):
+        _ensure_schema(out.sparkSession, path)
+        writer.saveAsTable(path)
+    else:
+        writer.save(path)
+    return path
+
+
+def clear_removed(spark: SparkSession, cfg: WinnowConfig, stage: str, empty: DataFrame) -> str:
+    """Delete this stage's rows of the ``removed`` table, for a stage that knows it removed nothing.
+
+    Same end state as :func:`write_removed` with no rows, cheaper: a Delta DELETE whose condition no
+    file's statistics can match rewrites nothing and commits nothing (``commitIfNeeded``), where an
+    empty ``replaceWhere`` overwrite plans and runs a write job (0.6-0.9 s against 0.3-0.4 s, measured
+    on a local table). When the table does not exist yet it is created, empty, by :func:`write_removed`
+    with ``empty`` (its schema), so readers of ``removed`` find it.
+
+    Args:
+        empty: a frame of the removed rows' schema with no rows (used only to create the table).
+
+    Returns:
+        The table path.
+    """
+    from delta.tables import DeltaTable
+
+    path = cfg.table_path("removed")
+    if not table_exists(spark, path):
+        return write_removed(empty, cfg, stage)
+    table = DeltaTable.forName(spark, path) if is_table_name(path) else DeltaTable.forPath(spark, path)
+    table.delete(F.col("stage") == F.lit(stage))
+    return path
+
+
+def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
+    """All ``winnow.*`` table properties of the Delta table at ``path``, prefix stripped."""
+    detail = spark.sql(f"DESCRIBE DETAIL {_delta_ident(spark, path)}").collect()[0]
+    props = detail["properties"] or {}
+    return {k[len(PROPERTY_PREFIX):]: v for k, v in props.items() if k.startswith(PROPERTY_PREFIX)}
+
+
+def table_size_bytes(spark: SparkSession, cfg: WinnowConfig, name: str) -> int:
+    """Bytes of the data files of the current version of table ``name`` (Delta's ``sizeInBytes``).
+
+    Raises:
+        MissingTableError: the table does not exist yet.
+    """
+    read_table(spark, cfg, name)  # the missing-table error, naming the stage to run
+    detail = spark.sql(f"DESCRIBE DETAIL {_delta_ident(spark, cfg.table_path(name))}").collect()[0]
+    return int(detail["sizeInBytes"] or 0)
+
+
+def written_rows(spark: SparkSession, path: str) -> int:
+    """Rows the latest commit of the Delta table at ``path`` wrote (its ``numOutputRows``): for a
+    ``createOrReplace`` (:func:`write_table`) the table's row count. Falls back to counting the table
+    when the commit holds no metrics."""
+    n = commit_metrics(spark, path).get("numOutputRows")
+    return int(n) if n is not None else read_path(spark, path).count()
+
+
+def table_version(spark: SparkSession, path: str) -> int:
+    """Latest committed version of the Delta table at ``path`` (:func:`delta_version`, which must exist).
+
+    Raises:
+        MissingTableError: no Delta table at ``path``.
+    """
+    version = delta_version(spark, path)
+    if version is None:
+        raise MissingTableError(f"no Delta table at {path!r}")
+    return version
+
+
+def read_path(spark: SparkSession, path: str, version: int | None = None) -> DataFrame:
+    """The Delta table at ``path`` (any location, e.g. ``dedup.reference``, or a table name), at
+    ``version`` if given."""
+    if is_table_name(path):
+        at = f" VERSION AS OF {int(version)}" if version is not None else ""
+        return spark.sql(f"SELECT * FROM {_quoted(path)}{at}")
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return reader.load(path)
+
+
+_LOADED: dict[tuple[int, str, int], DataFrame] = {}
+
+
+def read_if_exists(spark: SparkSession, cfg: WinnowConfig, name: str, *,
+                   cache_under_bytes: int | None = None) -> DataFrame | None:
+    """The Delta table ``name`` of this run at its latest version, or None when it does not exist.
+
+    Args:
+        cache_under_bytes: persist the table (memory and disk) when its data files hold at most this many
+            bytes (:func:`table_bytes`; a table with text or token bytes only up to
+            :data:`SMALL_BULK_TABLE_BYTES`, on local disk), until :func:`release_cached`. Every later query of
+            it then reads the cache instead of planning a Delta scan (one Spark job listing the snapshot's
+            files) and reading Parquet again: what a reader that queries a few small tables dozens of times
+            (the report) wants. Tables of unknown size are not cached.
+    """
+    # One load per table version: the report and inspect read the same few tables many times, and
+    # resolving a Delta snapshot costs a Spark job; the _delta_log listing that finds the version does not.
+    path = cfg.table_path(name)
+    version = delta_version(spark, path)
+    if version is None:
+        return None
+    key = (id(spark), path, version)
+    if key not in _LOADED:
+        _LOADED[key] = read_path(spark, path, version)
+    df = _LOADED[key]
+    if cache_under_bytes is not None and not df.is_cached:
+        _cache_if_small(spark, df, path, version, cache_under_bytes)
+    return df
+
+
+def append(df: DataFrame, path: str) -> str:
+    """Append ``df`` to the Delta table at ``path`` (created when absent), in one atomic commit.
+
+    Returns:
+        ``path``.
+    """
+    if is_table_name(path):
+        _ensure_schema(df.sparkSession, path)
+        df.write.format("delta").mode("append").saveAsTable(path)
+    else:
+        df.write.format("delta").mode("append").save(path)
+    return path
+
+
+def standard_properties(cfg: WinnowConfig, stage: str) -> dict[str, str]:
+    """The table properties every stage stamps on every table it writes (``winnow.`` prefix added on
+    write): ``stage``, ``config_fingerprint`` (the whole config) and ``stage_fingerprint``
+    (:meth:`WinnowConfig.stage_fingerprint`)."""
+    return {
+        "stage": stage,
+        "config_fingerprint": cfg.fingerprint(),
+        "stage_fingerprint": cfg.stage_fingerprint(stage),
+    }
+
+
+def publish(
+    spark: SparkSession,
+    cfg: WinnowConfig,
+    stage: str,
+    outputs: Mapping[str, DataFrame],
+    *,
+    removed: DataFrame | None = None,
+    properties: Mapping[str, Any] | None = None,
+    table_properties: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, str]:
+    """Write everything a stage outputs: its tables, its ``removed`` rows and its effective config.
+
+    Args:
+        stage: the stage publishing.
+        outputs: table name -> rows, written in this order, each replacing its table in one commit.
+        removed: this stage's removed documents (see :func:`write_removed`); None when it removes none.
+        properties: stage-specific properties stamped on every table of ``outputs``, after
+            :func:`standard_properties`.
+        table_properties: per-table extra properties, by table name.
+
+    Returns:
+        ``name -> location`` of every table written (``removed`` included when written).
+    """
+    written: dict[str, str] = {}
+    for name, df in outputs.items():
+        own = (table_properties or {}).get(name, {})
+        props = {**standard_properties(cfg, stage), **(properties or {}), **own}
+        written[name] = write_table(df, cfg, name, properties=props)
+    if removed is not None:
+        if not chain_stage(stage).removes:
+            raise ValueError(f"stage {stage!r} is declared in pipelines/core/chain.py as removing nothing")
+        written["removed"] = write_removed(removed, cfg, stage)
+    write_effective_config(spark, cfg, stage)
+    return written
+
+
+def write_effective_config(spark: SparkSession, cfg: WinnowConfig, stage: str) -> str:
+    """Write the effective config of ``stage`` to ``<run.root>/config/<stage>.json``.
+
+    The file holds the whole config, its fingerprint and the stage fingerprint
+    (:meth:`WinnowConfig.stage_fingerprint`).
+
+    Returns:
+        The file path.
+    """
+    path = f"{cfg.config_path}/{stage}.json"
+    doc = {
+        "stage": stage,
+        "fingerprint": cfg.fingerprint(),
+        "stage_fingerprint": cfg.stage_fingerprint(stage),
+        "config": cfg.model_dump(mode="json"),
+    }
+    write_text(spark, path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+@contextmanager
+def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Spark session settings ``settings`` while the block runs, the earlier values (or unset) after."""
+    old = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)

@@ -1,0 +1,41 @@
+"""What the decontam stage adds to the framework (:mod:`pipelines.core.hooks`): its preflight check of
+the local evaluation sets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipelines.core.config import WinnowConfig
+from pipelines.core.preflight import when_running
+
+EMPTY_HINT = "set decontam.action: cut or check decontam.eval_sets and decontam.ngram_size"
+
+
+def check_eval_sets(cfg: WinnowConfig) -> None:
+    """Every local evaluation set of ``decontam.eval_sets`` exists, is UTF-8 (JSONL) or Parquet, has
+    each field in some row and at least one item with text (:func:`pipelines.core.eval_sets.check_local`).
+
+    Raises:
+        PreflightError: names the key (``decontam.eval_sets[i].paths`` / ``.fields``).
+    """
+    from pipelines.core.eval_sets import check_local
+
+    check_local(cfg.decontam.eval_sets)
+
+
+preflight = when_running("decontam", check_eval_sets)
+"""The preflight hook: :func:`check_eval_sets` when decontam runs."""
+
+
+def inspect_view(spark: Any, cfg: WinnowConfig, *, reason: str | None, kept: bool, n: int,
+                 text_chars: int) -> str | None:
+    """``jobs/inspect.py --stage decontam`` without ``--reason`` or ``--kept``: documents matching an
+    evaluation item, the matched spans marked (:mod:`pipelines.decontam.report`); None otherwise (the
+    generic sample of removals or kept documents)."""
+    if kept or reason:
+        return None
+    from pipelines.decontam.report import format_matches, matched_samples
+
+    rows = matched_samples(spark, cfg, n=n, text_chars=text_chars)
+    return format_matches(rows, f"{len(rows)} documents matching an evaluation item (seed {cfg.run.seed}) "
+                                f"in {cfg.run.root}")

@@ -1,0 +1,420 @@
+"""The dedup stage: exact dedup, then MinHash-LSH near dedup with distributed connected components.
+
+``documents`` -> ``deduped`` (survivors, documents schema), ``dup_clusters`` (one row per document of a
+cluster of two or more), ``dedup_bands`` (band keys and signatures of the survivors, the reference for
+later incremental runs) and the stage's rows of ``removed`` (reason ``dedup.exact`` or ``dedup.near``,
+``duplicate_of`` = the cluster's representative).
+
+Steps (all distributed; the driver only sees counts and the few largest LSH buckets):
+
+1. Exact key: MD5 (128 bits, Spark's JVM ``md5``) of the text, or of its whitespace-collapsed form.
+   MD5 is used as a fast, well-distributed 128-bit hash, not for security: at 10^10 documents the
+   chance of any collision is ~10^-19, where a 64-bit hash would already reach a few percent at 10^9.
+   Each exact group keeps its representative; only representatives go on to near dedup.
+2. Signatures (``udfs.minhash``) and band keys (``udfs.lsh``) in one ``mapInArrow`` pass.
+3. Buckets (band, key) -> star edges: each member to the bucket's smallest ``doc_id``.
+4. False-positive check: an edge survives if the Jaccard of its two documents >= ``threshold``
+   (exact over shingle sets, or estimated from signatures).
+5. Connected components (:mod:`pipelines.dedup.components`); cluster = component plus the exact duplicates
+   of its members; ``cluster_id`` = smallest ``doc_id``; representative by policy.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from pipelines.core import chain, tables
+from pipelines.core.config import ConfigError, WinnowConfig
+from pipelines.core.runner import StageReport
+from pipelines.dedup.components import connected_components
+from pipelines.dedup.config import DedupConfig
+from udfs import lsh, minhash
+from udfs.errors import UserError
+
+log = logging.getLogger(__name__)
+
+STAGE = "dedup"
+INPUT_COLUMNS = ("doc_id", "text")
+"""Columns the transform needs (``n_chars`` too for ``representative: longest``, the named column for ``max:``)."""
+ANNOTATION_COLUMNS = ("cluster_id", "cluster_size", "is_representative", "kind", "duplicate_of")
+"""Columns :func:`annotate` adds."""
+CLUSTER_COLUMNS = ("doc_id", "cluster_id", "cluster_size", "is_representative", "kind", "duplicate_of")
+"""Columns of ``dup_clusters``."""
+BAND_COLUMNS = ("doc_id", "bands", "signature")
+"""Columns of ``dedup_bands``: band keys array<bigint>, signature binary (num_perm little-endian uint32)."""
+REASON_EXACT, REASON_NEAR = "dedup.exact", "dedup.near"
+
+
+class SignatureSettingsMismatch(UserError, ValueError):
+    """Signatures or band keys made with different settings were about to be compared."""
+
+
+# ------------------------------------------------------------------------------------ settings
+@dataclass(frozen=True)
+class SignatureSettings:
+    """Everything that decides a signature and its band keys; recorded as table metadata."""
+
+    scheme: str
+    seed: int
+    num_perm: int
+    bands: int
+    rows: int
+    shingle: minhash.ShingleSpec
+
+    @classmethod
+    def from_config(cls, d: DedupConfig, seed: int) -> SignatureSettings:
+        """The settings of ``dedup`` with ``run.seed``; bands x rows derived from ``threshold`` unless set.
+
+        Raises:
+            ValueError: ``seed`` does not fit the 32-bit permutation seed.
+        """
+        if not 0 <= seed < 2**32:
+            raise ValueError(f"run.seed={seed} too large for dedup: MinHash permutations need 0 <= seed < 2^32")
+        if d.bands is not None and d.rows is not None:
+            bands, rows = d.bands, d.rows
+        else:
+            bands, rows = lsh.optimal_bands_rows(d.threshold, d.num_perm, d.false_positive_weight, d.false_negative_weight)
+        spec = minhash.ShingleSpec(d.ngram_size, d.fold_digits, d.fold_diacritics, d.split_unspaced)
+        return cls(d.scheme, seed, d.num_perm, bands, rows, spec)
+
+    @property
+    def hash_name(self) -> str:
+        """The shingle hash function, named as recorded in the ``winnow.signature`` property."""
+        return minhash.FAST_HASH_NAME if self.scheme == "fast" else "sha1_hash32 (datasketch.hashfunc)"
+
+    def to_dict(self) -> dict:
+        """The settings as stored in the ``winnow.signature`` table property (canonical JSON)."""
+        return {"scheme": self.scheme, "seed": self.seed, "num_perm": self.num_perm, "bands": self.bands,
+                "rows": self.rows, "shingle": self.shingle.to_dict(), "hash": self.hash_name}
+
+    def check_same(self, found: dict, where: str) -> None:
+        """Raise :class:`SignatureSettingsMismatch` naming every setting that differs from ``found``."""
+        mine = self.to_dict()
+        diff = {k: (found.get(k), mine[k]) for k in mine if found.get(k) != mine[k]}
+        if diff:
+            details = ", ".join(f"{k}: {a!r} there vs {b!r} here" for k, (a, b) in sorted(diff.items()))
+            raise SignatureSettingsMismatch(
+                f"signature settings of {where} differ from this run's dedup settings ({details}); "
+                "signatures and band keys made with different settings cannot be compared"
+            )
+
+
+# --------------------------------------------------------------------------------- signatures
+def _signature_batches(batches: Iterator[pa.RecordBatch], s: SignatureSettings) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        sig = minhash.signatures(batch.column("text"), s.shingle, s.num_perm, s.seed, s.scheme)
+        keys = lsh.band_keys(sig, s.bands, s.rows)
+        n = len(sig)
+        band_arr = pa.ListArray.from_arrays(np.arange(0, (n + 1) * s.bands, s.bands, dtype=np.int32), pa.array(keys.reshape(-1)))
+        sig_bytes = sig.astype("<u4").tobytes()
+        width = s.num_perm * 4
+        sig_arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(np.arange(0, (n + 1) * width, width, dtype=np.int32).tobytes()), pa.py_buffer(sig_bytes)])
+        yield pa.record_batch([batch.column("doc_id"), band_arr, sig_arr], names=list(BAND_COLUMNS))
+
+
+def signatures(df: DataFrame, s: SignatureSettings) -> DataFrame:
+    """``doc_id, text`` -> ``doc_id, bands array<bigint>, signature binary`` (one ``mapInArrow`` pass)."""
+    return df.select("doc_id", "text").mapInArrow(
+        lambda it: _signature_batches(it, s), "doc_id string, bands array<bigint>, signature binary"
+    )
+
+
+def _sig_matrix(col: pa.Array, num_perm: int) -> np.ndarray:
+    col = col.cast(pa.large_binary())
+    offs = np.frombuffer(col.buffers()[1], dtype=np.int64, count=len(col) + 1, offset=col.offset * 8)
+    data = np.frombuffer(col.buffers()[2], dtype="<u4", count=(offs[-1] - offs[0]) // 4, offset=int(offs[0]))
+    return data.reshape(len(col), num_perm)
+
+
+def _jaccard_batches(batches: Iterator[pa.RecordBatch], s: SignatureSettings, exact: bool) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        est = minhash.estimated_jaccard(_sig_matrix(batch.column("sig_a"), s.num_perm), _sig_matrix(batch.column("sig_b"), s.num_perm))
+        if exact:
+            ta, tb = batch.column("text_a"), batch.column("text_b")
+            both = np.asarray(pc.and_(ta.is_valid(), tb.is_valid()).to_numpy(zero_copy_only=False))
+            if both.any():
+                idx = pa.array(np.flatnonzero(both))
+                est[both] = minhash.exact_jaccard(ta.take(idx), tb.take(idx), s.shingle)
+        yield pa.record_batch([batch.column("src"), batch.column("dst"), pa.array(est)], names=["src", "dst", "jaccard"])
+
+
+# ------------------------------------------------------------------------------------- policy
+def policy_order(policy: str) -> list[Column]:
+    """Sort order whose first row is the representative: ``first`` / ``longest`` / ``max:<column>``."""
+    if policy == "first":
+        return [F.col("doc_id").asc()]
+    if policy == "longest":
+        return [F.col("n_chars").desc_nulls_last(), F.col("doc_id").asc()]
+    return [F.col(policy[4:]).desc_nulls_last(), F.col("doc_id").asc()]
+
+
+def _check_columns(df: DataFrame, d: DedupConfig) -> None:
+    need = list(INPUT_COLUMNS)
+    if d.representative == "longest":
+        need.append("n_chars")
+    elif d.representative.startswith("max:"):
+        col = d.representative[4:]
+        if col not in df.columns:  # a config value, not a broken input: one line, no traceback
+            raise ConfigError(
+                f"dedup.representative={d.representative!r}: the dedup input has no column {col!r}; "
+                f"allowed: 'first', 'longest' or 'max:<column>' with a column of {df.columns}"
+            )
+        need.append(col)
+    chain.require_columns(df, need, STAGE, f"dedup.representative={d.representative!r}")
+
+
+def exact_key(d: DedupConfig) -> Column:
+    """128-bit exact-dedup key (hex MD5) of ``text`` or of its whitespace-collapsed form."""
+    text = F.col("text")
+    if d.exact_key == "collapsed_whitespace":
+        text = F.trim(F.regexp_replace(text, r"\s+", " "))
+    return F.md5(F.encode(F.coalesce(text, F.lit("")), "UTF-8"))
+
+
+# ------------------------------------------------------------------------------------- transform
+@dataclass
+class NearResult:
+    """Byproducts of :func:`annotate` that :func:`run` writes or reports."""
+
+    signatures: DataFrame | None = None
+    large_buckets: list[dict] | None = None
+    n_candidate_edges: int = 0
+    n_edges: int = 0
+    cached: list[DataFrame] = field(default_factory=list)
+
+    def unpersist(self) -> None:
+        """Release every DataFrame :func:`annotate` cached (call once its output has been written)."""
+        for df in self.cached:
+            df.unpersist()
+        self.cached.clear()
+
+
+def annotate(
+    df: DataFrame,
+    d: DedupConfig,
+    seed: int,
+    *,
+    reference: DataFrame | None = None,
+    checkpoint_dir: str | None = None,
+    result: NearResult | None = None,
+) -> DataFrame:
+    """Mark every document with its duplicate cluster (exact and near).
+
+    Args:
+        df: documents; needs ``doc_id`` (unique), ``text`` (+ the policy column).
+        d: the ``dedup`` config section.
+        seed: ``run.seed`` (MinHash permutations), 0 <= seed < 2^32.
+        reference: optional earlier band table (``doc_id, bands, signature``); its documents are never
+            removed, and a cluster holding one is represented by its smallest reference ``doc_id``.
+        checkpoint_dir: for connected components; None = localCheckpoint.
+        result: filled with the signatures DataFrame, the largest buckets and edge counts.
+
+    Returns:
+        ``df`` plus ``cluster_id`` string (smallest doc_id of the cluster, the doc itself if unique),
+        ``cluster_size`` int, ``is_representative`` bool (True for survivors), ``kind`` string
+        (``exact``/``near`` for removed documents, ``representative`` for cluster representatives,
+        null for unique documents), ``duplicate_of`` string (the representative, null for survivors).
+
+    Raises:
+        ValueError: missing input columns, or ``seed`` out of range.
+    """
+    _check_columns(df, d)
+    settings = SignatureSettings.from_config(d, seed)
+    result = result if result is not None else NearResult()
+    order = policy_order(d.representative)
+
+    if d.exact:
+        w = Window.partitionBy("_xkey").orderBy(*order)
+        keyed = df.withColumn("_xkey", exact_key(d)).withColumn("_xrep", F.first("doc_id").over(w))
+    else:
+        keyed = df.withColumn("_xkey", F.col("doc_id")).withColumn("_xrep", F.col("doc_id"))
+    keyed = keyed.persist(tables.TEXT_CACHE)
+    result.cached.append(keyed)
+
+    if d.near:
+        comp = _near_components(keyed.where(F.col("doc_id") == F.col("_xrep")), d, settings, reference, checkpoint_dir, result)
+    else:
+        comp = None
+
+    if comp is None:
+        grouped = keyed.withColumn("_ckey", F.col("_xrep")).withColumn("_refrep", F.lit(None).cast("string")).withColumn("_nref", F.lit(0))
+    else:
+        ref_info = comp.where("is_ref").groupBy("component").agg(F.min("node").alias("_refrep"), F.count(F.lit(1)).alias("_nref"))
+        new_comp = comp.where(~F.col("is_ref")).select(F.col("node").alias("_xrep"), "component")
+        grouped = (
+            keyed.join(new_comp, "_xrep", "left")
+            .withColumn("_ckey", F.coalesce("component", "_xrep"))
+            .join(ref_info.withColumnRenamed("component", "_ckey"), "_ckey", "left")
+            .withColumn("_nref", F.coalesce("_nref", F.lit(0)))
+            .drop("component")
+        )
+    cw = Window.partitionBy("_ckey")
+    cwo = Window.partitionBy("_ckey").orderBy(*order)
+    out = (
+        grouped.withColumn("_size", (F.count(F.lit(1)).over(cw) + F.col("_nref")).cast("int"))
+        .withColumn("_min", F.min("doc_id").over(cw))
+        .withColumn("_polrep", F.first("doc_id").over(cwo))
+        .withColumn("_repkey", F.first("_xkey").over(cwo))
+        .withColumn("_rep", F.coalesce("_refrep", "_polrep"))
+        .withColumn("cluster_id", F.when(F.col("_refrep").isNotNull(), F.least("_min", "_refrep")).otherwise(F.col("_min")))
+        .withColumn("cluster_size", F.col("_size"))
+        .withColumn("is_representative", F.col("doc_id") == F.col("_rep"))
+        .withColumn(
+            "kind",
+            F.when(F.col("_size") == 1, F.lit(None).cast("string"))
+            .when(F.col("is_representative"), F.lit("representative"))
+            .when(F.col("_refrep").isNull() & (F.col("_xkey") == F.col("_repkey")) & F.lit(d.exact), F.lit("exact"))
+            .otherwise(F.lit("near")),
+        )
+        .withColumn("duplicate_of", F.when(~F.col("is_representative"), F.col("_rep")))
+    )
+    return out.select(*df.columns, *ANNOTATION_COLUMNS)
+
+
+def _near_components(
+    reps: DataFrame,
+    d: DedupConfig,
+    s: SignatureSettings,
+    reference: DataFrame | None,
+    checkpoint_dir: str | None,
+    result: NearResult,
+) -> DataFrame:
+    """Connected components (``node``, ``component``, ``is_ref``) of near-duplicate edges among ``reps``."""
+    sigs = signatures(reps, s).persist(StorageLevel.MEMORY_AND_DISK)
+    result.signatures = sigs
+    result.cached.append(sigs)
+    nodes = sigs.withColumn("is_ref", F.lit(False))
+    if reference is not None:
+        nodes = nodes.unionByName(reference.select(*BAND_COLUMNS).withColumn("is_ref", F.lit(True)))
+    members = nodes.select("doc_id", "is_ref", F.posexplode("bands").alias("band", "key"))
+    buckets = (
+        members.groupBy("band", "key")
+        .agg(F.count(F.lit(1)).alias("size"), F.min(F.struct("doc_id", "is_ref")).alias("centre"))
+        .where(F.col("size") > 1)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    result.cached.append(buckets)
+    big = buckets.where(F.col("size") > d.log_buckets_over).orderBy(F.col("size").desc(), "band", "key").limit(20)
+    result.large_buckets = [
+        {"band": r["band"], "size": r["size"], "smallest_doc_id": r["centre"]["doc_id"]} for r in big.collect()
+    ]
+    for b in result.large_buckets:
+        log.warning("dedup: LSH bucket of band %d holds %d documents (smallest %s)", b["band"], b["size"], b["smallest_doc_id"])
+    candidates = (
+        members.join(buckets, ["band", "key"])
+        .where((F.col("doc_id") != F.col("centre.doc_id")) & ~(F.col("is_ref") & F.col("centre.is_ref")))
+        .select(F.col("doc_id").alias("src"), F.col("centre.doc_id").alias("dst"))
+        .distinct()
+    )
+    if d.fp_check is None:
+        scored = candidates.withColumn("jaccard", F.lit(None).cast("double"))
+    else:
+        sig_of = nodes.select("doc_id", "signature")
+        text_of = reps.select("doc_id", "text")
+        pairs = (
+            candidates.join(sig_of.toDF("src", "sig_a"), "src")
+            .join(sig_of.toDF("dst", "sig_b"), "dst")
+            .join(text_of.toDF("src", "text_a"), "src", "left")
+            .join(text_of.toDF("dst", "text_b"), "dst", "left")
+        )
+        exact = d.fp_check == "exact"
+        scored = pairs.select("src", "dst", "sig_a", "sig_b", "text_a", "text_b").mapInArrow(
+            lambda it: _jaccard_batches(it, s, exact), "src string, dst string, jaccard double"
+        )
+    scored = scored.withColumn("keep", F.col("jaccard").isNull() | (F.col("jaccard") >= F.lit(d.threshold)))
+    scored = scored.persist(StorageLevel.MEMORY_AND_DISK)
+    result.cached.append(scored)
+    counts = scored.agg(F.count(F.lit(1)).alias("n"), F.count_if("keep").alias("kept")).collect()[0]
+    result.n_candidate_edges, result.n_edges = int(counts["n"]), int(counts["kept"] or 0)
+    edges = scored.where("keep").select("src", "dst")
+    comp = connected_components(edges, max_iterations=d.max_cc_iterations, checkpoint_dir=checkpoint_dir)
+    is_ref = nodes.select(F.col("doc_id").alias("node"), "is_ref")
+    comp = comp.join(is_ref, "node").persist(StorageLevel.MEMORY_AND_DISK)
+    result.cached.append(comp)
+    return comp
+
+
+# ------------------------------------------------------------------------------------------- run
+def dedup(df: DataFrame, cfg: WinnowConfig) -> DataFrame:
+    """``df.transform(lambda d: dedup(d, cfg))``: the survivors (documents columns only)."""
+    return annotate(df, cfg.dedup, cfg.run.seed).where("is_representative").select(*df.columns)
+
+
+def _read_reference(spark: SparkSession, path: str, s: SignatureSettings) -> DataFrame:
+    if not tables.table_exists(spark, path):
+        raise tables.MissingTableError(f"dedup.reference: no Delta band table at {path!r}")
+    props = tables.table_properties(spark, path)
+    found = json.loads(props.get("signature", "{}"))
+    s.check_same(found, f"dedup.reference {path!r}")
+    return tables.read_path(spark, path)
+
+
+def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
+    """Read ``documents``, dedup, write ``deduped``, ``dup_clusters``, ``dedup_bands`` and ``removed``.
+
+    Returns:
+        StageReport with removals by reason, and in ``extra``: signature settings, the S-curve, edge
+        counts and the largest LSH buckets.
+
+    Raises:
+        SignatureSettingsMismatch: ``dedup.reference`` was made with other signature settings.
+    """
+    d = cfg.dedup
+    docs = tables.read_table(spark, cfg, chain.stage(STAGE).input)
+    report = StageReport(STAGE)
+    cluster_schema = "doc_id string, cluster_id string, cluster_size int, is_representative boolean, kind string, duplicate_of string"
+    if not d.enabled:
+        report.rows_in = report.rows_out = docs.count()
+        empty = docs.limit(0).withColumn("reason", F.array().cast("array<string>")).withColumn(
+            "duplicate_of", F.lit(None).cast("string"))
+        outputs = {"deduped": docs, "dup_clusters": spark.createDataFrame([], cluster_schema)}
+        report.outputs = tables.publish(spark, cfg, STAGE, outputs, removed=empty, properties={"dedup": {"enabled": False}})
+        return report
+
+    s = SignatureSettings.from_config(d, cfg.run.seed)
+    curve = lsh.s_curve(s.bands, s.rows)
+    log.info(f"[dedup] LSH {s.bands} bands x {s.rows} rows (threshold {d.threshold}); candidate probability " +
+             ", ".join(f"{k}: {v}" for k, v in curve.items()))
+    reference = _read_reference(spark, d.reference, s) if d.reference else None
+    near = NearResult()
+    docs = docs.persist(tables.TEXT_CACHE)
+    ann = annotate(docs, d, cfg.run.seed, reference=reference, checkpoint_dir=d.checkpoint_dir, result=near)
+    ann = ann.persist(tables.TEXT_CACHE)
+
+    stats = ann.groupBy("is_representative", "kind").count().collect()
+    report.rows_in = sum(r["count"] for r in stats)
+    report.rows_out = sum(r["count"] for r in stats if r["is_representative"])
+    for r in stats:
+        if not r["is_representative"]:
+            report.removed[f"dedup.{r['kind']}"] = report.removed.get(f"dedup.{r['kind']}", 0) + r["count"]
+
+    props = {"signature": s.to_dict(), "threshold": d.threshold, "s_curve": curve, "fp_check": d.fp_check or "none",
+             "representative": d.representative, "exact_key": d.exact_key if d.exact else "none"}
+    survivors = ann.where("is_representative")
+    outputs = {"deduped": survivors.select(*docs.columns), "dup_clusters": ann.where("cluster_size > 1").select(*CLUSTER_COLUMNS)}
+    removed = ann.where(~F.col("is_representative")).select(
+        *docs.columns, F.array(F.concat(F.lit("dedup."), F.col("kind"))).alias("reason"), "duplicate_of"
+    )
+    bands = None
+    if near.signatures is not None:
+        bands = near.signatures.join(survivors.select("doc_id"), "doc_id").select(*BAND_COLUMNS)
+        outputs["dedup_bands"] = bands
+    report.outputs = tables.publish(spark, cfg, STAGE, outputs, removed=removed, properties=props)
+    if bands is not None and d.reference and d.reference_append:
+        tables.append(bands, d.reference)
+    report.extra = {"signature": s.to_dict(), "s_curve": curve, "candidate_edges": near.n_candidate_edges,
+                    "edges": near.n_edges, "large_buckets": near.large_buckets or []}
+    for df in (ann, docs):
+        df.unpersist()
+    near.unpersist()
+    return report

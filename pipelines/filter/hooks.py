@@ -1,0 +1,56 @@
+"""What the filter stage adds to the framework (:mod:`pipelines.core.hooks`): its preflight check of the
+LID and quality models."""
+
+from __future__ import annotations
+
+import os
+
+from pipelines.core.config import WinnowConfig
+from pipelines.core.preflight import PreflightError, when_running
+
+EMPTY_HINT = "loosen the filter thresholds or rule_actions (jobs/inspect.py --stage filter --reason R)"
+
+
+def check_filter_models(cfg: WinnowConfig) -> None:
+    """The LID and quality models exist, ``filter.langid.allowed`` names languages the LID model knows
+    and ``filter.quality_model.positive_label`` is one of the classifier's labels.
+
+    An unknown code in ``allowed`` (``xx``, ``eng``, ``english``) would silently drop every document.
+
+    Raises:
+        PreflightError: names the key and shows what the model knows.
+    """
+    from udfs import langid
+
+    f = cfg.filter
+    if not f.enabled:
+        return
+    lid = f.langid
+    if lid.enabled:
+        path = lid.model or langid.default_model_path()
+        if not os.path.isfile(path):
+            raise PreflightError(f"filter.langid.model={path!r}: no such file")
+        if lid.allowed:
+            labels = langid.load_model(path).get_labels()
+            known = {langid.canonical_code(lab, lid.label_prefix, lid.aliases) for lab in labels}
+            unknown = sorted(set(lid.allowed) - known)
+            if unknown:
+                raise PreflightError(
+                    f"filter.langid.allowed: {unknown} not among the {len(known)} languages of the LID model "
+                    f"{os.path.basename(path)!r} (codes as the filter writes them, e.g. "
+                    f"{sorted(known)[:12]}...)"
+                )
+    qm = f.quality_model
+    if qm.model:
+        if not os.path.isfile(qm.model):
+            raise PreflightError(f"filter.quality_model.model={qm.model!r}: no such file")
+        labels = langid.load_model(qm.model).get_labels()
+        if qm.positive_label not in labels:
+            raise PreflightError(
+                f"filter.quality_model.positive_label={qm.positive_label!r} is not a label of {qm.model!r}; "
+                f"its labels: {labels}"
+            )
+
+
+preflight = when_running("filter", check_filter_models)
+"""The preflight hook: :func:`check_filter_models` when filter runs."""

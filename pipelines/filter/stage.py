@@ -1,0 +1,279 @@
+"""Filter stage: quality signals, language ID and quality score as columns; keep/drop decided from config.
+
+``deduped`` -> ``filtered`` (kept documents with every signal column and ``filter_flags``) + ``removed``
+rows with ``stage='filter'`` and every failing ``drop`` rule in ``reason``.
+
+Two steps, kept apart so thresholds can be re-tuned without recomputing anything
+(``jobs/filter.py --decide-only`` reruns only :func:`decide` on the stored signals):
+
+* :func:`compute_signals` adds :data:`SIGNAL_COLUMNS` with one Arrow UDF over ``text`` (heuristics from
+  :mod:`udfs.quality`, fastText LID from :mod:`udfs.langid`, classifier from :mod:`udfs.quality_model`);
+* :func:`decide` adds :data:`DECISION_COLUMNS`: ``filter_reasons`` (failing ``drop`` rules) and
+  ``filter_flags`` (failing ``flag`` rules), stable ids ``<family>.<rule>`` in config order.
+
+A rule whose signal is null (e.g. LID off, no classifier) never fails. A rule restricted to languages
+judges documents whose ``lang`` is in the list, or is null (LID off).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from pipelines.core import chain, tables
+from pipelines.core.config import WinnowConfig
+from pipelines.core.runner import StageReport
+from pipelines.filter import rules as filter_rules
+from pipelines.filter.config import FilterConfig, RuleFamily
+from pipelines.filter.rules import RULES, Rule
+from pipelines.filter.signals import (  # noqa: F401  (re-exported: callers use the stage module)
+    _CLEANING_TYPE,
+    _TOPK_TYPE,
+    FAMILY_COLUMNS,
+    INPUT_COLUMNS,
+    LANG_COLUMNS,
+    PROFILE_COLUMNS,
+    SIGNAL_COLUMNS,
+    STAGE,
+    _glob_regex,
+    _language,
+    _model_locator,
+    _profile_params,
+    _quality_score,
+    _signals_arrow_type,
+    _spark_type,
+    check_decide_only,
+    compute_signals,
+    profile_column,
+    signal_settings,
+)
+
+INPUT_TABLE = chain.stage(STAGE).input
+OUTPUT_TABLE = chain.stage(STAGE).main_table
+DECISION_COLUMNS: tuple[str, ...] = ("filter_reasons", "filter_flags")
+OUTPUT_COLUMNS: tuple[str, ...] = (*SIGNAL_COLUMNS, "filter_flags")
+"""Columns ``filtered`` adds to the input columns."""
+
+
+def _signal(rule: Rule) -> Column:
+    struct, _, field = rule.signal.partition(".")
+    return F.col(struct).getField(field) if field else F.col(struct)
+
+
+def _fails(rule: Rule, value: Any) -> Column:
+    """The condition under which ``rule`` fails for threshold ``value`` (null when the signal is null)."""
+    signal = _signal(rule)
+    if rule.compare == "min":
+        return signal < F.lit(value)
+    if rule.compare == "max":
+        return signal > F.lit(value)
+    if rule.compare == "in":
+        return ~signal.isin(list(value))
+    return signal  # "true": the boolean signal itself
+
+
+def _rules(cfg: FilterConfig) -> list[tuple[str, str, Column, list[str] | None]]:
+    """Every active rule as (reason id, action, failure condition, languages or None), in rule order.
+
+    Rows of :data:`pipelines.filter.rules.RULES` sharing a reason id are OR-ed into one condition; a row
+    whose threshold is null (or a ``drop_*`` key false) or whose ``requires`` key is unset is left out.
+    """
+    section = cfg.model_dump()
+    active: dict[str, tuple[str, Column, list[str] | None]] = {}
+    for rule in RULES:
+        value = filter_rules.lookup(section, rule.key)
+        if value is None or value is False or (rule.requires and not filter_rules.lookup(section, rule.requires)):
+            continue
+        sub = getattr(cfg, rule.section)
+        if isinstance(sub, RuleFamily):
+            action = sub.rule_actions.get(rule.name, sub.action)
+            langs = sub.rule_languages[rule.name] if rule.name in sub.rule_languages else sub.languages
+        else:
+            action, langs = sub.action, None
+        if action == "off":
+            continue
+        cond = _fails(rule, value)
+        if rule.reason in active:
+            cond = active[rule.reason][1] | cond
+        active[rule.reason] = (action, cond, langs)
+    return [(rid, action, cond, langs) for rid, (action, cond, langs) in active.items()]
+
+
+def rule_ids(cfg: FilterConfig) -> list[str]:
+    """The reason ids of every active rule of any profile, in decision order (``default_profile`` first)."""
+    names = [cfg.default_profile, *cfg.profile_names()]
+    return list(dict.fromkeys(rid for name in names for rid, *_ in _rules(cfg.profile_config(name))))
+
+
+def decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
+    """Add ``filter_reasons`` and ``filter_flags`` (array<string>) from the signal columns and config.
+
+    Each row is judged by the rule set of its ``filter_profile`` (:meth:`FilterConfig.profile_config`;
+    a null profile, from a table written before profiles, reads as ``default_profile``).
+
+    Args:
+        df: a DataFrame with :data:`SIGNAL_COLUMNS` (from :func:`compute_signals` or a stored table).
+        cfg: the ``filter`` config section.
+
+    Returns:
+        ``df`` (without any earlier decision columns) plus ``filter_reasons`` (failing ``drop`` rules)
+        and ``filter_flags`` (failing ``flag`` rules), reason ids in rule order, never null.
+
+    Raises:
+        ValueError: a signal column is missing.
+        pyspark.errors.SparkRuntimeException (when an action runs): a row's ``filter_profile`` is not
+            one of :meth:`FilterConfig.profiles_in_use` (``default_profile`` and the
+            ``profile_by_source`` values).
+    """
+    chain.require_columns(df, SIGNAL_COLUMNS, STAGE)
+    df = df.drop(*[c for c in DECISION_COLUMNS if c in df.columns])
+    profile = F.coalesce(F.col("filter_profile"), F.lit(cfg.default_profile))
+    by_action: dict[str, list[Column]] = {"drop": [], "flag": []}
+    # Only the profiles rows can have: every profile's rules are one CASE each in the plan, and the six
+    # built-in ones made Spark's analysis of the stage ~1.2 s slower on make run's 330 rows. A stored
+    # profile outside them (a table decided with another profile_by_source) fails instead of passing.
+    in_use = cfg.profiles_in_use()
+    by_action["drop"].append(F.when(~profile.isin(in_use), F.raise_error(F.concat(
+        F.lit("filter: a row's filter_profile "), profile, F.lit(f" is not one of the profiles in use {in_use}")))))
+    for name in in_use:
+        in_profile = profile == F.lit(name)
+        for rid, action, cond, langs in _rules(cfg.profile_config(name)):
+            if langs is not None:
+                cond = cond & (F.col("lang").isNull() | F.col("lang").isin(list(langs)))
+            by_action[action].append(F.when(in_profile & F.coalesce(cond, F.lit(False)), F.lit(rid)))
+
+    def reasons(items: list[Column]) -> Column:
+        if not items:
+            return F.array().cast("array<string>")
+        return F.filter(F.array(*items), lambda x: x.isNotNull())
+
+    return df.withColumn("filter_reasons", reasons(by_action["drop"])).withColumn("filter_flags", reasons(by_action["flag"]))
+
+
+def filter_documents(df: DataFrame, cfg: WinnowConfig | FilterConfig) -> DataFrame:
+    """The stage transform: :func:`compute_signals` then :func:`decide` (``df.transform(filter_documents, cfg)``).
+
+    Returns:
+        ``df`` plus :data:`SIGNAL_COLUMNS` and :data:`DECISION_COLUMNS`; rows with a non-empty
+        ``filter_reasons`` are the ones to remove.
+    """
+    fcfg = cfg.filter if isinstance(cfg, WinnowConfig) else cfg
+    return decide(compute_signals(df, fcfg), fcfg)
+
+
+def _write(spark: SparkSession, cfg: WinnowConfig, decided: DataFrame, rows_in_cols: list[str], mode: str) -> StageReport:
+    decided = decided.persist(tables.TEXT_CACHE)
+    try:
+        first = _headline_reason(F.col("filter_reasons"))
+        source = F.col("source") if "source" in decided.columns else F.lit(None).cast("string")
+        grouped = decided.groupBy(first.alias("first"), source.alias("source"),
+                                  F.col("filter_profile").alias("profile")).count().collect()
+        per_rule = (
+            decided.select(F.explode(F.concat(F.col("filter_reasons"), F.col("filter_flags"))).alias("r"))
+            .groupBy("r").count().collect()
+        )
+        removed: dict[str, int] = {}
+        for row in grouped:
+            if row["first"] is not None:
+                removed[row["first"]] = removed.get(row["first"], 0) + int(row["count"])
+        kept_n = sum(int(row["count"]) for row in grouped if row["first"] is None)
+        kept = decided.filter(F.size("filter_reasons") == 0).select(*rows_in_cols, *OUTPUT_COLUMNS)
+        gone = decided.filter(F.size("filter_reasons") > 0).select(
+            *rows_in_cols, *OUTPUT_COLUMNS, F.col("filter_reasons").alias("reason")
+        )
+        extra_split = _breakdown(grouped)
+        props = {"mode": mode, "rules": rule_ids(cfg.filter),
+                 "signal_settings": signal_settings(cfg.filter)}
+        outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=gone, properties=props)
+    finally:
+        decided.unpersist()
+    return StageReport(
+        stage=STAGE,
+        rows_in=kept_n + sum(removed.values()),
+        rows_out=kept_n,
+        removed=removed,
+        outputs=outputs,
+        extra={"mode": mode, "failing_by_rule": {row["r"]: int(row["count"]) for row in per_rule},
+               **extra_split},
+        first_reason_only=True,
+        notes={k: extra_split[k] for k in ("removed_language", "removed_quality")},
+    )
+
+
+def _headline_reason(reasons: Column) -> Column:
+    """The reason a removed document is counted under in the stage line: its language reason if it
+    has one (the language decision is reported apart from the quality rules), else its first reason."""
+    lang = F.filter(reasons, lambda r: r.startswith("lang."))
+    return F.coalesce(F.try_element_at(lang, F.lit(1)), F.try_element_at(reasons, F.lit(1)))
+
+
+def _breakdown(grouped: list[Any]) -> dict[str, Any]:
+    """Documents in, kept and removed (by headline reason) per source and per profile; language
+    removals apart from quality removals."""
+    out: dict[str, Any] = {"by_source": {}, "by_profile": {}, "removed_language": 0, "removed_quality": 0}
+    for row in grouped:
+        n, reason = int(row["count"]), row["first"]
+        for key, name in (("by_source", row["source"]), ("by_profile", row["profile"])):
+            entry = out[key].setdefault(str(name), {"in": 0, "kept": 0, "removed": {}})
+            entry["in"] += n
+            if reason is None:
+                entry["kept"] += n
+            else:
+                entry["removed"][reason] = entry["removed"].get(reason, 0) + n
+        if reason is not None:
+            out["removed_language" if reason.startswith("lang.") else "removed_quality"] += n
+    for key in ("by_source", "by_profile"):
+        out[key] = {k: {**v, "removed": dict(sorted(v["removed"].items()))} for k, v in sorted(out[key].items())}
+    return out
+
+
+def run(spark: SparkSession, cfg: WinnowConfig, decide_only: bool = False) -> StageReport:
+    """Read ``deduped``, compute signals, decide, write ``filtered`` and this stage's ``removed`` rows.
+
+    Args:
+        decide_only: re-decide from the signals stored by an earlier full run (``filtered`` plus this
+            stage's ``removed`` rows, read at pinned Delta versions) without recomputing them.
+
+    Returns:
+        The stage report; ``removed`` counts each document under its first failing rule, ``extra``
+        holds every failing rule's count (drop and flag).
+
+    Raises:
+        MissingTableError: the input table (or, with ``decide_only``, ``filtered``) does not exist.
+    """
+    if decide_only:
+        stored = tables.table_properties(spark, cfg.table_path(OUTPUT_TABLE)).get("signal_settings")
+        check_decide_only(json.loads(stored) if stored else None, cfg.filter)
+        filtered = tables.read_table(spark, cfg, OUTPUT_TABLE)
+        base_cols = [c for c in filtered.columns if c not in OUTPUT_COLUMNS and c not in DECISION_COLUMNS]
+        cols = [*base_cols, *SIGNAL_COLUMNS]
+        f_ver = tables.table_version(spark, cfg.table_path(OUTPUT_TABLE))
+        parts = [tables.read_table(spark, cfg, OUTPUT_TABLE, version=f_ver).select(*cols)]
+        r_ver = tables.delta_version(spark, cfg.table_path("removed"))
+        if r_ver is not None:
+            old = tables.read_table(spark, cfg, "removed", version=r_ver)
+            parts.append(old.filter(F.col("stage") == STAGE).select(*cols))
+        signals = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+        return _write(spark, cfg, decide(signals, cfg.filter), base_cols, "decide_only")
+
+    df = tables.read_table(spark, cfg, INPUT_TABLE)
+    base_cols = list(df.columns)
+    if not cfg.filter.enabled:
+        # Pass through unchanged: signal columns stay null, no rule runs.
+        passthrough = df
+        for name, typ in zip(SIGNAL_COLUMNS, _signal_spark_types(), strict=True):
+            passthrough = passthrough.withColumn(name, F.lit(None).cast(typ))
+        decided = passthrough.withColumn("filter_reasons", F.array().cast("array<string>")).withColumn(
+            "filter_flags", F.array().cast("array<string>")
+        )
+        return _write(spark, cfg, decided, base_cols, "disabled")
+    return _write(spark, cfg, filter_documents(df, cfg), base_cols, "full")
+
+
+def _signal_spark_types() -> list[T.DataType]:
+    t = _signals_arrow_type()
+    return [_spark_type(t.field(c).type) for c in SIGNAL_COLUMNS]

@@ -1,0 +1,85 @@
+"""The ``ingest`` config section (mirrored in ``conf/default.yaml``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from pipelines.core.section import Section
+
+
+class IngestFields(Section):
+    """Which record fields (JSONL objects, Parquet columns) hold what; dotted paths reach into objects."""
+
+    text: str = Field(default="text", min_length=1)
+    id: str | None = "id"
+    url: str | None = "url"
+    source: str | None = "source"
+    meta: list[str] = Field(default_factory=list)
+    heading: str | None = None
+
+    @model_validator(mode="after")
+    def _heading_shares_text_array(self) -> IngestFields:
+        if self.heading is not None:
+            arr = self.text.rpartition("[]")[0]
+            if not arr or self.heading.rpartition("[]")[0] != arr:
+                raise ValueError(
+                    f"ingest.fields.heading {self.heading!r} must iterate the same array as ingest.fields.text "
+                    f"{self.text!r} (e.g. text: body_text[].text, heading: body_text[].section)"
+                )
+        return self
+
+
+class NormalizeConfig(Section):
+    """Text normalisation steps (udfs/text.py), each switchable; all on by default: newlines to ``\\n``,
+    invisible and control characters removed, NFC."""
+
+    nfc: bool = True
+    newlines: bool = True
+    strip_invisible: bool = True
+    strip_control: bool = True
+    fix_mojibake: bool = False
+
+
+class JatsConfig(Section):
+    """What the JATS / PMC NXML reader keeps of the targets of references (udfs/formats/jats.py)."""
+
+    tables: Literal["keep", "caption", "drop"] = "keep"
+    figures: Literal["keep", "drop"] = "keep"
+    references: Literal["keep", "drop"] = "keep"
+
+
+class MediaWikiConfig(Section):
+    """What the MediaWiki dump reader keeps (udfs/formats/mediawiki.py)."""
+
+    namespaces: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    templates: Literal["drop", "params"] = "drop"
+    references: Literal["drop", "keep"] = "drop"
+    tables: Literal["drop", "keep"] = "drop"
+
+
+class IngestConfig(Section):
+    """Stage 1: raw files -> ``documents`` + ``quarantine`` (pipelines/ingest/stage.py)."""
+
+    inputs: list[str] = Field(default_factory=lambda: ["sample_data/*.jsonl.gz", "sample_data/*.wet.gz"], min_length=1)
+    format: Literal[
+        "auto", "jsonl", "json", "csv", "tsv", "jats", "latex", "mediawiki", "parquet", "text", "wet", "warc"
+    ] = "auto"
+    fields: IngestFields = Field(default_factory=IngestFields)
+    csv_header: bool = True
+    normalize: NormalizeConfig = Field(default_factory=NormalizeConfig)
+    max_doc_bytes: int = Field(default=4_000_000, ge=1, lt=2**31)
+    html_extractor: Literal["trafilatura", "none"] = "trafilatura"
+    excerpt_chars: int = Field(default=200, ge=0, le=100_000)
+    input_partitions: int | None = Field(default=None, ge=1)
+    split_bytes: int = Field(default=64 << 20, ge=1024)
+    batch_rows: int = Field(default=2048, ge=1)
+    batch_bytes: int = Field(default=32 << 20, ge=1024, lt=2**31)
+    max_quarantine_fraction: float = Field(default=0.5, gt=0, le=1)
+    quarantine_min_records: int = Field(default=20, ge=1)
+    on_bad_file: Literal["fail", "continue"] = "fail"
+    max_replacement_fraction: float = Field(default=0.25, gt=0, le=1)
+    replacement_action: Literal["quarantine", "flag"] = "quarantine"
+    jats: JatsConfig = Field(default_factory=JatsConfig)
+    mediawiki: MediaWikiConfig = Field(default_factory=MediaWikiConfig)

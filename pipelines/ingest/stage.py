@@ -1,0 +1,397 @@
+"""Stage 1, ingest: raw files -> the ``documents`` and ``quarantine`` Delta tables.
+
+Files are listed on the driver, cut into splits and streamed by the Python workers
+(:mod:`pipelines.ingest.splits`: byte ranges of large uncompressed JSONL/Parquet files, one split per
+compressed stream or WARC), parsed into bounded Arrow batches by :func:`udfs.formats.explode_split`
+inside ``mapInArrow``. Files on filesystems the workers cannot open go through Spark's ``binaryFile``
+source (one file per row, :func:`explode_files`). Line and record numbers are exact and nothing
+depends on the splitting. Bad records never fail the job: they go to ``quarantine`` with a reason
+from :data:`udfs.formats.QUARANTINE_REASONS`.
+
+``doc_id`` (stable, globally unique, independent of partitioning): ``<source>/<id>`` when the
+source's own id is present and unique within the source; otherwise ``<source>/~<h>`` with ``h`` the
+first 32 hex digits (128 bits) of sha256 over ``source``, the file path relative to its input glob and
+the record number, so the same file gives the same ids on any machine or mount point.
+
+Accounting: rows in (records the parser emitted, per file) = rows in ``documents`` + rows in
+``quarantine``, the latter two as the tables' Delta commits recorded them (``numOutputRows``), checked
+against the tally of the parsed records (:mod:`pipelines.ingest.tally`).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines.core import tables
+from pipelines.core.chain import require_columns
+from pipelines.core.config import WinnowConfig
+from pipelines.core.runner import InvariantError, StageReport
+from pipelines.ingest import splits as ingest_splits
+from pipelines.ingest import tally as ingest_tally
+from pipelines.ingest.config import IngestConfig
+from pipelines.ingest.listing import (  # noqa: F401  (re-exported: callers use the stage module)
+    _GLOB_CHARS,
+    INPUT_GLOB_ERRORS,
+    BadInputGlobError,
+    NoInputFilesError,
+    _key_path,
+    _matches,
+    input_files,
+    list_files,
+)
+from udfs.errors import UserError
+from udfs.formats import QUARANTINE_REASONS, ParseOptions, explode_file
+
+STAGE = "ingest"
+INPUT_COLUMNS = ("path", "content")
+"""Columns of the ``binaryFile`` frame :func:`explode_files` needs (``key_path`` optional)."""
+DOCUMENT_COLUMNS = ("doc_id", "text", "source", "url", "meta", "input_file", "n_chars", "n_bytes", "n_replaced")
+"""The ``documents`` table (ARCHITECTURE.md)."""
+QUARANTINE_COLUMNS = ("input_file", "record", "reason", "excerpt", "detail")
+"""The ``quarantine`` table: ``record`` is the 1-based line/record/row number, 0 for the whole file."""
+DOC_ID_SCHEME = "source/id if unique within source, else source/~sha256(source,key_path,record)[:32]"
+RECORD_DDL = (
+    "kind string, input_file string, key_path string, split_start bigint, record bigint, source string, src_id string, url string, "
+    "meta map<string,string>, text string, n_chars int, n_bytes int, n_replaced int, reason string, "
+    "excerpt string, detail string"
+)
+"""Spark schema of :data:`udfs.formats.RECORD_SCHEMA` (a test keeps the two equal)."""
+
+
+class BadInputFileError(UserError):
+    """Input files most of whose records were quarantined (``ingest.max_quarantine_fraction``): the
+    format or the fields are wrong for them. Raised after the tables are written."""
+
+
+MAX_FILE_COUNTS = 1000
+"""Files whose decision counts (``extra.counts_by_file``) the stage report keeps: the completion record
+stays small on runs of many thousands of WARC files (the totals, ``extra.counts``, cover them all)."""
+MAX_SOURCE_COUNTS = 1000
+"""Sources whose document counts the stage report keeps (``extra.documents_by_source``, first by name): a
+``source`` field of many values (a domain per record) must not bloat the completion record."""
+_HASH_SEP = "\x1f"  # ASCII unit separator: cannot occur in a path and rarely in a source name
+
+
+def parse_options(cfg: IngestConfig) -> ParseOptions:
+    """The :class:`udfs.formats.ParseOptions` of an ``ingest`` config section."""
+    f, n = cfg.fields, cfg.normalize
+    return ParseOptions(
+        format=cfg.format, text_field=f.text, id_field=f.id, url_field=f.url, source_field=f.source,
+        meta_fields=tuple(f.meta), heading_field=f.heading, csv_header=cfg.csv_header, nfc=n.nfc, newlines=n.newlines, strip_invisible=n.strip_invisible,
+        strip_control=n.strip_control, fix_mojibake=n.fix_mojibake,
+        max_replacement_fraction=cfg.max_replacement_fraction, replacement_action=cfg.replacement_action,
+        jats_tables=cfg.jats.tables, jats_figures=cfg.jats.figures, jats_references=cfg.jats.references,
+        mediawiki_namespaces=tuple(cfg.mediawiki.namespaces), mediawiki_templates=cfg.mediawiki.templates,
+        mediawiki_references=cfg.mediawiki.references, mediawiki_tables=cfg.mediawiki.tables,
+        max_doc_bytes=cfg.max_doc_bytes, html_extractor=cfg.html_extractor,
+        excerpt_chars=cfg.excerpt_chars, batch_rows=cfg.batch_rows, batch_bytes=cfg.batch_bytes,
+    )
+
+
+def explode_files(files: DataFrame, cfg: IngestConfig) -> DataFrame:
+    """Parse every file into records: documents, quarantined records and one summary row per file.
+
+    Args:
+        files: one row per file with ``path`` (string) and ``content`` (binary), e.g. Spark's
+            ``binaryFile`` source; an optional ``key_path`` (string, the path relative to its input
+            glob) feeds derived doc ids, else ``path`` is used.
+        cfg: the ``ingest`` config section.
+
+    Returns:
+        Rows of :data:`udfs.formats.RECORD_SCHEMA`: ``kind`` is ``doc``, ``quarantine`` or ``file``.
+
+    Raises:
+        ValueError: ``files`` lacks ``path`` or ``content``.
+    """
+    require_columns(files, INPUT_COLUMNS, "explode_files")
+    opts = parse_options(cfg)
+    has_key = "key_path" in files.columns
+    cols = [*INPUT_COLUMNS, "key_path"] if has_key else list(INPUT_COLUMNS)
+
+    def parse(batches):
+        for batch in batches:
+            paths, contents = batch.column("path").to_pylist(), batch.column("content")
+            keys = batch.column("key_path").to_pylist() if has_key else paths
+            for i, path in enumerate(paths):
+                yield from explode_file(path, contents[i].as_py() or b"", opts, keys[i])
+
+    return files.select(*cols).mapInArrow(parse, RECORD_DDL)
+
+
+def candidate_id() -> Column:
+    """The ``doc_id`` a document's own id gives it (``source/src_id``), used where present and unique
+    within its source."""
+    return F.concat_ws("/", "source", "src_id")
+
+
+def assign_doc_ids(records: DataFrame, dups: DataFrame | None = None, *, unique: bool = False) -> DataFrame:
+    """Keep the document rows of :func:`explode_files` and give each its ``doc_id``.
+
+    Args:
+        records: the parsed rows.
+        dups: the candidate ids (``_cand`` = ``source/src_id``) held by more than one document, with a
+            true ``_dup`` column (:func:`pipelines.ingest.tally.duplicated_ids`); ``None`` = computed
+            here, as one aggregation over ``(source, id)`` candidates joined back.
+        unique: no candidate id is held twice (known from the tally): no join at all.
+
+    Duplicated candidates (the same id twice in a source) fall back to the positional hash, for every
+    copy, so the result does not depend on which copy Spark sees first.
+
+    Returns:
+        The document rows with a ``doc_id`` column (string, never null).
+    """
+    require_columns(records, ("kind", "source", "src_id", "key_path", "record"), "assign_doc_ids")
+    docs = records.where(F.col("kind") == "doc")
+    digest = F.sha2(F.concat_ws(_HASH_SEP, "source", "key_path", F.col("record").cast("string")), 256)
+    hashed = F.concat(F.col("source"), F.lit("/~"), F.substring(digest, 1, 32))
+    docs = docs.withColumn("_cand", F.when(ingest_tally.has_src_id(), candidate_id()))
+    if unique:
+        return docs.withColumn("doc_id", F.coalesce(F.col("_cand"), hashed)).drop("_cand")
+    if dups is None:
+        dups = (
+            docs.where(F.col("_cand").isNotNull()).groupBy("_cand").count().where(F.col("count") > 1)
+            .select("_cand", F.lit(True).alias("_dup"))
+        )
+    return (
+        docs.join(dups, "_cand", "left")
+        .withColumn("doc_id", F.when(F.col("_cand").isNull() | F.col("_dup").isNotNull(), hashed).otherwise(F.col("_cand")))
+        .drop("_cand", "_dup")
+    )
+
+
+def to_documents(records: DataFrame, dups: DataFrame | None = None, *, unique: bool = False) -> DataFrame:
+    """The ``documents`` table of :func:`explode_files` rows: :data:`DOCUMENT_COLUMNS` (``dups`` and
+    ``unique`` as in :func:`assign_doc_ids`)."""
+    docs = assign_doc_ids(records, dups, unique=unique)
+    return docs.sortWithinPartitions("input_file", "record").select(*DOCUMENT_COLUMNS)
+
+
+def to_quarantine(records: DataFrame) -> DataFrame:
+    """The ``quarantine`` table of :func:`explode_files` rows: :data:`QUARANTINE_COLUMNS`."""
+    require_columns(records, ("kind", *QUARANTINE_COLUMNS), "to_quarantine")
+    return records.where(F.col("kind") == "quarantine").select(*QUARANTINE_COLUMNS)
+
+
+def _hadoop_literal(path: str) -> str:
+    # binaryFile treats its paths as globs: escape glob characters of real file names.
+    return re.sub(r"([*?\[\]{}\\])", r"\\\1", path)
+
+
+def read_inputs(spark: SparkSession, listing: list[tuple[str, str, int]]) -> DataFrame:
+    """The non-empty files of ``listing`` as a ``binaryFile`` frame: ``path``, ``content``, ``key_path``
+    (the fallback for filesystems the Python workers cannot open: each file is held whole)."""
+    nonempty = [(p, k) for p, k, size in listing if size > 0]
+    key_df = spark.createDataFrame(nonempty, "path string, key_path string")
+    if not nonempty:
+        return key_df.withColumn("content", F.lit(None).cast("binary")).select("path", "content", "key_path")
+    files = spark.read.format("binaryFile").load([_hadoop_literal(p) for p, _ in nonempty]).select(*INPUT_COLUMNS)
+    return files.join(F.broadcast(key_df), "path")
+
+
+def _driver_records(spark: SparkSession, listing: list[tuple[str, str, int]], opts: ParseOptions) -> DataFrame | None:
+    """Rows for the 0-byte files of the ``binaryFile`` fallback (which drops them); ``None`` when there
+    are none (an empty frame would still add tasks to every job over the records)."""
+    rows = []
+    for path, key, size in listing:
+        if size == 0 and not ingest_splits.streamable(path):
+            for batch in explode_file(path, b"", opts, key):
+                rows += [{**r, "meta": dict(r["meta"]) if r["meta"] is not None else None} for r in batch.to_pylist()]
+    return spark.createDataFrame(rows, RECORD_DDL) if rows else None
+
+
+def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: IngestConfig) -> DataFrame:
+    """Every record of the listed files (:data:`RECORD_DDL` rows, split-local JSONL line numbers):
+    streamed splits for local/s3 files, ``binaryFile`` rows for the others."""
+    opts = parse_options(icfg)
+    splits = ingest_splits.plan_splits(listing, icfg)
+    frames = [df] if (df := _driver_records(spark, listing, opts)) is not None else []
+    if splits:
+        frames.append(ingest_splits.explode_splits(spark, splits, icfg, opts, RECORD_DDL))
+    if any(not ingest_splits.streamable(p) and size for p, _, size in listing):
+        files = read_inputs(spark, [f for f in listing if not ingest_splits.streamable(f[0])])
+        if icfg.input_partitions:
+            files = files.repartition(icfg.input_partitions, "path")
+        frames.append(explode_files(files, icfg))
+    if not frames:
+        return spark.createDataFrame([], RECORD_DDL)
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def _empty_split_files(spark: SparkSession, summaries: list[Any]) -> tuple[DataFrame | None, list[dict[str, Any]]]:
+    """``empty_file`` rows for files cut into several splits none of which found a record (a split
+    alone cannot know): the driver decides from the summaries."""
+    per_file: dict[str, list[Any]] = {}
+    for r in summaries:
+        per_file.setdefault(r["input_file"], []).append(r)
+    rows = []
+    for path, parts in per_file.items():
+        if len(parts) > 1 and sum(int(r["record"]) for r in parts) == 0:
+            first = min(parts, key=lambda r: r["split_start"])
+            meta = dict(first["meta"])
+            rows.append({"kind": "quarantine", "input_file": path, "key_path": first["key_path"], "split_start": 0,
+                         "record": 0, "reason": "empty_file", "excerpt": meta.get("head") or None,
+                         "detail": f"{meta['bytes']} bytes, no record"})
+    if not rows:
+        return None, []
+    return spark.createDataFrame(rows, RECORD_DDL), rows
+
+
+# --------------------------------------------------------------------------------------------- run
+_STAGE_CONF = {
+    # One binaryFile row (a whole file) per Arrow batch into the Python worker; splits are tiny rows.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "1",
+    # The parsed records are cached once and read by the tally, the id check and both writes. Text is
+    # stored as it is either way; compressing the cache only spends CPU on trying (about 3 CPU-s per GB).
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
+    # Delta collects min/max/null statistics of the first 32 columns of every file it writes, for data
+    # skipping: about 7 CPU-s per GB of input here (5 of them for text), and no reader of these tables
+    # filters on a column whose per-file ranges could skip anything (doc ids are spread over every
+    # file). Row counts (numRecords) stay.
+    "spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols": "0",
+}
+"""Session settings while ingest runs (restored after): measured on one 1 GB JSONL file, bench/notes.md."""
+
+
+def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
+    """Ingest ``ingest.inputs`` into ``documents`` and ``quarantine`` (each replaced in one Delta commit).
+
+    Spark jobs: one parses every split into a cache and tallies it (:func:`pipelines.ingest.tally.tally`),
+    one finds duplicated source ids (only when some document has one), one writes each table.
+
+    Returns:
+        The :class:`StageReport`: ``rows_in`` = records read (parser count), ``rows_out`` = rows of
+        ``documents`` (as its Delta commit recorded them), ``quarantined`` = rows of ``quarantine`` by
+        reason (the tally, checked against the commit of the table), ``extra`` = files, bytes,
+        formats, skipped non-document records, chars.
+
+    Raises:
+        NoInputFilesError: a glob of ``ingest.inputs`` matches no file.
+        InvariantError: the quarantine table holds another number of rows than the tally counted.
+    """
+    icfg = cfg.ingest
+    listing = list_files(spark, icfg)
+    with tables.session_conf(spark, _STAGE_CONF):
+        parsed = read_records(spark, listing, icfg).persist(tables.TEXT_CACHE)
+        try:
+            t = ingest_tally.tally(parsed)
+            extra = _file_stats(t.summaries)
+            records = ingest_splits.number_lines(parsed, t.summaries, spark)
+            empty, empty_rows = _empty_split_files(spark, t.summaries)
+            counts = t.counts + [(r["input_file"], r["reason"], 1) for r in empty_rows]
+            if empty is not None:
+                records = records.unionByName(empty)
+                extra["records_read"] += len(empty_rows)
+            # Per source from the same one tally: the chain checks shard.mix against the sources found here,
+            # right after ingest, instead of at the shard stage (pipelines/shard/mix_check.py).
+            by_source = sorted(t.by_source.items())
+            extra.update(chars_out=t.chars, bytes_out=t.n_bytes, n_replaced=t.replaced,
+                         documents_by_source=dict(by_source[:MAX_SOURCE_COUNTS]),
+                         documents_by_source_omitted=max(0, len(by_source) - MAX_SOURCE_COUNTS))
+            bad = bad_files(counts, t.summaries, icfg)
+            docs = records.where(F.col("kind") == "doc")
+            dups = ingest_tally.duplicated_ids(spark, docs, candidate_id(), t)
+            outputs = tables.publish(
+                spark, cfg, STAGE,
+                {"documents": to_documents(records, dups, unique=dups is None), "quarantine": to_quarantine(records)},
+                properties={"doc_id_scheme": DOC_ID_SCHEME},
+                table_properties={"quarantine": {"reasons": sorted(QUARANTINE_REASONS)}},
+            )
+        finally:
+            parsed.unpersist()
+    quarantined: Counter = Counter()
+    for _, reason, n in counts:
+        if reason is not None:
+            quarantined[reason] += n
+    written = tables.written_rows(spark, outputs["quarantine"])
+    if written != sum(quarantined.values()):
+        raise InvariantError(f"ingest: the quarantine table holds {written} rows, the parser quarantined "
+                             f"{sum(quarantined.values())} ({dict(quarantined)})")
+    if bad:
+        for line in bad:
+            print(line, file=sys.stderr, flush=True)
+        if icfg.on_bad_file == "fail":
+            kept = tables.written_rows(spark, outputs["documents"])
+            raise BadInputFileError(
+                f"ingest: {len(bad)} input file(s) mostly quarantined (lines above; tables written: {kept} "
+                f"documents, {sum(quarantined.values())} records quarantined); fix ingest.format / "
+                "ingest.fields, or set ingest.on_bad_file=continue to go on"
+            )
+        extra["bad_files"] = bad
+    report = StageReport(
+        stage=STAGE, rows_in=extra.pop("records_read"), rows_out=tables.written_rows(spark, outputs["documents"]),
+        quarantined=dict(sorted(quarantined.items())), outputs=outputs, extra=extra,
+    )
+    return report
+
+
+def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], icfg: IngestConfig) -> list[str]:
+    """One line per file most of whose records were quarantined (``ingest.max_quarantine_fraction``
+    over at least ``ingest.quarantine_min_records`` records), naming the file, its main reason and
+    what its bytes look like.
+
+    Args:
+        counts: ``(input_file, reason, rows)``; ``reason`` ``None`` for documents.
+        summaries: the ``kind = "file"`` rows (``input_file``, ``split_start``, ``meta``).
+
+    Returns:
+        The lines, sorted by file (empty when every file is fine).
+    """
+    per_file: dict[str, Counter] = {}
+    for path, reason, n in counts:
+        per_file.setdefault(path, Counter())[reason] += n
+    info = {r["input_file"]: dict(r["meta"]) for r in summaries if r["split_start"] == 0}
+    lines = []
+    for path, c in sorted(per_file.items()):
+        total = sum(c.values())
+        quarantined = total - c[None]
+        if total < icfg.quarantine_min_records or quarantined <= icfg.max_quarantine_fraction * total:
+            continue
+        reason, k = max(((r, n) for r, n in c.items() if r is not None), key=lambda x: (x[1], x[0]))
+        meta = info.get(path, {})
+        seen = (f"its columns: {meta['columns'] or '(none)'}" if "columns" in meta
+                else f"looks like {meta.get('looks_like', 'unknown')}")
+        lines.append(
+            f"ingest: {path}: {quarantined} of {total} records quarantined "
+            f"(> ingest.max_quarantine_fraction {icfg.max_quarantine_fraction}), mostly {reason} ({k}); "
+            f"read as {meta.get('format', 'unknown')}, {seen}"
+        )
+    return lines
+
+
+def _file_stats(rows: list[Any]) -> dict[str, Any]:
+    formats: Counter = Counter()
+    skipped: Counter = Counter()
+    counted: Counter = Counter()
+    by_file: dict[str, Counter] = {}
+    n_bytes = 0
+    for r in rows:
+        meta = dict(r["meta"])
+        fmt = meta.pop("format")
+        if r["split_start"] == 0:  # a file's first split speaks for it
+            formats[fmt] += 1
+        n_bytes += int(meta.pop("bytes"))
+        for k, v in meta.items():
+            if k.startswith("skipped."):
+                skipped[k.removeprefix("skipped.")] += int(v)
+            elif k.startswith("count."):
+                counted[k.removeprefix("count.")] += int(v)
+                by_file.setdefault(r["input_file"], Counter())[k.removeprefix("count.")] += int(v)
+    files = sorted(by_file)
+    return {
+        "records_read": sum(int(r["record"]) for r in rows), "files": len({r["input_file"] for r in rows}),
+        "bytes_in": n_bytes,
+        "formats": dict(sorted(formats.items())), "skipped": dict(sorted(skipped.items())),
+        "counts": dict(sorted(counted.items())),
+        # charset decisions and their sources, mojibake repairs, per file (the first MAX_FILE_COUNTS files)
+        "counts_by_file": {f: dict(sorted(by_file[f].items())) for f in files[:MAX_FILE_COUNTS]},
+        "counts_by_file_omitted": max(0, len(files) - MAX_FILE_COUNTS),
+    }

@@ -1,0 +1,361 @@
+"""Render the run report's statistics (:func:`pipelines.report.stage.collect_stats`) as one static HTML page.
+
+The page opens from disk with no network: plots are matplotlib figures embedded as ``data:`` images
+(SVG or PNG, ``report.plot_format``), the style sheet is inline. Document text is untrusted, so every
+value that reaches the page goes through :func:`html.escape`, and a Content-Security-Policy forbids
+scripts, remote loads and inline event handlers, should anything ever slip through.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from typing import Any
+
+from pipelines.core.config import WinnowConfig
+from pipelines.report.sections import MIX_COLUMNS
+
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'none'"
+"""No script of any origin, images only from ``data:`` URIs, inline CSS only."""
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}
+th{background:#f4f4f4}td.l,th.l{text-align:left}.muted{color:#777}
+pre{white-space:pre-wrap;word-break:break-word;background:#f8f8f8;border:1px solid #e4e4e4;padding:.6em;max-height:18em;overflow:auto}
+.sample{margin:1em 0 1.5em}.plots img{max-width:49%;vertical-align:top}
+"""
+
+
+def esc(value: Any) -> str:
+    """HTML-escape ``value`` (quotes included); None becomes an empty string."""
+    return "" if value is None else html.escape(str(value), quote=True)
+
+
+def _num(v: Any) -> str:
+    if v is None:
+        return '<span class="muted">–</span>'
+    if isinstance(v, float):
+        return esc(f"{v:,.4g}")
+    if isinstance(v, int):
+        return esc(f"{v:,}")
+    return esc(v)
+
+
+def table(rows: list[dict[str, Any]], columns: list[str], left: tuple[str, ...] = ()) -> str:
+    """An HTML table of ``rows`` with the given ``columns``; every cell escaped."""
+    if not rows:
+        return '<p class="muted">nothing to show</p>'
+    head = "".join(f'<th class="{"l" if c in left else ""}">{esc(c)}</th>' for c in columns)
+    body = "".join(
+        "<tr>" + "".join(
+            f'<td class="l">{esc(r.get(c))}</td>' if c in left else f"<td>{_num(r.get(c))}</td>" for c in columns
+        ) + "</tr>"
+        for r in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+# ------------------------------------------------------------------------------------------- plots
+SVG_SALT = "winnow-report"
+"""matplotlib's ``svg.hashsalt``: the ids inside an SVG are hashes of their content salted with it
+(unset, matplotlib salts them with a random UUID, and the same stats gave another page each time)."""
+
+
+FIGSIZE = (5.2, 2.8)
+"""Size of every plot, inches (572 x 308 px at the PNG resolution of 110 dpi)."""
+
+HIST_MARGINS = {"left": 0.68, "right": 0.12, "bottom": 0.42, "top": 0.27}
+"""Fixed margins of a histogram, inches: room for y tick labels of up to 6 digits (counts up to
+``report.hist_sample_rows`` = 100,000) or log-scale powers of ten at 7 pt, the 8 pt y label, one row of
+7 pt x tick labels with the offset text below them (``1e8``) and the 9 pt title."""
+
+
+def _pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (no display), imported on first use: the report is
+    the only user, and importing it costs about a second."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _new_figure(margins: dict[str, float] | None = None) -> tuple[Any, Any]:
+    """A figure of :data:`FIGSIZE` with one axes: at fixed ``margins`` (inches) when given, else laid
+    out by the constrained layout engine.
+
+    Either way :func:`_figure_uri` saves without ``bbox_inches="tight"``, which drew every figure twice
+    (once to measure, once to save). A layout engine costs the same measuring draw, so it is kept for
+    the bar charts only, whose rotated category labels have any length; a histogram's texts have a
+    known size, and fixed margins draw it once.
+    """
+    plt = _pyplot()
+    if margins is None:
+        return plt.subplots(figsize=FIGSIZE, layout="constrained")
+    w, h = FIGSIZE
+    fig, ax = plt.subplots(figsize=FIGSIZE)
+    fig.subplots_adjust(left=margins["left"] / w, right=1 - margins["right"] / w,
+                        bottom=margins["bottom"] / h, top=1 - margins["top"] / h)
+    return fig, ax
+
+
+def _figure_uri(fig: Any, fmt: str) -> str:
+    import matplotlib
+
+    buf = io.BytesIO()
+    # metadata Date=None keeps the SVG free of a timestamp and a fixed salt its ids random-free, so the
+    # same stats give the same page.
+    with matplotlib.rc_context({"svg.hashsalt": SVG_SALT}):
+        fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None, dpi=110)
+    _pyplot().close(fig)
+    mime = "image/svg+xml" if fmt == "svg" else "image/png"
+    return f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode()}"
+
+
+def _img(uri: str, alt: str) -> str:
+    return f'<img src="{esc(uri)}" alt="{esc(alt)}">'
+
+
+def histogram(values: list[float], title: str, fmt: str, bins: int, lines: list[dict[str, Any]] = (), log_y: bool = False) -> str:
+    """An ``<img>`` of a histogram of ``values`` with a vertical line per threshold in ``lines``."""
+    import numpy as np
+
+    fig, ax = _new_figure(HIST_MARGINS)
+    # One filled step outline instead of ax.hist's one Rectangle per bin (bins of equal width, no
+    # gaps: it looks the same); the bins are np.histogram's over [min, max], as ax.hist's.
+    counts, edges = np.histogram(np.asarray(values, dtype=np.float64), bins=bins)
+    # On a log axis an area down to 0 has no finite bottom: it starts at 0.5 documents, below the lowest
+    # non-empty bin (1 document), so a bin of one document still shows.
+    ax.stairs(counts, edges, fill=True, color="#4C78A8", baseline=0.5 if log_y else 0)
+    for t in lines:
+        # A legend, not text along the line: rotated labels ran over the bars and off the axes.
+        ax.axvline(t["value"], color="#E45756", linestyle="--", linewidth=1.2,
+                   label=f"{t['key'].rsplit('.', 1)[-1]}: {t['keeps']} {t['value']:g} kept")
+    if lines:
+        ax.legend(fontsize=7, loc="best", frameon=True, framealpha=0.85)
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_title(title, fontsize=9)
+    ax.set_ylabel("documents", fontsize=8)
+    ax.tick_params(labelsize=7)
+    return _img(_figure_uri(fig, fmt), title)
+
+
+def bars(labels: list[str], values: list[float], title: str, fmt: str, ylabel: str = "documents") -> str:
+    """An ``<img>`` of a bar chart (one bar per label, in the given order)."""
+    fig, ax = _new_figure()
+    ax.bar(range(len(values)), values, color="#4C78A8")
+    ax.set_xticks(range(len(values)), [str(x)[:24] for x in labels], rotation=60, ha="right", fontsize=7)
+    ax.set_title(title, fontsize=9)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.tick_params(axis="y", labelsize=7)
+    return _img(_figure_uri(fig, fmt), title)
+
+
+# ---------------------------------------------------------------------------------------- sections
+def _section(title: str, body: str) -> str:
+    return f"<h2>{esc(title)}</h2>\n{body}\n"
+
+
+def _samples_html(samples: list[dict[str, Any]]) -> str:
+    if not samples:
+        return '<p class="muted">no removed documents</p>'
+    parts, current = [], None
+    for s in samples:
+        key = (s["stage"], s["reason"])
+        if key != current:
+            parts.append(f"<h3>{esc(s['stage'])} · {esc(s['reason'])}</h3>")
+            current = key
+        signals = ", ".join(f"{esc(k)}={esc(_fmt(v))}" for k, v in sorted(s["signals"].items()))
+        dup = f" · duplicate of <code>{esc(s['duplicate_of'])}</code>" if s.get("duplicate_of") else ""
+        parts.append(
+            f'<div class="sample"><div><code>{esc(s["doc_id"])}</code> · {esc(s.get("source"))} · '
+            f'{esc(s["n_chars"])} chars{dup}</div><div class="muted">{signals}</div>'
+            f"<pre>{esc(s['text'])}</pre></div>"
+        )
+    return "\n".join(parts)
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _contamination_html(c: dict[str, Any]) -> str:
+    rows = [{**s, "skipped": sum(s["skipped"].values()),
+             "top items (documents)": ", ".join(f"{t['item_id']} ({t['docs']})" for t in s["top_items"])} for s in c["sets"]]
+    body = table(rows, ["set", "items", "indexed", "skipped", "items_found", "docs_matched", "ngrams_matched",
+                        "top items (documents)"], left=("set", "top items (documents)"))
+    actions = ", ".join(f"{k}: {v}" for k, v in c["actions"].items())
+    return body + (f'<p class="muted">documents by action: {esc(actions)}; join: {esc(c["join"] or "-")}. '
+                   "n-grams matched counts (document, n-gram) pairs.</p>")
+
+
+def _header(stats: dict[str, Any]) -> list[str]:
+    return [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">',
+        f"<title>Winnow run report: {esc(stats['run']['root'])}</title><style>{STYLE}</style></head><body>",
+        f"<h1>Winnow run report</h1><p>root <code>{esc(stats['run']['root'])}</code> · seed {esc(stats['run']['seed'])}"
+        f" · config <code>{esc(stats['run']['config_fingerprint'][:12])}</code></p>",
+    ]
+
+
+def _funnel(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    funnel = stats["funnel"]
+    body = table(funnel, ["step", "table", "documents", "bytes", "tokens", "shard_bytes"], left=("step", "table"))
+    body += '<p class="muted">bytes: UTF-8 text; shard_bytes: token files on disk.</p>'
+    if funnel:
+        body += '<div class="plots">' + bars([r["step"] for r in funnel], [r["documents"] or 0 for r in funnel],
+                                             "documents after each stage", fmt) + "</div>"
+    return _section("Funnel", body)
+
+
+def _stages(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    return _section("Stages", table(
+        [{**r, "removed": sum(r["removed"].values()), "quarantined": sum(r["quarantined"].values())} for r in stats["stages"]],
+        ["stage", "rows_in", "rows_out", "removed", "quarantined", "elapsed_s", "finished_at"], left=("stage", "finished_at")))
+
+
+def _removals(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    return _section("Removals by stage and reason", table(stats["removals"], ["stage", "reason", "documents", "bytes"], left=("stage", "reason"))
+                    + '<p class="muted">A document failing several rules counts under each of them here, so the rows'
+                    " can add up to more than the stage removed (Stages: removed).</p>")
+
+
+def _filter_breakdown(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    fb = stats.get("filter_breakdown")
+    if not fb:
+        return None
+    from pipelines.filter.report import breakdown_rows
+
+    cols = ["name", "in", "kept", "removed", "reasons"]
+    body = (f"<p>filter removals: language {fb['removed_language']}, quality rules {fb['removed_quality']}"
+            f" · documents with replacement characters (U+FFFD in the ingested text): {fb['replacement_char_documents']}</p>"
+            + "<h3>per source</h3>" + table(breakdown_rows(fb, "by_source"), cols, left=("name", "reasons"))
+            + "<h3>per profile</h3>" + table(breakdown_rows(fb, "by_profile"), cols, left=("name", "reasons"))
+            + '<p class="muted">Each removed document counts once: under its language reason if it has one,'
+            " else its first failing rule.</p>")
+    return _section("Filter by source and profile", body)
+
+
+def _signals(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    if not stats["signal_values"]:
+        return None
+    from pipelines.filter.report import constant_signals
+
+    const = constant_signals(stats["signal_values"])
+    plots = [histogram(v, c, fmt, bins, stats["signals"][c]["thresholds"]) for c, v in sorted(stats["signal_values"].items())
+             if v and c not in const]
+    notes = "".join(f"<li><code>{esc(c)}</code> = {esc(_fmt(v))} for every sampled document</li>" for c, v in sorted(const.items()))
+    return _section("Quality signals (kept and filter-removed, seeded sample; dashed: thresholds)",
+                    '<div class="plots">' + "".join(plots) + "</div>" + (f"<ul>{notes}</ul>" if notes else ""))
+
+
+def _language_mix(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    mix = stats["language_mix"]
+    if not (mix["kept"] or mix["removed"]):
+        return None
+    body = "".join(
+        f"<h3>{esc(k)}</h3>" + table(v, ["value", "documents"], left=("value",))
+        + ('<div class="plots">' + bars([r["value"] for r in v], [r["documents"] for r in v], f"language mix ({k})", fmt) + "</div>" if v else "")
+        for k, v in mix.items()
+    )
+    return _section("Language mix", body)
+
+
+def _clusters(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    cs = stats["cluster_sizes"]
+    if not cs:
+        return None
+    return _section("Duplicate clusters by size", table(cs, ["kind", "size", "clusters"], left=("kind",))
+                    + '<div class="plots">' + bars([f"{r['kind']}:{r['size']}" for r in cs], [r["clusters"] for r in cs],
+                                                   "clusters per size", fmt, "clusters") + "</div>")
+
+
+def _refs(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    if not stats["broken_refs"]:
+        return None
+    return _section("Broken references by kind", table(stats["broken_refs"], ["kind", "dangling_mentions"], left=("kind",)))
+
+
+def _contamination(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    if not stats.get("contamination"):
+        return None
+    return _section("Contamination (evaluation overlap, decontam stage)", _contamination_html(stats["contamination"]))
+
+
+def _pii(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    pii = stats.get("pii")
+    if not pii:
+        return None
+    docs = pii["documents"]
+    body = table([{"documents with findings": sum(v for k, v in docs.items() if k not in ("none", "skipped")),
+                   "redacted": docs.get("redact", 0), "flagged": docs.get("flag", 0), "dropped": docs.get("drop", 0)}],
+                 ["documents with findings", "redacted", "flagged", "dropped"])
+    body += table(pii["by_kind"], ["kind", "findings", "documents"], left=("kind",))
+    if pii["dropped"]:
+        body += table(pii["dropped"], ["reason", "documents"], left=("reason",))
+    return _section("Personal data and secrets (pii; values are never stored, only hashed)", body)
+
+
+def _token_lengths(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    if not stats["token_lengths"]:
+        return None
+    return _section("Token length per document (seeded sample)",
+                    '<div class="plots">' + histogram(stats["token_lengths"], "tokens per document", fmt, bins, log_y=True) + "</div>")
+
+
+def _round_trip(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    if not stats["tokenizer_round_trip"]:
+        return None
+    return _section("Tokenizer round trip", f"<pre>{esc(json.dumps(stats['tokenizer_round_trip'], indent=1, sort_keys=True, default=str))}</pre>")
+
+
+def _shards(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    sh = stats["shards"]
+    if not sh:
+        return None
+    body = table([{"shards": sh["n_shards"], "dtype": sh["dtype"], "formats": ", ".join(sh["formats"]),
+                   "max/mean tokens": sh["max_over_mean"]}], ["shards", "dtype", "formats", "max/mean tokens"], left=("dtype", "formats"))
+    if sh["tokens_per_shard"]:
+        body += '<div class="plots">' + bars([str(i) for i in range(sh["n_shards"])], sh["tokens_per_shard"],
+                                             "tokens per shard", fmt, "tokens") + "</div>"
+    if sh.get("splits"):
+        body += "<h3>Train / validation split</h3>" + table(
+            [{"set": k, **v} for k, v in sh["splits"].items()], ["set", "shards", "documents", "tokens", "mds_samples"], left=("set",))
+        split = sh.get("split") or {}
+        body += f"<p>held out: {esc(str(split.get('validation')))} ({esc(str(split.get('unit')))}), by sha256(seed:validation:doc_id)</p>"
+    if sh.get("mix"):
+        body += "<h3>Data mix of train (shard.mix): asked vs realised</h3>" + table(sh["mix"], list(MIX_COLUMNS), left=("source",))
+    for title, key in (("Balance", "balance"), ("Shuffle quality", "shuffle_quality"), ("Token share by source", "token_share_by_source")):
+        body += f"<h3>{title}</h3><pre>{esc(json.dumps(sh[key], indent=1, sort_keys=True, default=str))}</pre>"
+    return _section("Shards", body)
+
+
+def _figures(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    figures = {r["stage"]: r["extra"] for r in stats["stages"] if r["extra"]}
+    if not figures:
+        return None
+    return _section("Stage figures", f"<pre>{esc(json.dumps(figures, indent=1, sort_keys=True, default=str))}</pre>")
+
+
+_PARTS = (_funnel, _stages, _removals, _filter_breakdown, _signals, _language_mix, _clusters, _refs, _contamination,
+          _pii, _token_lengths, _round_trip, _shards, _figures)
+"""The page's sections in order; each returns its HTML, or None when the run has nothing for it."""
+
+
+def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
+    """The report page for ``stats``: one self-contained HTML document (UTF-8 text)."""
+    fmt, bins = cfg.report.plot_format, cfg.report.hist_bins
+    out = _header(stats)
+    out += [html for html in (part(stats, fmt, bins) for part in _PARTS) if html is not None]
+    out.append(_section(f"Sampled removed documents (seed {stats['run']['seed']}, up to {cfg.report.samples_per_reason} per reason)",
+                        _samples_html(stats["samples"])))
+    out.append("</body></html>\n")
+    return "\n".join(out)

@@ -1,0 +1,2 @@
+"""What users run beside the chain: inspect a table, export documents, verify shards, train the
+quality classifier."""
