@@ -17,7 +17,15 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from jobs._cli import base_parser, mix_check_or_exit, parse_config, preflight_or_exit, spark_config
+from jobs._cli import (
+    add_write_options,
+    base_parser,
+    locked,
+    mix_check_or_exit,
+    parse_config,
+    preflight_or_exit,
+    spark_config,
+)
 from pipelines.core.chain import STAGES
 from pipelines.core.config import WinnowConfig
 
@@ -29,27 +37,39 @@ def parser() -> argparse.ArgumentParser:
                    help=f"rerun this stage and every later one, whatever their records say; one of {list(STAGES)}")
     p.add_argument("--force", action="store_true", help="rerun every configured stage")
     p.add_argument("--dry-run", action="store_true", help="print the plan (run/skip and why) and exit")
-    return p
+    return add_write_options(p)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Plan and run the configured stages, skipping the complete ones; returns the exit status."""
-    from pipelines.core.runs import plan, run_and_record
-    from pipelines.core.session import get_spark
-    from pipelines.core.tracking import Tracker
-    from pipelines.ingest.stage import INPUT_GLOB_ERRORS
+    """Plan and run the configured stages, skipping the complete ones; returns the exit status.
 
+    Every run but ``--dry-run`` holds the run root's lock (:mod:`pipelines.core.lock`) from before Spark
+    starts to its end."""
     p = parser()
     args, cfg = parse_config(p, argv)
     stages = cfg.pipeline.stages
     if args.from_stage and args.from_stage not in stages:
         p.exit(2, f"{p.prog}: --from {args.from_stage!r} is not one of pipeline.stages {stages}\n")
     preflight_or_exit(p, cfg, stages)
+    if args.dry_run:  # reads only: no lock
+        return _run(p, args, cfg, lambda spark: None)
+    with locked(p, cfg, args) as late_lock:
+        return _run(p, args, cfg, late_lock)
+
+
+def _run(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig, late_lock: Any) -> int:
+    from pipelines.core.runs import plan, run_and_record
+    from pipelines.core.session import get_spark
+    from pipelines.core.tracking import Tracker
+    from pipelines.ingest.stage import INPUT_GLOB_ERRORS
+
+    stages = cfg.pipeline.stages
     say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
     steps = _plan_without_spark(cfg, stages, args) if args.dry_run else None
     spark = None
     if steps is None:
         spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet))
+        late_lock(spark)
         steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
     say(f"winnow: stages {stages} -> {cfg.run.root} (config {cfg.fingerprint()[:12]})")
     say("plan:\n" + "\n".join(s.line() for s in steps))
