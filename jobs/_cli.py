@@ -213,6 +213,37 @@ def lock_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, args: argpa
     return held
 
 
+def replace_check_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, args: argparse.Namespace, spark: Any,
+                          stages: Sequence[str]) -> None:
+    """Refuse (exit 2) to run ``stages`` when one of them was completed in this run root with another config,
+    unless ``--replace`` was given: the message lists the changed keys, from what to what
+    (:func:`pipelines.core.provenance.replaced_stages`). With ``--replace`` one line says what is replaced.
+    """
+    from pipelines.core import provenance
+    from pipelines.core.runs import latest_records
+
+    changed = provenance.replaced_stages(spark, cfg, stages, latest_records(spark, cfg))
+    if not changed:
+        return
+    if not getattr(args, "replace", False):
+        parser.exit(2, f"{parser.prog}: error: {provenance.replace_refusal(cfg, changed)}\n")
+    print(f"winnow: --replace: the tables of {', '.join(changed)} are replaced with the new config", flush=True)
+
+
+def version_notes(cfg: WinnowConfig, spark: Any, stages: Sequence[str]) -> list[str]:
+    """One line per stage of ``stages`` (kept from an earlier run) whose recorded library or model versions
+    differ from this process's: its tables stay as they were made, ``--from STAGE`` remakes them."""
+    from pipelines.core import provenance
+
+    current = provenance.versions(cfg)
+    lines = []
+    for stage, recorded in provenance.recorded_versions(spark, cfg).items():
+        if stage in stages and (changes := provenance.version_changes(recorded, current)):
+            lines.append(f"[{stage}] kept tables were made with other versions ({provenance.describe_changes(changes)});"
+                         f" --from {stage} remakes them")
+    return lines
+
+
 def run_single_stage(
     stage: str,
     argv: Sequence[str] | None = None,
@@ -261,6 +292,7 @@ def _run_one(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowCo
     from pipelines.core.runs import run_and_record
     from pipelines.core.tracking import Tracker
 
+    replace_check_or_exit(p, cfg, args, spark, [stage])
     # The completion record lets jobs/pipeline.py skip this stage later when nothing changed.
     tracker = Tracker(cfg)
     tracker.start([stage])

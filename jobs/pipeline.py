@@ -24,7 +24,9 @@ from jobs._cli import (
     mix_check_or_exit,
     parse_config,
     preflight_or_exit,
+    replace_check_or_exit,
     spark_config,
+    version_notes,
 )
 from pipelines.core.chain import STAGES
 from pipelines.core.config import WinnowConfig
@@ -73,10 +75,13 @@ def _run(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig
         steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
     say(f"winnow: stages {stages} -> {cfg.run.root} (config {cfg.fingerprint()[:12]})")
     say("plan:\n" + "\n".join(s.line() for s in steps))
+    for line in version_notes(cfg, spark, [s.stage for s in steps if s.action == "skip"]):
+        say(line)
     if args.dry_run:
         if args.quiet:
             print("\n".join(s.line() for s in steps), flush=True)
         return 0
+    replace_check_or_exit(p, cfg, args, spark, [s.stage for s in steps if s.action == "run"])
     tracker = Tracker(cfg)
     tracker.start([s.stage for s in steps if s.action == "run"])
     reports = {}
