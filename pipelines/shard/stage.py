@@ -32,6 +32,7 @@ the corpus in several runs (e.g. by source) or raise the driver memory.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -49,6 +50,7 @@ from pipelines.core.runner import StageReport
 from pipelines.core.runs import latest_records
 from pipelines.shard import blend as shard_blend
 from pipelines.shard import mix as shard_mix
+from pipelines.shard import short as shard_short
 from pipelines.shard import sources as shard_sources
 from pipelines.shard.blend import blend_files
 from pipelines.shard.plan import EmptyInput, plan_shards, shard_id_column, shuffle_key
@@ -58,6 +60,7 @@ from udfs import mds, megatron
 from udfs import shuffle_quality as sq
 
 STAGE = "shard"
+log = logging.getLogger(__name__)
 INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "source", "tokens", "n_tokens")
 MANIFEST = chain.MANIFEST
 MDS_INDEX = "mds/index.json"
@@ -138,6 +141,10 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
                               version=version, dtype=dtype.name, vocab=vocab, root=root, cut=plan.cut,
                               mix=plan.mix, sources=sources)
     manifest.update(provenance.manifest_fields(spark, cfg, STAGE, latest_records(spark, cfg)))
+    manifest["short"] = shard_short.check(manifest, cfg.shard.max_dropped_share, cfg.shard.strict)
+    manifest["max_dropped_share"] = cfg.shard.max_dropped_share
+    for line in manifest["short"]:
+        log.warning("shard: %s", line)
     text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     write_file(local / MANIFEST, text.encode("utf-8"))
     if remote:
