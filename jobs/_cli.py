@@ -54,6 +54,24 @@ def memory_error(err: BaseException) -> str | None:
     return None
 
 
+def disk_full(err: BaseException) -> str | None:
+    """The one-line message for a full disk anywhere in ``err``'s chain (``ENOSPC``, or the JVM's "No space
+    left on device"), else ``None``."""
+    import errno
+
+    seen = set()
+    e: BaseException | None = err
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in str(e):
+            where = f" writing {e.filename}" if isinstance(e, OSError) and e.filename else ""
+            return (f"no space left on device{where}. Free space there (or point run.root and "
+                    "spark.local.dir at a larger disk) and rerun: completed stages are skipped. "
+                    "WINNOW_TRACEBACK=1 shows the traceback.")
+        e = e.__cause__ or e.__context__
+    return None
+
+
 def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> None:
     """``sys.excepthook`` of a job: an out-of-memory failure prints one line naming the settings to
     change, a :class:`~udfs.errors.UserError` prints its message (it says what to do), Ctrl-C one line,
@@ -67,6 +85,8 @@ def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> 
               file=sys.stderr, flush=True)
     elif (hint := memory_error(err)) is not None:
         print(f"{prog}: error: {hint}", file=sys.stderr, flush=True)
+    elif (full := disk_full(err)) is not None:
+        print(f"{prog}: error: {full}", file=sys.stderr, flush=True)
     elif not isinstance(err, UserError):
         sys.__excepthook__(kind, err, tb)
     else:
@@ -234,11 +254,13 @@ def version_notes(cfg: WinnowConfig, spark: Any, stages: Sequence[str]) -> list[
     """One line per stage of ``stages`` (kept from an earlier run) whose recorded library or model versions
     differ from this process's: its tables stay as they were made, ``--from STAGE`` remakes them."""
     from pipelines.core import provenance
+    from pipelines.core.runs import latest_records
+    from pipelines.core.versions import version_changes, versions
 
-    current = provenance.versions(cfg)
+    current = versions(cfg)
     lines = []
-    for stage, recorded in provenance.recorded_versions(spark, cfg).items():
-        if stage in stages and (changes := provenance.version_changes(recorded, current)):
+    for stage, recorded in provenance.recorded_versions(spark, cfg, latest_records(spark, cfg)).items():
+        if stage in stages and (changes := version_changes(recorded, current)):
             lines.append(f"[{stage}] kept tables were made with other versions ({provenance.describe_changes(changes)});"
                          f" --from {stage} remakes them")
     return lines

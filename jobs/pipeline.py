@@ -110,7 +110,10 @@ def _run(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig
     if tracker.run_id and tracker.active:
         say(f"winnow: MLflow run {tracker.run_id} ({cfg.tracking.experiment or 'experiment from the environment'})")
     counts = _stage_counts(spark, cfg, stages, reports)
-    say(done_line(cfg, stages, counts))
+    from pipelines.core.outcome import EXIT_EMPTY, small_run
+
+    if small_run(cfg, counts)[0] != EXIT_EMPTY:  # a run with no survivor is not "done": its line says why
+        say(done_line(cfg, stages, counts))
     return _closing(cfg, counts)
 
 

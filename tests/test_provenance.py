@@ -10,6 +10,7 @@ from jobs import pipeline
 from pipelines.core import provenance
 from pipelines.core.config import load_config
 from pipelines.core.runs import latest_records
+from pipelines.core.versions import version_changes, versions
 
 
 def test_config_changes_name_each_key_from_what_to_what():
@@ -25,11 +26,11 @@ def test_config_changes_name_each_key_from_what_to_what():
 
 
 def test_versions_name_the_libraries_and_the_language_model():
-    v = provenance.versions(load_config())
+    v = versions(load_config())
     assert {"ftfy", "pyspark", "delta-spark", "tokenizers"} <= set(v["libraries"])
     assert v["files"]["filter.langid.model"].startswith("sha256:")
     changed = {**v, "libraries": {**v["libraries"], "ftfy": "0.0"}}
-    assert provenance.version_changes(changed, v) == [("libraries.ftfy", "0.0", v["libraries"]["ftfy"])]
+    assert version_changes(changed, v) == [("libraries.ftfy", "0.0", v["libraries"]["ftfy"])]
 
 
 def _inputs(tmp_path, name, n):
@@ -85,4 +86,4 @@ def test_a_rerun_with_other_inputs_is_refused_until_replace(spark, tmp_path, cap
     assert "--replace: the tables of ingest are replaced" in capsys.readouterr().out
     rec = latest_records(spark, cfg_b)["ingest"]
     assert rec["rows_out"] == 5
-    assert provenance.run_config(spark, cfg_b)["ingest"]["inputs"] == [str(b)]
+    assert provenance.run_config(spark, cfg_b, latest_records(spark, cfg_b))["ingest"]["inputs"] == [str(b)]

@@ -393,13 +393,13 @@ def write_effective_config(spark: SparkSession, cfg: WinnowConfig, stage: str) -
 
     The file holds the whole config, its fingerprint, the stage fingerprint
     (:meth:`WinnowConfig.stage_fingerprint`) and the versions of the libraries and model files that change
-    the output (:func:`pipelines.core.provenance.versions`): the run root's record of what the stage's
+    the output (:func:`pipelines.core.versions.versions`): the run root's record of what the stage's
     tables were made with.
 
     Returns:
         The file path.
     """
-    from pipelines.core.provenance import versions
+    from pipelines.core.versions import versions
 
     path = f"{cfg.config_path}/{stage}.json"
     doc = {
