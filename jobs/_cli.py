@@ -6,7 +6,8 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from pipelines.core.config import ConfigError, SparkConfig, WinnowConfig, load_config
@@ -53,6 +54,24 @@ def memory_error(err: BaseException) -> str | None:
     return None
 
 
+def disk_full(err: BaseException) -> str | None:
+    """The one-line message for a full disk anywhere in ``err``'s chain (``ENOSPC``, or the JVM's "No space
+    left on device"), else ``None``."""
+    import errno
+
+    seen = set()
+    e: BaseException | None = err
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in str(e):
+            where = f" writing {e.filename}" if isinstance(e, OSError) and e.filename else ""
+            return (f"no space left on device{where}. Free space there (or point run.root and "
+                    "spark.local.dir at a larger disk) and rerun: completed stages are skipped. "
+                    "WINNOW_TRACEBACK=1 shows the traceback.")
+        e = e.__cause__ or e.__context__
+    return None
+
+
 def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> None:
     """``sys.excepthook`` of a job: an out-of-memory failure prints one line naming the settings to
     change, a :class:`~udfs.errors.UserError` prints its message (it says what to do), Ctrl-C one line,
@@ -66,6 +85,8 @@ def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> 
               file=sys.stderr, flush=True)
     elif (hint := memory_error(err)) is not None:
         print(f"{prog}: error: {hint}", file=sys.stderr, flush=True)
+    elif (full := disk_full(err)) is not None:
+        print(f"{prog}: error: {full}", file=sys.stderr, flush=True)
     elif not isinstance(err, UserError):
         sys.__excepthook__(kind, err, tb)
     else:
@@ -172,9 +193,77 @@ def upstream_checks_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, 
         parser.exit(2, f"{parser.prog}: {e}\n")
 
 
+def add_write_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the options of a job that writes under ``run.root``: ``--force-unlock`` (the run lock,
+    :mod:`pipelines.core.lock`) and ``--replace`` (a config that differs from the run's recorded one,
+    :mod:`pipelines.core.provenance`)."""
+    p.add_argument("--force-unlock", action="store_true",
+                   help="remove the run root's lock even when its owner looks alive (it crashed on another host)")
+    p.add_argument("--replace", action="store_true",
+                   help="rerun stages whose config differs from the one the run root was made with, replacing "
+                        "their tables (a new run.root keeps both runs)")
+    return p
+
+
 def stage_parser(stage: str) -> argparse.ArgumentParser:
-    """The argument parser of ``jobs/<stage>.py`` (the common options)."""
-    return base_parser(f"{stage}.py", f"Winnow {stage} stage")
+    """The argument parser of ``jobs/<stage>.py`` (the common options and :func:`add_write_options`)."""
+    return add_write_options(base_parser(f"{stage}.py", f"Winnow {stage} stage"))
+
+
+def lock_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, args: argparse.Namespace,
+                 spark: Any = None) -> Any:
+    """Take the run root's lock (:func:`pipelines.core.lock.acquire`) before anything is written.
+
+    Returns:
+        The held :class:`~pipelines.core.lock.RunLock`, or None when the root is on a Hadoop filesystem
+        and ``spark`` is None (call again once the session exists). Another live run holding the lock
+        exits with status 2 and one line naming it.
+    """
+    from pipelines.core import lock
+
+    if spark is None and lock.needs_spark(cfg):
+        return None
+    try:
+        held = lock.acquire(cfg, force_unlock=getattr(args, "force_unlock", False), spark=spark,
+                            command=f"{parser.prog} " + " ".join(sys.argv[1:]))
+    except lock.RunLockedError as e:
+        parser.exit(2, f"{parser.prog}: error: {e}\n")
+    for line in held.notes:
+        print(line, file=sys.stderr, flush=True)
+    return held
+
+
+def replace_check_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, args: argparse.Namespace, spark: Any,
+                          stages: Sequence[str]) -> None:
+    """Refuse (exit 2) to run ``stages`` when one of them was completed in this run root with another config,
+    unless ``--replace`` was given: the message lists the changed keys, from what to what
+    (:func:`pipelines.core.provenance.replaced_stages`). With ``--replace`` one line says what is replaced.
+    """
+    from pipelines.core import provenance
+    from pipelines.core.runs import latest_records
+
+    changed = provenance.replaced_stages(spark, cfg, stages, latest_records(spark, cfg))
+    if not changed:
+        return
+    if not getattr(args, "replace", False):
+        parser.exit(2, f"{parser.prog}: error: {provenance.replace_refusal(cfg, changed)}\n")
+    print(f"winnow: --replace: the tables of {', '.join(changed)} are replaced with the new config", flush=True)
+
+
+def version_notes(cfg: WinnowConfig, spark: Any, stages: Sequence[str]) -> list[str]:
+    """One line per stage of ``stages`` (kept from an earlier run) whose recorded library or model versions
+    differ from this process's: its tables stay as they were made, ``--from STAGE`` remakes them."""
+    from pipelines.core import provenance
+    from pipelines.core.runs import latest_records
+    from pipelines.core.versions import version_changes, versions
+
+    current = versions(cfg)
+    lines = []
+    for stage, recorded in provenance.recorded_versions(spark, cfg, latest_records(spark, cfg)).items():
+        if stage in stages and (changes := version_changes(recorded, current)):
+            lines.append(f"[{stage}] kept tables were made with other versions ({provenance.describe_changes(changes)});"
+                         f" --from {stage} remakes them")
+    return lines
 
 
 def run_single_stage(
@@ -189,14 +278,43 @@ def run_single_stage(
         parser: the job's parser when it has options of its own (default :func:`stage_parser`).
         options: maps the parsed arguments to keyword arguments of the stage's ``run``.
     """
-    from pipelines.core.runs import run_and_record
     from pipelines.core.session import get_spark
-    from pipelines.core.tracking import Tracker
 
     p = parser or stage_parser(stage)
     args, cfg = parse_config(p, argv)
     preflight_or_exit(p, cfg, [stage])
-    spark = get_spark(f"winnow-{stage}", spark_config(cfg, args.quiet))
+    with locked(p, cfg, args) as late_lock:
+        spark = get_spark(f"winnow-{stage}", spark_config(cfg, args.quiet))
+        late_lock(spark)
+        return _run_one(p, args, cfg, stage, spark, options)
+
+
+@contextmanager
+def locked(parser: argparse.ArgumentParser, cfg: WinnowConfig, args: argparse.Namespace) -> Iterator[Callable[[Any], None]]:
+    """Hold the run root's lock (:func:`lock_or_exit`) while the block runs, released however it ends.
+
+    Yields:
+        A function to call with the Spark session once it exists: it takes the lock then when the root
+        is on a Hadoop filesystem (:func:`pipelines.core.lock.needs_spark`), and does nothing otherwise.
+    """
+    with ExitStack() as stack:
+        held = lock_or_exit(parser, cfg, args)
+        if held is not None:
+            stack.callback(held.release)
+
+        def late(spark: Any) -> None:
+            if held is None:
+                stack.callback(lock_or_exit(parser, cfg, args, spark).release)
+
+        yield late
+
+
+def _run_one(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig, stage: str, spark: Any,
+             options: Callable[[argparse.Namespace], dict[str, Any]] | None) -> int:
+    from pipelines.core.runs import run_and_record
+    from pipelines.core.tracking import Tracker
+
+    replace_check_or_exit(p, cfg, args, spark, [stage])
     # The completion record lets jobs/pipeline.py skip this stage later when nothing changed.
     tracker = Tracker(cfg)
     tracker.start([stage])

@@ -18,7 +18,17 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from jobs._cli import base_parser, parse_config, preflight_or_exit, spark_config, upstream_checks_or_exit
+from jobs._cli import (
+    add_write_options,
+    base_parser,
+    locked,
+    parse_config,
+    preflight_or_exit,
+    replace_check_or_exit,
+    spark_config,
+    upstream_checks_or_exit,
+    version_notes,
+)
 from pipelines.core.chain import STAGES
 from pipelines.core.config import WinnowConfig
 
@@ -30,34 +40,49 @@ def parser() -> argparse.ArgumentParser:
                    help=f"rerun this stage and every later one, whatever their records say; one of {list(STAGES)}")
     p.add_argument("--force", action="store_true", help="rerun every configured stage")
     p.add_argument("--dry-run", action="store_true", help="print the plan (run/skip and why) and exit")
-    return p
+    return add_write_options(p)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Plan and run the configured stages, skipping the complete ones; returns the exit status."""
-    from pipelines.core.hooks import late_config_errors
-    from pipelines.core.runs import plan, run_and_record
-    from pipelines.core.session import get_spark
-    from pipelines.core.tracking import Tracker
+    """Plan and run the configured stages, skipping the complete ones; returns the exit status.
 
+    Every run but ``--dry-run`` holds the run root's lock (:mod:`pipelines.core.lock`) from before Spark
+    starts to its end."""
     p = parser()
     args, cfg = parse_config(p, argv)
     stages = cfg.pipeline.stages
     if args.from_stage and args.from_stage not in stages:
         p.exit(2, f"{p.prog}: --from {args.from_stage!r} is not one of pipeline.stages {stages}\n")
     preflight_or_exit(p, cfg, stages)
+    if args.dry_run:  # reads only: no lock
+        return _run(p, args, cfg, lambda spark: None)
+    with locked(p, cfg, args) as late_lock:
+        return _run(p, args, cfg, late_lock)
+
+
+def _run(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig, late_lock: Any) -> int:
+    from pipelines.core.hooks import late_config_errors
+    from pipelines.core.runs import plan, run_and_record
+    from pipelines.core.session import get_spark
+    from pipelines.core.tracking import Tracker
+
+    stages = cfg.pipeline.stages
     say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
     steps = _plan_without_spark(cfg, stages, args) if args.dry_run else None
     spark = None
     if steps is None:
         spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet))
+        late_lock(spark)
         steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
     say(f"winnow: stages {stages} -> {cfg.run.root} (config {cfg.fingerprint()[:12]})")
     say("plan:\n" + "\n".join(s.line() for s in steps))
+    for line in version_notes(cfg, spark, [s.stage for s in steps if s.action == "skip"]):
+        say(line)
     if args.dry_run:
         if args.quiet:
             print("\n".join(s.line() for s in steps), flush=True)
         return 0
+    replace_check_or_exit(p, cfg, args, spark, [s.stage for s in steps if s.action == "run"])
     tracker = Tracker(cfg)
     tracker.start([s.stage for s in steps if s.action == "run"])
     reports = {}
@@ -86,7 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if tracker.run_id and tracker.active:
         say(f"winnow: MLflow run {tracker.run_id} ({cfg.tracking.experiment or 'experiment from the environment'})")
     counts = _stage_counts(spark, cfg, stages, reports)
-    say(done_line(cfg, stages, counts))
+    from pipelines.core.outcome import EXIT_EMPTY, small_run
+
+    if small_run(cfg, counts)[0] != EXIT_EMPTY:  # a run with no survivor is not "done": its line says why
+        say(done_line(cfg, stages, counts))
     return _closing(cfg, counts)
 
 

@@ -32,7 +32,11 @@ def main(argv: Sequence[str] | None = None) -> int:
               flush=True)
     for text in res.decoded:
         print(f"  {text[:80]!r}", flush=True)
+    for w in res.warnings:
+        print(f"WARNING {w}", flush=True)
     status = "OK" if res.ok else f"FAILED ({len(res.problems)} problems)"
+    if res.warnings:
+        status += f", {len(res.warnings)} warning{'s' if len(res.warnings) != 1 else ''}"
     print(f"[verify] {root}: {res.files_checked} files, {res.documents} documents, {res.tokens} tokens: {status}", flush=True)
     return 0 if res.ok else 1
 

@@ -90,9 +90,14 @@ def blend(spec: dict) -> dict[str, np.ndarray]:
     os.makedirs(spec["cache"], exist_ok=True)
     dist.init_process_group("gloo", init_method=f"file://{spec['cache']}/rendezvous", rank=0, world_size=1)
     mix = json.loads(open(spec["mix_json"]).read())
+    # Paths in the blend files are relative to the shard root, the folder above blend/: joined with
+    # where the folder lies now, as a training job on another machine does.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(spec["mix_json"])))
     path = mix["megatron_data_path"]
-    ds = build(gpt_config(spec, path[1::2], [float(w) for w in path[0::2]], spec["cache"]), spec["blend_samples"])
-    streams = [Stream(local=v["local"], proportion=v["proportion"]) for _, v in sorted(mix["streams"].items())]
+    prefixes = [os.path.join(root, p) for p in path[1::2]]
+    ds = build(gpt_config(spec, prefixes, [float(w) for w in path[0::2]], spec["cache"]), spec["blend_samples"])
+    streams = [Stream(local=os.path.join(root, v["local"]), proportion=v["proportion"])
+               for _, v in sorted(mix["streams"].items())]
     streamed = StreamingDataset(streams=streams, batch_size=1, shuffle=False, epoch_size=spec["blend_samples"])
     return {"blend_type": np.array(type(ds).__name__), "dataset_index": np.array(ds.dataset_index),
             "tokens": np.stack([ds[i]["tokens"].numpy() for i in range(len(ds))]),

@@ -220,7 +220,7 @@ def test_blend_at_load_time_over_two_sources_with_the_mix_json(mixed_run, tmp_pa
                  "eos_id": m["tokenizer"]["eos_id"], "cache": str(tmp_path / "cache"), "blend_samples": 60}, tmp_path)
     assert str(got["blend_type"]) == "BlendedDataset" and got["tokens"].shape == (60, m["seq_len"])
     prefixes = json.loads((root / "blend" / "mix.json").read_text())["megatron_data_path"][1::2]
-    source_of = [next(s for s in mixed_run["sources"] if f"/sources/{s}/" in p) for p in prefixes]
+    source_of = [next(s for s in mixed_run["sources"] if p.startswith(f"sources/{s}/")) for p in prefixes]
     drawn = [source_of[i] for i in got["dataset_index"].tolist()]
     for s in mixed_run["sources"]:  # equal weights: each source drawn about 1/n of the time
         assert abs(drawn.count(s) / len(drawn) - 1 / len(mixed_run["sources"])) < 0.1, (s, drawn.count(s))

@@ -83,3 +83,32 @@ def test_out_of_memory_prints_one_line_naming_the_settings(capsys, monkeypatch):
                      'of "org.apache.spark.SparkContext.dagScheduler()" is null')
     assert "SparkContext stopped" in memory_error(gone)
     assert memory_error(ValueError("bad value")) is None
+
+
+def test_full_disk_prints_one_line_and_leaves_no_temporary_file(tmp_path, capsys, monkeypatch):
+    import errno
+    from pathlib import Path
+
+    from jobs._cli import _user_error_hook
+    from pipelines.core import tables
+
+    monkeypatch.delenv("WINNOW_TRACEBACK", raising=False)
+    monkeypatch.setattr(sys, "argv", ["jobs/report.py"])
+    target = tmp_path / "report" / "report.html"
+
+    def full(self, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    try:
+        tables.write_text(None, str(target), "<html>")
+    except OSError as e:
+        _user_error_hook(type(e), e, None)
+    else:
+        raise AssertionError("write_text must raise on a full disk")
+    err = capsys.readouterr().err
+    assert err.startswith(f"report.py: error: no space left on device writing {target}.tmp.") and err.count("\n") == 1
+    assert list((tmp_path / "report").iterdir()) == []
+    jvm = RuntimeError("py4j: java.io.IOException: No space left on device")  # as Spark reports it
+    _user_error_hook(type(jvm), jvm, None)
+    assert capsys.readouterr().err.startswith("report.py: error: no space left on device. Free space")

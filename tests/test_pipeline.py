@@ -49,7 +49,7 @@ def test_rerun_skips_and_reruns_on_config_input_or_output_change(spark, tmp_path
     assert plan(spark, cfg, ["report"], from_stage="report") == [PlanStep("report", "run", "--from report")]
     # The stage's own config section changes: run. Another stage's section does not matter.
     assert plan(spark, cfg.model_copy(update={"report": cfg.report.model_copy(update={"hist_bins": 7})}), ["report"]) == [
-        PlanStep("report", "run", "config changed")]
+        PlanStep("report", "run", "config changed (report.hist_bins: 40 -> 7)")]
     other = load_config(overrides=[f"run.root={root}", "shard.num_shards=9", "report.samples_per_reason=0"])
     assert plan(spark, other, ["report"])[0].action == "skip"
     # Its output vanishes: run.

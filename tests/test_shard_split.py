@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -69,10 +70,13 @@ def test_a_fraction_of_documents_is_held_out_by_split_key_into_its_own_shard_set
     assert meg["test"] == [] and len(meg["train"]) == len(meg["valid"]) == 4
     for split, folder in (("train", "train"), ("valid", "validation")):
         pairs = list(zip(meg[split][::2], meg[split][1::2], strict=True))
-        assert [(int(w), p) for w, p in pairs] == [(tokens[f"{folder}/megatron/winnow_{k:05d}"], f"{out}/{folder}/megatron/winnow_{k:05d}")
+        # Paths relative to the shard root (the manifest's folder), whatever folder the run started in.
+        assert [(int(w), p) for w, p in pairs] == [(tokens[f"{folder}/megatron/winnow_{k:05d}"], f"{folder}/megatron/winnow_{k:05d}")
                                                    for k in range(2)]
     assert json.loads((out / "blend" / "streams.json").read_text()) == {
-        s: {s: {"local": f"{out}/{s}/mds", "proportion": 1.0}} for s in ("train", "validation")}
+        s: {s: {"local": f"{s}/mds", "proportion": 1.0}} for s in ("train", "validation")}
+    assert m["readers"]["megatron"]["per_split_data_args_path"] == "blend/megatron.json"
+    assert m["output"] == str(out.resolve()) and set(m["versions"]) >= {"shard"}
     assert verify(str(out)).problems == []
     # jobs/inspect.py --doc-id names the shard set a document went to.
     from pipelines.tools.inspect import doc_path
@@ -132,3 +136,23 @@ def test_no_held_out_document_has_a_near_copy_in_train_under_the_dedup_settings(
     a = pa.array([h for h in held for _ in train])
     b = pa.array([t for _ in held for t in train])
     assert float(minhash.exact_jaccard(a, b, spec).max()) < d.threshold
+
+
+def test_a_moved_shard_folder_is_read_through_its_blend_files(split_run, tmp_path):
+    _, m = split_run["run"]("shard.split.validation=0.1")
+    moved = tmp_path / "elsewhere" / "shards"
+    shutil.copytree(split_run["base"] / "shards", moved)
+    shutil.rmtree(split_run["base"] / "shards")
+    try:
+        assert verify(str(moved)).problems == []
+        meg = json.loads((moved / m["readers"]["megatron"]["per_split_data_args_path"]).read_text())
+        docs = []
+        for prefix in meg["train"][1::2] + meg["valid"][1::2]:
+            idx = megatron.decode_index((moved / f"{prefix}.idx").read_bytes())
+            docs += megatron.split_bin(idx, (moved / f"{prefix}.bin").read_bytes())
+        assert len(docs) == N
+        streams = json.loads((moved / "blend" / "streams.json").read_text())
+        for split, by_name in streams.items():
+            assert (moved / by_name[split]["local"] / "index.json").is_file()
+    finally:
+        split_run["run"]()  # the module's later tests find a shard folder where the run writes it

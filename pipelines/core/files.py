@@ -148,8 +148,12 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(p)
+        except BaseException:  # a full disk or Ctrl-C: no partial .tmp file left behind
+            tmp.unlink(missing_ok=True)
+            raise
         return
     fs, hpath = _hadoop_path(spark, path)
     out = fs.create(hpath, True)

@@ -298,7 +298,11 @@ def _staleness(spark: SparkSession, cfg: WinnowConfig, stage: str, rec: dict[str
     if rec is None:
         return "no completion record"
     if rec["stage_fingerprint"] != cfg.stage_fingerprint(stage):
-        return "config changed"
+        from pipelines.core import provenance
+
+        doc = provenance.recorded_config(spark, cfg, stage, rec)
+        changes = provenance.config_changes(cfg, stage, doc) if doc is not None else []
+        return f"config changed ({provenance.describe_changes(changes)})" if changes else "config changed"
     changed = _diff(rec["inputs"], input_state(spark, cfg, stage))
     if changed:
         return f"input changed ({changed})"

@@ -391,18 +391,23 @@ def publish(
 def write_effective_config(spark: SparkSession, cfg: WinnowConfig, stage: str) -> str:
     """Write the effective config of ``stage`` to ``<run.root>/config/<stage>.json``.
 
-    The file holds the whole config, its fingerprint and the stage fingerprint
-    (:meth:`WinnowConfig.stage_fingerprint`).
+    The file holds the whole config, its fingerprint, the stage fingerprint
+    (:meth:`WinnowConfig.stage_fingerprint`) and the versions of the libraries and model files that change
+    the output (:func:`pipelines.core.versions.versions`): the run root's record of what the stage's
+    tables were made with.
 
     Returns:
         The file path.
     """
+    from pipelines.core.versions import versions
+
     path = f"{cfg.config_path}/{stage}.json"
     doc = {
         "stage": stage,
         "fingerprint": cfg.fingerprint(),
         "stage_fingerprint": cfg.stage_fingerprint(stage),
         "config": cfg.model_dump(mode="json"),
+        "versions": versions(cfg),
     }
     write_text(spark, path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path

@@ -35,11 +35,23 @@ STREAMS = "blend/streams.json"
 _MEGATRON_SPLIT = {"train": "train", "validation": "valid"}
 
 
+def under(root: str, rel: str) -> str:
+    """``rel`` under ``root``: ``root/rel``, or ``rel`` itself when ``root`` is empty (a local shard root:
+    paths relative to the shard root, the manifest's folder, so the folder can be moved or copied).
+
+    >>> under("", "train/mds"), under("s3://b/run/", "train/mds")
+    ('train/mds', 's3://b/run/train/mds')
+    """
+    return f"{root.rstrip('/')}/{rel}" if root else rel
+
+
 def blend_files(root: str, files: list[dict[str, Any]], remote: bool) -> dict[str, str]:
     """The blend files' text for the data files of one run.
 
     Args:
-        root: the shard root (local path or ``s3://`` URI) the prefixes and folders are under.
+        root: the shard root the prefixes and folders are under: an ``s3://`` URI, or ``""`` for a local
+            root (paths relative to the shard root, which holds ``manifest.json``: a loader joins them
+            with where the folder lies, or runs from there).
         files: the manifest's data file records (``path`` relative to ``root``, ``kind``, ``tokens``).
         remote: ``root`` is an object store (streams get ``remote`` instead of ``local``).
 
@@ -48,17 +60,16 @@ def blend_files(root: str, files: list[dict[str, Any]], remote: bool) -> dict[st
         is left out).
     """
     out: dict[str, str] = {}
-    base = root.rstrip("/")
     meg: dict[str, list[str]] = {"train": [], "valid": [], "test": []}
     for f in sorted((f for f in files if f["kind"] == "bin"), key=lambda f: f["path"]):
         split = f["path"].split("/", 1)[0]
-        meg[_MEGATRON_SPLIT[split]] += [str(f["tokens"]), f"{base}/{f['path'][: -len('.bin')]}"]
+        meg[_MEGATRON_SPLIT[split]] += [str(f["tokens"]), under(root, f["path"][: -len(".bin")])]
     if meg["train"]:
         out[MEGATRON] = json.dumps(meg, indent=1) + "\n"
     splits = sorted({f["path"].split("/", 1)[0] for f in files if f["kind"] == "mds"})
     if splits:
         where = "remote" if remote else "local"
-        streams = {s: {s: {where: f"{base}/{s}/mds", "proportion": 1.0}} for s in splits}
+        streams = {s: {s: {where: under(root, f"{s}/mds"), "proportion": 1.0}} for s in splits}
         out[STREAMS] = json.dumps(streams, indent=1, sort_keys=True) + "\n"
     return out
 
@@ -72,7 +83,7 @@ def mix_file(mix: dict[str, dict[str, Any]], sources: dict[str, dict[str, Any]] 
         sources: the manifest's ``sources`` block (``{source: {"path": "sources/<folder>", ...}}``), or
             None when no per-source set was written (placeholders instead of prefixes).
         files: the manifest's data file records (``path`` relative to ``root``, ``kind``, ``tokens``).
-        root: the shard root the prefixes and folders are under.
+        root: the shard root the prefixes and folders are under (``""``: relative, see :func:`blend_files`).
         remote: ``root`` is an object store (streams get ``remote`` instead of ``local``).
     """
     items = sorted(mix.items())
@@ -84,7 +95,7 @@ def mix_file(mix: dict[str, dict[str, Any]], sources: dict[str, dict[str, Any]] 
         data["megatron_data_path"] = [x for s, m in items for x in (f"{m['share_asked']:.12g}", f"<{s}>")]
         data["streams"] = {s: {"proportion": m["share_asked"], "repeat": m["epochs_asked"]} for s, m in items}
         return json.dumps(data, indent=1, sort_keys=True) + "\n"
-    base, where = root.rstrip("/"), "remote" if remote else "local"
+    where = "remote" if remote else "local"
     data["megatron_data_path"], data["streams"], data["streams_repeat"] = [], {}, {}
     for s, m in items:
         folder = sources[s]["path"]
@@ -93,10 +104,10 @@ def mix_file(mix: dict[str, dict[str, Any]], sources: dict[str, dict[str, Any]] 
         tokens = sum(f["tokens"] for f in bins)
         for f in bins:
             data["megatron_data_path"] += [f"{m['share_asked'] * f['tokens'] / tokens:.12g}",
-                                           f"{base}/{f['path'][: -len('.bin')]}"]
+                                           under(root, f["path"][: -len(".bin")])]
         if any(f["kind"] == "mds" and f["path"].startswith(f"{folder}/") for f in files or []):
-            data["streams"][s] = {where: f"{base}/{folder}/mds", "proportion": m["share_asked"]}
-            data["streams_repeat"][s] = {where: f"{base}/{folder}/mds", "repeat": m["epochs_asked"]}
+            data["streams"][s] = {where: under(root, f"{folder}/mds"), "proportion": m["share_asked"]}
+            data["streams_repeat"][s] = {where: under(root, f"{folder}/mds"), "repeat": m["epochs_asked"]}
         else:
             # No MDS sample (every shard of the source under seq_len tokens): leaving it out of the
             # streams without a word gave streaming users another mix than the one asked.

@@ -68,6 +68,10 @@ class ShardConfig(Section):
     mix: dict[str, MixSourceConfig] = Field(default_factory=dict)
     # Also write each source's train documents once, unmixed, under sources/<source>/ (load-time blending).
     per_source_sets: bool = False
+    # Warn (manifest "short", verify) when MDS drops more than this share of a split's tokens.
+    max_dropped_share: float = Field(default=0.1, ge=0, le=1)
+    # Fail instead of warning when a split/format holds fewer tokens than one sample or drops too many.
+    strict: bool = False
 
     @field_validator("mix")
     @classmethod

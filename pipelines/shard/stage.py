@@ -32,6 +32,8 @@ the corpus in several runs (e.g. by source) or raise the driver memory.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -42,11 +44,13 @@ import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.core import chain, storage, tables
+from pipelines.core import chain, provenance, storage, tables
 from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import StageReport
+from pipelines.core.runs import latest_records
 from pipelines.shard import blend as shard_blend
 from pipelines.shard import mix as shard_mix
+from pipelines.shard import short as shard_short
 from pipelines.shard import sources as shard_sources
 from pipelines.shard.blend import blend_files
 from pipelines.shard.plan import EmptyInput, plan_shards, shard_id_column, shuffle_key
@@ -56,6 +60,7 @@ from udfs import mds, megatron
 from udfs import shuffle_quality as sq
 
 STAGE = "shard"
+log = logging.getLogger(__name__)
 INPUT_COLUMNS: tuple[str, ...] = ("doc_id", "source", "tokens", "n_tokens")
 MANIFEST = chain.MANIFEST
 MDS_INDEX = "mds/index.json"
@@ -135,6 +140,11 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     manifest = build_manifest(cfg, written.sections, written.data_files + index_files, props=props,
                               version=version, dtype=dtype.name, vocab=vocab, root=root, cut=plan.cut,
                               mix=plan.mix, sources=sources)
+    manifest.update(provenance.manifest_fields(spark, cfg, STAGE, latest_records(spark, cfg)))
+    manifest["short"] = shard_short.check(manifest, cfg.shard.max_dropped_share, cfg.shard.strict)
+    manifest["max_dropped_share"] = cfg.shard.max_dropped_share
+    for line in manifest["short"]:
+        log.warning("shard: %s", line)
     text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     write_file(local / MANIFEST, text.encode("utf-8"))
     if remote:
@@ -250,10 +260,12 @@ def _publish_files(cfg: WinnowConfig, written: _Written, mix: dict[str, Any] | N
     if remote:
         upload_stats = storage.upload_verified(_local_files(local, data_files), root, scfg.storage)
     split_files = [f for f in data_files if f["path"].split("/", 1)[0] in SPLITS]
-    for rel, text in blend_files(root, split_files, remote).items():
+    # Paths in the blend files: relative to the shard root for a local root, URIs for an object store.
+    blend_root = root if remote else ""
+    for rel, text in blend_files(blend_root, split_files, remote).items():
         index_blobs[rel] = text.encode("utf-8")
     if mix is not None:
-        text = shard_blend.mix_file(mix, sources, data_files, root=root, remote=remote)
+        text = shard_blend.mix_file(mix, sources, data_files, root=blend_root, remote=remote)
         index_blobs[shard_blend.MIX] = text.encode("utf-8")
     index_files = []
     for rel, blob in index_blobs.items():
@@ -385,7 +397,7 @@ def build_manifest(cfg: WinnowConfig, sections: dict[str, dict[str, Any]], files
     split_cfg = cfg.shard.split
     return {
         "manifest_version": 2,
-        "output": root,
+        "output": root if storage.is_s3(root) else os.path.abspath(root),
         "formats": list(cfg.shard.formats),
         "dtype": dtype,
         "seq_len": cfg.shard.seq_len,
@@ -399,8 +411,8 @@ def build_manifest(cfg: WinnowConfig, sections: dict[str, dict[str, Any]], files
         "totals": {"shards": sum(s["shards"] for s in sections.values()),
                    "documents": sum(s["documents"] for s in sections.values()),
                    "tokens": sum(s["tokens"] for s in sections.values()), "files": len(files),
-                   # Blend files name the output root: counting them would make two runs of the same
-                   # data under two roots differ, so the total is of the data and index files only.
+                   # Blend files of an object-store root name it: counting them would make two runs of the
+                   # same data under two roots differ, so the total is of the data and index files only.
                    "bytes": sum(f["bytes"] for f in files if f["kind"] != "blend"),
                    "mds_samples": sum(s["mds_samples"] for s in sections.values()),
                    "mds_dropped_tokens": sum(s["mds_dropped_tokens"] for s in sections.values())},
@@ -412,7 +424,7 @@ def build_manifest(cfg: WinnowConfig, sections: dict[str, dict[str, Any]], files
             "streaming": {"num_canonical_nodes": STREAMING_CANONICAL_NODES, "shuffle": True, "shuffle_algo": "py1e",
                           "shuffle_seed": cfg.run.seed, "partition_algo": "orig"},
             "megatron": {"seed": cfg.run.seed, "sequence_length": cfg.shard.seq_len, "split": "100,0,0",
-                         "per_split_data_args_path": f"{root}/{shard_blend.MEGATRON}"},
+                         "per_split_data_args_path": shard_blend.MEGATRON},
         },
         "tokens_by_source": train["tokens_by_source"],
         "token_share_by_source": train["token_share_by_source"],

@@ -179,22 +179,30 @@ def _rename_parts(spark: SparkSession, tmp: str, data: str, split: str) -> list[
 
 def dataset_card(spark: SparkSession, cfg: WinnowConfig, table: str, rows: int, files: list[str]) -> str:
     """The ``README.md`` of a Hub export: YAML header (``configs`` -> the split's files), the funnel
-    from the run's completion records, and the effective config.
+    from the run's completion records, the config the run was made with and the versions that change
+    its output.
+
+    Config and versions are the run root's records (:mod:`pipelines.core.provenance`: each stage's section
+    and versions as that stage recorded them), not the export command's: an export run with other
+    ``ingest.inputs`` or without the run's config files still describes the data it exports.
 
     Source: the Hub's dataset card and "configs" metadata (huggingface.co/docs/hub/datasets-cards,
     datasets-manual-configuration).
     """
+    from pipelines.core import provenance
     from pipelines.core.runs import latest_records
 
+    records = latest_records(spark, cfg)
+    run_cfg = provenance.run_config(spark, cfg, records)
     split = files[0].split("/")[-1].split("-")[0] if files else "train"
     files_of_split = [{"split": split, "path": f"data/{split}-*"}]
     header = {"configs": [{"config_name": "default", "data_files": files_of_split}]}
     lines = ["---", yaml.safe_dump(header, sort_keys=False).strip(), "---", "",
              f"# Winnow export: `{table}`", "",
              f"{rows} rows in {len(files)} Parquet files, exported from the Delta table `{table}` of "
-             f"the Winnow run `{cfg.run.root}` (config fingerprint `{cfg.fingerprint()[:12]}`).", "",
+             f"the Winnow run `{cfg.run.root}` (config fingerprint "
+             f"`{provenance.fingerprint(run_cfg)[:12]}`).", "",
              "## Funnel", "", "| stage | rows in | rows out | removed |", "|---|---:|---:|---|"]
-    records = latest_records(spark, cfg)
     from pipelines.core.chain import STAGES
 
     for stage in [s for s in STAGES if s in records]:
@@ -203,6 +211,12 @@ def dataset_card(spark: SparkSession, cfg: WinnowConfig, table: str, rows: int, 
         lines.append(f"| {stage} | {r['rows_in']} | {r['rows_out']} | {removed} |")
     if not records:
         lines.append("| (no completion records) | | | |")
-    config = yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=True).strip()
-    lines += ["", "## Config", "", "```yaml", config, "```", ""]
+    config = yaml.safe_dump(run_cfg, sort_keys=True).strip()
+    lines += ["", "## Config", "", "The config the run's tables were made with, as each stage recorded it.",
+              "", "```yaml", config, "```", ""]
+    versions = provenance.recorded_versions(spark, cfg, records)
+    if versions:
+        pinned = yaml.safe_dump(versions, sort_keys=True).strip()
+        lines += ["## Versions", "", "Libraries and model files whose version changes the output, as each "
+                  "stage recorded them.", "", "```yaml", pinned, "```", ""]
     return "\n".join(lines)

@@ -29,6 +29,7 @@ class VerifyResult:
     """Outcome of :func:`verify`: ``problems`` is empty when every check passed."""
 
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     files_checked: int = 0
     documents: int = 0
     tokens: int = 0
@@ -67,6 +68,10 @@ def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -
     if missing:
         res.problems.append(f"{root}/manifest.json is not a Winnow manifest: keys {missing} missing; re-run the shard stage")
         return res
+    from pipelines.shard.short import short_sets
+
+    # Sets that give a loader nothing, or lose much of their tokens to MDS packing: not a mismatch.
+    res.warnings = short_sets(manifest, float(manifest.get("max_dropped_share", 0.1)))
     dtype = np.dtype(manifest["dtype"])
     tk = manifest["tokenizer"]
     vocab, eos, bos = int(tk["vocab_size"]), int(tk["eos_id"]), tk["bos_id"]
