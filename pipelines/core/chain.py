@@ -125,7 +125,10 @@ class Beside:
     summary: str = ""
 
 
-BESIDE: tuple[Beside, ...] = ()
+BESIDE: tuple[Beside, ...] = (
+    Beside("audit", summary="check that the tokenizer fits the data (cost, round trip, coverage, prompts): "
+                            "audit.json"),
+)
 """Jobs beside the chain with a config section; the config assembly reads them after :data:`CHAIN`."""
 
 STAGES: tuple[str, ...] = tuple(s.name for s in CHAIN)
