@@ -47,3 +47,22 @@ def test_a_missing_prompt_file_names_its_key():
         read_prompts(es, "audit.prompt_sets[2]")
     with pytest.raises(EvalSetError, match=r"^--prompts paths: "):
         read_prompts(es, "--prompts")
+
+
+def test_the_stats_part_draws_the_whole_section():
+    doc = _doc()
+    assert render_section(report_stats(doc)) == render_section(doc)
+
+
+def test_the_report_leaves_the_audit_out_until_it_ran(tmp_path):
+    import json
+
+    from pipelines.core.config import load_config
+    from pipelines.report.stage import package_parts
+
+    cfg = load_config(overrides=[f"run.root={tmp_path}"])
+    assert package_parts(None, cfg) == {}
+    doc = _doc()
+    (tmp_path / "audit").mkdir()
+    (tmp_path / "audit" / "audit.json").write_text(json.dumps(doc))
+    assert package_parts(None, cfg) == {"audit": json.loads(json.dumps(report_stats(doc)))}

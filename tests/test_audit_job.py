@@ -49,6 +49,15 @@ def test_the_clean_run_is_audited_and_flags_nothing(audited):
     assert written["findings"] == doc["findings"] and doc["path"].endswith("audit/audit.json")
 
 
+def test_the_report_shows_the_audit(spark, audited):
+    cfg, doc, _ = audited
+    run_stage(spark, cfg, "report")
+    stats = json.loads((Path(cfg.report_path) / "stats.json").read_text())
+    assert stats["audit"]["findings"] == doc["findings"] and stats["audit"]["flags"] == doc["flags"]
+    page = (Path(cfg.report_path) / "report.html").read_text()
+    assert page.count("<h2>Tokenizer audit</h2>") == 1 and page.index("Tokenizer audit") < page.index("Sampled removed")
+
+
 def test_the_command_checks_a_prompt_file_and_flags_trailing_spaces(audited, tmp_path, capsys):
     from jobs.audit import main
 

@@ -1,9 +1,10 @@
 """The tokenizer audit's section of the run report (HTML in the report's look) and its ``stats.json`` part.
 
-The report calls :func:`report_stats` to put the audit into ``stats.json`` (``stats["audit"]``) and
-:func:`render_section` to draw it: the findings first (errors, warnings, then notes, each with its fix),
-then the cost per source and language, round trip, prompts, coverage, and whitespace and digits per
-source. Every value goes through :func:`pipelines.core.html.esc` (tables escape their cells).
+The report stage asks the audit's hooks (:mod:`pipelines.audit.hooks`) for its part: :func:`report_stats`
+puts the audit into ``stats.json`` (``stats["audit"]``) and :func:`render_section` draws it: the findings
+first (errors, warnings, then notes, each with its fix), then the cost per source and language, round
+trip, prompts, coverage, and whitespace and digits per source. Every value goes through
+:func:`pipelines.core.html.esc` (tables escape their cells).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def read_audit(spark: Any, cfg: Any) -> dict[str, Any] | None:
 
 def report_stats(audit: dict[str, Any]) -> dict[str, Any]:
     """The part of the audit that goes into ``stats.json``: findings, flag count, cost, round trip, prompts,
-    coverage counts (without the token listings, which stay in ``audit.json``), engines."""
+    coverage counts (without the token listings, which stay in ``audit.json``), engines, whitespace and
+    digit runs; everything :func:`render_section` draws."""
     cov = {k: v for k, v in audit["coverage"].items() if not k.endswith("_tokens")}
     return {
         "flags": audit["flags"],
@@ -40,6 +42,7 @@ def report_stats(audit: dict[str, Any]) -> dict[str, Any]:
         "prompts": audit["prompts"],
         "coverage": cov,
         "engines": audit["engines"],
+        "whitespace_digits": audit.get("whitespace_digits") or {},
     }
 
 

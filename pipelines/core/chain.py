@@ -134,6 +134,10 @@ BESIDE: tuple[Beside, ...] = (
 STAGES: tuple[str, ...] = tuple(s.name for s in CHAIN)
 """Stage names in chain order."""
 
+PACKAGES: tuple[str, ...] = (*STAGES, *(b.name for b in BESIDE))
+"""Every package the chain declares, the stages in chain order then the jobs beside the chain (the
+packages whose hooks the framework asks, :mod:`pipelines.core.hooks`)."""
+
 _BY_NAME = {s.name: s for s in CHAIN}
 
 

@@ -13,6 +13,8 @@ import io
 import json
 from typing import Any
 
+from pipelines.core import hooks
+from pipelines.core.chain import PACKAGES
 from pipelines.core.config import WinnowConfig
 from pipelines.core.html import esc, table
 from pipelines.report.sections import MIX_COLUMNS
@@ -326,6 +328,7 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
     fmt, bins = cfg.report.plot_format, cfg.report.hist_bins
     out = _header(stats)
     out += [html for html in (part(stats, fmt, bins) for part in _PARTS) if html is not None]
+    out += [render(stats[name]) for name, render in hooks.each("report_section", PACKAGES) if name in stats]
     out.append(_section(f"Sampled removed documents (seed {stats['run']['seed']}, up to {cfg.report.samples_per_reason} per reason)",
                         _samples_html(stats["samples"])))
     out.append("</body></html>\n")
