@@ -125,11 +125,18 @@ class Beside:
     summary: str = ""
 
 
-BESIDE: tuple[Beside, ...] = ()
+BESIDE: tuple[Beside, ...] = (
+    Beside("audit", summary="check that the tokenizer fits the data (cost, round trip, coverage, prompts): "
+                            "audit.json"),
+)
 """Jobs beside the chain with a config section; the config assembly reads them after :data:`CHAIN`."""
 
 STAGES: tuple[str, ...] = tuple(s.name for s in CHAIN)
 """Stage names in chain order."""
+
+PACKAGES: tuple[str, ...] = (*STAGES, *(b.name for b in BESIDE))
+"""Every package the chain declares, the stages in chain order then the jobs beside the chain (the
+packages whose hooks the framework asks, :mod:`pipelines.core.hooks`)."""
 
 _BY_NAME = {s.name: s for s in CHAIN}
 

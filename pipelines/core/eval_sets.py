@@ -64,7 +64,19 @@ def _key(i: int, what: str) -> str:
     return f"decontam.eval_sets[{i}].{what}"
 
 
-def _format(path: str, es: EvalSetConfig) -> str:
+def file_format(path: str, es: EvalSetConfig) -> str:
+    """The format of one evaluation file: ``es.format``, or with ``auto`` the one its name tells.
+
+    Args:
+        path: the file's path or URI (a ``.gz`` suffix is ignored).
+        es: the set's config (its ``format``).
+
+    Returns:
+        ``"jsonl"`` or ``"parquet"``.
+
+    Raises:
+        EvalSetError: ``format: auto`` and the name ends in none of the known suffixes.
+    """
     if es.format != "auto":
         return es.format
     name = path.lower().removesuffix(".gz")
@@ -78,8 +90,21 @@ def _format(path: str, es: EvalSetConfig) -> str:
     )
 
 
-def _records(path: str, data: bytes, fmt: str) -> list[Any]:
-    """Parsed rows of one file; a JSONL line that is not JSON becomes the marker ``_MALFORMED``."""
+def file_records(path: str, data: bytes, fmt: str) -> list[Any]:
+    """Parsed rows of one evaluation file.
+
+    Args:
+        path: the file's path or URI (named in errors).
+        data: its raw bytes (gzip is detected by its magic bytes).
+        fmt: ``"jsonl"`` or ``"parquet"`` (:func:`file_format`).
+
+    Returns:
+        One Python value per row (a dict for a well-formed row); a JSONL line that is not JSON becomes
+        the marker :data:`MALFORMED`, blank lines are skipped.
+
+    Raises:
+        EvalSetError: a JSONL file that is not UTF-8 (names the file and byte offset).
+    """
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -99,11 +124,12 @@ def _records(path: str, data: bytes, fmt: str) -> list[Any]:
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:
-            rows.append(_MALFORMED)
+            rows.append(MALFORMED)
     return rows
 
 
-_MALFORMED = object()
+MALFORMED = object()
+"""The row :func:`file_records` gives for a JSONL line that is not JSON."""
 
 
 def _as_text(v: Any) -> str | None:
@@ -119,7 +145,7 @@ def _as_text(v: Any) -> str | None:
 def _add_rows(items: EvalItems, es: EvalSetConfig, source: str, rows: list[Any]) -> None:
     for n, row in enumerate(rows, start=1):
         items.rows += 1
-        if row is _MALFORMED:
+        if row is MALFORMED:
             items.skipped["malformed_json"] += 1
             continue
         if not isinstance(row, dict):
@@ -211,7 +237,7 @@ def read_items(es: EvalSetConfig, i: int, spark: Any = None) -> EvalItems:
 
 def _add_file(items: EvalItems, es: EvalSetConfig, i: int, path: str, data: bytes, digest: Any) -> None:
     try:
-        rows = _records(path, data, _format(path, es))
+        rows = file_records(path, data, file_format(path, es))
     except EvalSetError as e:
         raise EvalSetError(f"{_key(i, 'paths')}: {e}") from None
     except Exception as e:  # a corrupt Parquet / gzip file: name it instead of a stack trace mid-run

@@ -25,6 +25,16 @@ nothing. The hooks a stage may define:
 ``EMPTY_HINT: str``
     What to change when the stage kept no document, for the closing line of the run
     (:mod:`pipelines.core.outcome`).
+
+A job beside the chain (:data:`pipelines.core.chain.BESIDE`) may define these two as well; the report
+asks every package of :data:`pipelines.core.chain.PACKAGES`:
+
+``report_part(spark, cfg) -> dict | None``
+    Its part of the run report's ``stats.json`` (JSON-serialisable, stored under the package's name), or
+    None when the run holds nothing of it (the part is left out).
+``report_section(part) -> str``
+    Its section of ``report.html`` from that part: an ``<h2>`` and its body, every value escaped
+    (:mod:`pipelines.core.html`).
 """
 
 from __future__ import annotations

@@ -2,19 +2,21 @@
 
 The page opens from disk with no network: plots are matplotlib figures embedded as ``data:`` images
 (SVG or PNG, ``report.plot_format``), the style sheet is inline. Document text is untrusted, so every
-value that reaches the page goes through :func:`html.escape`, and a Content-Security-Policy forbids
-scripts, remote loads and inline event handlers, should anything ever slip through.
+value that reaches the page goes through :func:`pipelines.core.html.esc`, and a Content-Security-Policy
+forbids scripts, remote loads and inline event handlers, should anything ever slip through.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 from typing import Any
 
+from pipelines.core import hooks
+from pipelines.core.chain import PACKAGES
 from pipelines.core.config import WinnowConfig
+from pipelines.core.html import esc, table
 from pipelines.report.sections import MIX_COLUMNS
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'none'"
@@ -28,35 +30,6 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}.muted{color:#777}
 pre{white-space:pre-wrap;word-break:break-word;background:#f8f8f8;border:1px solid #e4e4e4;padding:.6em;max-height:18em;overflow:auto}
 .sample{margin:1em 0 1.5em}.plots img{max-width:49%;vertical-align:top}
 """
-
-
-def esc(value: Any) -> str:
-    """HTML-escape ``value`` (quotes included); None becomes an empty string."""
-    return "" if value is None else html.escape(str(value), quote=True)
-
-
-def _num(v: Any) -> str:
-    if v is None:
-        return '<span class="muted">–</span>'
-    if isinstance(v, float):
-        return esc(f"{v:,.4g}")
-    if isinstance(v, int):
-        return esc(f"{v:,}")
-    return esc(v)
-
-
-def table(rows: list[dict[str, Any]], columns: list[str], left: tuple[str, ...] = ()) -> str:
-    """An HTML table of ``rows`` with the given ``columns``; every cell escaped."""
-    if not rows:
-        return '<p class="muted">nothing to show</p>'
-    head = "".join(f'<th class="{"l" if c in left else ""}">{esc(c)}</th>' for c in columns)
-    body = "".join(
-        "<tr>" + "".join(
-            f'<td class="l">{esc(r.get(c))}</td>' if c in left else f"<td>{_num(r.get(c))}</td>" for c in columns
-        ) + "</tr>"
-        for r in rows
-    )
-    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 # ------------------------------------------------------------------------------------------- plots
@@ -355,6 +328,7 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
     fmt, bins = cfg.report.plot_format, cfg.report.hist_bins
     out = _header(stats)
     out += [html for html in (part(stats, fmt, bins) for part in _PARTS) if html is not None]
+    out += [render(stats[name]) for name, render in hooks.each("report_section", PACKAGES) if name in stats]
     out.append(_section(f"Sampled removed documents (seed {stats['run']['seed']}, up to {cfg.report.samples_per_reason} per reason)",
                         _samples_html(stats["samples"])))
     out.append("</body></html>\n")

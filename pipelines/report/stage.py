@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.core import chain, tables
+from pipelines.core import chain, hooks, tables
 from pipelines.core.chain import STAGES, marker_files
 from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import StageReport
@@ -221,7 +221,7 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
     records = stage_records(spark, cfg)
     tokenized = read_if_exists(spark, cfg, "tokenized")
     tok_props = tables.table_properties(spark, cfg.table_path("tokenized")) if tokenized is not None else {}
-    return {
+    stats = {
         "run": {"root": cfg.run.root, "seed": cfg.run.seed, "config_fingerprint": cfg.fingerprint()},
         "stages": records,
         "funnel": funnel(spark, cfg, manifest, totals),
@@ -244,6 +244,22 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
         },
         "samples": samples(spark, cfg),
     }
+    parts = package_parts(spark, cfg)
+    taken = sorted(set(parts) & set(stats))
+    if taken:
+        raise ValueError(f"report_part hooks of {taken} would replace the report's own parts of the same names")
+    return {**stats, **parts}
+
+
+def package_parts(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
+    """The parts of ``stats.json`` that packages add through their ``report_part`` hook
+    (:mod:`pipelines.core.hooks`), each under the package's name; a package with nothing to show adds none.
+
+    Returns:
+        ``{package name: its part}``, in :data:`pipelines.core.chain.PACKAGES` order.
+    """
+    parts = {name: part(spark, cfg) for name, part in hooks.each("report_part", chain.PACKAGES)}
+    return {name: part for name, part in parts.items() if part is not None}
 
 
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:

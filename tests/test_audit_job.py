@@ -1,0 +1,75 @@
+"""The audit job on Spark: a tokenized sample run audited end to end, clean, then with a bad prompt file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipelines.core import tables
+from pipelines.core.config import load_config
+from pipelines.core.runner import run_stage
+from tests.test_audit_kernels import english
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def audited(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("audit")
+    trivia = REPO / "sample_data" / "evals" / "trivia.jsonl"
+    cfg = load_config(overrides=[
+        f"run.root={root}", "spark.shuffle_partitions=2", "pipeline.stages=[ingest, tokenize]", "audit.roundtrip_sample_fraction=1.0",
+        f"decontam.eval_sets=[{{name: trivia, paths: ['{trivia}'], fields: [question, answer], id_field: id}}]",
+    ])
+    texts = english()[:120]
+    rows = [(f"d{i:04d}", t, "web_a" if i % 2 else "web_b", "en") for i, t in enumerate(texts)]
+    tables.write_table(spark.createDataFrame(rows, "doc_id string, text string, source string, lang string"),
+                       cfg, "documents")
+    run_stage(spark, cfg, "tokenize")
+    from pipelines.audit import run
+
+    return cfg, run(spark, cfg), len(texts)
+
+
+def test_the_clean_run_is_audited_and_flags_nothing(audited):
+    cfg, doc, n = audited
+    assert doc["flags"] == 0, doc["findings"]
+    assert [f["id"] for f in doc["findings"]] == ["audit.undertrained"]  # a small corpus: noted, not judged
+    assert doc["inputs"]["tokenizer"] == "builtin:gpt2" and doc["inputs"]["documents"].endswith("documents")
+    assert doc["roundtrip"]["checked"] == n and doc["roundtrip"]["ok"] == n
+    assert [r["group"] for r in doc["cost"]["source"]] == ["web_a", "web_b"]
+    assert [r["group"] for r in doc["cost"]["lang"]] == ["en"] and doc["cost"]["lang"][0]["docs"] == n
+    sampled = doc["cost"]["lang"][0]["text_docs"]  # audit.text_sample_fraction = 0.1 of the documents
+    assert 0 < sampled < n / 4 and doc["cost"]["lang"][0]["words"] > 0
+    assert doc["prompts"][0]["set"] == "trivia" and doc["prompts"][0]["affected"] == 0
+    assert doc["tokenizer"]["tiktoken_possible"] is True
+    written = json.loads(Path(doc["path"]).read_text())
+    assert written["findings"] == doc["findings"] and doc["path"].endswith("audit/audit.json")
+
+
+def test_the_report_shows_the_audit(spark, audited):
+    cfg, doc, _ = audited
+    run_stage(spark, cfg, "report")
+    stats = json.loads((Path(cfg.report_path) / "stats.json").read_text())
+    assert stats["audit"]["findings"] == doc["findings"] and stats["audit"]["flags"] == doc["flags"]
+    page = (Path(cfg.report_path) / "report.html").read_text()
+    assert page.count("<h2>Tokenizer audit</h2>") == 1 and page.index("Tokenizer audit") < page.index("Sampled removed")
+
+
+def test_the_command_checks_a_prompt_file_and_flags_trailing_spaces(audited, tmp_path, capsys):
+    from jobs.audit import main
+
+    cfg, _, _ = audited
+    prompts = tmp_path / "qa.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": f"Question: {q}\nAnswer: ", "answer": a}) + "\n"
+                               for q, a in [("Who?", "Tamsin"), ("Where?", "Vellin"), ("What?", "A key")]))
+    conf = tmp_path / "run.yaml"
+    conf.write_text(json.dumps(json.loads(cfg.model_dump_json(by_alias=True))))
+    assert main(["--conf", str(conf), "--prompts", str(prompts)]) == 0
+    out = capsys.readouterr().out
+    assert "audit: 0 errors, 1 warnings" in out and "end on an unseen boundary" in out
+    doc = json.loads((Path(cfg.run.root) / "audit" / "audit.json").read_text())
+    flagged = next(r for r in doc["prompts"] if r["set"] == "prompts_0")
+    assert flagged["affected"] == 3 and flagged["last_tokens"] == [[" ", 3]]
