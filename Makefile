@@ -4,6 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 # The JVM's class archive (jobs/class_archive.py) is made once after an install.
 CLASSES := $(VENV)/.classes
 # The loaders of the consumers extra (torch, megatron-core, mosaicml-streaming) in their own venv, as a
@@ -35,20 +36,33 @@ java-check:
 	  echo "Winnow needs Java 17 or newer on PATH (found: '$${v:-none}'). Install a JDK 17+ and retry." >&2; exit 1; \
 	fi
 
-$(STAMP): pyproject.toml
+# Two install levels: `make run` needs only the chain (`.[spark]`); `make test` adds the test, peer and
+# gate extras. pip's output goes to $(VENV)/install.log; each step says what it does.
+$(RUN_STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Winnow needs $(PYTHON) (Python 3.11) on PATH" >&2; exit 1; }
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[spark,dev]"
+	@echo "winnow: installing Winnow and Spark into $(VENV) (pip; a few minutes the first time; log: $(VENV)/install.log)"
+	@start=$$(date +%s); { $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e ".[spark]"; } >>$(VENV)/install.log 2>&1 \
+	  || { echo "winnow: pip failed; the last lines of $(VENV)/install.log:" >&2; tail -20 $(VENV)/install.log >&2; exit 1; }; \
+	  echo "winnow: installed in $$(( $$(date +%s) - start )) s"
+	@echo "winnow: resolving the Delta jars (Spark's Ivy, once)"
 	@$(PY) -c "from pipelines.core.session import cached_delta_jars, resolve_delta_jars; cached_delta_jars() or resolve_delta_jars()" || true
+	@touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
+	@echo "winnow: installing the test extras (pytest, moto, peers, JAX for the gate; log: $(VENV)/install.log)"
+	@$(PY) -m pip install -q -e ".[spark,dev,gate]" >>$(VENV)/install.log 2>&1 \
+	  || { echo "winnow: pip failed; the last lines of $(VENV)/install.log:" >&2; tail -20 $(VENV)/install.log >&2; exit 1; }
 	@touch $(STAMP)
 
-# Once per install (about a minute): the class archive local sessions start from; a run without it works.
-$(CLASSES): $(STAMP)
+# Once per install (a minute or more): the class archive local sessions start from. `make test` and
+# `make bench` make it; `make run` does not wait for it (a session without it starts a few seconds slower).
+$(CLASSES): $(RUN_STAMP)
+	@echo "winnow: writing the JVM class archive local Spark sessions start from (once; about a minute)"
 	@$(PY) -c "from jobs.class_archive import make_class_archive; from pipelines.core.session import cached_delta_jars, class_archive; class_archive(cached_delta_jars() or []).is_file() or make_class_archive()" || true
 	@touch $(CLASSES)
 
-run: java-check $(STAMP) $(CLASSES)
+run: java-check $(RUN_STAMP)
 	$(PY) jobs/pipeline.py --conf $(CONF) --set run.root=$(ROOT) $(if $(INPUTS),--set "ingest.inputs=$(INPUTS)")
 	@if [ -f $(ROOT)/shards/manifest.json ]; then $(PY) jobs/verify.py --conf $(CONF) --set run.root=$(ROOT); fi
 	@echo "Outputs: $(ROOT)/tables/ (Delta), $(ROOT)/shards/, $(ROOT)/report/report.html, $(ROOT)/config/"
