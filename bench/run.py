@@ -41,10 +41,10 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "decontam", "pii", "tokenize", "shard")
 """``bench/<name>.py`` modules the harness looks for, in chain order."""
-PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "scale", "skew")
+PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "scale", "skew", "gate")
 """Everything the harness runs, in order: the references alone (:mod:`bench.references`), each stage
 module, the whole-pipeline scaling (:mod:`bench.scaling`)."""
-OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "scale", "skew"})
+OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "scale", "skew", "gate"})
 """Parts that do not read the synthetic corpus cache (tokenize measures real text, bench/tokenize_corpus.py;
 neardup and scale generate their own files)."""
 DEFAULT_DOCS = 60_000
@@ -123,6 +123,12 @@ def _goals(parts: list[str]) -> list[Goal]:
              "neardup", (r"^goals\.neardup_cpu_vs_datatrove$",), ">=", 3.0),
         Goal("ingest_mb_per_cpu_s", "ingest alone of 1 GB of JSONL on local[2], MB of input per CPU-second of the process tree, session start apart (20 MB/s per core; bench/ingest_scale.py)", "scale",
              (r"^goals\.ingest_mb_per_cpu_s$",), ">=", 20.0),
+        Goal("gate_overhead_vs_plain_jax", "winnow gate: plain JAX loop tokens/s / the gate's training loop tokens/s, same model and arrays",
+             "gate", (r"^goals\.gate_overhead_vs_plain_jax$",), "<=", 1.1),
+        Goal("gate_mfu", "winnow gate: model FLOP utilisation against the CPU's measured float32 matmul rate", "gate",
+             (r"^goals\.gate_mfu$",), ">=", 0.3),
+        Goal("gate_default_minutes", "winnow gate: default gate (2 variants x 3 seeds + wavy check), minutes on this machine",
+             "gate", (r"^goals\.gate_default_minutes$",), "<=", 15.0),
     ]
     goals += [Goal(f"spark_overhead.{p}", f"{p}: Spark stage core-seconds / plain Arrow batch core-seconds", p,
                    _OVERHEAD_KEYS, "<=", 1.25) for p in parts if p in STAGE_MODULES]

@@ -1,6 +1,6 @@
 """The ``winnow`` command: one entry point for the jobs (``[project.scripts]`` in pyproject.toml).
 
-``winnow run|plan|stage NAME|inspect|verify|report|export|audit [options]``; every subcommand takes the
+``winnow run|plan|stage NAME|inspect|verify|report|export|audit|gate [options]``; every subcommand takes the
 options of the job it calls (``--conf``, ``--set``, and ``--from``/``--force``/``--dry-run`` for
 ``run``), and ``winnow <subcommand> --help`` shows them. The ``jobs/*.py`` files stay the
 spark-submit entry points; this module only dispatches to their ``main`` functions.
@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "report": "write report.html + stats.json from the run's tables (the report stage alone)",
     "export": "write a stage table as Parquet files (optionally sized and named for the Hugging Face Hub)",
     "audit": "check that the tokenizer fits the data (cost, round trip, coverage, prompts): audit.json",
+    "gate": "train small models on two or more shard sets and compare them: gate --variant A --variant B",
 }
 
 
@@ -87,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _stage(rest)
     if cmd == "report":
         return _stage(["report", *rest])
-    if cmd in ("inspect", "verify", "export", "audit"):
+    if cmd in ("inspect", "verify", "export", "audit", "gate"):
         return _job(cmd)(rest)
     print(f"winnow: unknown command {cmd!r}; one of {list(COMMANDS)}\n", file=sys.stderr)
     sys.stderr.write(usage())

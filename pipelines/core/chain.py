@@ -128,6 +128,8 @@ class Beside:
 BESIDE: tuple[Beside, ...] = (
     Beside("audit", summary="check that the tokenizer fits the data (cost, round trip, coverage, prompts): "
                             "audit.json"),
+    Beside("gate", summary="train small models on two or more shard sets and compare them: "
+                           "gate --variant A --variant B"),
 )
 """Jobs beside the chain with a config section; the config assembly reads them after :data:`CHAIN`."""
 

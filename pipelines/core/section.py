@@ -142,6 +142,19 @@ class EvalSetConfig(Section):
         return self
 
 
+def unique_eval_set_names(sets: list[EvalSetConfig]) -> list[EvalSetConfig]:
+    """``sets`` unchanged when their names are unique (a set's name is its reason id and report key).
+
+    Raises:
+        ValueError: naming the repeated names, sorted.
+    """
+    names = [s.name for s in sets]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"eval set names must be unique; repeated: {dup}")
+    return sets
+
+
 # ------------------------------------------------------------------------------------- storage
 class StorageConfig(Section):
     """Object-store upload of shards when the shard output is ``s3://bucket/prefix`` (``pipelines/core/storage.py``)."""

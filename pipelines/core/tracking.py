@@ -89,8 +89,9 @@ class Tracker:
         self.cfg = cfg
         self.status = "ok" if cfg.tracking.mlflow else "off"
         self._warn = warn or _stderr
-        self._client: Any = None
-        self._experiment_id: str | None = None
+        self.client: Any = None
+        """The ``MlflowClient`` once :meth:`start` succeeded (jobs beside the chain log through it too)."""
+        self.experiment_id: str | None = None
         self.run_id: str | None = None
         self._stages: list[str] = []
         self._children: list[str] = []
@@ -101,7 +102,8 @@ class Tracker:
         """Tracking is on and nothing has failed so far."""
         return self.status == "ok"
 
-    def _fail(self, what: str, err: BaseException) -> None:
+    def fail(self, what: str, err: BaseException) -> None:
+        """Stop tracking after ``err`` while doing ``what``: one warning line, :attr:`status` says why."""
         first = str(err).splitlines()[0][:200] if str(err) else ""
         self.status = f"failed: {what}: {type(err).__name__}: {first}"
         self._warn(f"winnow: warning: MLflow tracking {what} failed ({type(err).__name__}: {first}); "
@@ -125,34 +127,34 @@ class Tracker:
                 # MLflow 3 refuses its file store (in maintenance) unless allowed; a file: URI in the
                 # config is an explicit choice.
                 os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
-            self._client = MlflowClient(tracking_uri=uri)
+            self.client = MlflowClient(tracking_uri=uri)
             name = t.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "winnow"
-            exp = self._client.get_experiment_by_name(name)
-            self._experiment_id = exp.experiment_id if exp else self._client.create_experiment(name)
+            exp = self.client.get_experiment_by_name(name)
+            self.experiment_id = exp.experiment_id if exp else self.client.create_experiment(name)
             params = dict(flatten(self.cfg.model_dump(mode="json")))
             key = t.parent_key
             found = self._parents(key) if key else []
             if found:
                 self.run_id = found[0].info.run_id
-                self._client.update_run(self.run_id, status="RUNNING")
+                self.client.update_run(self.run_id, status="RUNNING")
                 have = found[0].data.params
-                self._log(self.run_id, params={k: v for k, v in params.items() if _key(k) not in have})
+                self.log(self.run_id, params={k: v for k, v in params.items() if _key(k) not in have})
                 return
-            tags = self._tags(**({"winnow.parent_key": key} if key else {}))
+            tags = self.tags(**({"winnow.parent_key": key} if key else {}))
             name = f"winnow job run {key}" if key else f"winnow {'+'.join(stages)}"
-            run = self._client.create_run(self._experiment_id, tags=tags, run_name=name)
+            run = self.client.create_run(self.experiment_id, tags=tags, run_name=name)
             self.run_id = run.info.run_id
-            self._log(self.run_id, params=params)
+            self.log(self.run_id, params=params)
             if key:
                 self._converge()
         except Exception as e:  # noqa: BLE001 - tracking must never stop the data run
-            self._fail("start", e)
+            self.fail("start", e)
 
     def _parents(self, key: str) -> list[Any]:
         """The live runs tagged ``winnow.parent_key = key``, earliest created first (ties: run id)."""
         # The key's pattern (config) has no quote: it cannot break out of the filter's string.
         where = f"tags.`winnow.parent_key` = '{key}'"
-        runs = self._client.search_runs([self._experiment_id], filter_string=where, max_results=100)
+        runs = self.client.search_runs([self.experiment_id], filter_string=where, max_results=100)
         return sorted(runs, key=lambda r: (r.info.start_time, r.info.run_id))
 
     def _converge(self) -> None:
@@ -164,12 +166,13 @@ class Tracker:
             return
         mine, self.run_id = self.run_id, found[0].info.run_id
         for child in self._children:
-            self._client.set_tag(child, "mlflow.parentRunId", self.run_id)
-        self._log(self.run_id, metrics=self._parent_metrics)
+            self.client.set_tag(child, "mlflow.parentRunId", self.run_id)
+        self.log(self.run_id, metrics=self._parent_metrics)
         if any(r.info.run_id == mine for r in found):
-            self._client.delete_run(mine)
+            self.client.delete_run(mine)
 
-    def _tags(self, **extra: str) -> dict[str, str]:
+    def tags(self, **extra: str) -> dict[str, str]:
+        """The tags of every Winnow run (version, config fingerprint, run root) plus ``extra``."""
         from importlib.metadata import PackageNotFoundError, version
 
         try:
@@ -179,8 +182,10 @@ class Tracker:
         return {"winnow.version": ver, "winnow.config_fingerprint": self.cfg.fingerprint(),
                 "winnow.run_root": self.cfg.run.root, **extra}
 
-    def _log(self, run_id: str, params: Mapping[str, Any] = (), metrics: Mapping[str, float] = (),
+    def log(self, run_id: str, params: Mapping[str, Any] = (), metrics: Mapping[str, float] = (),
              tags: Mapping[str, str] = ()) -> None:
+        """Log ``params``, ``metrics`` (at step 0) and ``tags`` to MLflow run ``run_id``, in batches of
+        :data:`BATCH` (keys made MLflow-safe, param values cut to :data:`MAX_PARAM_CHARS`)."""
         import time
 
         from mlflow.entities import Metric, Param, RunTag
@@ -190,7 +195,7 @@ class Tracker:
         ms = [Metric(_key(k), float(v), now, 0) for k, v in dict(metrics).items()]
         ts = [RunTag(k, str(v)) for k, v in dict(tags).items()]
         for i in range(0, max(len(ps), len(ms), len(ts)), BATCH):
-            self._client.log_batch(run_id, metrics=ms[i:i + BATCH], params=ps[i:i + BATCH],
+            self.client.log_batch(run_id, metrics=ms[i:i + BATCH], params=ps[i:i + BATCH],
                                    tags=ts[i:i + BATCH])
 
     def log_stage(self, report: Any, inputs: Mapping[str, str]) -> str:
@@ -214,19 +219,19 @@ class Tracker:
                        **{f"removed.{k}": v for k, v in report.removed.items()},
                        **{f"quarantined.{k}": v for k, v in report.quarantined.items()},
                        **numeric_leaves(report.extra, "extra")}
-            tags = self._tags(**{"mlflow.parentRunId": self.run_id, "winnow.stage": stage,
+            tags = self.tags(**{"mlflow.parentRunId": self.run_id, "winnow.stage": stage,
                                  "winnow.stage_fingerprint": self.cfg.stage_fingerprint(stage)},
                               **{f"winnow.input.{k}": v for k, v in sorted(inputs.items())})
-            run = self._client.create_run(self._experiment_id, run_name=stage, tags=tags)
+            run = self.client.create_run(self.experiment_id, run_name=stage, tags=tags)
             self._children.append(run.info.run_id)
-            self._log(run.info.run_id, params=params, metrics=metrics)
-            self._client.set_terminated(run.info.run_id, "FINISHED")
+            self.log(run.info.run_id, params=params, metrics=metrics)
+            self.client.set_terminated(run.info.run_id, "FINISHED")
             mine = {f"{stage}.rows_out": report.rows_out, f"{stage}.elapsed_s": report.elapsed_s}
             self._parent_metrics.update(mine)
-            self._log(self.run_id, metrics=mine)
+            self.log(self.run_id, metrics=mine)
             self._stages.append(stage)
         except Exception as e:  # noqa: BLE001
-            self._fail(f"logging stage {stage}", e)
+            self.fail(f"logging stage {stage}", e)
         return self.status
 
     def finish(self, spark: Any, failed: bool = False) -> None:
@@ -258,10 +263,10 @@ class Tracker:
                     os.makedirs(os.path.dirname(local), exist_ok=True)
                     with open(local, "wb") as f:
                         f.write(data)
-                self._client.log_artifacts(self.run_id, tmp)
-            self._client.set_terminated(self.run_id, "FAILED" if failed else "FINISHED")
+                self.client.log_artifacts(self.run_id, tmp)
+            self.client.set_terminated(self.run_id, "FAILED" if failed else "FINISHED")
         except Exception as e:  # noqa: BLE001
-            self._fail("finish", e)
+            self.fail("finish", e)
 
 
 def _stderr(line: str) -> None:

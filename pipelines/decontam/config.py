@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from pipelines.core.section import EvalSetConfig, Section
+from pipelines.core.section import EvalSetConfig, Section, unique_eval_set_names
 
 
 class DecontamConfig(Section):
@@ -26,8 +26,4 @@ class DecontamConfig(Section):
     @field_validator("eval_sets")
     @classmethod
     def _unique_names(cls, v: list[EvalSetConfig]) -> list[EvalSetConfig]:
-        names = [s.name for s in v]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"eval set names must be unique; repeated: {dup}")
-        return v
+        return unique_eval_set_names(v)

@@ -8,38 +8,14 @@ forbids scripts, remote loads and inline event handlers, should anything ever sl
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 from typing import Any
 
 from pipelines.core import hooks
 from pipelines.core.chain import PACKAGES
 from pipelines.core.config import WinnowConfig
-from pipelines.core.html import esc, table
+from pipelines.core.html import CSP, STYLE, esc, figure_uri, img, new_figure, section, table
 from pipelines.report.sections import MIX_COLUMNS
-
-CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'none'"
-"""No script of any origin, images only from ``data:`` URIs, inline CSS only."""
-
-STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
-h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}
-th{background:#f4f4f4}td.l,th.l{text-align:left}.muted{color:#777}
-pre{white-space:pre-wrap;word-break:break-word;background:#f8f8f8;border:1px solid #e4e4e4;padding:.6em;max-height:18em;overflow:auto}
-.sample{margin:1em 0 1.5em}.plots img{max-width:49%;vertical-align:top}
-"""
-
-
-# ------------------------------------------------------------------------------------------- plots
-SVG_SALT = "winnow-report"
-"""matplotlib's ``svg.hashsalt``: the ids inside an SVG are hashes of their content salted with it
-(unset, matplotlib salts them with a random UUID, and the same stats gave another page each time)."""
-
-
-FIGSIZE = (5.2, 2.8)
-"""Size of every plot, inches (572 x 308 px at the PNG resolution of 110 dpi)."""
 
 HIST_MARGINS = {"left": 0.68, "right": 0.12, "bottom": 0.42, "top": 0.27}
 """Fixed margins of a histogram, inches: room for y tick labels of up to 6 digits (counts up to
@@ -47,58 +23,11 @@ HIST_MARGINS = {"left": 0.68, "right": 0.12, "bottom": 0.42, "top": 0.27}
 7 pt x tick labels with the offset text below them (``1e8``) and the 9 pt title."""
 
 
-def _pyplot() -> Any:
-    """``matplotlib.pyplot`` on the Agg backend (no display), imported on first use: the report is
-    the only user, and importing it costs about a second."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _new_figure(margins: dict[str, float] | None = None) -> tuple[Any, Any]:
-    """A figure of :data:`FIGSIZE` with one axes: at fixed ``margins`` (inches) when given, else laid
-    out by the constrained layout engine.
-
-    Either way :func:`_figure_uri` saves without ``bbox_inches="tight"``, which drew every figure twice
-    (once to measure, once to save). A layout engine costs the same measuring draw, so it is kept for
-    the bar charts only, whose rotated category labels have any length; a histogram's texts have a
-    known size, and fixed margins draw it once.
-    """
-    plt = _pyplot()
-    if margins is None:
-        return plt.subplots(figsize=FIGSIZE, layout="constrained")
-    w, h = FIGSIZE
-    fig, ax = plt.subplots(figsize=FIGSIZE)
-    fig.subplots_adjust(left=margins["left"] / w, right=1 - margins["right"] / w,
-                        bottom=margins["bottom"] / h, top=1 - margins["top"] / h)
-    return fig, ax
-
-
-def _figure_uri(fig: Any, fmt: str) -> str:
-    import matplotlib
-
-    buf = io.BytesIO()
-    # metadata Date=None keeps the SVG free of a timestamp and a fixed salt its ids random-free, so the
-    # same stats give the same page.
-    with matplotlib.rc_context({"svg.hashsalt": SVG_SALT}):
-        fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None, dpi=110)
-    _pyplot().close(fig)
-    mime = "image/svg+xml" if fmt == "svg" else "image/png"
-    return f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode()}"
-
-
-def _img(uri: str, alt: str) -> str:
-    return f'<img src="{esc(uri)}" alt="{esc(alt)}">'
-
-
 def histogram(values: list[float], title: str, fmt: str, bins: int, lines: list[dict[str, Any]] = (), log_y: bool = False) -> str:
     """An ``<img>`` of a histogram of ``values`` with a vertical line per threshold in ``lines``."""
     import numpy as np
 
-    fig, ax = _new_figure(HIST_MARGINS)
+    fig, ax = new_figure(HIST_MARGINS)
     # One filled step outline instead of ax.hist's one Rectangle per bin (bins of equal width, no
     # gaps: it looks the same); the bins are np.histogram's over [min, max], as ax.hist's.
     counts, edges = np.histogram(np.asarray(values, dtype=np.float64), bins=bins)
@@ -116,25 +45,21 @@ def histogram(values: list[float], title: str, fmt: str, bins: int, lines: list[
     ax.set_title(title, fontsize=9)
     ax.set_ylabel("documents", fontsize=8)
     ax.tick_params(labelsize=7)
-    return _img(_figure_uri(fig, fmt), title)
+    return img(figure_uri(fig, fmt), title)
 
 
 def bars(labels: list[str], values: list[float], title: str, fmt: str, ylabel: str = "documents") -> str:
     """An ``<img>`` of a bar chart (one bar per label, in the given order)."""
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ax.bar(range(len(values)), values, color="#4C78A8")
     ax.set_xticks(range(len(values)), [str(x)[:24] for x in labels], rotation=60, ha="right", fontsize=7)
     ax.set_title(title, fontsize=9)
     ax.set_ylabel(ylabel, fontsize=8)
     ax.tick_params(axis="y", labelsize=7)
-    return _img(_figure_uri(fig, fmt), title)
+    return img(figure_uri(fig, fmt), title)
 
 
 # ---------------------------------------------------------------------------------------- sections
-def _section(title: str, body: str) -> str:
-    return f"<h2>{esc(title)}</h2>\n{body}\n"
-
-
 def _samples_html(samples: list[dict[str, Any]]) -> str:
     if not samples:
         return '<p class="muted">no removed documents</p>'
@@ -186,17 +111,17 @@ def _funnel(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     if funnel:
         body += '<div class="plots">' + bars([r["step"] for r in funnel], [r["documents"] or 0 for r in funnel],
                                              "documents after each stage", fmt) + "</div>"
-    return _section("Funnel", body)
+    return section("Funnel", body)
 
 
 def _stages(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
-    return _section("Stages", table(
+    return section("Stages", table(
         [{**r, "removed": sum(r["removed"].values()), "quarantined": sum(r["quarantined"].values())} for r in stats["stages"]],
         ["stage", "rows_in", "rows_out", "removed", "quarantined", "elapsed_s", "finished_at"], left=("stage", "finished_at")))
 
 
 def _removals(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
-    return _section("Removals by stage and reason", table(stats["removals"], ["stage", "reason", "documents", "bytes"], left=("stage", "reason"))
+    return section("Removals by stage and reason", table(stats["removals"], ["stage", "reason", "documents", "bytes"], left=("stage", "reason"))
                     + '<p class="muted">A document failing several rules counts under each of them here, so the rows'
                     " can add up to more than the stage removed (Stages: removed).</p>")
 
@@ -214,7 +139,7 @@ def _filter_breakdown(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
             + "<h3>per profile</h3>" + table(breakdown_rows(fb, "by_profile"), cols, left=("name", "reasons"))
             + '<p class="muted">Each removed document counts once: under its language reason if it has one,'
             " else its first failing rule.</p>")
-    return _section("Filter by source and profile", body)
+    return section("Filter by source and profile", body)
 
 
 def _signals(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
@@ -226,7 +151,7 @@ def _signals(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     plots = [histogram(v, c, fmt, bins, stats["signals"][c]["thresholds"]) for c, v in sorted(stats["signal_values"].items())
              if v and c not in const]
     notes = "".join(f"<li><code>{esc(c)}</code> = {esc(_fmt(v))} for every sampled document</li>" for c, v in sorted(const.items()))
-    return _section("Quality signals (kept and filter-removed, seeded sample; dashed: thresholds)",
+    return section("Quality signals (kept and filter-removed, seeded sample; dashed: thresholds)",
                     '<div class="plots">' + "".join(plots) + "</div>" + (f"<ul>{notes}</ul>" if notes else ""))
 
 
@@ -239,14 +164,14 @@ def _language_mix(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
         + ('<div class="plots">' + bars([r["value"] for r in v], [r["documents"] for r in v], f"language mix ({k})", fmt) + "</div>" if v else "")
         for k, v in mix.items()
     )
-    return _section("Language mix", body)
+    return section("Language mix", body)
 
 
 def _clusters(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     cs = stats["cluster_sizes"]
     if not cs:
         return None
-    return _section("Duplicate clusters by size", table(cs, ["kind", "size", "clusters"], left=("kind",))
+    return section("Duplicate clusters by size", table(cs, ["kind", "size", "clusters"], left=("kind",))
                     + '<div class="plots">' + bars([f"{r['kind']}:{r['size']}" for r in cs], [r["clusters"] for r in cs],
                                                    "clusters per size", fmt, "clusters") + "</div>")
 
@@ -254,13 +179,13 @@ def _clusters(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
 def _refs(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     if not stats["broken_refs"]:
         return None
-    return _section("Broken references by kind", table(stats["broken_refs"], ["kind", "dangling_mentions"], left=("kind",)))
+    return section("Broken references by kind", table(stats["broken_refs"], ["kind", "dangling_mentions"], left=("kind",)))
 
 
 def _contamination(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     if not stats.get("contamination"):
         return None
-    return _section("Contamination (evaluation overlap, decontam stage)", _contamination_html(stats["contamination"]))
+    return section("Contamination (evaluation overlap, decontam stage)", _contamination_html(stats["contamination"]))
 
 
 def _pii(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
@@ -274,20 +199,20 @@ def _pii(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     body += table(pii["by_kind"], ["kind", "findings", "documents"], left=("kind",))
     if pii["dropped"]:
         body += table(pii["dropped"], ["reason", "documents"], left=("reason",))
-    return _section("Personal data and secrets (pii; values are never stored, only hashed)", body)
+    return section("Personal data and secrets (pii; values are never stored, only hashed)", body)
 
 
 def _token_lengths(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     if not stats["token_lengths"]:
         return None
-    return _section("Token length per document (seeded sample)",
+    return section("Token length per document (seeded sample)",
                     '<div class="plots">' + histogram(stats["token_lengths"], "tokens per document", fmt, bins, log_y=True) + "</div>")
 
 
 def _round_trip(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     if not stats["tokenizer_round_trip"]:
         return None
-    return _section("Tokenizer round trip", f"<pre>{esc(json.dumps(stats['tokenizer_round_trip'], indent=1, sort_keys=True, default=str))}</pre>")
+    return section("Tokenizer round trip", f"<pre>{esc(json.dumps(stats['tokenizer_round_trip'], indent=1, sort_keys=True, default=str))}</pre>")
 
 
 def _shards(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
@@ -308,14 +233,14 @@ def _shards(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
         body += "<h3>Data mix of train (shard.mix): asked vs realised</h3>" + table(sh["mix"], list(MIX_COLUMNS), left=("source",))
     for title, key in (("Balance", "balance"), ("Shuffle quality", "shuffle_quality"), ("Token share by source", "token_share_by_source")):
         body += f"<h3>{title}</h3><pre>{esc(json.dumps(sh[key], indent=1, sort_keys=True, default=str))}</pre>"
-    return _section("Shards", body)
+    return section("Shards", body)
 
 
 def _figures(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     figures = {r["stage"]: r["extra"] for r in stats["stages"] if r["extra"]}
     if not figures:
         return None
-    return _section("Stage figures", f"<pre>{esc(json.dumps(figures, indent=1, sort_keys=True, default=str))}</pre>")
+    return section("Stage figures", f"<pre>{esc(json.dumps(figures, indent=1, sort_keys=True, default=str))}</pre>")
 
 
 _PARTS = (_funnel, _stages, _removals, _filter_breakdown, _signals, _language_mix, _clusters, _refs, _contamination,
@@ -329,7 +254,7 @@ def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
     out = _header(stats)
     out += [html for html in (part(stats, fmt, bins) for part in _PARTS) if html is not None]
     out += [render(stats[name]) for name, render in hooks.each("report_section", PACKAGES) if name in stats]
-    out.append(_section(f"Sampled removed documents (seed {stats['run']['seed']}, up to {cfg.report.samples_per_reason} per reason)",
+    out.append(section(f"Sampled removed documents (seed {stats['run']['seed']}, up to {cfg.report.samples_per_reason} per reason)",
                         _samples_html(stats["samples"])))
     out.append("</body></html>\n")
     return "\n".join(out)

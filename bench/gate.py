@@ -1,0 +1,354 @@
+"""Calibration and speed of ``winnow gate`` on real text run through Winnow (``make bench`` part ``gate``).
+
+``python -m bench.gate [--cases same,dup,spam,wavy,wavy_mixed,raw,speed]``. Real web text from the shared samples
+(``WINNOW_SHARED_DATA``, default ``../shared/data``: the Dolma Common Crawl sample, the DCLM
+human-labelled pages and two cc_net files) goes through the default chain twice: once whole (``base``,
+with ``shard.per_source_sets``) and once as its raw input (ingest -> tokenize -> shard). Planted
+variants are then written from ``base``'s own train documents as Megatron shards (the format the shard
+stage writes; :mod:`udfs.megatron`), so the size of each defect is known exactly:
+
+1. ``same``: the same documents in another shuffle, against base, over ``BENCH_GATE_SETS`` seed sets
+   (false alarms: a verdict other than no difference);
+2. ``dup``: near-duplicate copies (a document with 5 % of its tokens dropped) put back until they are
+   10 / 30 / 50 % of the tokens;
+3. ``spam``: the pages the filter stage removed (its ``removed`` table), tokenized with the run's
+   tokenizer, put back at 10 / 30 / 50 % of the tokens;
+4. ``wavy``: the train documents written source by source (blocks) against the shuffled set;
+   ``wavy_mixed``: the web pages and the pages the filter removed, half the tokens each, in alternating
+   blocks of ``BENCH_GATE_BLOCK_TOKENS`` (default 16,384) against the same documents shuffled;
+5. ``raw``: the default chain against its raw input.
+
+Every fourth train document of ``base`` is held out: with base's validation split it is the reference
+text every model is scored on; the other documents, shuffled, are the baseline variant ``clean``. ``BENCH_GATE_TOKENS``, ``BENCH_GATE_SEEDS`` and ``BENCH_GATE_MODEL`` (``d,layers,heads``) shrink
+the budget on a busy machine; the figures say what they ran with. ``speed`` measures tokens/s per core,
+the model FLOP utilisation against the measured matmul rate, and the gate's training loop against a
+plain JAX loop over the same arrays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("WINNOW_SHARED_DATA", REPO.parent / "shared" / "data"))
+WEB = ["web_crawl/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz",
+       "web_crawl/dclm_human_quality_labels_A.jsonl", "web_crawl/dolma_ccnet_cc_en_head-0091.jsonl",
+       "web_crawl/dolma_ccnet_cc_en_head-0174.jsonl"]
+SHARES = (0.1, 0.3, 0.5)
+
+
+def chain(root: Path, raw: bool = False) -> None:
+    """Run the default chain (or ingest -> tokenize -> shard) on the web samples into ``root``."""
+    inputs = json.dumps([str(SHARED / p) for p in WEB])
+    cmd = [sys.executable, "jobs/pipeline.py", "--conf", "conf/local.yaml", "--quiet", "--set", f"run.root={root}",
+           "--set", f"ingest.inputs={inputs}", "--set", "shard.formats=[megatron]", "--set", "decontam.eval_sets=[]",
+           "--set", "shard.per_source_sets=true"]
+    if raw:
+        cmd += ["--set", "pipeline.stages=[ingest, tokenize, shard]", "--set", "tokenize.input_table=documents"]
+    subprocess.run(cmd, cwd=REPO, check=True, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+
+
+def write_variant(root: Path, docs: list[np.ndarray], tokenizer: dict) -> Path:
+    """One Megatron train shard of ``docs`` (each ending with EOS) and its manifest under ``root``."""
+    from udfs import megatron
+
+    out = root / "train" / "megatron"
+    out.mkdir(parents=True, exist_ok=True)
+    lengths = np.array([len(d) for d in docs])
+    (out / "winnow_00000.bin").write_bytes(np.concatenate(docs).astype("<u2").tobytes())
+    (out / "winnow_00000.idx").write_bytes(megatron.encode_index(lengths, np.dtype(np.uint16)))
+    files = [{"path": f"train/megatron/winnow_00000.{k}", "format": "megatron", "kind": k,
+              "documents": len(docs), "tokens": int(lengths.sum())} for k in ("bin", "idx")]
+    (root / "manifest.json").write_text(json.dumps({"tokenizer": tokenizer, "files": files, "dtype": "uint16"}))
+    return root
+
+
+def shuffled(docs: list[np.ndarray], seed: int) -> list[np.ndarray]:
+    """``docs`` in a seeded uniform order."""
+    return [docs[i] for i in np.random.default_rng(seed).permutation(len(docs))]
+
+
+def near_copy(doc: np.ndarray, rng: np.random.Generator, drop: float = 0.05) -> np.ndarray:
+    """A near-duplicate: ``drop`` of the tokens (never the final EOS) removed at random."""
+    keep = rng.random(len(doc) - 1) >= drop
+    return np.concatenate([doc[:-1][keep], doc[-1:]])
+
+
+def planted(base: list[np.ndarray], extra: list[np.ndarray], share: float, seed: int) -> tuple[list, int]:
+    """Base documents plus ``extra`` ones (cycled) until they are ``share`` of all tokens, shuffled."""
+    total = sum(map(len, base))
+    want = share / (1 - share) * total
+    added, have, i = [], 0, 0
+    while have < want:
+        added.append(extra[i % len(extra)])
+        have, i = have + len(extra[i % len(extra)]), i + 1
+    return shuffled(base + added, seed), len(added)
+
+
+def removed_pages(run: Path, tokenizer_spec: str, eos: int, quality_only: bool = True) -> list[np.ndarray]:
+    """The pages the filter stage removed for quality (Delta table ``removed``, read as its Parquet files),
+    tokenized."""
+    import pyarrow.dataset as ds
+
+    from udfs.tokenize import load_tokenizer
+
+    table = ds.dataset(str(run / "tables" / "removed"), format="parquet").to_table(columns=["stage", "reason", "text"])
+    rows = zip(table["stage"].to_pylist(), table["reason"].to_pylist(), table["text"].to_pylist(), strict=True)
+    # quality removals only (boilerplate, spam, lists of links); language removals are another defect
+    texts = [t for s, r, t in rows if s == "filter" and t and t.strip()
+             and not (quality_only and any(x.startswith("lang.") for x in r or []))]
+    tok = load_tokenizer(tokenizer_spec).tokenizer
+    return [np.array([*e.ids, eos]) for e in tok.encode_batch(texts, add_special_tokens=False)]
+
+
+def source_blocks(run: Path) -> list[np.ndarray]:
+    """The train documents of ``shard.per_source_sets``, one source after another (sources sorted)."""
+    from udfs import megatron
+
+    m = json.loads((run / "shards" / "manifest.json").read_text())
+    docs: list[np.ndarray] = []
+    for _, info in sorted(m["sources"].items()):
+        for f in sorted(f["path"] for f in m["files"] if f["path"].startswith(info["path"] + "/")
+                        and f["path"].endswith(".idx")):
+            idx = megatron.decode_index((run / "shards" / f).read_bytes())
+            docs += megatron.split_bin(idx, (run / "shards" / f).with_suffix(".bin").read_bytes())
+    return [np.asarray(d) for d in docs]
+
+
+def alternate(groups: list[list[np.ndarray]], block_tokens: int) -> list[np.ndarray]:
+    """Documents of each group in blocks of about ``block_tokens`` tokens, the groups taking turns
+    (shards written source by source, then read in round-robin file order)."""
+    blocks: list[list[list[np.ndarray]]] = []
+    for docs in groups:
+        cut, cur, have = [], [], 0
+        for d in docs:
+            cur.append(d)
+            have += len(d)
+            if have >= block_tokens:
+                cut, cur, have = [*cut, cur], [], 0
+        blocks.append([*cut, cur] if cur else cut)
+    out: list[np.ndarray] = []
+    for i in range(max(map(len, blocks))):
+        for b in blocks:
+            if i < len(b):
+                out += b[i]
+    return out
+
+
+def gate_config(variants: list[Path], ref: Path, seed: int, **gate):
+    """The bench's gate config: the defaults, or the ``BENCH_GATE_*`` overrides, and base's validation as reference."""
+    from pipelines.core.config import load_config
+
+    over = [f"run.seed={seed}", f"gate.reference={ref}", "gate.validation=false", "gate.progress_s=60",
+            f"gate.variants={json.dumps([str(v) for v in variants])}"]
+    for env, key in (("BENCH_GATE_TOKENS", "tokens"), ("BENCH_GATE_SEEDS", "seeds")):
+        if os.environ.get(env):
+            over.append(f"gate.{key}={os.environ[env]}")
+    if os.environ.get("BENCH_GATE_MODEL"):
+        d, n_layers, heads = os.environ["BENCH_GATE_MODEL"].split(",")
+        over += [f"gate.model.d_model={d}", f"gate.model.n_layers={n_layers}", f"gate.model.n_heads={heads}"]
+    over += [f"gate.{k}={json.dumps(v)}" for k, v in gate.items()]
+    return load_config(["conf/default.yaml"], over)
+
+
+def verdict(result: dict, name: str) -> dict:
+    """The figures of one variant against base, on the reference text."""
+    c = result["comparisons"][name]["reference"]
+    p = result["proxy_comparisons"].get(name, {}).get("reference", {})
+    return {"verdict": c["verdict"], "mean_diff_bpb": c["mean"], "ci95": c["ci95"],
+            "min_detectable_bpb": c["min_detectable"], "proxy_verdict": p.get("verdict"),
+            "proxy_mean_diff_bpb": p.get("mean"), "wavy": {k: v["order_share"] for k, v in result["wavy"].items()},
+            "flagged": {k: v["flagged"] for k, v in result["wavy"].items()}}
+
+
+def reference_folder(run: Path, held: list[np.ndarray], out: Path) -> Path:
+    """Held-out text, one ``.txt`` file per document: base's validation split plus the ``held`` train
+    documents (which no variant trains on), decoded with the run's tokenizer."""
+    from pipelines.gate import shards
+    from udfs.tokenize import load_tokenizer
+
+    v = shards.open_variant(str(run))
+    tok = load_tokenizer(v.tokenizer["spec"]).tokenizer
+    out.mkdir(parents=True, exist_ok=True)
+    for i, d in enumerate([*shards.documents(v, "validation"), *held]):
+        (out / f"{i:05d}.txt").write_text(tok.decode([int(x) for x in d[:-1]]), "utf-8")
+    return out
+
+
+def split_held(docs: list[np.ndarray], every: int = 4) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(train documents, held-out documents): every ``every``-th document is held out."""
+    return [d for i, d in enumerate(docs) if i % every], [d for i, d in enumerate(docs) if not i % every]
+
+
+def key(doc: np.ndarray) -> bytes:
+    """A document's identity (its token bytes)."""
+    return np.asarray(doc, dtype="<u4").tobytes()
+
+
+def plain_jax_tokens_per_s(samples: np.ndarray, shape, sched, batch: int, seed: int) -> float:
+    """The same model and optimiser trained by a bare JAX loop (one jitted step, no progress, no loss fetch)."""
+    import jax
+    import optax
+
+    from pipelines.gate.model import init_params, token_nll
+    from pipelines.gate.train import optimizer
+
+    opt = optimizer(sched)
+
+    @jax.jit
+    def step(p, s, b):
+        loss, g = jax.value_and_grad(lambda q: token_nll(q, b[:, :-1], b[:, 1:], shape.n_heads).mean())(p)
+        u, s = opt.update(g, s, p)
+        return optax.apply_updates(p, u), s, loss
+
+    params = init_params(shape, seed)
+    state = opt.init(params)
+    data = jax.numpy.asarray(samples[: sched.steps * batch].reshape(sched.steps, batch, -1))
+    t0 = time.perf_counter()
+    for i in range(sched.steps):
+        params, state, _ = step(params, state, data[i])
+    jax.block_until_ready(params)
+    return sched.steps * batch * shape.seq_len / (time.perf_counter() - t0)
+
+
+def speed(base: Path, ref: Path) -> dict:
+    """Gate loop vs plain JAX loop on the same arrays (each compiled before timing), MFU, tokens/s per core."""
+    from pipelines.gate import runner, shards
+    from pipelines.gate import train as tr
+    from pipelines.gate.vocab import build
+
+    cfg = gate_config([base, base], ref, 0)
+    g = cfg.gate
+    v = shards.open_variant(str(base))
+    d = shards.draw(v, g.tokens, g.seq_len, 0)
+    vocab = build([d], int(v.tokenizer["vocab_size"]), g.vocab_size)
+    import jax
+
+    shape = runner.model_shape(g, vocab.size, jax.default_backend())
+    sched = tr.Schedule(g.lr, g.min_lr_ratio, g.warmup, g.weight_decay, tr.steps_for(len(d), g.batch_size))
+    x = vocab.map(d)
+    warm = tr.Schedule(g.lr, g.min_lr_ratio, g.warmup, g.weight_decay, 2)
+    tr.train(x, shape, warm, g.batch_size, 0)
+    plain_jax_tokens_per_s(x, shape, warm, g.batch_size, 0)
+    gate_tps, plain_tps = [], []
+    for rep in range(2):  # alternate, so a change in the machine's load hits both
+        gate_tps.append(tr.train(x, shape, sched, g.batch_size, rep, lambda *a: None, g.progress_s).tokens_per_s)
+        plain_tps.append(plain_jax_tokens_per_s(x, shape, sched, g.batch_size, rep))
+    rate = runner.matmul_rate()
+    tps = max(gate_tps)
+    cores = runner.cores()
+    return {"tokens": sched.steps * g.batch_size * g.seq_len, "model": shape.__dict__, "params": shape.params(),
+            "gate_tokens_per_s": gate_tps, "plain_jax_tokens_per_s": plain_tps, "cores": cores,
+            "tokens_per_s_per_core": tps / cores, "matmul_flops_per_s": rate,
+            "mfu": tps * shape.flops_per_token() / rate,
+            "overhead_vs_plain_jax": max(plain_tps) / tps,
+            "default_gate_minutes_estimate": (6 + 2) * 393_216 / tps / 60,
+            "load1": os.getloadavg()[0]}
+
+
+def measure(cases: list[str], work: Path) -> dict:
+    """Build the runs and variants, run each case's gates; returns every figure."""
+    from pipelines.gate import shards
+    from pipelines.gate.runner import run_gate
+
+    base, raw = work / "base", work / "raw"
+    if not (base / "shards" / "manifest.json").is_file():
+        chain(base)
+    v = shards.open_variant(str(base))
+    tk, eos = v.tokenizer, int(v.tokenizer["eos_id"])
+    docs, held = split_held([np.asarray(d) for d in shards.documents(v, "train")])
+    held_keys = {key(d) for d in held}
+    ref = reference_folder(base, held, work / "reference")
+    clean = write_variant(work / "variants" / "clean", shuffled(docs, 1), tk)
+    out: dict = {"base": {"train_documents": len(docs), "train_tokens": int(sum(map(len, docs))),
+                          "reference_documents": len(list(ref.glob("*.txt"))),
+                          "reference_tokens": int(sum(map(len, held))) + v.tokens("validation")}}
+    seed0 = 1000
+
+    def quiet(line: str) -> None:
+        return None
+
+    def gate(name: str, variant_docs: list[np.ndarray], seed: int = seed0, **kw) -> dict:
+        path = write_variant(work / "variants" / name, variant_docs, tk)
+        t0 = time.perf_counter()
+        r = run_gate(gate_config([clean, path], ref, seed, **kw), quiet)
+        return {**verdict(r, path.name), "seconds": round(time.perf_counter() - t0, 1),
+                "budget": r["budget"]["tokens_per_model"], "seeds": len(r["budget"]["seeds"]),
+                "model": {k: r["model"][k] for k in ("d_model", "n_layers", "n_heads", "params")}}
+
+    if "same" in cases:
+        sets = int(os.environ.get("BENCH_GATE_SETS", 10))
+        runs = [gate(f"same{k}", shuffled(docs, 7 + k), seed=seed0 + 10 * k, wavy=False) for k in range(sets)]
+        out["same"] = {"runs": runs, "false_alarms": sum(r["verdict"] != "no_difference" for r in runs),
+                       "proxy_false_alarms": sum(r["proxy_verdict"] != "no_difference" for r in runs)}
+    if "dup" in cases:
+        rng = np.random.default_rng(3)
+        copies = [near_copy(docs[i], rng) for i in rng.permutation(len(docs))]
+        out["dup"] = {f"{s:.0%}": gate(f"dup{int(s * 100)}", planted(docs, copies, s, 5)[0], wavy=False)
+                      for s in SHARES}
+    if "spam" in cases:
+        pages = removed_pages(base, tk["spec"], eos)
+        out["spam"] = {"removed_pages": len(pages), "removed_tokens": int(sum(map(len, pages)))}
+        out["spam"] |= {f"{s:.0%}": gate(f"spam{int(s * 100)}", planted(docs, pages, s, 6)[0], wavy=False)
+                        for s in SHARES}
+    if "wavy" in cases:
+        blocks = [d for d in source_blocks(base) if key(d) not in held_keys]
+        out["wavy"] = {"blocks": gate("blocks", blocks, ngram=False),
+                       "shuffled": gate("shuffled", shuffled(docs, 11), ngram=False)}
+    if "wavy_mixed" in cases:
+        # web pages and the pages the filter removed (language and quality), half the tokens each, in
+        # alternating blocks of BENCH_GATE_BLOCK_TOKENS, against the same documents shuffled
+        block = int(os.environ.get("BENCH_GATE_BLOCK_TOKENS", 16384))
+        pages = removed_pages(base, tk["spec"], eos, quality_only=False)
+        rng = np.random.default_rng(4)
+        pages = [pages[i] for i in rng.permutation(len(pages))]
+        total, cut = sum(map(len, docs)), 0
+        while cut < len(pages) and sum(map(len, pages[:cut])) < total:
+            cut += 1
+        mixed = alternate([docs, pages[:cut]], block)
+        out["wavy_mixed"] = {"block_tokens": block, "removed_pages": cut,
+                             "blocks": gate("mixed_blocks", mixed, ngram=False),
+                             "shuffled": gate("mixed_shuffled", shuffled(mixed, 12), ngram=False)}
+    if "raw" in cases:
+        if not (raw / "shards" / "manifest.json").is_file():
+            chain(raw, raw=True)
+        rv = shards.open_variant(str(raw))
+        # the raw run's documents that are held out as reference text (same tokens) are left out of it
+        raw_docs = [np.asarray(d) for d in shards.documents(rv, "train") if key(d) not in held_keys]
+        out["raw"] = gate("raw", raw_docs)
+        out["raw"]["raw_train_tokens"] = rv.tokens("train")
+    if "speed" in cases:
+        out["speed"] = speed(clean, ref)
+        out["goals"] = {"gate_overhead_vs_plain_jax": out["speed"]["overhead_vs_plain_jax"],
+                        "gate_mfu": out["speed"]["mfu"],
+                        "gate_default_minutes": out["speed"]["default_gate_minutes_estimate"]}
+    return out
+
+
+def run(n_docs: int = 0, seed: int = 0) -> dict:
+    """The ``make bench`` part (``n_docs`` and ``seed`` unused: the corpus is the shared web sample)."""
+    work = Path(os.environ.get("BENCH_GATE_WORK") or tempfile.mkdtemp(prefix="winnow-gate-"))
+    try:
+        return measure(os.environ.get("BENCH_GATE_CASES", "same,dup,spam,wavy,wavy_mixed,raw,speed").split(","), work)
+    finally:
+        if not os.environ.get("BENCH_GATE_WORK"):
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", default="same,dup,spam,wavy,wavy_mixed,raw,speed")
+    p.add_argument("--work", default=None, help="keep runs and variants here (reused when present)")
+    a = p.parse_args()
+    work = Path(a.work or tempfile.mkdtemp(prefix="winnow-gate-"))
+    print(json.dumps(measure(a.cases.split(","), work), indent=1, default=str))

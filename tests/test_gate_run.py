@@ -1,0 +1,94 @@
+"""A tiny end-to-end gate through jobs/gate.py (small model, few steps): outputs, determinism, bad inputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs.gate import main
+from tests.gate_shards import make_variant, random_docs
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = ["gate.tokens=1024", "gate.seq_len=16", "gate.batch_size=8", "gate.seeds=2", "gate.vocab_size=64",
+        "gate.model.d_model=32", "gate.model.n_layers=1", "gate.model.n_heads=2", "gate.eval_max_tokens=256",
+        "gate.progress_s=0", "gate.wavy_smooth_steps=3"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("gate")
+    make_variant(tmp / "base", random_docs(60, seed=1), validation=6)
+    make_variant(tmp / "other", random_docs(60, seed=2, high=300), validation=6)
+    evals = tmp / "quiz.jsonl"
+    evals.write_text("\n".join(json.dumps({"q": f"question {i} about the harbour", "choices": ["yes", "no"],
+                                           "answer": i % 2}) for i in range(4)) + "\n")
+    (tmp / "ref").mkdir()
+    (tmp / "ref" / "a.txt").write_text("The harbour froze in the eleventh winter.\n")
+    return tmp
+
+
+def args(tmp: Path, out: str, *more: str) -> list[str]:
+    sets = f"gate.eval_sets=[{{name: quiz, paths: [{tmp / 'quiz.jsonl'}], fields: [q], choices: choices, answer: answer}}]"
+    flags = [x for kv in [*TINY, sets, f"gate.reference={tmp / 'ref'}", *more] for x in ("--set", kv)]
+    return ["--variant", str(tmp / "base"), "--variant", str(tmp / "other"), "--out", str(tmp / out), *flags]
+
+
+def figures(path: Path) -> dict:
+    r = json.loads(path.read_text())
+    return {k: v for k, v in r.items() if k != "speed"}
+
+
+def test_tiny_gate_writes_every_figure_and_is_deterministic(runs, capsys):
+    assert main(args(runs, "g1")) == 0
+    out = capsys.readouterr().out
+    assert "[gate] base seed 1/2: step 8/8, loss" in out and "tokens/s" in out
+    assert "[gate] other vs base:" in out and "[gate] wrote" in out
+    r = json.loads((runs / "g1" / "gate.json").read_text())
+    sets = {s["name"] for s in r["eval_sets"]}
+    assert sets == {"eval:quiz", "validation:base", "validation:other", "reference"}
+    assert set(r["bits_per_byte"]["other"]) == sets and len(r["bits_per_byte"]["other"]["eval:quiz"]) == 2
+    assert r["accuracy"]["base"]["eval:quiz"][0] in (0.0, 0.25, 0.5, 0.75, 1.0)
+    c = r["comparisons"]["other"]
+    assert c["validation:other"]["ranked"] is False and c["validation:base"]["ranked"] is False
+    assert c["eval:quiz"]["ranked"] is True and c["eval:quiz"]["verdict"] in ("better", "worse", "no_difference")
+    assert r["budget"]["steps"] == 8 and len(r["loss_curves"]["base"]) == 2 and len(r["loss_curves"]["base"][0]) == 8
+    assert set(r["wavy"]) == {"base", "other"} and r["agreement"]["pairs"] == 4
+    assert r["vocab"]["compact_size"] == 64 and 0 < r["speed"]["mfu"]
+    assert "<svg" in (runs / "g1" / "gate.html").read_text() or "data:image" in (runs / "g1" / "gate.html").read_text()
+    assert main(args(runs, "g2")) == 0
+    assert figures(runs / "g1" / "gate.json") == figures(runs / "g2" / "gate.json")
+
+
+@pytest.mark.parametrize(("more", "message"), [
+    (["gate.tokens=100000"], "gate.tokens=100000: variant"),
+    (["gate.reference=/nonexistent/ref"], "gate.reference='/nonexistent/ref'"),
+])
+def test_bad_inputs_exit_1_with_one_line(runs, capsys, more, message):
+    assert main(args(runs, "bad", *more)) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_eval_set_without_text_names_the_key(runs, capsys):
+    (runs / "blank.jsonl").write_text('{"q": ""}\n')
+    bad = f"gate.eval_sets=[{{name: blank, paths: [{runs / 'blank.jsonl'}], fields: [q]}}]"
+    assert main([*args(runs, "bad"), "--set", bad]) == 1
+    err = capsys.readouterr().err
+    assert "gate.eval_sets" in err and "'blank'" in err and "no item with text" in err
+
+
+def test_variant_without_shards_exits_1_without_traceback(tmp_path):
+    r = subprocess.run([sys.executable, str(REPO / "jobs" / "gate.py"), "--variant", str(tmp_path),
+                        "--variant", str(tmp_path)], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 1 and "no manifest.json in" in r.stderr and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_bad_gate_config_exits_2_naming_the_key(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--set", "gate.order=random"])
+    assert e.value.code == 2 and "gate.order" in capsys.readouterr().err
