@@ -9,6 +9,7 @@ from pyspark.testing.utils import assertDataFrameEqual
 from pipelines.core import tables
 from pipelines.core.config import ConfigError
 from pipelines.passages import stage as passages_stage
+from pipelines.passages.hooks import report_section
 from pipelines.passages.inspect import sample_cut
 from pipelines.passages.transform import ACTION_COLUMN, SPANS_COLUMN, annotate, passages
 
@@ -161,3 +162,14 @@ def test_bad_configuration_names_the_key(make_cfg, override, fragment):
     extra = ["passages.near=false"] if override == "passages.exact=false" else []
     with pytest.raises(ConfigError, match=fragment):
         make_cfg("passages.enabled=true", override, *extra)
+
+
+def test_report_section_escapes_every_value():
+    part = {"by_source": [{"source": "<web>", "documents": 3, "documents_cut": 1, "documents_removed": 0,
+                           "units_removed": 2, "passages_removed": 0, "chars_removed": 40, "chars_in": 900}],
+            "top_units": [{"occurrences": 4, "first_seen_in": "d1", "excerpt": "<script>x</script> banner"}]}
+    html = report_section(part)
+    assert html.startswith("<h2>Repeated paragraphs and reused passages (passages)</h2>")
+    assert "&lt;web&gt;" in html and "&lt;script&gt;" in html and "<script>" not in html
+    assert "Most repeated units" in html
+    assert "Most repeated units" not in report_section({**part, "top_units": []})

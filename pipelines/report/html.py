@@ -277,21 +277,6 @@ def _pii(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     return _section("Personal data and secrets (pii; values are never stored, only hashed)", body)
 
 
-_PASSAGES_COLUMNS = ("source", "documents", "documents_cut", "documents_removed", "units_removed",
-                     "passages_removed", "chars_removed", "chars_in")
-
-
-def _passages(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
-    passages = stats.get("passages")
-    if not passages:
-        return None
-    body = table(passages["by_source"], list(_PASSAGES_COLUMNS), left=("source",))
-    if passages.get("top_units"):
-        body += "<h3>Most repeated units</h3>" + table(
-            passages["top_units"], ["occurrences", "first_seen_in", "excerpt"], left=("first_seen_in", "excerpt"))
-    return _section("Repeated paragraphs and reused passages (passages)", body)
-
-
 def _token_lengths(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     if not stats["token_lengths"]:
         return None
@@ -334,7 +319,7 @@ def _figures(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
 
 
 _PARTS = (_funnel, _stages, _removals, _filter_breakdown, _signals, _language_mix, _clusters, _refs, _contamination,
-          _pii, _passages, _token_lengths, _round_trip, _shards, _figures)
+          _pii, _token_lengths, _round_trip, _shards, _figures)
 """The page's sections in order; each returns its HTML, or None when the run has nothing for it."""
 
 

@@ -1,6 +1,5 @@
 """The report's parts drawn from one stage's table or file each: signal histograms, language mix,
-duplicate clusters, broken references, PII counts, repeated passages, token lengths, sampled removals,
-shard balance.
+duplicate clusters, broken references, PII counts, token lengths, sampled removals, shard balance.
 
 Each reads what exists under ``run.root`` and returns JSON-ready data for ``stats.json``
 (:func:`pipelines.report.stage.collect_stats`) and ``report.html`` (:mod:`pipelines.report.html`).
@@ -156,20 +155,6 @@ def pii_summary(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any] | None
         "documents": {r["pii_action"]: int(r["n"]) for r in sorted(actions, key=lambda r: r["pii_action"])},
         "dropped": [{"reason": r["reason"], "documents": int(r["n"])} for r in dropped],
     }
-
-
-def passages_summary(records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """What the passages stage cut, per source, and its most repeated units, from its completion record.
-
-    Args:
-        records: the stages' completion records (:func:`stage_records`).
-
-    Returns:
-        The passages record's ``extra``: ``{"by_source": [{source, documents, documents_cut,
-        documents_removed, units_removed, passages_removed, chars_removed, chars_in}], "top_units":
-        [{occurrences, first_seen_in, excerpt}]}``; None when the stage did not run (or was disabled).
-    """
-    return next((r["extra"] for r in records if r["stage"] == "passages" and r["extra"]), None)
 
 
 def token_lengths(spark: SparkSession, cfg: WinnowConfig) -> list[int]:

@@ -34,7 +34,6 @@ from pipelines.report.sections import (  # noqa: F401  (re-exported: callers loo
     cluster_sizes,
     find_key,
     language_mix,
-    passages_summary,
     pii_summary,
     read_manifest,
     samples,
@@ -237,7 +236,6 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
             spark, cfg, {r["key"]: int(r["documents"]) for r in totals.get("decontaminated", [])},
             removed_by_stage=None if removed is None else _rows_by_stage(removed)),
         "pii": pii_summary(spark, cfg),
-        "passages": passages_summary(records),
         "token_lengths": token_lengths(spark, cfg),
         "shards": _shard_part(manifest),
         "tokenizer_round_trip": {
