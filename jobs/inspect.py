@@ -27,7 +27,7 @@ def parser() -> argparse.ArgumentParser:
     p = base_parser("inspect.py", "Show sampled removed/kept documents with their signals, or one document's path")
     p.add_argument("--run", metavar="ROOT", help="the run root to inspect (same as --set run.root=ROOT)")
     p.add_argument("--stage", choices=STAGES, metavar="STAGE",
-                   help=f"stage to sample from; one of {list(STAGES)} (decontam: evaluation matches, spans marked; pii: documents with findings, marked; with --reason, its removals)")
+                   help=f"stage to sample from; one of {list(STAGES)} (decontam: evaluation matches, spans marked; pii: documents with findings, marked; passages: documents with text cut, the cuts marked; with --reason, its removals)")
     p.add_argument("--reason", help="reason id or family prefix, e.g. gopher_repetition or dedup.near")
     p.add_argument("--kept", action="store_true", help="sample documents the stage kept instead of removed")
     p.add_argument("-n", type=int, default=5, help="documents to show (default 5)")
@@ -55,8 +55,6 @@ def _show_path(prog: str, spark: Any, cfg: Any, doc_id: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print seeded samples of a stage's removed or kept documents, or one document's path; returns the exit status."""
-    from functools import partial
-
     from pipelines.core import hooks
     from pipelines.core.samples import printable
     from pipelines.core.session import get_spark
@@ -85,7 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(text)
             return 0
         own_sample = hooks.hook(args.stage, "inspect_sample")
-        rows = (own_sample or partial(inspect.sample, stage=args.stage))(spark, cfg, **options)
+        rows = own_sample(spark, cfg, **options) if own_sample is not None else None
+        if rows is None:  # no sample of its own, or none for these options: the generic one
+            own_sample = None
+            rows = inspect.sample(spark, cfg, args.stage, **options)
         if args.reason and not rows:
             # An empty sample reads as "nothing to see"; mostly it is a misspelt reason: offer the real ones.
             found = inspect.reason_counts(spark, cfg, args.stage)

@@ -164,7 +164,33 @@ def english_cases(rng: random.Random) -> list[tuple[str, str]]:
     # drawing from rng, so every other document (and the other files) stays byte-identical.
     for i, extra in PII_SENTENCES.items():
         docs[i] = ("prose_pii", docs[i][1] + " " + extra)
+    # Text that distinct pages share, for the passages stage, again without drawing from rng: a club
+    # footer paragraph (exact on most pages, lightly edited on two), and one passage reused mid-paragraph.
+    for k, i in enumerate(SHARED_FOOTER_DOCS):
+        footer = SHARED_FOOTER if k < len(SHARED_FOOTER_DOCS) - 2 else SHARED_FOOTER_EDITED[k % 2]
+        docs[i] = ("prose_shared", docs[i][1] + "\n\n" + footer)
+    for i in REUSED_PASSAGE_DOCS:
+        paras = docs[i][1].split("\n\n")
+        paras[0] = paras[0] + " " + REUSED_PASSAGE
+        docs[i] = ("prose_shared", "\n\n".join(paras))
     return docs
+
+
+SHARED_FOOTER = ("About this page: the articles here are written by members of the Riverside Hobby Club, who meet "
+                 "every second Tuesday, and you may share them if you name the author.")
+SHARED_FOOTER_EDITED = (SHARED_FOOTER.replace("name the author.", "name the author too."),
+                        SHARED_FOOTER.replace("About this page:", "About this page -").replace("Club,", "Club"))
+SHARED_FOOTER_DOCS = (40, 47, 54, 61, 68, 75, 82, 89)
+"""Prose documents ending with the club footer: the first copy is kept, later ones are cut (the last
+two are near copies: one word added at the end; punctuation changed)."""
+REUSED_PASSAGE = (
+    "The rules of the allotment committee say that every plot holder keeps the shared paths clear, takes "
+    "green waste to the compost bays rather than the car park, waters only in the early morning or the "
+    "evening during a dry spell, and brings any dispute about boundaries to the committee before the "
+    "autumn meeting, where the minutes are read aloud and the next year's fees are agreed by a show of hands."
+)
+"""About 75 words inserted at the end of the first paragraph of two documents (ExactSubstr-style reuse)."""
+REUSED_PASSAGE_DOCS = (100, 130)
 
 
 PII_SENTENCES = {

@@ -47,7 +47,7 @@ def test_missing_columns_are_named(spark, make_cfg):
 def test_run_accounting_reasons_and_decide_only(spark, make_cfg):
     cfg = make_cfg()
     docs = _docs(spark, [GOOD, SHORT, FRENCH, ""])
-    tables.write_table(docs, cfg, "deduped")
+    tables.write_table(docs, cfg, tables.stage_input_table(cfg, "filter"))
     report = fs.run(spark, cfg)
     assert (report.rows_in, report.rows_out, report.n_removed) == (4, 1, 3)
     report.check()
@@ -127,7 +127,7 @@ def test_rule_thresholds_just_inside_and_outside(spark, make_cfg):
 
 def test_disabled_stage_passes_documents_through(spark, make_cfg):
     cfg = make_cfg("filter.enabled=false")
-    tables.write_table(_docs(spark, [SHORT, FRENCH]), cfg, "deduped")
+    tables.write_table(_docs(spark, [SHORT, FRENCH]), cfg, tables.stage_input_table(cfg, "filter"))
     report = fs.run(spark, cfg)
     assert (report.rows_in, report.rows_out, report.n_removed) == (2, 2, 0)
 

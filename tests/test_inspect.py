@@ -74,6 +74,7 @@ def test_doc_path_through_every_stage(run_root, capsys):
     assert capsys.readouterr().out.splitlines() == [
         "ingest    kept     documents",
         "dedup     not run  no deduped table",
+        "passages  not run  no passages_deduped table",
         "filter    removed  gopher_quality.word_count",
         *(f"{s.name:<9} not run  no {s.main_table} table" for s in later),
     ]

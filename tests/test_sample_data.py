@@ -28,14 +28,14 @@ def test_every_prose_document_passes_the_filter_and_each_deliberate_case_fails_a
         got[case] = (got[case] or set()) | {frozenset(reasons)}
     # table_present (a markdown pipe table) is dropped since the filter's spaCy-like word split counts each
     # `|` as a non-alphabetic word (gopher_quality.alpha_words), as datatrove does.
-    kept = {"prose", "prose_pii", "exact_dup", "near_dup", "prose_with_banner", "very_long", "table_stripped",
+    kept = {"prose", "prose_pii", "prose_shared", "exact_dup", "near_dup", "prose_with_banner", "very_long", "table_stripped",
             "figure_missing", "eos_literal"}
     assert {c for c, r in got.items() if r == {frozenset()}} == kept
     assert got["lorem_ipsum"] == {frozenset({"c4.lorem_ipsum"})}
     assert "gopher_repetition.dup_line_frac" in next(iter(got["shop_page"]))
     assert "gopher_quality.symbol_word_ratio" in next(iter(got["hashtags"]))
     assert all("gopher_quality.word_count" in r for r in got["boilerplate"] | got["very_short"])
-    assert sum(len(t.split()) for c, t in cases if c == "prose") > 80_000
+    assert sum(len(t.split()) for c, t in cases if c in ("prose", "prose_shared")) > 80_000
     assert min(len(t.split()) for c, t in cases if c == "prose") >= 80
 
 

@@ -343,16 +343,30 @@ def doc_hashes(
             all_grams.append(g[keep])
             all_first.append(f[keep])
     grams = np.concatenate(all_grams)
-    doc_of = word_docs(offsets)[np.concatenate(all_first)]
-    # distinct (doc, hash) pairs, grouped by doc: sort by (doc, hash)
-    order = np.lexsort((grams, doc_of))
-    grams, doc_of = grams[order], doc_of[order]
-    if grams.size:
-        keep = np.ones(grams.size, dtype=bool)
-        keep[1:] = (grams[1:] != grams[:-1]) | (doc_of[1:] != doc_of[:-1])
-        grams, doc_of = grams[keep], doc_of[keep]
-    list_offsets = np.searchsorted(doc_of, np.arange(len(values) + 1), side="left").astype(np.int32)
-    return pa.ListArray.from_arrays(pa.array(list_offsets), pa.array(grams.view(np.int64)))
+    return distinct_lists(grams, word_docs(offsets)[np.concatenate(all_first)], len(values))
+
+
+def distinct_lists(values: np.ndarray, rows: np.ndarray, n_rows: int) -> pa.ListArray:
+    """Group uint64 ``values`` by ``rows`` into one sorted list of distinct values per row.
+
+    Args:
+        values: uint64 (or int64) hashes [N].
+        rows: int64 row index of each value [N], each in ``[0, n_rows)``.
+        n_rows: number of lists to return.
+
+    Returns:
+        list<int64> [n_rows] (values reinterpreted as signed, Spark's bigint), sorted as unsigned;
+        a row without values gets an empty list.
+    """
+    values = np.asarray(values).view(np.uint64)
+    order = np.lexsort((values, rows))
+    values, rows = values[order], rows[order]
+    if values.size:
+        keep = np.ones(values.size, dtype=bool)
+        keep[1:] = (values[1:] != values[:-1]) | (rows[1:] != rows[:-1])
+        values, rows = values[keep], rows[keep]
+    list_offsets = np.searchsorted(rows, np.arange(n_rows + 1), side="left").astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(list_offsets), pa.array(values.view(np.int64)))
 
 
 def cut_spans(

@@ -90,7 +90,10 @@ CHAIN: tuple[Stage, ...] = (
                   "normalised documents; bad ones quarantined"),
     Stage("dedup", input="documents", outputs=("deduped", "dup_clusters", "dedup_bands"), removes=True,
           summary="exact (MD5) and near (MinHash-LSH + connected components) duplicates removed"),
-    Stage("filter", input="deduped", outputs=("filtered",), removes=True,
+    Stage("passages", input="deduped", outputs=("passages_deduped",), removes=True,
+          summary="repeated paragraphs (exact and BFF-style near) and reused passages cut across documents"),
+    # PREVIOUS: passages_deduped when the passages stage is configured, else deduped.
+    Stage("filter", input=PREVIOUS, outputs=("filtered",), removes=True,
           summary="Gopher/C4/FineWeb quality rules and fastText language ID"),
     Stage("refs", input="filtered", outputs=("refs_checked",), removes=True,
           summary="dangling Table/Figure references flagged or removed"),
@@ -165,7 +168,7 @@ def document_tables_before(name: str, stages: Iterable[str] = STAGES) -> list[st
     """Main tables holding document text written by the stages of ``stages`` before ``name``, in order.
 
     >>> document_tables_before("tokenize")
-    ['documents', 'deduped', 'filtered', 'refs_checked', 'decontaminated', 'pii_redacted']
+    ['documents', 'deduped', 'passages_deduped', 'filtered', 'refs_checked', 'decontaminated', 'pii_redacted']
     >>> document_tables_before("tokenize", ["ingest", "filter", "shard"])
     ['documents', 'filtered']
     """

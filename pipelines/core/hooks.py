@@ -21,7 +21,8 @@ nothing. The hooks a stage may define:
     Configuration errors the stage finds only once Spark runs (the jobs exit 2 on them).
 ``inspect_view(spark, cfg, *, reason, kept, n, text_chars) -> str | None`` and ``inspect_sample(...)``
     What ``jobs/inspect.py --stage <stage>`` shows when the stage has its own view (a whole text) or its
-    own sample (rows); ``INSPECT_WHAT`` names what that sample holds.
+    own sample (rows); ``INSPECT_WHAT`` names what that sample holds. Either returns None for options
+    it has no view of its own for (the generic sample is shown).
 ``EMPTY_HINT: str``
     What to change when the stage kept no document, for the closing line of the run
     (:mod:`pipelines.core.outcome`).

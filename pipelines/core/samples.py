@@ -1,5 +1,6 @@
 """Seeded samples of documents, shared by the report and ``jobs/inspect.py``: the sample order, the
-signals shown for a sampled row, text cut to head and tail, and text made safe to print.
+signals shown for a sampled row, text cut to head and tail, excerpts around ``⟦...⟧`` marks, and text
+made safe to print.
 
 Samples are ordered by a keyed hash of ``(run.seed, doc_id)``, so the same documents come out whatever
 the partitioning.
@@ -73,3 +74,24 @@ def truncate(text: str, limit: int) -> str:
     tail = max(0, limit - head)
     cut = len(text) - head - tail
     return f"{text[:head]} … [{cut} chars cut] … {text[len(text) - tail:] if tail else ''}".rstrip()
+
+
+def excerpt_around_marks(marked: str, limit: int) -> str:
+    """``marked`` when at most ``limit`` characters, else windows of context around each ``⟦...⟧`` mark.
+
+    >>> excerpt_around_marks("a" * 50 + "⟦email #01234567⟧" + "b" * 50, 60)
+    '… aaaaaaaaaaaaaaaaaaaaa⟦email #01234567⟧bbbbbbbbbbbbbbbbbbbbb …'
+    """
+    marks = [m.span() for m in re.finditer("⟦[^⟧]*⟧", marked)]
+    if len(marked) <= limit or not marks:
+        return truncate(marked, limit)
+    ctx = max(10, (limit - sum(e - s for s, e in marks)) // (2 * len(marks)))
+    windows: list[list[int]] = []
+    for s, e in marks:
+        a, b = max(0, s - ctx), min(len(marked), e + ctx)
+        if windows and a <= windows[-1][1]:
+            windows[-1][1] = b
+        else:
+            windows.append([a, b])
+    out = " … ".join(marked[a:b] for a, b in windows)
+    return ("… " if windows[0][0] else "") + out + (" …" if windows[-1][1] < len(marked) else "")

@@ -82,7 +82,7 @@ def _delta_ident(spark: SparkSession, path: str) -> str:
 
 def previous_document_table(cfg: WinnowConfig, stage: str, forced: str | None = None,
                             spark: SparkSession | None = None) -> str:
-    """The table a stage declared with ``input=PREVIOUS`` reads (tokenize, pii).
+    """The table a stage declared with ``input=PREVIOUS`` reads (filter, pii, tokenize).
 
     ``forced`` (the stage's ``input_table`` setting) wins; else the last stage before ``stage`` in
     ``pipeline.stages`` that writes a document table decides
@@ -108,8 +108,8 @@ def previous_document_table(cfg: WinnowConfig, stage: str, forced: str | None = 
 
 def stage_input_table(cfg: WinnowConfig, stage: str, spark: SparkSession | None = None) -> str | None:
     """The table ``stage`` reads: its declared input (None: ingest, and the report, which reads every
-    table), or for a stage declared with ``input=PREVIOUS`` (pii, tokenize) its ``input_table`` setting,
-    else :func:`previous_document_table`."""
+    table), or for a stage declared with ``input=PREVIOUS`` (filter, pii, tokenize) its ``input_table``
+    setting, else :func:`previous_document_table`."""
     declared = chain_stage(stage).input
     if declared != PREVIOUS:
         return declared

@@ -1,4 +1,5 @@
-"""The filter stage: quality rules, language ID and the quality classifier, ``deduped`` -> ``filtered``.
+"""The filter stage: quality rules, language ID and the quality classifier, ``passages_deduped`` (or
+``deduped``) -> ``filtered``.
 
 Exports (loaded on first use, :mod:`pipelines.core.lazy`):
 :func:`run`, :func:`filter_documents`, :func:`decide`, :func:`compute_signals`.

@@ -1,7 +1,8 @@
 """Filter stage: quality signals, language ID and quality score as columns; keep/drop decided from config.
 
-``deduped`` -> ``filtered`` (kept documents with every signal column and ``filter_flags``) + ``removed``
-rows with ``stage='filter'`` and every failing ``drop`` rule in ``reason``.
+``passages_deduped`` (or ``deduped`` without the passages stage) -> ``filtered`` (kept documents with every
+signal column and ``filter_flags``) + ``removed`` rows with ``stage='filter'`` and every failing ``drop``
+rule in ``reason``.
 
 Two steps, kept apart so thresholds can be re-tuned without recomputing anything
 (``jobs/filter.py --decide-only`` reruns only :func:`decide` on the stored signals):
@@ -52,7 +53,6 @@ from pipelines.filter.signals import (  # noqa: F401  (re-exported: callers use 
     signal_settings,
 )
 
-INPUT_TABLE = chain.stage(STAGE).input
 OUTPUT_TABLE = chain.stage(STAGE).main_table
 DECISION_COLUMNS: tuple[str, ...] = ("filter_reasons", "filter_flags")
 OUTPUT_COLUMNS: tuple[str, ...] = (*SIGNAL_COLUMNS, "filter_flags")
@@ -232,7 +232,8 @@ def _breakdown(grouped: list[Any]) -> dict[str, Any]:
 
 
 def run(spark: SparkSession, cfg: WinnowConfig, decide_only: bool = False) -> StageReport:
-    """Read ``deduped``, compute signals, decide, write ``filtered`` and this stage's ``removed`` rows.
+    """Read the last document table before it (``passages_deduped`` or ``deduped``), compute signals,
+    decide, write ``filtered`` and this stage's ``removed`` rows.
 
     Args:
         decide_only: re-decide from the signals stored by an earlier full run (``filtered`` plus this
@@ -260,7 +261,7 @@ def run(spark: SparkSession, cfg: WinnowConfig, decide_only: bool = False) -> St
         signals = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         return _write(spark, cfg, decide(signals, cfg.filter), base_cols, "decide_only")
 
-    df = tables.read_table(spark, cfg, INPUT_TABLE)
+    df = tables.read_table(spark, cfg, tables.stage_input_table(cfg, STAGE, spark))
     base_cols = list(df.columns)
     if not cfg.filter.enabled:
         # Pass through unchanged: signal columns stay null, no rule runs.

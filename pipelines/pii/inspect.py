@@ -3,7 +3,6 @@ the hash of its value, never the value."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -11,7 +10,7 @@ from pyspark.sql import functions as F
 
 from pipelines.core import tables
 from pipelines.core.config import WinnowConfig
-from pipelines.core.samples import reason_matches, seeded_order, truncate
+from pipelines.core.samples import excerpt_around_marks, reason_matches, seeded_order
 
 
 def mark_pii(text: str, spans: list[dict[str, Any]], replaced: dict[str, str]) -> str:
@@ -34,27 +33,6 @@ def mark_pii(text: str, spans: list[dict[str, Any]], replaced: dict[str, str]) -
         pos, shift = at + stored, shift + stored - width
     out.append(text[pos:])
     return "".join(out)
-
-
-def excerpt_around_marks(marked: str, limit: int) -> str:
-    """``marked`` when at most ``limit`` characters, else windows of context around each ``⟦...⟧`` mark.
-
-    >>> excerpt_around_marks("a" * 50 + "⟦email #01234567⟧" + "b" * 50, 60)
-    '… aaaaaaaaaaaaaaaaaaaaa⟦email #01234567⟧bbbbbbbbbbbbbbbbbbbbb …'
-    """
-    marks = [m.span() for m in re.finditer("⟦[^⟧]*⟧", marked)]
-    if len(marked) <= limit or not marks:
-        return truncate(marked, limit)
-    ctx = max(10, (limit - sum(e - s for s, e in marks)) // (2 * len(marks)))
-    windows: list[list[int]] = []
-    for s, e in marks:
-        a, b = max(0, s - ctx), min(len(marked), e + ctx)
-        if windows and a <= windows[-1][1]:
-            windows[-1][1] = b
-        else:
-            windows.append([a, b])
-    out = " … ".join(marked[a:b] for a, b in windows)
-    return ("… " if windows[0][0] else "") + out + (" …" if windows[-1][1] < len(marked) else "")
 
 
 def sample_pii(

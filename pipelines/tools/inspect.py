@@ -18,7 +18,6 @@ from pipelines.core.config import WinnowConfig
 from pipelines.core.samples import printable, reason_matches, row_signals, seeded_order, truncate
 from pipelines.core.tables import read_if_exists
 from pipelines.pii.inspect import (  # noqa: F401  (re-exported: callers use pipelines.tools.inspect)
-    excerpt_around_marks,
     mark_pii,
     sample_pii,
 )

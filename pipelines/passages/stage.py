@@ -1,0 +1,121 @@
+"""``run(spark, cfg)`` of the passages stage: read ``deduped``, cut, write, count."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines.core import chain, tables
+from pipelines.core.config import WinnowConfig
+from pipelines.core.runner import StageReport
+from pipelines.passages.transform import ACTION_COLUMN, SPANS_COLUMN, STAGE, annotate
+
+OUTPUT_TABLE = chain.stage(STAGE).main_table
+EXCERPT_CHARS = 200
+"""Characters of each most-repeated unit shown in the report."""
+
+_UNITS = f"size(filter({SPANS_COLUMN}, s -> s.kind != 'span'))"
+_SPANS = f"size(filter({SPANS_COLUMN}, s -> s.kind = 'span'))"
+_CHARS = f"aggregate({SPANS_COLUMN}, 0L, (acc, s) -> acc + s.end - s.start)"
+
+
+_COUNTS = ("documents", "units_removed", "passages_removed", "chars_removed", "chars_in")
+
+
+def _counts(ann: DataFrame) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """One aggregation by source and action: per source documents read, cut, removed whole, units,
+    passages and characters cut, characters read; and documents per action."""
+    source = F.coalesce(F.col("source"), F.lit("")) if "source" in ann.columns else F.lit("")
+    rows = ann.groupBy(source.alias("source"), F.col(ACTION_COLUMN).alias("action")).agg(
+        F.count(F.lit(1)).alias("documents"),
+        F.sum(F.coalesce(F.expr(_UNITS), F.lit(0))).alias("units_removed"),
+        F.sum(F.coalesce(F.expr(_SPANS), F.lit(0))).alias("passages_removed"),
+        F.sum(F.coalesce(F.expr(_CHARS), F.lit(0))).alias("chars_removed"),
+        F.sum(F.length("_input_text")).alias("chars_in"),
+    ).collect()
+    by_source: dict[str, dict[str, Any]] = {}
+    actions: dict[str, int] = {}
+    for r in rows:
+        zero = {"source": r["source"], **dict.fromkeys(("documents_cut", "documents_removed", *_COUNTS), 0)}
+        s = by_source.setdefault(r["source"], zero)
+        for k in _COUNTS:
+            s[k] += int(r[k] or 0)
+        if r["action"] == "cut":
+            s["documents_cut"] += int(r["documents"])
+        elif r["action"].startswith(f"{STAGE}."):
+            s["documents_removed"] += int(r["documents"])
+        actions[r["action"]] = actions.get(r["action"], 0) + int(r["documents"])
+    return [by_source[k] for k in sorted(by_source)], actions
+
+
+def _top_units(counts: DataFrame, paras: DataFrame, docs: DataFrame, k: int) -> list[dict[str, Any]]:
+    """The ``k`` most repeated units: occurrences, where first seen, an excerpt (count desc, then key)."""
+    if k == 0:
+        return []
+    top = counts.orderBy(F.col("n").desc(), "key").limit(k)
+    where = paras.select("doc_id", "idx", "start", "end")
+    rows = (
+        top.select("key", "n", F.col("first.doc_id").alias("doc_id"), F.col("first.idx").alias("idx"))
+        .join(where, ["doc_id", "idx"]).join(docs.select("doc_id", "text"), "doc_id")
+        .select("n", "doc_id", "key",
+                F.expr(f"substring(text, start + 1, least(`end` - start, {EXCERPT_CHARS}))").alias("excerpt"))
+        .orderBy(F.col("n").desc(), "key").collect()
+    )
+    return [{"occurrences": int(r["n"]), "first_seen_in": r["doc_id"], "excerpt": r["excerpt"]} for r in rows]
+
+
+def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
+    """Read ``deduped``, cut repeated units and passages, write ``passages_deduped`` and ``removed``.
+
+    With ``passages.enabled=false`` the input is written unchanged (the chain after it reads this table).
+
+    Returns:
+        StageReport with documents removed by reason, ``notes`` ``{"cut": documents cut and kept}``, and
+        in ``extra``: ``by_source`` (documents, documents_cut, documents_removed, units_removed,
+        passages_removed, chars_removed, chars_in per source) and ``top_units`` (occurrences,
+        first_seen_in, excerpt of the most repeated units).
+    """
+    c = cfg.passages
+    docs = tables.read_table(spark, cfg, chain.stage(STAGE).input)
+    report = StageReport(STAGE)
+    if not c.enabled:
+        report.rows_in = report.rows_out = docs.count()
+        empty = docs.limit(0).withColumn("reason", F.array().cast("array<string>")).withColumn(
+            "duplicate_of", F.lit(None).cast("string"))
+        report.outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: docs}, removed=empty,
+                                        properties={STAGE: {"enabled": False}})
+        return report
+
+    docs = docs.persist(tables.TEXT_CACHE)
+    cached: list[DataFrame] = [docs]
+    parts: dict[str, DataFrame] = {}
+    ann = annotate(docs, c, cached, parts).persist(tables.TEXT_CACHE)
+    cached.append(ann)
+    by_source, actions = _counts(ann)
+    report.rows_in = sum(actions.values())
+    report.rows_out = actions.get("keep", 0) + actions.get("cut", 0)
+    report.removed = {k: v for k, v in sorted(actions.items()) if k.startswith(f"{STAGE}.")}
+    report.notes = {"cut": actions.get("cut", 0)}
+
+    kept = ann.where(F.col(ACTION_COLUMN).isin("keep", "cut")).select(*docs.columns, SPANS_COLUMN)
+    original = {name: F.col(name) for name in docs.columns}
+    original["text"] = F.col("_input_text")
+    if "n_chars" in original:
+        original["n_chars"] = F.length("_input_text").cast("int")
+    if "n_bytes" in original:
+        original["n_bytes"] = F.octet_length("_input_text").cast("int")
+    removed = ann.where(F.col(ACTION_COLUMN).startswith(f"{STAGE}.")).select(
+        *(v.alias(k) for k, v in original.items()), SPANS_COLUMN, F.array(ACTION_COLUMN).alias("reason"),
+        F.col(SPANS_COLUMN)[0]["first_seen_in"].alias("duplicate_of"))
+    props = {"unit": c.unit, "exact": c.exact, "near": c.near, "spans": c.spans, "ngram_size": c.ngram_size,
+             "overlap": c.overlap, "doc_overlap": c.doc_overlap, "min_chars_after": c.min_chars_after}
+    report.outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=removed,
+                                    properties=props)
+    report.extra = {"by_source": by_source,
+                    "top_units": _top_units(parts["key_counts"], parts["paragraphs"], docs, c.top_paragraphs)}
+    for df in cached:
+        df.unpersist()
+    return report
+

@@ -1,0 +1,94 @@
+"""udfs/paragraphs.py: units and their code-point offsets, exact keys, n-gram hashes, removals (no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from udfs import paragraphs as P
+
+
+@pytest.mark.parametrize(("text", "unit", "expected"), [
+    ("", "line", []),
+    (None, "line", []),
+    (" \n\t\n ", "line", []),
+    ("a\nb\r\n\n c ", "line", ["a", "b", "c"]),
+    ("a\nb\n\n \n c\n", "blank_line", ["a\nb", "c"]),
+    ("Dr. Who? Yes. ok\nNext line", "sentence", ["Dr.", "Who?", "Yes.", "ok", "Next line"]),
+])
+def test_units_are_trimmed_non_empty_and_in_order(text, unit, expected):
+    spans = P.split(text, unit)
+    assert [text[a:b] for a, b in spans] == expected
+    assert all(a < b for a, b in spans) and spans == sorted(spans)
+
+
+def test_offsets_are_code_points_beyond_the_bmp():
+    text = "😀 emoji line\n日本語の段落\né"
+    spans = P.split(text)
+    assert [text[a:b] for a, b in spans] == ["😀 emoji line", "日本語の段落", "é"]
+    assert spans[1] == (13, 19)  # one code point per character, the emoji included
+
+
+def test_unknown_unit_names_the_allowed_ones():
+    with pytest.raises(ValueError, match=r"unit 'para' unknown; allowed: \['line', 'blank_line', 'sentence'\]"):
+        P.split("x", "para")
+
+
+def test_exact_key_collapses_whitespace_only_when_asked():
+    assert P.exact_key("a  b") == P.exact_key("a b")
+    assert P.exact_key("a  b", "text") != P.exact_key("a b", "text")
+    assert len(P.exact_key("")) == 16
+
+
+def _batch(texts, **kw):
+    args = {"unit": "line", "min_words": 3, "ngram_size": 4, **kw}
+    return P.paragraph_batch([f"d{i}" for i in range(len(texts))], texts, **args).to_pylist()
+
+
+def test_paragraph_rows_skip_short_units_but_keep_their_index():
+    rows = _batch(["Menu\none two three four five\nHome", None, ""])
+    assert [(r["doc_id"], r["idx"], r["start"], r["end"], r["cut_end"], r["n_words"]) for r in rows] == [
+        ("d0", 1, 5, 28, 29, 5)]
+    assert len(rows[0]["grams"]) == 2  # two distinct 4-grams of five words
+
+
+def test_edits_in_case_and_punctuation_keep_the_grams():
+    a, b = _batch(["The quick brown fox jumps.", "the QUICK, brown fox -- jumps"])
+    assert a["grams"] == b["grams"] and a["key"] != b["key"]
+
+
+def test_a_unit_shorter_than_the_ngram_is_one_gram_of_all_its_words():
+    rows = _batch(["one two three", "one two three", "one two three four"])
+    assert len(rows[0]["grams"]) == 1 and rows[0]["grams"] == rows[1]["grams"]
+    assert rows[2]["grams"] != rows[0]["grams"]
+
+
+def test_repeated_grams_count_once_per_unit():
+    (row,) = _batch(["a b c d a b c d a b c d"])
+    assert len(row["grams"]) == 4 and row["grams"] == sorted(row["grams"], key=lambda g: g % 2**64)
+
+
+def test_exact_only_batches_have_empty_gram_lists():
+    assert _batch(["one two three four"], grams=False)[0]["grams"] == []
+
+
+def test_windows_and_their_spans():
+    text = "Alpha beta, gamma delta epsilon."
+    rows = P.window_batch(["x", "y"], [text, "too short"], 3).to_pylist()
+    assert [(r["doc_id"], r["pos"]) for r in rows] == [("x", 0), ("x", 1), ("x", 2)]
+    assert P.window_spans(text, [0, 1], 3) == [(0, 23)]
+    assert P.window_spans(text, [0, 2], 2) == [(0, 10), (12, 23)]
+    assert P.window_spans(text, [0, 2], 1) == [(0, 5), (12, 17)]
+    assert P.window_spans(text, [], 3) == [] and P.window_spans(text, [5], 3) == []
+
+
+def test_removals_rebuild_the_text_exactly():
+    text = "Banner\nKeep me.\nBanner\n\nKeep too.\nBanner\n"
+    spans = [(a, c) for a, _, c in [(0, 6, 7), (16, 22, 24)]]
+    new, done = P.apply_removals(text, spans)
+    assert new == "Keep me.\nKeep too.\nBanner\n"
+    assert done == spans
+    new, done = P.apply_removals(text, [*spans, (34, len(text))])
+    assert new == "Keep me.\nKeep too." and done[-1] == (33, len(text))
+    kept = [(b, a) for (_, b), (a, _) in zip([(0, 0), *done], [*done, (len(text), 0)], strict=True)]
+    assert "".join(text[a:b] for a, b in kept) == new
+    assert P.apply_removals("all gone", [(0, 8)]) == ("", [(0, 8)])

@@ -1,0 +1,308 @@
+"""Passage-dedup kernels: paragraphs with code-point offsets, their exact keys and word n-gram hashes.
+
+Pure functions over strings and Arrow batches, no Spark (the passages stage runs them per batch).
+
+**Units** (``passages.unit``), all found on the *input* text; offsets are code points (Python ``str``
+indices, Spark's ``length``), end exclusive, each unit trimmed of surrounding whitespace and never empty:
+
+* ``line``: every line (text between ``\\n``), as dolma's paragraph dedup and DCLM's BFF split;
+* ``blank_line``: runs of lines separated by one or more blank (whitespace-only) lines, the paragraphs
+  of text extracted with blank lines between blocks;
+* ``sentence``: each line cut after ``.``, ``!``, ``?`` or ``…`` followed by whitespace (datatrove's
+  sentence dedup splits sentences; this is a tokenizer-free approximation).
+
+**Exact key**: MD5 (128 bits, as the dedup stage's document key) of the unit's UTF-8 text, or of its
+whitespace-collapsed form. **Words and n-grams**: the normalised words and 64-bit word n-gram hashes of
+:mod:`udfs.decontam` (NFKC, lowercase, every non-letter/mark/number a break), so case, punctuation and
+spacing edits do not hide a repeat. A unit with fewer words than the n-gram size has one "n-gram": the
+hash of all its words (BFF's rule for paragraphs between its minimum and maximum n-gram size).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from udfs.decontam import distinct_lists, ngram_windows, word_docs, word_hashes
+
+UNITS: tuple[str, ...] = ("line", "blank_line", "sentence")
+"""Allowed values of ``passages.unit``."""
+
+KEYS: tuple[str, ...] = ("text", "collapsed_whitespace")
+"""Allowed values of ``passages.exact_key`` (the dedup stage's ``exact_key`` values)."""
+
+_SEPARATORS = {"line": re.compile(r"\n"), "blank_line": re.compile(r"\n[^\S\n]*\n(?:[^\S\n]*\n)*")}
+_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])\s+")
+
+PARAGRAPH_SCHEMA = pa.schema([
+    ("doc_id", pa.string()), ("idx", pa.int32()), ("start", pa.int32()), ("end", pa.int32()),
+    ("cut_end", pa.int32()), ("n_words", pa.int32()), ("key", pa.binary()), ("grams", pa.list_(pa.int64())),
+])
+"""Rows of :func:`paragraph_batch`: one per unit of at least ``min_words`` words."""
+
+
+def _trimmed(text: str, a: int, b: int) -> tuple[int, int] | None:
+    piece = text[a:b]
+    stripped = piece.strip()
+    if not stripped:
+        return None
+    lead = len(piece) - len(piece.lstrip())
+    return a + lead, a + lead + len(stripped)
+
+
+def _pieces(text: str, sep: re.Pattern[str], lo: int = 0, hi: int | None = None) -> list[tuple[int, int]]:
+    hi = len(text) if hi is None else hi
+    out, pos = [], lo
+    for m in sep.finditer(text, lo, hi):
+        span = _trimmed(text, pos, m.start())
+        if span:
+            out.append(span)
+        pos = m.end()
+    span = _trimmed(text, pos, hi)
+    if span:
+        out.append(span)
+    return out
+
+
+def split(text: str | None, unit: str = "line") -> list[tuple[int, int]]:
+    """The units of ``text``: trimmed, non-empty ``(start, end)`` code-point spans in text order.
+
+    Args:
+        text: a document (None and whitespace-only text have no units).
+        unit: one of :data:`UNITS` (see the module doc).
+
+    Returns:
+        ``[(start, end), ...]``, end exclusive, ascending and disjoint.
+
+    Raises:
+        ValueError: ``unit`` is not one of :data:`UNITS`.
+
+    >>> split("Hello there.\\n\\n  Cookie banner. \\nAgain")
+    [(0, 12), (16, 30), (32, 37)]
+    >>> split("Hello there.\\n\\n  Cookie banner. \\nAgain", "blank_line")
+    [(0, 12), (16, 37)]
+    >>> split("One. Two!  Three", "sentence")
+    [(0, 4), (5, 9), (11, 16)]
+    """
+    if unit not in UNITS:
+        raise ValueError(f"unit {unit!r} unknown; allowed: {list(UNITS)}")
+    if not text:
+        return []
+    if unit == "sentence":
+        return [s for a, b in _pieces(text, _SEPARATORS["line"]) for s in _pieces(text, _SENTENCE_END, a, b)]
+    return _pieces(text, _SEPARATORS[unit])
+
+
+def exact_key(piece: str, key: str = "collapsed_whitespace") -> bytes:
+    """16-byte MD5 digest of a unit's text (``key="text"``) or of its whitespace-collapsed form.
+
+    MD5 is a fast, well-spread 128-bit hash here, not a security measure (as in the dedup stage).
+
+    >>> exact_key("a  b\\tc") == exact_key("a b c")
+    True
+    """
+    if key == "collapsed_whitespace":
+        piece = " ".join(piece.split())  # str.split() splits on runs of whitespace, as \s+
+    return hashlib.md5(piece.encode("utf-8", "surrogatepass")).digest()
+
+
+def _short_grams(hashes: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """One hash per row of ``rows``: all its words as one n-gram (``ngram_windows`` with n = its words)."""
+    out = np.zeros(rows.size, np.uint64)
+    for i, r in enumerate(rows.tolist()):
+        a, b = int(offsets[r]), int(offsets[r + 1])
+        g, _ = ngram_windows(hashes[a:b], np.array([0, b - a]), b - a)
+        out[i] = g[0]
+    return out
+
+
+def paragraph_batch(
+    doc_ids: Sequence[str | None],
+    texts: Sequence[str | None],
+    unit: str,
+    min_words: int,
+    ngram_size: int,
+    key: str = "collapsed_whitespace",
+    grams: bool = True,
+) -> pa.RecordBatch:
+    """Every unit of at least ``min_words`` words of a batch of documents, with its keys.
+
+    Args:
+        doc_ids: document ids, one per text.
+        texts: documents (None = empty).
+        unit: one of :data:`UNITS`.
+        min_words: units with fewer normalised words are left out (never removed, never "seen").
+        ngram_size: words per n-gram (BFF: 13).
+        key: one of :data:`KEYS`, the exact key's normalisation.
+        grams: compute ``grams`` (False: every list empty, for exact-only runs).
+
+    Returns:
+        A batch of :data:`PARAGRAPH_SCHEMA`: ``idx`` int32 (the unit's position among all units of its
+        document, counting short ones), ``start``/``end`` int32 (trimmed unit, code points),
+        ``cut_end`` int32 (where the next unit starts, or the text's length: what removing the unit
+        cuts, its trailing separator included), ``n_words`` int32, ``key`` binary(16) (:func:`exact_key`),
+        ``grams`` list<int64> (distinct n-gram hashes, sorted, as signed 64-bit).
+    """
+    rows: list[tuple[str | None, int, int, int, int]] = []
+    pieces: list[str] = []
+    for doc_id, text in zip(doc_ids, texts, strict=True):
+        spans = split(text, unit)
+        for i, (a, b) in enumerate(spans):
+            rows.append((doc_id, i, a, b, spans[i + 1][0] if i + 1 < len(spans) else len(text or "")))
+            pieces.append(text[a:b])  # type: ignore[index]
+    hashes, offsets, _, _ = word_hashes(pieces)
+    n_words = np.diff(offsets)
+    keep = np.flatnonzero(n_words >= max(min_words, 1))
+    if grams:
+        g, first = ngram_windows(hashes, offsets, ngram_size)
+        g_row = word_docs(offsets)[first]
+        short = keep[n_words[keep] < ngram_size]
+        g = np.concatenate([g, _short_grams(hashes, offsets, short)])
+        g_row = np.concatenate([g_row, short])
+        inside = np.isin(g_row, keep)
+        lists = distinct_lists(g[inside], g_row[inside], len(pieces)).take(pa.array(keep))
+    else:
+        lists = pa.array([[]] * keep.size, pa.list_(pa.int64()))
+    kept = [rows[i] for i in keep.tolist()]
+    cols = list(zip(*kept, strict=True)) if kept else [[] for _ in range(5)]
+    return pa.record_batch([
+        pa.array(cols[0], pa.string()), pa.array(cols[1], pa.int32()), pa.array(cols[2], pa.int32()),
+        pa.array(cols[3], pa.int32()), pa.array(cols[4], pa.int32()),
+        pa.array(n_words[keep].astype(np.int32)),
+        pa.array([exact_key(pieces[i], key) for i in keep.tolist()], pa.binary()), lists,
+    ], schema=PARAGRAPH_SCHEMA)
+
+
+def window_batch(doc_ids: Sequence[str | None], texts: Sequence[str | None], n: int) -> pa.RecordBatch:
+    """Every window of ``n`` consecutive normalised words of each document (the span mode's keys).
+
+    Args:
+        doc_ids: document ids, one per text.
+        texts: documents (None = empty).
+        n: words per window (``passages.min_span_words``).
+
+    Returns:
+        ``doc_id`` string, ``gram`` int64 (the window's hash as signed 64-bit), ``pos`` int32 (index of
+        its first word in the document), one row per window in word order.
+    """
+    hashes, offsets, _, _ = word_hashes(list(texts))
+    g, first = ngram_windows(hashes, offsets, n)
+    doc = word_docs(offsets)[first]
+    pos = first - offsets[doc]
+    return pa.record_batch([
+        pa.array(doc_ids, pa.string()).take(pa.array(doc)), pa.array(g.view(np.int64)),
+        pa.array(pos.astype(np.int32)),
+    ], names=["doc_id", "gram", "pos"])
+
+
+def window_spans(text: str, positions: Sequence[int], n: int,
+                 firsts: Sequence[str] | None = None) -> list[tuple[int, int]] | list[tuple[int, int, str]]:
+    """Code-point spans covered by the ``n``-word windows starting at word ``positions``, merged.
+
+    Args:
+        text: the document.
+        positions: indexes of each window's first normalised word (as in :func:`window_batch`).
+        n: words per window.
+        firsts: optional, per window the ``doc_id`` that held it first.
+
+    Returns:
+        Sorted, disjoint ``(start, end)`` (with ``firsts``: ``(start, end, smallest first)``): from the
+        first word's start to the last word's end of each run of overlapping or touching windows.
+    """
+    if not len(positions):
+        return []
+    _, _, starts, ends = word_hashes([text])
+    labels = list(firsts) if firsts is not None else [""] * len(positions)
+    out: list[list] = []
+    for p, who in sorted(zip(positions, labels, strict=True)):
+        if p < 0 or p + n > starts.size:
+            continue
+        a, b = int(starts[p]), int(ends[p + n - 1])
+        if out and a <= out[-1][1]:
+            out[-1][1], out[-1][2] = max(out[-1][1], b), min(out[-1][2], who)
+        else:
+            out.append([a, b, who])
+    return [tuple(x) for x in out] if firsts is not None else [(a, b) for a, b, _ in out]
+
+
+Span = tuple[int, int, str, str]
+"""A removal: ``(start, end, kind, first_seen_in)``, code points of the input text, end exclusive."""
+
+
+def _outside(a: int, b: int, taken: Sequence[Span]) -> list[tuple[int, int]]:
+    """The parts of ``[a, b)`` that no span of ``taken`` (sorted, disjoint) covers."""
+    out, pos = [], a
+    for s, e, _, _ in taken:
+        if e <= pos or s >= b:
+            continue
+        if s > pos:
+            out.append((pos, s))
+        pos = max(pos, e)
+    if pos < b:
+        out.append((pos, b))
+    return out
+
+
+def removals(text: str, units: Sequence[Span], windows: Sequence[tuple[int, str]],
+             n: int) -> tuple[str, list[Span]]:
+    """Cut removed units and reused-passage windows from one document.
+
+    Args:
+        text: the document.
+        units: removed units' cut ranges ``(start, cut_end, kind, first_seen_in)``, sorted, disjoint.
+        windows: ``(pos, first_seen_in)`` of each marked ``n``-word window (:func:`window_batch`).
+        n: words per window.
+
+    Returns:
+        (the new text, every span removed, sorted): the units' ranges, then the merged windows' spans
+        (kind ``span``) less what a unit already covers; the last span widened as
+        :func:`apply_removals` does.
+
+    >>> removals("A b c d.\\nX y z w.\\nEnd", [(9, 18, "exact", "d0")], [(0, "d1"), (1, "d1")], 3)
+    ('.\\nEnd', [(0, 7, 'span', 'd1'), (9, 18, 'exact', 'd0')])
+    """
+    spans: list[Span] = sorted(units)
+    if windows:
+        pos, who = zip(*windows, strict=True)
+        for a, b, first in window_spans(text, pos, n, who):  # type: ignore[misc]
+            spans += [(s, e, "span", first) for s, e in _outside(a, b, units)]
+        spans.sort()
+    _, done = apply_removals(text, [(s[0], s[1]) for s in spans])
+    spans = [(a, b, k, f) for (a, b), (_, _, k, f) in zip(done, spans, strict=True)]
+    new, _ = apply_removals(text, done)
+    return new, spans
+
+
+def apply_removals(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` without the (sorted, disjoint) ``spans``, pieces joined as they are.
+
+    A removal that reaches the end of the text also takes the whitespace before it (the separator the
+    last kept unit was followed by), so the text does not end in blank lines; the returned spans say so.
+
+    Args:
+        text: the document.
+        spans: ``(start, end)`` code-point spans to remove, sorted and disjoint.
+
+    Returns:
+        (the new text, the spans actually removed: ``spans`` with the last one widened as above).
+
+    >>> apply_removals("Keep me.\\nBanner\\nKeep too.\\nBanner", [(9, 16), (26, 32)])
+    ('Keep me.\\nKeep too.', [(9, 16), (25, 32)])
+    """
+    spans = list(spans)
+    if spans and spans[-1][1] >= len(text):
+        a = spans[-1][0]
+        floor = spans[-2][1] if len(spans) > 1 else 0
+        while a > floor and text[a - 1].isspace():
+            a -= 1
+        spans[-1] = (a, len(text))
+    pieces, pos = [], 0
+    for a, b in spans:
+        pieces.append(text[pos:a])
+        pos = b
+    pieces.append(text[pos:])
+    return "".join(pieces), spans
