@@ -93,3 +93,15 @@ def test_the_command_checks_a_prompt_file_and_flags_trailing_spaces(audited, tmp
     doc = json.loads((Path(cfg.run.root) / "audit" / "audit.json").read_text())
     flagged = next(r for r in doc["prompts"] if r["set"] == "prompts_0")
     assert flagged["affected"] == 3 and flagged["last_tokens"] == [[" ", 3]]
+
+
+def test_partials_that_miscount_the_written_rows_give_way_to_an_audit_of_the_table(spark, audited):
+    from pipelines.audit import begin, end
+    from udfs.tokenize import load_tokenizer
+
+    cfg, doc, n, _ = audited
+    audit = begin(spark, cfg, load_tokenizer("builtin:gpt2"), 50256, None, "tiktoken", ["doc_id", "lang"])
+    # Nothing added: the partials count 0 documents against n written, as a lost or doubled task would.
+    summary = end(spark, cfg, audit, cfg.table_path("tokenized"), "documents", None)
+    assert summary["mode"] == "rerun" and summary["documents"] == n
+    assert json.loads(Path(summary["path"]).read_text())["findings"] == doc["findings"]
