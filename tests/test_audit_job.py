@@ -1,4 +1,5 @@
-"""The audit job on Spark: a tokenized sample run audited end to end, clean, then with a bad prompt file."""
+"""The audit on Spark: filled by the tokenize stage as it encodes, then the audit job on the same run (the
+same document), shown in the report; clean, then with a bad prompt file."""
 
 from __future__ import annotations
 
@@ -27,14 +28,36 @@ def audited(spark, tmp_path_factory):
     rows = [(f"d{i:04d}", t, "web_a" if i % 2 else "web_b", "en") for i, t in enumerate(texts)]
     tables.write_table(spark.createDataFrame(rows, "doc_id string, text string, source string, lang string"),
                        cfg, "documents")
-    run_stage(spark, cfg, "tokenize")
+    report = run_stage(spark, cfg, "tokenize")
+    inline = json.loads((root / "audit" / "audit.json").read_text())
+    run_stage(spark, cfg, "report")
+    stats = json.loads((Path(cfg.report_path) / "stats.json").read_text())
+    page = (Path(cfg.report_path) / "report.html").read_text()
     from pipelines.audit import run
 
-    return cfg, run(spark, cfg), len(texts)
+    return cfg, run(spark, cfg), len(texts), (report, inline, stats, page)
+
+
+def test_the_tokenize_stage_fills_the_same_audit_as_the_job(audited):
+    cfg, doc, n, (report, inline, _, _) = audited
+    assert {k: v for k, v in inline.items() if k != "inputs"} == {
+        k: v for k, v in doc.items() if k not in ("inputs", "path")}
+    assert inline["inputs"]["documents_version"] == doc["inputs"]["documents_version"]
+    summary = report.extra["audit"]
+    assert summary["mode"] == "inline" and summary["documents"] == n and summary["flags"] == 0
+    assert summary["findings"] == ["audit.undertrained"] and summary["path"].endswith("audit/audit.json")
+    assert summary["worker_seconds"] > 0
+
+
+def test_audit_inline_false_leaves_the_stage_without_audit(spark, audited):
+    from pipelines.audit import begin
+
+    cfg = audited[0].model_copy(update={"audit": audited[0].audit.model_copy(update={"inline": False})})
+    assert begin(spark, cfg, None, 0, None, "hf", ["doc_id"]) is None
 
 
 def test_the_clean_run_is_audited_and_flags_nothing(audited):
-    cfg, doc, n = audited
+    cfg, doc, n, _ = audited
     assert doc["flags"] == 0, doc["findings"]
     assert [f["id"] for f in doc["findings"]] == ["audit.undertrained"]  # a small corpus: noted, not judged
     assert doc["inputs"]["tokenizer"] == "builtin:gpt2" and doc["inputs"]["documents"].endswith("documents")
@@ -49,19 +72,16 @@ def test_the_clean_run_is_audited_and_flags_nothing(audited):
     assert written["findings"] == doc["findings"] and doc["path"].endswith("audit/audit.json")
 
 
-def test_the_report_shows_the_audit(spark, audited):
-    cfg, doc, _ = audited
-    run_stage(spark, cfg, "report")
-    stats = json.loads((Path(cfg.report_path) / "stats.json").read_text())
+def test_the_report_shows_the_audit_the_tokenize_stage_wrote(audited):
+    _, doc, _, (_, _, stats, page) = audited
     assert stats["audit"]["findings"] == doc["findings"] and stats["audit"]["flags"] == doc["flags"]
-    page = (Path(cfg.report_path) / "report.html").read_text()
     assert page.count("<h2>Tokenizer audit</h2>") == 1 and page.index("Tokenizer audit") < page.index("Sampled removed")
 
 
 def test_the_command_checks_a_prompt_file_and_flags_trailing_spaces(audited, tmp_path, capsys):
     from jobs.audit import main
 
-    cfg, _, _ = audited
+    cfg = audited[0]
     prompts = tmp_path / "qa.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": f"Question: {q}\nAnswer: ", "answer": a}) + "\n"
                                for q, a in [("Who?", "Tamsin"), ("Where?", "Vellin"), ("What?", "A key")]))
@@ -73,3 +93,15 @@ def test_the_command_checks_a_prompt_file_and_flags_trailing_spaces(audited, tmp
     doc = json.loads((Path(cfg.run.root) / "audit" / "audit.json").read_text())
     flagged = next(r for r in doc["prompts"] if r["set"] == "prompts_0")
     assert flagged["affected"] == 3 and flagged["last_tokens"] == [[" ", 3]]
+
+
+def test_partials_that_miscount_the_written_rows_give_way_to_an_audit_of_the_table(spark, audited):
+    from pipelines.audit import begin, end
+    from udfs.tokenize import load_tokenizer
+
+    cfg, doc, n, _ = audited
+    audit = begin(spark, cfg, load_tokenizer("builtin:gpt2"), 50256, None, "tiktoken", ["doc_id", "lang"])
+    # Nothing added: the partials count 0 documents against n written, as a lost or doubled task would.
+    summary = end(spark, cfg, audit, cfg.table_path("tokenized"), "documents", None)
+    assert summary["mode"] == "rerun" and summary["documents"] == n
+    assert json.loads(Path(summary["path"]).read_text())["findings"] == doc["findings"]

@@ -264,7 +264,7 @@ def test_framed_batches_and_the_accumulator_param_give_the_texts_partial():
     batch = pa.RecordBatch.from_arrays(
         [pa.array([f"{i:09d}" for i in range(30)]), pa.array(["s"] * 30), pa.array(texts), tokens, flags, flags,
          pa.array([False] * 30)],
-        names=["doc_id", "source", "text", "tokens", "_rt_sample", "_text_sample", "_engine_sample"])
+        names=["doc_id", "source", "text", "tokens", "_audit_rt_sample", "_text_sample", "_engine_sample"])
     spec = tab.AuditSpec(tok.spec, False, bos=True, specials=(), keep=5, engines=False)
     param = tab.PartialParam()
     acc = param.zero(ta.Partial.empty(tables.vocab_size))

@@ -26,6 +26,8 @@ ALLOWED_CROSS_STAGE: dict[tuple[str, str], str] = {
     ("report", "filter"): "the report's filter section reads the filter's rule table and breakdown",
     ("report", "decontam"): "the report's contamination section",
     ("shard", "ingest"): "shard.mix is checked against the sources ingest reads (ingest's config section)",
+    ("tokenize", "audit"): "the tokenize stage fills the tokenizer audit as it encodes, through the audit's "
+                           "public begin/end (pipelines.audit.inline), so the corpus is read once",
 }
 """``(importer, imported)`` stage packages allowed to import each other, and why."""
 

@@ -104,6 +104,39 @@ def test_make_encoder_fills_the_accumulators(gpt2):
     assert counts.value == [3, 1, 1, 0] and by_source.value == {"a": 3, "b": 2}
 
 
+def test_make_encoder_fills_the_audit_with_the_documents_it_writes(gpt2):
+    import numpy as np
+
+    from udfs import tokenizer_audit as ta
+    from udfs import tokenizer_audit_batch as tab
+
+    class Acc:
+        def __init__(self):
+            self.param = tab.PartialParam()
+            self.value = self.param.zero(ta.Partial.empty(50257))
+
+        def add(self, v):
+            self.value = self.param.addInPlace(self.value, v)
+
+    aspec = tab.AuditSpec("builtin:gpt2", False, bos=False, specials=("<|endoftext|>",), keep=5, engines=True)
+    texts = ["Hello world", "", "a <|endoftext|> b", "   "]
+    flags = pa.array([True] * 4)
+    base = batch(texts, [False] * 4)
+    audited = pa.RecordBatch.from_arrays([*base.columns, flags, flags, flags],
+                                         names=[*base.schema.names, tab.ROUNDTRIP_SAMPLE, "_text_sample",
+                                                "_engine_sample"])
+    acc = Acc()
+    out = list(B.make_encoder(spec(audit=aspec), SCHEMA, audit=acc)(iter([audited, audited.slice(1, 1)])))
+    assert [b.num_rows for b in out] == [4, 1]  # the output is the same; the empty batch adds no partial
+    want = tab.audit_record_batch(audited.filter(pa.array([True, False, True, True])), aspec, gpt2,
+                                  tab.cached_vocab_tables(gpt2), TT.encoding_for(gpt2),
+                                  tokens=out[0].column("tokens").filter(pa.array([True, False, True, True])))
+    got = acc.value
+    assert tab.documents(got) == 3 and got.specials == want.specials == {"<|endoftext|>": [1, 1]}
+    assert np.array_equal(got.id_counts, want.id_counts) and got.roundtrip == want.roundtrip
+    assert got.engines == {"checked": 3, "differ": 0} and got.seconds > 0
+
+
 def test_a_worker_unpickling_the_encoder_imports_no_pipeline_module():
     import cloudpickle
 

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from udfs import tokenize as tok_udfs
+from udfs.tokenizer_audit_batch import AuditSpec, audit_encoded
 
 COUNTS: tuple[str, ...] = ("docs", "zero", "rt_checked", "rt_bad")
 """What the stage counts while encoding (documents, zero-token documents, audited, round-trip mismatches)."""
@@ -78,6 +79,8 @@ class EncoderSpec:
         bos_id: prepended before every document, or None.
         engine: ``hf`` or ``tiktoken``.
         keep_examples: round-trip mismatch descriptions kept per batch (the smallest doc_ids).
+        audit: the tokenizer audit's settings when the stage fills the audit as it encodes
+            (:func:`udfs.tokenizer_audit_batch.audit_encoded`), else None.
     """
 
     tokenizer: str
@@ -88,6 +91,7 @@ class EncoderSpec:
     bos_id: int | None
     engine: str
     keep_examples: int
+    audit: AuditSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -158,7 +162,8 @@ def encode_batch(batch: pa.RecordBatch, spec: EncoderSpec, loaded: tok_udfs.Load
 
 def make_encoder(spec: EncoderSpec, schema: pa.Schema, *,
                  encoding_factory: Callable[[tok_udfs.LoadedTokenizer], object] | None = None,
-                 counts: object | None = None, by_source: object | None = None
+                 counts: object | None = None, by_source: object | None = None,
+                 audit: object | None = None
                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function of the stage: :func:`encode_batch` over a task's batches.
 
@@ -173,6 +178,8 @@ def make_encoder(spec: EncoderSpec, schema: pa.Schema, *,
             tests pass a deliberately wrong one.
         counts: an accumulator of :class:`CountsParam`, or None.
         by_source: an accumulator of :class:`SumBySourceParam`, or None.
+        audit: an accumulator of :class:`udfs.tokenizer_audit_batch.PartialParam` that receives the
+            audit partial of every batch (with ``spec.audit``), or None.
     """
 
     def encode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -189,6 +196,10 @@ def make_encoder(spec: EncoderSpec, schema: pa.Schema, *,
                 counts.add(res.counts)  # type: ignore[attr-defined]
             if by_source is not None:
                 by_source.add(res.tokens_by_source)  # type: ignore[attr-defined]
+            if audit is not None and spec.audit is not None:
+                part = audit_encoded(batch, res.batch, spec.audit, loaded, fast)
+                if part is not None:
+                    audit.add(part)  # type: ignore[attr-defined]
             yield res.batch
 
     return encode

@@ -121,6 +121,8 @@ class Partial:
         engines: ``checked`` and ``differ`` (documents whose ids differ between engines).
         engine_examples: doc_ids that differ, the ``keep`` smallest.
         keep: how many examples are kept.
+        seconds: wall seconds the workers spent auditing (summed over batches; the tokenize stage's
+            inline audit fills it, to report the audit's share of the stage).
     """
 
     id_counts: np.ndarray
@@ -134,6 +136,7 @@ class Partial:
     engines: dict[str, int] = field(default_factory=lambda: {"checked": 0, "differ": 0})
     engine_examples: list[str] = field(default_factory=list)
     keep: int = 5
+    seconds: float = 0.0
 
     @classmethod
     def empty(cls, vocab_size: int, keep: int = 5) -> Partial:
@@ -165,6 +168,7 @@ def merge(a: Partial, b: Partial) -> Partial:
     for k, v in b.engines.items():
         a.engines[k] = a.engines.get(k, 0) + v
     a.engine_examples = sorted({*a.engine_examples, *b.engine_examples})[: a.keep]
+    a.seconds += b.seconds
     return a
 
 

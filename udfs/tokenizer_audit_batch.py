@@ -10,6 +10,7 @@ row, so the driver merges one partial per task.
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -18,6 +19,10 @@ import pyarrow as pa
 
 from udfs import tokenize as tok_udfs
 from udfs import tokenizer_audit as ta
+
+ROUNDTRIP_SAMPLE = "_audit_rt_sample"
+"""The audit's round-trip sample flag column (apart from the tokenize stage's own ``_rt_sample``: both
+samples are drawn in the same pass, from different fractions and salts)."""
 
 PARTIAL_SCHEMA = pa.schema([pa.field("partial", pa.binary(), False)])
 """The one column of the audit function's output: a pickled :class:`udfs.tokenizer_audit.Partial`."""
@@ -72,7 +77,7 @@ def audit_record_batch(
     """The partial of one batch.
 
     Args:
-        batch: ``doc_id``, ``source``, ``text``, the sample flags ``_rt_sample``, ``_text_sample`` and
+        batch: ``doc_id``, ``source``, ``text``, the sample flags ``_audit_rt_sample``, ``_text_sample`` and
             ``_engine_sample`` (bool), optionally ``lang``, and ``tokens`` unless given apart.
         spec: the audit settings.
         tok: the tokenizer that wrote the ids; ``tables`` its :func:`cached_vocab_tables`.
@@ -94,7 +99,7 @@ def audit_record_batch(
         doc_ids=batch.column("doc_id"),
         sources=batch.column("source"),
         langs=batch.column("lang") if "lang" in names else None,
-        roundtrip_sample=batch.column("_rt_sample").to_numpy(zero_copy_only=False),
+        roundtrip_sample=batch.column(ROUNDTRIP_SAMPLE).to_numpy(zero_copy_only=False),
         text_sample=batch.column("_text_sample").to_numpy(zero_copy_only=False),
         specials=spec.specials,
         keep=spec.keep,
@@ -108,6 +113,53 @@ def audit_record_batch(
             part.engines["differ"] += int(differ.sum())
             ids = batch.column("doc_id")
             part.engine_examples = sorted(ids[int(i)].as_py() for i in picked[differ])[: spec.keep]
+    return part
+
+
+def documents(part: ta.Partial) -> int:
+    """Documents a partial audited (summed over its sources)."""
+    return sum(g.total("docs") for (dim, _), g in part.groups.items() if dim == "source")
+
+
+def audit_encoded(
+    batch: pa.RecordBatch,
+    encoded: pa.RecordBatch,
+    spec: AuditSpec,
+    tok: tok_udfs.LoadedTokenizer,
+    fast: object | None,
+) -> ta.Partial | None:
+    """The partial of a batch the tokenize stage just encoded (its inline audit, no second read).
+
+    Documents without content tokens are left out, as the ``tokenized`` table leaves them out, so the
+    inline audit counts what :func:`make_auditor` counts on the written table.
+
+    Args:
+        batch: the encoder's input: ``doc_id``, ``text``, ``source``, the audit's sample flags
+            (:data:`ROUNDTRIP_SAMPLE`, ``_text_sample``, ``_engine_sample``), optionally ``lang``.
+        encoded: the encoder's output for ``batch`` (``tokens``, ``n_content_tokens``, row for row).
+        spec: the audit settings.
+        tok: the tokenizer that encoded the batch.
+        fast: the tiktoken encoding the stage encoded with, or None; with ``spec.engines`` and None, the
+            worker's cached :func:`udfs.tokenize_tiktoken.encoding_for` is used for the engine sample.
+
+    Returns:
+        The batch's partial with ``seconds`` set, or None when no document of the batch has content.
+    """
+    start = time.perf_counter()
+    tokens = encoded.column("tokens")
+    content = encoded.column("n_content_tokens").to_numpy(zero_copy_only=False) > 0
+    if not content.all():
+        keep = pa.array(content)
+        batch, tokens = batch.filter(keep), tokens.filter(keep)
+    if not batch.num_rows:
+        return None
+    if spec.engines and fast is None:
+        from udfs.tokenize_tiktoken import encoding_for
+
+        fast = encoding_for(tok)
+    part = audit_record_batch(batch, spec, tok, cached_vocab_tables(tok), fast if spec.engines else None,
+                              tokens=tokens)
+    part.seconds = time.perf_counter() - start
     return part
 
 

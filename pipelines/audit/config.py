@@ -14,6 +14,9 @@ from pipelines.core.section import EvalSetConfig, Section
 class AuditConfig(Section):
     """The tokenizer audit (``pipelines/audit``): tokenizer and data fit, checked before training."""
 
+    # true = the tokenize stage fills the audit in its own pass (pipelines/audit/inline.py) and writes
+    # audit.json; false = it does not (`winnow audit` still audits a run's tokenized table).
+    inline: bool = True
     # Share of documents (seeded by run.seed and doc_id) decoded again and compared with their text
     # (byte-level tokenizers such as GPT-2 decode in Arrow, the others through the tokenizer).
     roundtrip_sample_fraction: float = Field(default=0.05, ge=0.0, le=1.0)

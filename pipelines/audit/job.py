@@ -39,15 +39,16 @@ def audit_path(cfg: WinnowConfig) -> str:
 
 
 def sample_columns(seed: int, acfg: AuditConfig) -> list[Column]:
-    """The audit's seeded sample flags ``_rt_sample``, ``_engine_sample`` and ``_text_sample``: a keyed hash
-    of ``run.seed``, a per-sample salt and ``doc_id`` below each fraction (independent of partitioning)."""
+    """The audit's seeded sample flags ``_audit_rt_sample``, ``_engine_sample`` and ``_text_sample``: a keyed
+    hash of ``run.seed``, a per-sample salt and ``doc_id`` below each fraction (independent of
+    partitioning)."""
 
     def below(salt: str, fraction: float) -> Column:
         h = F.pmod(F.xxhash64(F.lit(seed), F.lit(salt), F.col("doc_id")), F.lit(_BUCKETS))
         return h < F.lit(int(round(fraction * _BUCKETS)))
 
     return [
-        below("audit.roundtrip", acfg.roundtrip_sample_fraction).alias("_rt_sample"),
+        below("audit.roundtrip", acfg.roundtrip_sample_fraction).alias(tab.ROUNDTRIP_SAMPLE),
         below("audit.engines", acfg.engine_sample_fraction).alias("_engine_sample"),
         below("audit.text", acfg.text_sample_fraction).alias("_text_sample"),
     ]

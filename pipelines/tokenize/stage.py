@@ -8,6 +8,10 @@ Documents with no content tokens are removed with reason ``tokenize.zero_tokens`
 mismatches are counted and a few kept as examples in the stage report. Any id outside ``[0, vocab)``
 fails the stage before anything is written.
 
+The tokenizer audit is filled in the same pass (``audit.inline``, :mod:`pipelines.audit.inline`): the
+encoder audits each batch it has just encoded, and after the write the stage writes
+``<run.root>/audit/audit.json`` and puts its summary in the stage report (``extra["audit"]``).
+
 Threads: Spark runs one task per core and each task has its own Python worker, so the tokenizers Rust
 pool is limited to ``tokenize.threads_per_task`` threads (default 1) per worker; cores x cores threads
 would only add contention.
@@ -24,6 +28,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pipelines import audit as audit_pkg
 from pipelines.core import chain, tables
 from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import StageReport
@@ -93,7 +98,8 @@ _FAIL = tok_batch.FAIL_MARK
 
 def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str | None = None,
              encoding_factory: Callable[[tok_udfs.LoadedTokenizer], object] | None = None,
-             counts: Accumulator | None = None, by_source: Accumulator | None = None) -> DataFrame:
+             counts: Accumulator | None = None, by_source: Accumulator | None = None,
+             audit: audit_pkg.InlineAudit | None = None) -> DataFrame:
     """Token ids and validation signals of every document.
 
     Only ``doc_id``, ``text`` and ``source`` cross into Python; every other input column stays on the JVM
@@ -130,8 +136,10 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
     engine = engine or resolve_engine(tcfg)[0]
     spec = tok_batch.EncoderSpec(tokenizer=tcfg.tokenizer, allow_download=tcfg.allow_download,
                                  threads=tcfg.threads_per_task, vocab_size=tok.vocab_size, eos_id=eos_id, bos_id=bos_id,
-                                 engine=engine, keep_examples=tcfg.roundtrip_examples)
-    staged = df.select("doc_id", "text", "source", _in_sample(seed, tcfg.roundtrip_sample_fraction).alias("_rt_sample"))
+                                 engine=engine, keep_examples=tcfg.roundtrip_examples,
+                                 audit=audit.spec if audit is not None else None)
+    staged = df.select("doc_id", "text", "source", _in_sample(seed, tcfg.roundtrip_sample_fraction).alias("_rt_sample"),
+                       *(audit.columns if audit is not None else ()))
     out_schema = T.StructType(
         [
             df.schema["doc_id"],
@@ -147,7 +155,7 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
     arrow_schema = pa.schema([pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in out_schema.fields])
     # Built here, run on the workers: the function and what it holds come from udfs only (see udfs.tokenize_batch).
     encode = tok_batch.make_encoder(spec, arrow_schema, encoding_factory=encoding_factory, counts=counts,
-                                    by_source=by_source)
+                                    by_source=by_source, audit=audit.partials if audit is not None else None)
     return staged.mapInArrow(encode, out_schema)
 
 
@@ -187,8 +195,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
 
     Returns:
         A :class:`StageReport` with ``removed = {"tokenize.zero_tokens": n}`` and in ``extra``: total
-        tokens, tokens per source, round-trip sample size, mismatches and examples, tokenizer facts and
-        the engine used.
+        tokens, tokens per source, round-trip sample size, mismatches and examples, tokenizer facts,
+        the engine used and, with ``audit.inline``, ``audit`` (:func:`pipelines.audit.end`'s summary).
 
     Raises:
         MissingTableError: the input table does not exist.
@@ -204,7 +212,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
 
     counts = spark.sparkContext.accumulator([0] * len(COUNTS), tok_batch.CountsParam())
     by_source = spark.sparkContext.accumulator({}, tok_batch.SumBySourceParam())
-    annotated = tokenize(src, tcfg, cfg.run.seed, engine=engine, counts=counts, by_source=by_source)
+    audit = audit_pkg.begin(spark, cfg, tok, eos_id, bos_id, engine, src.columns)
+    annotated = tokenize(src, tcfg, cfg.run.seed, engine=engine, counts=counts, by_source=by_source, audit=audit)
     zero = F.col("n_content_tokens") == 0
     props = {
         "tokenizer": tcfg.tokenizer,
@@ -246,6 +255,9 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     else:
         # The usual case: nothing to write, only a previous run's rows of this stage to clear.
         outputs["removed"] = tables.clear_removed(spark, cfg, STAGE, src.limit(0).select("*", reason))
+    audited = {}
+    if audit is not None:
+        audited["audit"] = audit_pkg.end(spark, cfg, audit, outputs[OUTPUT_TABLE], name, src_version)
 
     return StageReport(
         stage=STAGE,
@@ -266,5 +278,6 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             "bos_id": bos_id,
             "engine": engine,
             **({"engine_note": f"tiktoken not used: {why_hf}"} if why_hf else {}),
+            **audited,
         },
     )
