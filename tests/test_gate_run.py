@@ -73,6 +73,14 @@ def test_bad_inputs_exit_1_with_one_line(runs, capsys, more, message):
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_unwritable_gate_root_exits_1_before_training(runs, capsys):
+    (runs / "afile").write_text("not a folder")
+    assert main(args(runs, "afile/g")) == 1
+    cap = capsys.readouterr()
+    assert "gate.output=" in cap.err and "cannot write there" in cap.err and cap.err.count("\n") == 1
+    assert "step" not in cap.out  # nothing was trained
+
+
 def test_eval_set_without_text_names_the_key(runs, capsys):
     (runs / "blank.jsonl").write_text('{"q": ""}\n')
     bad = f"gate.eval_sets=[{{name: blank, paths: [{runs / 'blank.jsonl'}], fields: [q]}}]"
