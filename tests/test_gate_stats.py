@@ -90,3 +90,16 @@ def test_windows_and_choice_masks():
     assert x.tolist() == [[0, 5, 6, 0], [0, 5, 6, 8]] and y.tolist() == [[5, 6, 7, 0], [5, 6, 8, 9]]
     assert m.tolist() == [[False, False, True, False], [False, False, True, True]]
     assert evals.accuracy(np.array([3.0, 1.0]), [(None, [1, 2], 1)]) == 1.0
+
+
+def test_wavy_line_says_not_measured_when_the_curve_is_shorter_than_the_window():
+    from pipelines.gate.output import summary_lines
+
+    wavy = {"a": {"order_share": None, "flagged": False, "steps": 4, "smooth_steps": 9},
+            "b": {"order_share": 0.12, "flagged": False, "steps": 40, "smooth_steps": 9}}
+    lines = summary_lines({"baseline": "a", "verdicts": {}, "comparisons": {}, "proxy_verdicts": {}, "wavy": wavy})
+    assert lines == [
+        "[gate] a loss curve: wavy check not measured (4 steps, fewer than gate.wavy_smooth_steps=9; "
+        "raise gate.tokens)",
+        "[gate] b loss curve: no order-driven oscillation (order share of residual variance 0.12)",
+    ]

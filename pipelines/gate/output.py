@@ -81,13 +81,14 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         )
     for variant, w in result.get("wavy", {}).items():
         share = w["order_share"]
-        state = (
-            "WAVY: shard order makes the loss oscillate" if w["flagged"] else "no order-driven oscillation"
-        )
-        lines.append(
-            f"[gate] {variant} loss curve: {state} (order share of residual variance "
-            f"{'n/a' if share is None else f'{share:.2f}'})"
-        )
+        if share is None:  # the curves were shorter than the smoothing window: nothing was measured
+            lines.append(f"[gate] {variant} loss curve: wavy check not measured ({w['steps']} steps, fewer "
+                         f"than gate.wavy_smooth_steps={w['smooth_steps']}; raise gate.tokens)")
+            continue
+        state = "no order-driven oscillation"
+        if w["flagged"]:
+            state = "WAVY: shard order makes the loss oscillate"
+        lines.append(f"[gate] {variant} loss curve: {state} (order share of residual variance {share:.2f})")
     return lines
 
 
