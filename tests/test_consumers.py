@@ -213,7 +213,7 @@ def mixed_run(spark, reference_run, tmp_path_factory):  # noqa: F811
 
 
 def test_blend_at_load_time_over_two_sources_with_the_mix_json(mixed_run, tmp_path):
-    # Issue 18: a BlendedDataset over the sources (not two shards of one set), from blend/mix.json as the
+    # A BlendedDataset over the sources (not two shards of one set), from blend/mix.json as the
     # README tells a user who blends at load time; and streaming's streams from the same file.
     root, m = mixed_run["root"], mixed_run["manifest"]
     got = probe({"kind": "blend", "mix_json": str(root / "blend" / "mix.json"), "seed": m["seed"], "seq_len": m["seq_len"],

@@ -385,7 +385,7 @@ def varied_doc(rng: random.Random, i: int) -> dict:
     return {"category": "varied", "text": doc.text(), "dangling": doc.gold}
 
 
-# ------------------------------------------------------------------ kinds of issue 15 (science, legal, ...)
+# ------------------------------------------------------------------ mention kinds beyond tables and figures (science, legal, ...)
 THEOREM_KW = ["Theorem", "Lemma", "Proposition", "Corollary", "Definition", "Example", "Remark", "Property",
               "Thm.", "Prop."]
 THEOREM_SENTENCES = ["By {m}, the sum is bounded.", "The claim follows from {m}.", "{m} gives the base case.",
