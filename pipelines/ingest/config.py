@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from pipelines.core.section import Section
 
@@ -18,6 +18,7 @@ class IngestFields(Section):
     source: str | None = "source"
     meta: list[str] = Field(default_factory=list)
     heading: str | None = None
+    record_format: Literal["auto", "flat", "s2orc", "unarxive"] = "auto"
 
     @model_validator(mode="after")
     def _heading_shares_text_array(self) -> IngestFields:
@@ -81,5 +82,39 @@ class IngestConfig(Section):
     on_bad_file: Literal["fail", "continue"] = "fail"
     max_replacement_fraction: float = Field(default=0.25, gt=0, le=1)
     replacement_action: Literal["quarantine", "flag"] = "quarantine"
+    fields_by_input: dict[str, dict[str, Any]] = Field(default_factory=dict)
     jats: JatsConfig = Field(default_factory=JatsConfig)
     mediawiki: MediaWikiConfig = Field(default_factory=MediaWikiConfig)
+
+    @model_validator(mode="after")
+    def _fields_by_input_names_inputs(self) -> IngestConfig:
+        for glob in self.fields_by_input:
+            if glob not in self.inputs:
+                raise ValueError(
+                    f"ingest.fields_by_input: {glob!r} is not one of ingest.inputs; allowed: {self.inputs}"
+                )
+            self.fields_for(glob)  # the merged block must be valid too (heading beside text)
+        return self
+
+    def fields_for(self, glob: str) -> IngestFields:
+        """The fields of the files a glob of ``ingest.inputs`` matched: ``ingest.fields`` with the keys
+        ``ingest.fields_by_input.<glob>`` sets laid over it.
+
+        Raises:
+            ValueError: the merged block is invalid (a heading that does not share the text's array).
+        """
+        over = self.fields_by_input.get(glob)
+        if not over:
+            return self.fields
+        unknown = sorted(set(over) - set(IngestFields.model_fields))
+        if unknown:
+            raise ValueError(f"ingest.fields_by_input.{glob}.{unknown[0]}: unknown key; allowed: "
+                             f"{list(IngestFields.model_fields)}")
+        try:
+            return IngestFields.model_validate({**self.fields.model_dump(), **over})
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            found = f" (found {err.get('input')!r})" if where else ""
+            raise ValueError(f"ingest.fields_by_input.{glob}{'.' + where if where else ''}: "
+                             f"{err['msg'].removeprefix('Value error, ')}{found}") from None

@@ -38,12 +38,20 @@ def _key_path(path: str, base: str) -> str:
     return path
 
 
-def list_files(spark: SparkSession, cfg: IngestConfig) -> list[tuple[str, str, int]]:
+def list_files(
+    spark: SparkSession, cfg: IngestConfig, skipped: list[str] | None = None, globs: dict[str, str] | None = None
+) -> list[tuple[str, str, int]]:
     """Expand ``ingest.inputs`` with the Hadoop filesystem of each glob (any scheme), on the driver.
 
     A glob may match files or folders (a folder stands for the files directly in it); names starting
     with ``_`` or ``.`` are skipped, as Spark's file sources do. Listing here, not through a Spark
     scan, keeps 0-byte files, which Spark's scans drop silently.
+
+    Args:
+        skipped: when given, receives the paths of the ``_*`` / ``.*`` files the globs matched (sorted,
+            each once).
+        globs: when given, receives ``path -> glob``: the first glob of ``ingest.inputs`` that matched
+            the file (whose ``ingest.fields_by_input`` entry applies to it).
 
     Returns:
         Sorted ``(path, key_path, size_bytes)``: ``path`` fully qualified (e.g. ``file:/data/a.jsonl``),
@@ -54,11 +62,16 @@ def list_files(spark: SparkSession, cfg: IngestConfig) -> list[tuple[str, str, i
         NoInputFilesError: a glob matches no file (names the glob).
     """
     found: dict[str, tuple[str, int]] = {}
-    for glob, base, entries in _matches(spark, cfg.inputs):
+    hidden: set[str] = set()
+    for glob, base, entries in _matches(spark, cfg.inputs, hidden):
         if not entries:
             raise NoInputFilesError(f"ingest.inputs: {glob!r} matches no file; fix the glob or the path (--set 'ingest.inputs=[...]')")
         for path, size, _ in entries:
+            if path not in found and globs is not None:
+                globs[path] = glob
             found.setdefault(path, (_key_path(path, base), size))
+    if skipped is not None:
+        skipped += sorted(hidden)
     shared = {k for k, n in Counter(k for k, _ in found.values()).items() if n > 1}
     return sorted((p, p if k in shared else k, size) for p, (k, size) in found.items())
 
@@ -69,8 +82,11 @@ def input_files(spark: SparkSession, globs: list[str]) -> list[tuple[str, int, i
     return sorted({e for _, _, entries in _matches(spark, globs) for e in entries})
 
 
-def _matches(spark: SparkSession, globs: list[str]) -> Iterator[tuple[str, str, list[tuple[str, int, int]]]]:
-    """Per glob: the glob, its fixed prefix qualified, and its files ``(path, size, mtime_ms)``."""
+def _matches(
+    spark: SparkSession, globs: list[str], hidden: set[str] | None = None
+) -> Iterator[tuple[str, str, list[tuple[str, int, int]]]]:
+    """Per glob: the glob, its fixed prefix qualified, and its files ``(path, size, mtime_ms)``; the
+    files left out for a name starting with ``_`` or ``.`` are added to ``hidden`` when given."""
     jvm = spark._jvm  # type: ignore[attr-defined]
     hconf = spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
     for glob in globs:
@@ -94,7 +110,11 @@ def _matches(spark: SparkSession, globs: list[str]) -> Iterator[tuple[str, str, 
         for st in matched:
             children = fs.listStatus(st.getPath()) if st.isDirectory() else [st]
             for f in children:
-                if f.isDirectory() or f.getPath().getName().startswith(("_", ".")):
+                if f.isDirectory():
+                    continue
+                if f.getPath().getName().startswith(("_", ".")):
+                    if hidden is not None:
+                        hidden.add(str(f.getPath().toString()))
                     continue
                 entries.append((str(f.getPath().toString()), int(f.getLen()), int(f.getModificationTime())))
         yield glob, base, entries

@@ -123,12 +123,15 @@ def explode_splits(
     icfg: IngestConfig,
     opts: ParseOptions,
     record_ddl: str,
+    by_path: dict[str, ParseOptions] | None = None,
 ) -> DataFrame:
-    """Records of every split (rows of ``record_ddl``), parsed in ``mapInArrow`` a split at a time.
+    """Records of every split (rows of ``record_ddl``), parsed in ``mapInArrow`` a split at a time,
+    with ``opts`` or the options ``by_path`` gives the split's file (``ingest.fields_by_input``).
 
     Partitions: ``ingest.input_partitions``, else one per ``split_bytes`` of input (at least the
     default parallelism, at most one per split), filled round-robin.
     """
+    by_path = by_path or {}
     options = fs_options(spark)
     total = sum(end - start for _, _, _, start, end in splits)
     n = icfg.input_partitions or max(
@@ -145,7 +148,7 @@ def explode_splits(
                     s["path"],
                     opener(s["path"], options),
                     s["size"],
-                    opts,
+                    by_path.get(s["path"], opts),
                     s["key_path"],
                     s["start"],
                     s["end"],

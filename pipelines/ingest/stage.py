@@ -34,7 +34,7 @@ from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import InvariantError, StageReport
 from pipelines.ingest import splits as ingest_splits
 from pipelines.ingest import tally as ingest_tally
-from pipelines.ingest.config import IngestConfig
+from pipelines.ingest.config import IngestConfig, IngestFields
 from pipelines.ingest.listing import (  # noqa: F401  (re-exported: callers use the stage module)
     _GLOB_CHARS,
     INPUT_GLOB_ERRORS,
@@ -78,12 +78,14 @@ MAX_SOURCE_COUNTS = 1000
 _HASH_SEP = "\x1f"  # ASCII unit separator: cannot occur in a path and rarely in a source name
 
 
-def parse_options(cfg: IngestConfig) -> ParseOptions:
-    """The :class:`udfs.formats.ParseOptions` of an ``ingest`` config section."""
-    f, n = cfg.fields, cfg.normalize
+def parse_options(cfg: IngestConfig, fields: IngestFields | None = None) -> ParseOptions:
+    """The :class:`udfs.formats.ParseOptions` of an ``ingest`` config section (with ``fields`` in place
+    of ``ingest.fields`` when given: those of one input glob, :meth:`IngestConfig.fields_for`)."""
+    f, n = fields or cfg.fields, cfg.normalize
     return ParseOptions(
         format=cfg.format, text_field=f.text, id_field=f.id, url_field=f.url, source_field=f.source,
-        meta_fields=tuple(f.meta), heading_field=f.heading, csv_header=cfg.csv_header, nfc=n.nfc, newlines=n.newlines, strip_invisible=n.strip_invisible,
+        meta_fields=tuple(f.meta), heading_field=f.heading, record_format=f.record_format,
+        csv_header=cfg.csv_header, nfc=n.nfc, newlines=n.newlines, strip_invisible=n.strip_invisible,
         strip_control=n.strip_control, fix_mojibake=n.fix_mojibake,
         max_replacement_fraction=cfg.max_replacement_fraction, replacement_action=cfg.replacement_action,
         jats_tables=cfg.jats.tables, jats_figures=cfg.jats.figures, jats_references=cfg.jats.references,
@@ -94,7 +96,16 @@ def parse_options(cfg: IngestConfig) -> ParseOptions:
     )
 
 
-def explode_files(files: DataFrame, cfg: IngestConfig) -> DataFrame:
+def options_by_path(icfg: IngestConfig, globs: dict[str, str] | None) -> dict[str, ParseOptions]:
+    """The parse options of the files whose glob has an ``ingest.fields_by_input`` entry (``globs``:
+    path -> the glob that matched it, :func:`list_files`); other files use :func:`parse_options`."""
+    if not globs or not icfg.fields_by_input:
+        return {}
+    per_glob = {g: parse_options(icfg, icfg.fields_for(g)) for g in icfg.fields_by_input}
+    return {path: per_glob[g] for path, g in globs.items() if g in per_glob}
+
+
+def explode_files(files: DataFrame, cfg: IngestConfig, by_path: dict[str, ParseOptions] | None = None) -> DataFrame:
     """Parse every file into records: documents, quarantined records and one summary row per file.
 
     Args:
@@ -102,6 +113,7 @@ def explode_files(files: DataFrame, cfg: IngestConfig) -> DataFrame:
             ``binaryFile`` source; an optional ``key_path`` (string, the path relative to its input
             glob) feeds derived doc ids, else ``path`` is used.
         cfg: the ``ingest`` config section.
+        by_path: parse options of particular files (:func:`options_by_path`).
 
     Returns:
         Rows of :data:`udfs.formats.RECORD_SCHEMA`: ``kind`` is ``doc``, ``quarantine`` or ``file``.
@@ -110,7 +122,7 @@ def explode_files(files: DataFrame, cfg: IngestConfig) -> DataFrame:
         ValueError: ``files`` lacks ``path`` or ``content``.
     """
     require_columns(files, INPUT_COLUMNS, "explode_files")
-    opts = parse_options(cfg)
+    opts, by_path = parse_options(cfg), by_path or {}
     has_key = "key_path" in files.columns
     cols = [*INPUT_COLUMNS, "key_path"] if has_key else list(INPUT_COLUMNS)
 
@@ -119,7 +131,7 @@ def explode_files(files: DataFrame, cfg: IngestConfig) -> DataFrame:
             paths, contents = batch.column("path").to_pylist(), batch.column("content")
             keys = batch.column("key_path").to_pylist() if has_key else paths
             for i, path in enumerate(paths):
-                yield from explode_file(path, contents[i].as_py() or b"", opts, keys[i])
+                yield from explode_file(path, contents[i].as_py() or b"", by_path.get(path, opts), keys[i])
 
     return files.select(*cols).mapInArrow(parse, RECORD_DDL)
 
@@ -194,30 +206,33 @@ def read_inputs(spark: SparkSession, listing: list[tuple[str, str, int]]) -> Dat
     return files.join(F.broadcast(key_df), "path")
 
 
-def _driver_records(spark: SparkSession, listing: list[tuple[str, str, int]], opts: ParseOptions) -> DataFrame | None:
+def _driver_records(spark: SparkSession, listing: list[tuple[str, str, int]], opts: ParseOptions,
+                    by_path: dict[str, ParseOptions]) -> DataFrame | None:
     """Rows for the 0-byte files of the ``binaryFile`` fallback (which drops them); ``None`` when there
     are none (an empty frame would still add tasks to every job over the records)."""
     rows = []
     for path, key, size in listing:
         if size == 0 and not ingest_splits.streamable(path):
-            for batch in explode_file(path, b"", opts, key):
+            for batch in explode_file(path, b"", by_path.get(path, opts), key):
                 rows += [{**r, "meta": dict(r["meta"]) if r["meta"] is not None else None} for r in batch.to_pylist()]
     return spark.createDataFrame(rows, RECORD_DDL) if rows else None
 
 
-def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: IngestConfig) -> DataFrame:
+def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: IngestConfig,
+                 globs: dict[str, str] | None = None) -> DataFrame:
     """Every record of the listed files (:data:`RECORD_DDL` rows, split-local JSONL line numbers):
-    streamed splits for local/s3 files, ``binaryFile`` rows for the others."""
-    opts = parse_options(icfg)
+    streamed splits for local/s3 files, ``binaryFile`` rows for the others. ``globs`` (path -> the
+    glob that matched it, :func:`list_files`) selects the ``ingest.fields_by_input`` of each file."""
+    opts, by_path = parse_options(icfg), options_by_path(icfg, globs)
     splits = ingest_splits.plan_splits(listing, icfg)
-    frames = [df] if (df := _driver_records(spark, listing, opts)) is not None else []
+    frames = [df] if (df := _driver_records(spark, listing, opts, by_path)) is not None else []
     if splits:
-        frames.append(ingest_splits.explode_splits(spark, splits, icfg, opts, RECORD_DDL))
+        frames.append(ingest_splits.explode_splits(spark, splits, icfg, opts, RECORD_DDL, by_path))
     if any(not ingest_splits.streamable(p) and size for p, _, size in listing):
         files = read_inputs(spark, [f for f in listing if not ingest_splits.streamable(f[0])])
         if icfg.input_partitions:
             files = files.repartition(icfg.input_partitions, "path")
-        frames.append(explode_files(files, icfg))
+        frames.append(explode_files(files, icfg, by_path))
     if not frames:
         return spark.createDataFrame([], RECORD_DDL)
     out = frames[0]
@@ -278,9 +293,13 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         InvariantError: the quarantine table holds another number of rows than the tally counted.
     """
     icfg = cfg.ingest
-    listing = list_files(spark, icfg)
+    hidden: list[str] = []
+    globs: dict[str, str] = {}
+    listing = list_files(spark, icfg, hidden, globs)
+    if hidden:
+        print(skipped_line(hidden), file=sys.stderr, flush=True)
     with tables.session_conf(spark, _STAGE_CONF):
-        parsed = read_records(spark, listing, icfg).persist(tables.TEXT_CACHE)
+        parsed = read_records(spark, listing, icfg, globs).persist(tables.TEXT_CACHE)
         try:
             t = ingest_tally.tally(parsed)
             extra = _file_stats(t.summaries)
@@ -326,11 +345,31 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
                 "ingest.fields, or set ingest.on_bad_file=continue to go on"
             )
         extra["bad_files"] = bad
+    extra["skipped_files"] = hidden[:MAX_FILE_COUNTS]
+    extra["skipped_files_omitted"] = max(0, len(hidden) - MAX_FILE_COUNTS)
     report = StageReport(
         stage=STAGE, rows_in=extra.pop("records_read"), rows_out=tables.written_rows(spark, outputs["documents"]),
         quarantined=dict(sorted(quarantined.items())), outputs=outputs, extra=extra,
+        notes={"skipped_files": len(hidden)},
     )
     return report
+
+
+SKIPPED_NAMES_SHOWN = 10
+"""Skipped files the ingest line names (the stage report's ``extra.skipped_files`` keeps up to
+:data:`MAX_FILE_COUNTS`)."""
+
+
+def skipped_line(paths: list[str]) -> str:
+    """The line naming the input files skipped for a name starting with ``_`` or ``.``.
+
+    >>> skipped_line(["file:/d/_SUCCESS", "file:/d/.a.jsonl.crc"])
+    "ingest: skipped 2 input file(s) whose names start with '_' or '.' (markers and hidden files, as Spark and Hadoop skip them; rename a file to read it): _SUCCESS, .a.jsonl.crc"
+    """
+    names = [p.rstrip("/").rsplit("/", 1)[-1] for p in paths[:SKIPPED_NAMES_SHOWN]]
+    more = f" and {len(paths) - SKIPPED_NAMES_SHOWN} more" if len(paths) > SKIPPED_NAMES_SHOWN else ""
+    return (f"ingest: skipped {len(paths)} input file(s) whose names start with '_' or '.' (markers and hidden "
+            f"files, as Spark and Hadoop skip them; rename a file to read it): {', '.join(names)}{more}")
 
 
 def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], icfg: IngestConfig) -> list[str]:

@@ -18,6 +18,7 @@ import orjson
 import pyarrow as pa
 
 from udfs import text as T
+from udfs.formats import scirecords
 from udfs.formats.collector import Collector
 from udfs.formats.records import MISSING, as_str, join_text, lookup, sectioned_text
 
@@ -101,6 +102,11 @@ def from_mapping(
     ``raw`` is the raw record for excerpts, or a function rendering it (called only when quarantined).
     """
     o = c.opts
+    shape = None if o.record_format == "flat" else (
+        scirecords.detect(obj, o.text_field) if o.record_format == "auto" else o.record_format)
+    if shape is not None:
+        _structured(c, record, obj, raw, escaped, shape, decoded_with_replacement)
+        return
     if o.heading_field is None:
         value = lookup(obj, o.text_field)
     else:
@@ -121,21 +127,47 @@ def from_mapping(
     if not isinstance(value, str):
         c.quarantine(record, "text_not_string", raw, f"field {o.text_field!r} holds {type(value).__name__}")
         return
-    meta = {}
+    _emit(c, record, obj, value, value.count(T.REPLACEMENT) if decoded_with_replacement else 0, escaped, {})
+
+
+def _emit(c: Collector, record: int, obj: dict[str, Any], text: str, n_replaced: int, escaped: bool,
+          meta: dict[str, str]) -> None:
+    """Buffer the document ``text`` of ``obj`` with its id, url, source and ``meta`` fields."""
+    o = c.opts
     for k in o.meta_fields:
         v = lookup(obj, k)
         if v is not MISSING and v is not None:
             meta[k] = as_str(v)
     c.doc(
         record,
-        value,
-        value.count(T.REPLACEMENT) if decoded_with_replacement else 0,
+        text,
+        n_replaced,
         escaped=escaped,
         src_id=lookup(obj, o.id_field) if o.id_field else None,
         url=lookup(obj, o.url_field) if o.url_field else None,
         source=lookup(obj, o.source_field) if o.source_field else None,
         meta=meta,
     )
+
+
+def _structured(c: Collector, record: int, obj: dict[str, Any], raw: bytes | str | Callable[[], str],
+                escaped: bool, shape: str, decoded_with_replacement: bool) -> None:
+    """A structured scientific record (:mod:`udfs.formats.scirecords`): its resolved text, with
+    ``meta.record_format`` and ``meta.markers_resolved`` (a JSON object, kind -> count)."""
+    try:
+        out = scirecords.render(obj)
+    except Exception as e:  # a record of an unforeseen shape: quarantined, never a lost file
+        out = None
+        why = f"record_format {shape}: {type(e).__name__}: {e}"
+    else:
+        why = f"record_format {shape}: no body_text list (keys: {', '.join(sorted(map(str, obj))[:12])})"
+    if out is None:
+        c.quarantine(record, "invalid_record", raw() if callable(raw) else raw, why)
+        return
+    text, counts = out
+    resolved = json.dumps(counts, sort_keys=True, separators=(",", ":"))
+    meta = {"record_format": shape, "markers_resolved": resolved}
+    _emit(c, record, obj, text, text.count(T.REPLACEMENT) if decoded_with_replacement else 0, escaped, meta)
 
 
 def read_jsonl(

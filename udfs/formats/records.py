@@ -88,6 +88,8 @@ class ParseOptions:
         meta_fields: fields copied into ``meta`` (strings as they are, other values as JSON).
             Field paths may iterate arrays with ``[]`` (``body_text[].text``, see :func:`lookup`);
             CSV/TSV fields are column names, or 0-based column indices (``"2"``).
+        record_format: ``auto`` (structured scientific records recognised from their keys), ``flat``
+            (the text field as it is), ``s2orc`` or ``unarxive`` (:mod:`udfs.formats.scirecords`).
         heading_field: a path naming the section heading of each element of the text path's array
             (``body_text[].section`` beside ``body_text[].text``); kept as a line before the first
             paragraph of each section. ``None``: paragraphs only.
@@ -118,6 +120,7 @@ class ParseOptions:
     source_field: str | None = "source"
     meta_fields: tuple[str, ...] = ()
     heading_field: str | None = None
+    record_format: str = "auto"
     csv_header: bool = True
     fix_mojibake: bool = False
     max_replacement_fraction: float = 0.25

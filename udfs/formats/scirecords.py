@@ -1,0 +1,365 @@
+"""Structured scientific records (S2ORC, unarXive): one readable text with every span resolved.
+
+Scientific corpora ship papers as records whose ``body_text`` is a list of paragraphs ``{section,
+sec_number | sec_num, text, cite_spans, ref_spans, eq_spans?}`` beside the targets those spans point at:
+``ref_entries`` (``{id: {type: formula | figure | table, latex | caption | text, content?, num?}}``),
+``bib_entries`` (``{id: {bib_entry_raw}}`` or ``{id: {title, authors, year, venue, ...}}``), an
+``abstract`` and ``metadata``. Read as ``body_text[].text`` they lose what the spans stand for: unarXive
+paragraphs hold converter markers (``{{formula:<uuid>}}``, ``{{cite:<id>}}``, ``{{figure:<uuid>}}``,
+``{{table:<uuid>}}``) in place of the formula, the citation and the float, and the bibliography sits in
+another field, so the refs stage sees citations without a reference list. :func:`render` writes the
+paper the way a reader sees it:
+
+* the title, then ``Abstract`` and the abstract, then the body; a heading line wherever the section
+  changes, its number joined (``3 Method``, ``3.1 Data``; a subsection numbered ``1`` under section 3
+  is ``3.1``, as LaTeX numbers it; ``-1`` or no number: the title alone); S2ORC ``back_matter`` after
+  the body;
+* a formula marker becomes its LaTeX: ``$...$`` inline, ``$$...$$`` on a line of its own when the
+  marker stood alone on its line (a display formula); S2ORC ``eq_spans`` become their ``latex`` (or
+  ``raw_str``) and equation number;
+* citations become ``[n]`` (adjacent ones ``[1, 2]``), numbered in the order they are first cited;
+  S2ORC cite spans whose text is a number (``[7]``, ``7``) are renumbered the same way, author-year
+  ones (``Smith et al. (2019)``) stay as written; after the body a ``References`` heading and one
+  ``[n] ...`` line per bibliography entry (cited ones first, in citation order, then the others);
+* a float marker (where the figure or table stood) becomes its caption line, ``Figure 2: ...`` /
+  ``Table 1: ...`` (numbered in order of appearance per kind), then the table's content if the record
+  has it; floats no marker placed (every S2ORC float) come after the body, labelled with their
+  ``num``, the number of the first ``Figure 3`` / ``Table 2`` span pointing at them, or their order;
+* a marker without a target (an id missing from its entries, an empty formula) is removed and
+  counted as ``unresolved``: no ``{{kind:id}}`` marker is left in the text.
+
+Which shape a record has is read from its keys (:func:`detect`); the per-kind counts of what was
+resolved are returned beside the text (ingest keeps them in ``meta.markers_resolved``).
+
+Source: S2ORC (Lo et al., ACL 2020) and its ``doc2json`` output schema (allenai/s2orc-doc2json: paragraph,
+span, ``ref_entries`` and ``bib_entries`` keys); unarXive 2022 (Saier, Krause & Faerber, JCDL 2023:
+markers and ``ref_entries`` of types formula / figure / table, ``bib_entry_raw``). peS2o ships plain
+``text`` records: they are read as any JSONL text, no structure is needed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+RECORD_FORMATS = ("auto", "flat", "s2orc", "unarxive")
+"""``ingest.fields.record_format``: ``auto`` recognises the shape from the record's keys
+(:func:`detect`), ``flat`` reads the text field as it is, ``s2orc`` / ``unarxive`` force the
+structured reader on every record (a record without a ``body_text`` list is quarantined)."""
+
+STRUCTURED = ("s2orc", "unarxive")
+"""The record formats :func:`render` reads."""
+
+COLUMNS = ("body_text", "abstract", "metadata", "title", "bib_entries", "ref_entries", "back_matter",
+           "pdf_parse", "latex_parse")
+"""Top-level fields :func:`render` may read (a columnar reader loads these columns)."""
+
+MARKER = re.compile(r"\{\{(\w+):([^{}\s]*)\}\}")
+"""A converter marker ``{{kind:id}}`` (unarXive)."""
+_CITE_RUN = re.compile(r"\{\{cite:[^{}\s]*\}\}(?:[ \t]*[,;]?[ \t]*\{\{cite:[^{}\s]*\}\})*")
+_CITE_ID = re.compile(r"\{\{cite:([^{}\s]*)\}\}")
+_NUMERIC_CITE = re.compile(r"[\[(]?\s*\d{1,4}\s*[\])]?")
+_FLOAT_LABEL = re.compile(r"(?i)\b(?:fig(?:ure)?s?|tab(?:le)?s?)\.?\s*([0-9]+[a-z]?|[IVXLC]+)\b")
+_CAPTIONED = re.compile(r"(?i)\s*(?:fig(?:ure)?|tab(?:le)?)\.?\s*[0-9IVXLC]+[a-z]?\b")
+_WS = re.compile(r"\s+")
+_BLANKS = re.compile(r"[ \t]*\n[ \t]*(?:\n[ \t]*)+")
+_UNNUMBERED = {"", "-1", "none", "null"}
+_FLOAT_KINDS = {"figure": "Figure", "table": "Table"}
+_SUBLEVEL = {"subsection": "section", "subsubsection": "subsection", "paragraph": "subsubsection"}
+
+
+def container(obj: Any) -> dict[str, Any] | None:
+    """The object that holds the paper's ``body_text`` list: the record itself, or its ``pdf_parse`` /
+    ``latex_parse`` object (S2ORC ``doc2json`` output); ``None`` when there is none."""
+    if not isinstance(obj, dict):
+        return None
+    for c in (obj, obj.get("pdf_parse"), obj.get("latex_parse")):
+        if isinstance(c, dict) and isinstance(c.get("body_text"), list):
+            return c
+    return None
+
+
+def detect(obj: Any, text_field: str = "text") -> str | None:
+    """The structured shape of a record, from its keys: ``unarxive``, ``s2orc`` or ``None`` (read flat).
+
+    A record is structured when it holds a ``body_text`` list of paragraph objects (``text`` plus
+    ``cite_spans`` or ``ref_spans``) and the configured text field is absent from it or points into
+    ``body_text`` (a record with its own ``text``, such as peS2o, stays flat). It is ``unarxive`` when
+    the record has a ``_source_hash`` (of its LaTeX source), a paragraph holds a converter marker, an
+    entry of ``ref_entries`` has a ``caption`` or one of ``bib_entries`` a ``bib_entry_raw``; ``s2orc``
+    otherwise.
+
+    Args:
+        obj: the parsed record.
+        text_field: ``ingest.fields.text``.
+
+    Returns:
+        ``"unarxive"``, ``"s2orc"`` or ``None``.
+    """
+    c = container(obj)
+    if c is None:
+        return None
+    top = re.split(r"[.\[]", text_field, maxsplit=1)[0]
+    if top != "body_text" and text_field in obj and not text_field.startswith(("pdf_parse", "latex_parse")):
+        return None
+    paras = [p for p in c["body_text"][:8] if isinstance(p, dict)]
+    if not paras or not all("text" in p and ("cite_spans" in p or "ref_spans" in p) for p in paras):
+        return None
+    if "_source_hash" in obj or any(
+        isinstance(p, dict) and isinstance(p.get("text"), str) and MARKER.search(p["text"])
+        for p in c["body_text"]
+    ):
+        return "unarxive"
+    for entries, keys in ((c.get("ref_entries"), ("caption",)), (c.get("bib_entries"), ("bib_entry_raw",))):
+        if isinstance(entries, dict):
+            for e in list(entries.values())[:16]:
+                if isinstance(e, dict) and any(k in e for k in keys):
+                    return "unarxive"
+    return "s2orc"
+
+
+def render(obj: Any) -> tuple[str, dict[str, int]] | None:
+    """A structured record as one text, every marker and span resolved (module docstring).
+
+    Args:
+        obj: the parsed record (S2ORC or unarXive shape).
+
+    Returns:
+        ``(text, counts)``: the text (paragraphs separated by blank lines) and the number of markers
+        or spans resolved per kind (``cite``, ``formula``, ``figure``, ``table``; ``unresolved`` for
+        markers removed without a target), only kinds seen; ``None`` when the record holds no
+        ``body_text`` list.
+    """
+    c = container(obj)
+    if c is None:
+        return None
+    return _Paper(obj, c).text()
+
+
+def _s(v: Any) -> str:
+    return v if isinstance(v, str) else ""
+
+
+def _dicts(v: Any) -> list[dict[str, Any]]:
+    if isinstance(v, dict):
+        return [v]
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+def _bib_text(e: Any) -> str:
+    """One bibliography entry as a line: unarXive's raw string, S2ORC's ``raw_text``, or its parts."""
+    if isinstance(e, str):
+        return _WS.sub(" ", e).strip()
+    if not isinstance(e, dict):
+        return ""
+    for k in ("bib_entry_raw", "raw_text", "raw"):
+        if _s(e.get(k)).strip():
+            return _WS.sub(" ", e[k]).strip()
+    names = []
+    for a in e.get("authors") or []:
+        if isinstance(a, dict):
+            middle = " ".join(m for m in a.get("middle") or [] if isinstance(m, str))
+            whole = (_s(a.get("first")), middle, _s(a.get("last")), _s(a.get("suffix")))
+            names.append(" ".join(x for x in whole if x))
+        elif isinstance(a, str):
+            names.append(a)
+    parts = [", ".join(n for n in names if n), _s(e.get("title")), _s(e.get("venue"))]
+    for k in ("volume", "pages"):
+        if e.get(k):
+            parts.append(str(e[k]))
+    if e.get("year"):
+        parts.append(str(e["year"]))
+    return _WS.sub(" ", ". ".join(p.strip() for p in parts if p and p.strip())).strip()
+
+
+class _Paper:
+    """Rendering state of one record: citation numbers, float numbers, counts."""
+
+    def __init__(self, obj: dict[str, Any], c: dict[str, Any]):
+        self.obj, self.c = obj, c
+        self.bib = c.get("bib_entries") if isinstance(c.get("bib_entries"), dict) else {}
+        self.refs = c.get("ref_entries") if isinstance(c.get("ref_entries"), dict) else {}
+        self.cite_no: dict[str, int] = {}
+        self.float_no: dict[str, str] = {}
+        self.per_kind: Counter = Counter()
+        self.counts: Counter = Counter()
+        self.out: list[str] = []
+        self.heading: tuple[str, str] | None = None
+        self.levels: dict[str, str] = {}
+        self.span_labels = self._span_labels()
+
+    # ------------------------------------------------------------------ document
+    def text(self) -> tuple[str, dict[str, int]]:
+        o, c = self.obj, self.c
+        meta = o.get("metadata") if isinstance(o.get("metadata"), dict) else {}
+        title = _s(o.get("title")) or _s(meta.get("title")) or _s(c.get("title"))
+        if title.strip():
+            self.out.append(self._resolve(_WS.sub(" ", title).strip(), inline_only=True))
+        abstract = c.get("abstract") if c.get("abstract") else o.get("abstract")
+        if isinstance(abstract, str) and abstract.strip():
+            abstract = [{"text": abstract}]
+        paras = _dicts(abstract)
+        if not paras and _s(meta.get("abstract")).strip():
+            paras = [{"text": meta["abstract"]}]
+        for p in paras:
+            self._paragraph({**p, "section": p.get("section") or "Abstract"})
+        self.heading, self.levels = None, {}
+        for p in _dicts(c.get("body_text")) + _dicts(c.get("back_matter")):
+            self._paragraph(p)
+        self._unplaced_floats()
+        self._references()
+        text = "\n\n".join(x for x in (_BLANKS.sub("\n\n", s).strip() for s in self.out) if x)
+        return text, dict(sorted(self.counts.items()))
+
+    def _paragraph(self, p: dict[str, Any]) -> None:
+        self._heading(p)
+        text = _s(p.get("text"))
+        if not text.strip():
+            return
+        self.out.append(self._resolve(self._spans(p, text)))
+
+    def _heading(self, p: dict[str, Any]) -> None:
+        section = _WS.sub(" ", _s(p.get("section"))).strip()
+        raw = p.get("sec_number", p.get("sec_num"))
+        num = str(raw).strip().rstrip(".") if raw is not None else ""
+        kind = _s(p.get("sec_type")).lower()
+        if num.lower() in _UNNUMBERED:
+            num = ""
+        elif kind in _SUBLEVEL and "." not in num and num.isdigit():
+            parent = self.levels.get(_SUBLEVEL[kind])
+            num = f"{parent}.{num}" if parent else num
+        key = (section, num)
+        if key == self.heading or not section:
+            self.heading = key if section else self.heading
+            return
+        self.heading = key
+        if num and kind:
+            self.levels[kind] = num
+        if num and not section.startswith(num):
+            section = f"{num} {section}"
+        self.out.append(self._resolve(section, inline_only=True))
+
+    # ------------------------------------------------------------------ spans (S2ORC)
+    def _span_labels(self) -> dict[str, str]:
+        """ref_id -> the label of the first ``Figure 3`` / ``Table 2`` span pointing at it."""
+        labels: dict[str, str] = {}
+        for p in _dicts(self.c.get("body_text")):
+            for s in _dicts(p.get("ref_spans")):
+                rid, t = s.get("ref_id"), _s(s.get("text"))
+                if isinstance(rid, str) and rid not in labels and (m := _FLOAT_LABEL.search(t)):
+                    labels[rid] = m.group(1)
+        return labels
+
+    def _spans(self, p: dict[str, Any], text: str) -> str:
+        """Resolve the paragraph's S2ORC-style spans (those whose text is not a marker): numeric
+        citations renumbered, equation spans replaced by their LaTeX."""
+        edits: list[tuple[int, int, str]] = []
+        for s in sorted(_dicts(p.get("cite_spans")), key=lambda s: s.get("start") or 0):
+            st, en, rid = s.get("start"), s.get("end"), s.get("ref_id")
+            if not (isinstance(st, int) and isinstance(en, int) and 0 <= st < en <= len(text)):
+                continue
+            surface = text[st:en]
+            if MARKER.fullmatch(surface) or not isinstance(rid, str) or rid not in self.bib:
+                continue
+            n = self._cite(rid)
+            if _NUMERIC_CITE.fullmatch(surface):
+                edits.append((st, en, re.sub(r"\d+", str(n), surface, count=1)))
+        for s in _dicts(p.get("eq_spans")):
+            st, en = s.get("start"), s.get("end")
+            if not (isinstance(st, int) and isinstance(en, int) and 0 <= st < en <= len(text)):
+                continue
+            tex = _s(s.get("latex")).strip() or _s(s.get("raw_str")).strip()
+            if not tex:
+                continue
+            num = _s(s.get("eq_num")).strip()
+            self.counts["formula"] += 1
+            edits.append((st, en, f"{tex} {num}".strip()))
+        for st, en, new in sorted(edits, reverse=True):
+            text = text[:st] + new + text[en:]
+        return text
+
+    # ------------------------------------------------------------------ markers (unarXive)
+    def _cite(self, rid: str) -> int:
+        if rid not in self.cite_no:
+            self.cite_no[rid] = len(self.cite_no) + 1
+        self.counts["cite"] += 1
+        return self.cite_no[rid]
+
+    def _resolve(self, text: str, inline_only: bool = False) -> str:
+        """``text`` with every ``{{kind:id}}`` marker replaced by what it stands for (or removed)."""
+        if "{{" not in text:
+            return text
+        text = _CITE_RUN.sub(self._cite_run, text)
+        return MARKER.sub(lambda m: self._marker(m, inline_only), text)
+
+    def _cite_run(self, m: re.Match[str]) -> str:
+        nums = []
+        for rid in _CITE_ID.findall(m.group()):
+            if rid in self.bib:
+                n = self._cite(rid)
+                if n not in nums:
+                    nums.append(n)
+            else:
+                self.counts["unresolved"] += 1
+        return f"[{', '.join(map(str, nums))}]" if nums else ""
+
+    def _marker(self, m: re.Match[str], inline_only: bool) -> str:
+        kind, rid = m.group(1), m.group(2)
+        e = self.refs.get(rid)
+        if not isinstance(e, dict):
+            self.counts["unresolved"] += 1
+            return ""
+        if kind == "formula":
+            tex = _WS.sub(" ", _s(e.get("latex"))).strip()
+            if not tex:
+                self.counts["unresolved"] += 1
+                return ""
+            self.counts["formula"] += 1
+            s = m.string
+            line_start = s.rfind("\n", 0, m.start()) + 1
+            line_end = s.find("\n", m.end())
+            after = s[m.end() : None if line_end < 0 else line_end]
+            alone = not s[line_start : m.start()].strip() and not after.strip()
+            return f"$${tex}$$" if alone and not inline_only else f"${tex}$"
+        if kind in _FLOAT_KINDS and rid in self.float_no:  # the same float placed again: once is enough
+            return ""
+        if kind in _FLOAT_KINDS and not inline_only:
+            return f"\n\n{self._float(rid, e, kind)}\n\n"
+        self.counts["unresolved"] += 1
+        return ""
+
+    # ------------------------------------------------------------------ floats and references
+    def _float(self, rid: str, e: dict[str, Any], kind: str) -> str:
+        self.per_kind[kind] += 1
+        num = e.get("num")
+        label = str(num).strip() if num not in (None, "") else \
+            self.span_labels.get(rid, str(self.per_kind[kind]))
+        self.float_no[rid] = label
+        self.counts[kind] += 1
+        raw = _WS.sub(" ", _s(e.get("caption")) or _s(e.get("text"))).strip()
+        caption = self._resolve(raw, inline_only=True)
+        line = caption if _CAPTIONED.match(caption) else f"{_FLOAT_KINDS[kind]} {label}: {caption}"
+        line = line.rstrip(": ")
+        content = _s(e.get("content")).strip()
+        return f"{line}\n{content}" if content else line
+
+    def _unplaced_floats(self) -> None:
+        for rid, e in self.refs.items():
+            if isinstance(e, dict) and e.get("type") in _FLOAT_KINDS and rid not in self.float_no:
+                self.out.append(self._float(rid, e, e["type"]))
+
+    def _references(self) -> None:
+        lines = []
+        for rid in [*self.cite_no, *(k for k in self.bib if k not in self.cite_no)]:
+            body = self._resolve(_bib_text(self.bib[rid]), inline_only=True)
+            if body:
+                lines.append(f"[{self.cite_no.get(rid) or self._cite_no_count(rid)}] {body}")
+        if lines:
+            self.out.append("References")
+            self.out.append("\n".join(lines))
+
+    def _cite_no_count(self, rid: str) -> int:
+        """The next number for an entry never cited (not counted as a resolved citation)."""
+        self.cite_no[rid] = len(self.cite_no) + 1
+        return self.cite_no[rid]
