@@ -43,6 +43,8 @@ import re
 from collections import Counter
 from typing import Any
 
+from udfs.formats.records import MISSING, lookup
+
 RECORD_FORMATS = ("auto", "flat", "s2orc", "unarxive")
 """``ingest.fields.record_format``: ``auto`` recognises the shape from the record's keys
 (:func:`detect`), ``flat`` reads the text field as it is, ``s2orc`` / ``unarxive`` force the
@@ -101,7 +103,7 @@ def detect(obj: Any, text_field: str = "text") -> str | None:
     if c is None:
         return None
     top = re.split(r"[.\[]", text_field, maxsplit=1)[0]
-    if top != "body_text" and text_field in obj and not text_field.startswith(("pdf_parse", "latex_parse")):
+    if top not in ("body_text", "pdf_parse", "latex_parse") and lookup(obj, text_field) is not MISSING:
         return None
     paras = [p for p in c["body_text"][:8] if isinstance(p, dict)]
     if not paras or not all("text" in p and ("cite_spans" in p or "ref_spans" in p) for p in paras):

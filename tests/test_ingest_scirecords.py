@@ -1,0 +1,211 @@
+"""udfs/formats/scirecords.py through the ingest reader, ``ingest.fields_by_input`` and skipped input files.
+
+Invented records only, in the S2ORC and unarXive shapes; one Spark test (the ingest stage over two globs).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pyarrow as pa
+import pytest
+
+from pipelines.core.config import ConfigError, load_config
+from pipelines.core.runner import run_stage
+from pipelines.ingest import stage as ingest
+from udfs.formats import ParseOptions, explode_file
+from udfs.formats import scirecords as S
+from udfs.refs import refs_signals
+
+U1, U2, U3, U4, U5 = (f"0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(1, 6))
+UNARXIVE = {
+    "paper_id": "2401.00001", "_source_hash": "abc", "metadata": {"title": "A  Made-up\n  Paper"},
+    "abstract": {"section": "Abstract", "text": "We study $x$.", "cite_spans": [], "ref_spans": []},
+    "body_text": [
+        {"section": "Introduction", "sec_number": "1", "sec_type": "section", "text":
+            f"Let {{{{formula:{U1}}}}} be small {{{{cite:b1}}}}, {{{{cite:b2}}}}. See Section 2.\n"
+            f"{{{{formula:{U2}}}}} \n", "cite_spans": [], "ref_spans": []},
+        {"section": "Data", "sec_number": "1", "sec_type": "subsection", "text":
+            f"Table 1 lists the data {{{{cite:b2}}}} and {{{{cite:gone}}}}.\n{{{{table:{U3}}}}}",
+            "cite_spans": [], "ref_spans": []},
+        {"section": "Method", "sec_number": "2", "sec_type": "section", "text":
+            f"As in [1] we plot it.\n{{{{figure:{U4}}}}}\n{{{{formula:{U5}}}}}", "cite_spans": [], "ref_spans": []},
+        {"section": "Acknowledgements", "sec_number": "-1", "sec_type": "section", "text": "Thanks.",
+         "cite_spans": [], "ref_spans": []},
+    ],
+    "bib_entries": {"b1": {"bib_entry_raw": "A. Author. First work. 2001."},
+                    "b2": {"bib_entry_raw": "B. Author. Second work. 2002."},
+                    "b3": {"bib_entry_raw": "C. Author. Never cited. 2003."}},
+    "ref_entries": {U1: {"type": "formula", "latex": "x_1"}, U2: {"type": "formula", "latex": "y = x^2"},
+                    U3: {"type": "table", "caption": "Counts per split."},
+                    U4: {"type": "figure", "caption": "Loss with {{formula:" + U1 + "}}."},
+                    U5: {"type": "formula", "latex": "  "}},
+}
+UNARXIVE_TEXT = (
+    "A Made-up Paper\n\nAbstract\n\nWe study $x$.\n\n1 Introduction\n\n"
+    "Let $x_1$ be small [1, 2]. See Section 2.\n$$y = x^2$$\n\n"
+    "1.1 Data\n\nTable 1 lists the data [2] and .\n\nTable 1: Counts per split.\n\n"
+    "2 Method\n\nAs in [1] we plot it.\n\nFigure 1: Loss with $x_1$.\n\n"
+    "Acknowledgements\n\nThanks.\n\n"
+    "References\n\n[1] A. Author. First work. 2001.\n[2] B. Author. Second work. 2002.\n"
+    "[3] C. Author. Never cited. 2003."
+)
+
+S2ORC = {
+    "paper_id": "s1", "abstract": [{"section": "Abstract", "text": "Short abstract.", "cite_spans": []}],
+    "body_text": [
+        {"section": "Intro", "sec_num": "1.", "text": "Prior work [7] and Smith et al. (2019) differ, see Fig. 3.",
+         "cite_spans": [{"start": 11, "end": 14, "text": "[7]", "ref_id": "BIBREF1"},
+                        {"start": 19, "end": 38, "text": "Smith et al. (2019)", "ref_id": "BIBREF0"}],
+         "ref_spans": [{"start": 51, "end": 57, "text": "Fig. 3", "ref_id": "FIGREF0"}]},
+        {"section": "Intro", "sec_num": "1.", "text": "EQUATION", "cite_spans": [], "ref_spans": [],
+         "eq_spans": [{"start": 0, "end": 8, "text": "EQUATION", "latex": "a=b", "eq_num": "(1)"}]},
+    ],
+    "back_matter": [{"section": "Acknowledgments", "text": "We thank nobody.", "cite_spans": [], "ref_spans": []}],
+    "bib_entries": {
+        "BIBREF0": {"title": "A study", "authors": [{"first": "Ann", "middle": ["B"], "last": "Smith", "suffix": ""}],
+                    "year": 2019, "venue": "J. Things"},
+        "BIBREF1": {"title": "Prior work", "authors": [], "year": 2010, "venue": ""},
+    },
+    "ref_entries": {"FIGREF0": {"text": "Accuracy by size.", "type": "figure"}},
+}
+S2ORC_TEXT = (
+    "Abstract\n\nShort abstract.\n\n1 Intro\n\nPrior work [1] and Smith et al. (2019) differ, see Fig. 3.\n\n"
+    "a=b (1)\n\nAcknowledgments\n\nWe thank nobody.\n\nFigure 3: Accuracy by size.\n\n"
+    "References\n\n[1] Prior work. 2010\n[2] Ann B Smith. A study. J. Things. 2019"
+)
+
+
+PAPERS = ParseOptions(id_field="paper_id")
+
+
+def _rows(records: list[dict], opts: ParseOptions = PAPERS) -> list[dict]:
+    data = "\n".join(json.dumps(r) for r in records).encode() + b"\n"
+    return [r for b in explode_file("p.jsonl", data, opts) for r in b.to_pylist() if r["kind"] != "file"]
+
+
+def test_unarxive_markers_resolved_headings_numbered_references_built():
+    (doc,) = _rows([UNARXIVE])
+    assert doc["text"] == UNARXIVE_TEXT
+    meta = dict(doc["meta"])
+    assert meta["record_format"] == "unarxive"
+    assert json.loads(meta["markers_resolved"]) == {"cite": 3, "figure": 1, "formula": 3, "table": 1,
+                                                    "unresolved": 2}
+    assert not S.MARKER.search(doc["text"])
+
+
+def test_s2orc_spans_resolved_floats_after_the_body():
+    (doc,) = _rows([S2ORC])
+    assert doc["text"] == S2ORC_TEXT
+    assert dict(doc["meta"])["record_format"] == "s2orc"
+    assert json.loads(dict(doc["meta"])["markers_resolved"]) == {"cite": 2, "figure": 1, "formula": 1}
+
+
+def test_resolved_text_gives_the_refs_stage_its_targets():
+    """Citations, the section and the table resolve; a table the paper does not hold stays dangling."""
+    rec = json.loads(json.dumps(UNARXIVE))
+    rec["body_text"][3]["text"] = "Thanks. Table 4 is gone."
+    (doc,) = _rows([rec])
+    sig = refs_signals(pa.array([doc["text"]])).to_pylist()[0]
+    dangling = [(m["kind"], m["label"]) for m in sig["ref_mentions"] if m["dangling"]]
+    assert dangling == [("table", "4")]
+    assert dict(sig["mentions_by_kind"])["citation"] >= 3
+
+
+@pytest.mark.parametrize("record, text_field, expected", [
+    (UNARXIVE, "text", "unarxive"),
+    (UNARXIVE, "body_text[].text", "unarxive"),
+    (S2ORC, "text", "s2orc"),
+    ({"pdf_parse": S2ORC}, "text", "s2orc"),
+    ({"id": "p", "text": "peS2o is plain text", "body_text": S2ORC["body_text"]}, "text", None),
+    (UNARXIVE, "abstract.text", None),
+    ({"body_text": [{"section": "A", "text": "no spans"}]}, "text", None),
+    ({"body_text": "not a list"}, "text", None),
+    ({"text": "web page"}, "text", None),
+])
+def test_detect(record, text_field, expected):
+    assert S.detect(record, text_field) == expected
+
+
+def test_flat_keeps_the_record_as_it_is_and_forcing_a_shape_quarantines_what_lacks_it():
+    flat = ParseOptions(text_field="body_text[].text", id_field="paper_id", record_format="flat")
+    (doc,) = _rows([UNARXIVE], flat)
+    assert "{{cite:b1}}" in doc["text"] and not dict(doc["meta"] or [])
+    forced = ParseOptions(record_format="unarxive")
+    rows = _rows([{"id": "w", "text": "a web page"}], forced)
+    assert [(r["kind"], r["reason"]) for r in rows] == [("quarantine", "invalid_record")]
+    assert "record_format unarxive: no body_text list" in rows[0]["detail"]
+
+
+@pytest.mark.parametrize("broken", [
+    {"body_text": [None, 3, {"text": None, "cite_spans": None}], "bib_entries": [], "ref_entries": "x"},
+    {"body_text": [{"text": "{{cite:x}} {{figure:y}} {{formula:z}} {{weird:}}", "cite_spans": [{"start": 99}],
+                    "ref_spans": [], "sec_number": 3, "section": 5}], "ref_entries": {"y": 1, "z": {"latex": None}}},
+])
+def test_odd_records_never_raise(broken):
+    rows = _rows([broken], ParseOptions(record_format="s2orc"))
+    assert all(not S.MARKER.search(r["text"] or "") for r in rows)
+    assert [r["kind"] for r in rows] in (["doc"], ["quarantine"])
+
+
+def test_parquet_rows_are_read_the_same():
+    import io
+
+    import pyarrow.parquet as pq
+
+    rec = {k: json.dumps(v) if k in ("bib_entries", "ref_entries") else v for k, v in S2ORC.items()}
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist([{**rec, "bib_entries": None, "ref_entries": None}]), buf)
+    (doc,) = [r for b in explode_file("p.parquet", buf.getvalue(), ParseOptions(id_field="paper_id"))
+              for r in b.to_pylist() if r["kind"] == "doc"]
+    assert doc["text"].startswith("Abstract\n\nShort abstract.\n\n1 Intro\n\nPrior work")
+
+
+# ------------------------------------------------------------------------------------ config
+def test_fields_by_input_lays_keys_over_fields():
+    cfg = load_config(overrides=["ingest.inputs=['web/*.jsonl', 'papers/*.jsonl']", "ingest.fields.id=doc",
+                                 "ingest.fields_by_input={'papers/*.jsonl': {'id': 'paper_id', 'record_format': 'unarxive'}}"])
+    papers, web = cfg.ingest.fields_for("papers/*.jsonl"), cfg.ingest.fields_for("web/*.jsonl")
+    assert (papers.id, papers.record_format, papers.text) == ("paper_id", "unarxive", "text")
+    assert (web.id, web.record_format) == ("doc", "auto")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("{'other/*.jsonl': {'id': 'x'}}", re.escape("'other/*.jsonl' is not one of ingest.inputs; allowed: ['a/*.jsonl']")),
+    ("{'a/*.jsonl': {'txt': 'x'}}", r"ingest.fields_by_input.a/\*.jsonl.txt: unknown key; allowed: \['text'"),
+    ("{'a/*.jsonl': {'record_format': 'pdf'}}", "record_format: Input should be 'auto', 'flat', 's2orc' or 'unarxive'"),
+    ("{'a/*.jsonl': {'heading': 'x[].y'}}", "ingest.fields.heading 'x\\[\\].y' must iterate the same array"),
+])
+def test_fields_by_input_is_validated(value, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(overrides=["ingest.inputs=['a/*.jsonl']", f"ingest.fields_by_input={value}"])
+
+
+# ------------------------------------------------------------------------------------ the stage
+def test_two_globs_two_field_sets_and_skipped_files_named(spark, tmp_path, capsys):
+    (tmp_path / "web").mkdir()
+    (tmp_path / "papers").mkdir()
+    (tmp_path / "web" / "a.jsonl").write_text(json.dumps({"doc": "w1", "content": "A web page."}) + "\n")
+    (tmp_path / "web" / "_SUCCESS").write_text("")
+    (tmp_path / "web" / ".draft.jsonl").write_text("{}")
+    (tmp_path / "papers" / "p.jsonl").write_text(json.dumps(UNARXIVE) + "\n")
+    web, papers = f"{tmp_path}/web/*", f"{tmp_path}/papers/*.jsonl"
+    cfg = load_config(overrides=[
+        f"run.root={tmp_path / 'out'}", f"ingest.inputs=['{web}', '{papers}']", "ingest.fields.text=content",
+        "ingest.fields.id=doc", f"ingest.fields_by_input={{'{papers}': {{'text': 'body_text[].text', 'id': 'paper_id'}}}}",
+    ])
+    report = run_stage(spark, cfg, "ingest")
+    docs = {r["doc_id"]: r for r in spark.read.format("delta").load(cfg.table_path("documents")).collect()}
+    assert sorted(docs) == ["a/w1", "p/2401.00001"]
+    assert docs["a/w1"]["text"] == "A web page." and docs["p/2401.00001"]["text"] == UNARXIVE_TEXT
+    assert report.notes["skipped_files"] == 2
+    assert [p.rsplit("/", 1)[-1] for p in report.extra["skipped_files"]] == [".draft.jsonl", "_SUCCESS"]
+    err = capsys.readouterr().err
+    assert re.search(r"ingest: skipped 2 input file\(s\) whose names start with '_' or '\.' .*: \.draft\.jsonl, _SUCCESS", err)
+    assert "skipped_files=2" in report.summary_line()
+
+
+def test_skipped_line_names_the_first_ten():
+    line = ingest.skipped_line([f"file:/d/_part{i}" for i in range(12)])
+    assert line.startswith("ingest: skipped 12 input file(s)") and line.endswith("_part9 and 2 more")
