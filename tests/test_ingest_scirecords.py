@@ -33,6 +33,8 @@ UNARXIVE = {
             f"As in [1] we plot it.\n{{{{figure:{U4}}}}}\n{{{{formula:{U5}}}}}", "cite_spans": [], "ref_spans": []},
         {"section": "Acknowledgements", "sec_number": "-1", "sec_type": "section", "text": "Thanks.",
          "cite_spans": [], "ref_spans": []},
+        {"section": "Proofs", "sec_number": "A", "sec_type": "section", "text": "Trivial.",
+         "cite_spans": [], "ref_spans": []},
     ],
     "bib_entries": {"b1": {"bib_entry_raw": "A. Author. First work. 2001."},
                     "b2": {"bib_entry_raw": "B. Author. Second work. 2002."},
@@ -47,7 +49,7 @@ UNARXIVE_TEXT = (
     "Let $x_1$ be small [1, 2]. See Section 2.\n$$y = x^2$$\n\n"
     "1.1 Data\n\nTable 1 lists the data [2] and .\n\nTable 1: Counts per split.\n\n"
     "2 Method\n\nAs in [1] we plot it.\n\nFigure 1: Loss with $x_1$.\n\n"
-    "Acknowledgements\n\nThanks.\n\n"
+    "Acknowledgements\n\nThanks.\n\nAppendix A: Proofs\n\nTrivial.\n\n"
     "References\n\n[1] A. Author. First work. 2001.\n[2] B. Author. Second work. 2002.\n"
     "[3] C. Author. Never cited. 2003."
 )
@@ -105,7 +107,7 @@ def test_s2orc_spans_resolved_floats_after_the_body():
 def test_resolved_text_gives_the_refs_stage_its_targets():
     """Citations, the section and the table resolve; a table the paper does not hold stays dangling."""
     rec = json.loads(json.dumps(UNARXIVE))
-    rec["body_text"][3]["text"] = "Thanks. Table 4 is gone."
+    rec["body_text"][3]["text"] = "Thanks. Table 4 is gone, Appendix A is there."
     (doc,) = _rows([rec])
     sig = refs_signals(pa.array([doc["text"]])).to_pylist()[0]
     dangling = [(m["kind"], m["label"]) for m in sig["ref_mentions"] if m["dangling"]]

@@ -12,8 +12,8 @@ paper the way a reader sees it:
 
 * the title, then ``Abstract`` and the abstract, then the body; a heading line wherever the section
   changes, its number joined (``3 Method``, ``3.1 Data``; a subsection numbered ``1`` under section 3
-  is ``3.1``, as LaTeX numbers it; ``-1`` or no number: the title alone); S2ORC ``back_matter`` after
-  the body;
+  is ``3.1``, as LaTeX numbers it; a section lettered ``A`` is ``Appendix A: ...``, as LaTeX's
+  ``\\appendix`` letters it; ``-1`` or no number: the title alone); S2ORC ``back_matter`` after the body;
 * a formula marker becomes its LaTeX: ``$...$`` inline, ``$$...$$`` on a line of its own when the
   marker stood alone on its line (a display formula); S2ORC ``eq_spans`` become their ``latex`` (or
   ``raw_str``) and equation number;
@@ -67,6 +67,7 @@ _CAPTIONED = re.compile(r"(?i)\s*(?:fig(?:ure)?|tab(?:le)?)\.?\s*[0-9IVXLC]+[a-z
 _WS = re.compile(r"\s+")
 _BLANKS = re.compile(r"[ \t]*\n[ \t]*(?:\n[ \t]*)+")
 _UNNUMBERED = {"", "-1", "none", "null"}
+_APPENDIX = re.compile(r"[A-Z]")
 _FLOAT_KINDS = {"figure": "Figure", "table": "Table"}
 _SUBLEVEL = {"subsection": "section", "subsubsection": "subsection", "paragraph": "subsubsection"}
 
@@ -238,7 +239,10 @@ class _Paper:
         self.heading = key
         if num and kind:
             self.levels[kind] = num
-        if num and not section.startswith(num):
+        appendix = _APPENDIX.fullmatch(num) and kind in ("", "section")
+        if appendix and not section.lower().startswith("appendix"):
+            section = f"Appendix {num}: {section}"  # LaTeX's \appendix letters: "Appendix A" finds it
+        elif num and not section.startswith(num):
             section = f"{num} {section}"
         self.out.append(self._resolve(section, inline_only=True))
 
