@@ -90,18 +90,16 @@ def _rows(records: list[dict], opts: ParseOptions = PAPERS) -> list[dict]:
 def test_unarxive_markers_resolved_headings_numbered_references_built():
     (doc,) = _rows([UNARXIVE])
     assert doc["text"] == UNARXIVE_TEXT
-    meta = dict(doc["meta"])
-    assert meta["record_format"] == "unarxive"
-    assert json.loads(meta["markers_resolved"]) == {"cite": 3, "figure": 1, "formula": 3, "table": 1,
-                                                    "unresolved": 2}
+    assert doc["record_format"] == "unarxive" and not doc["meta"]
+    assert dict(doc["markers_resolved"]) == {"cite": 3, "figure": 1, "formula": 3, "table": 1, "unresolved": 2}
     assert not S.MARKER.search(doc["text"])
 
 
 def test_s2orc_spans_resolved_floats_after_the_body():
     (doc,) = _rows([S2ORC])
     assert doc["text"] == S2ORC_TEXT
-    assert dict(doc["meta"])["record_format"] == "s2orc"
-    assert json.loads(dict(doc["meta"])["markers_resolved"]) == {"cite": 2, "figure": 1, "formula": 1}
+    assert doc["record_format"] == "s2orc"
+    assert dict(doc["markers_resolved"]) == {"cite": 2, "figure": 1, "formula": 1}
 
 
 def test_resolved_text_gives_the_refs_stage_its_targets():
@@ -133,7 +131,7 @@ def test_detect(record, text_field, expected):
 def test_flat_keeps_the_record_as_it_is_and_forcing_a_shape_quarantines_what_lacks_it():
     flat = ParseOptions(text_field="body_text[].text", id_field="paper_id", record_format="flat")
     (doc,) = _rows([UNARXIVE], flat)
-    assert "{{cite:b1}}" in doc["text"] and not dict(doc["meta"] or [])
+    assert "{{cite:b1}}" in doc["text"] and doc["record_format"] is None and doc["markers_resolved"] is None
     forced = ParseOptions(record_format="unarxive")
     rows = _rows([{"id": "w", "text": "a web page"}], forced)
     assert [(r["kind"], r["reason"]) for r in rows] == [("quarantine", "invalid_record")]
@@ -201,6 +199,9 @@ def test_two_globs_two_field_sets_and_skipped_files_named(spark, tmp_path, capsy
     docs = {r["doc_id"]: r for r in spark.read.format("delta").load(cfg.table_path("documents")).collect()}
     assert sorted(docs) == ["a/w1", "p/2401.00001"]
     assert docs["a/w1"]["text"] == "A web page." and docs["p/2401.00001"]["text"] == UNARXIVE_TEXT
+    assert (docs["a/w1"]["record_format"], docs["a/w1"]["markers_resolved"]) == (None, None)
+    assert docs["p/2401.00001"]["record_format"] == "unarxive"
+    assert docs["p/2401.00001"]["markers_resolved"]["cite"] == 3
     assert report.notes["skipped_files"] == 2
     assert [p.rsplit("/", 1)[-1] for p in report.extra["skipped_files"]] == [".draft.jsonl", "_SUCCESS"]
     err = capsys.readouterr().err

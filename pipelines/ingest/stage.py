@@ -51,14 +51,17 @@ from udfs.formats import QUARANTINE_REASONS, ParseOptions, explode_file
 STAGE = "ingest"
 INPUT_COLUMNS = ("path", "content")
 """Columns of the ``binaryFile`` frame :func:`explode_files` needs (``key_path`` optional)."""
-DOCUMENT_COLUMNS = ("doc_id", "text", "source", "url", "meta", "input_file", "n_chars", "n_bytes", "n_replaced")
-"""The ``documents`` table (ARCHITECTURE.md)."""
+DOCUMENT_COLUMNS = ("doc_id", "text", "source", "url", "meta", "input_file", "n_chars", "n_bytes", "n_replaced",
+                    "record_format", "markers_resolved")
+"""The ``documents`` table (ARCHITECTURE.md); ``record_format`` (string) and ``markers_resolved``
+(map<string,int>) are set for structured scientific records only (docs/ingest.md), null otherwise."""
 QUARANTINE_COLUMNS = ("input_file", "record", "reason", "excerpt", "detail")
 """The ``quarantine`` table: ``record`` is the 1-based line/record/row number, 0 for the whole file."""
 DOC_ID_SCHEME = "source/id if unique within source, else source/~sha256(source,key_path,record)[:32]"
 RECORD_DDL = (
     "kind string, input_file string, key_path string, split_start bigint, record bigint, source string, src_id string, url string, "
-    "meta map<string,string>, text string, n_chars int, n_bytes int, n_replaced int, reason string, "
+    "meta map<string,string>, text string, n_chars int, n_bytes int, n_replaced int, record_format string, "
+    "markers_resolved map<string,int>, reason string, "
     "excerpt string, detail string"
 )
 """Spark schema of :data:`udfs.formats.RECORD_SCHEMA` (a test keeps the two equal)."""
@@ -214,7 +217,8 @@ def _driver_records(spark: SparkSession, listing: list[tuple[str, str, int]], op
     for path, key, size in listing:
         if size == 0 and not ingest_splits.streamable(path):
             for batch in explode_file(path, b"", by_path.get(path, opts), key):
-                rows += [{**r, "meta": dict(r["meta"]) if r["meta"] is not None else None} for r in batch.to_pylist()]
+                rows += [{**r, **{k: dict(r[k]) for k in ("meta", "markers_resolved") if r[k] is not None}}
+                         for r in batch.to_pylist()]
     return spark.createDataFrame(rows, RECORD_DDL) if rows else None
 
 

@@ -16,7 +16,8 @@ from udfs import text as T
 from udfs.formats import mojibake
 from udfs.formats.records import QUARANTINE_REASONS, RECORD_SCHEMA, ParseOptions, as_str, clean, excerpt
 
-_DOC_FIELDS = ("record", "source", "src_id", "url", "meta", "text", "n_replaced")
+_DOC_FIELDS = ("record", "source", "src_id", "url", "meta", "text", "n_replaced", "record_format",
+               "markers_resolved")
 _BAD_FIELDS = ("record", "reason", "excerpt", "detail")
 
 
@@ -73,8 +74,11 @@ class Collector:
         url: Any = None,
         source: Any = None,
         meta: dict[str, str] | None = None,
+        record_format: str | None = None,
+        markers: dict[str, int] | None = None,
     ) -> None:
-        """Buffer one document (normalised at flush time, a batch at once)."""
+        """Buffer one document (normalised at flush time, a batch at once); ``record_format`` and
+        ``markers`` (kind -> count) only for structured records (:mod:`udfs.formats.scirecords`)."""
         text, n_fixed = T.repair_surrogates(text, escaped)
         if len(text) > self.opts.max_doc_bytes:  # bytes >= code points: over the limit already
             self.quarantine(
@@ -93,6 +97,8 @@ class Collector:
         d["meta"].append(list((meta or {}).items()))
         d["text"].append(text)
         d["n_replaced"].append(n_replaced + n_fixed)
+        d["record_format"].append(record_format)
+        d["markers_resolved"].append(None if markers is None else list(markers.items()))
         self.pending_bytes += len(text)
 
     def doc_columns(
@@ -137,6 +143,8 @@ class Collector:
             "meta": pa.array([[]] * n, RECORD_SCHEMA.field("meta").type),
             "text": text,
             "n_replaced": pa.array(np.zeros(n, dtype=np.int32)),
+            "record_format": nulls,
+            "markers_resolved": pa.nulls(n, RECORD_SCHEMA.field("markers_resolved").type),
         }
         if pc.any(bad).as_py():
             keep = pc.invert(bad)
@@ -190,6 +198,8 @@ class Collector:
             "meta": pa.array(d["meta"], RECORD_SCHEMA.field("meta").type),
             "text": pa.array(d["text"], pa.string()),
             "n_replaced": pa.array(d["n_replaced"], pa.int32()),
+            "record_format": pa.array(d["record_format"], pa.string()),
+            "markers_resolved": pa.array(d["markers_resolved"], RECORD_SCHEMA.field("markers_resolved").type),
         }] if d["text"] else []
         given += self.columns
         batch = given[0] if len(given) == 1 else {k: pa.concat_arrays([g[k] for g in given])
@@ -250,6 +260,8 @@ class Collector:
             "n_chars": n_chars,
             "n_bytes": n_bytes,
             "n_replaced": replaced,
+            "record_format": batch["record_format"],
+            "markers_resolved": batch["markers_resolved"],
         }
         if pc.any(bad).as_py():  # filtering copies every column, the texts too: only when a row goes
             cols = {k: v.filter(keep) for k, v in cols.items()}

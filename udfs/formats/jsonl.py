@@ -127,13 +127,14 @@ def from_mapping(
     if not isinstance(value, str):
         c.quarantine(record, "text_not_string", raw, f"field {o.text_field!r} holds {type(value).__name__}")
         return
-    _emit(c, record, obj, value, value.count(T.REPLACEMENT) if decoded_with_replacement else 0, escaped, {})
+    _emit(c, record, obj, value, value.count(T.REPLACEMENT) if decoded_with_replacement else 0, escaped)
 
 
 def _emit(c: Collector, record: int, obj: dict[str, Any], text: str, n_replaced: int, escaped: bool,
-          meta: dict[str, str]) -> None:
+          record_format: str | None = None, markers: dict[str, int] | None = None) -> None:
     """Buffer the document ``text`` of ``obj`` with its id, url, source and ``meta`` fields."""
     o = c.opts
+    meta = {}
     for k in o.meta_fields:
         v = lookup(obj, k)
         if v is not MISSING and v is not None:
@@ -147,13 +148,15 @@ def _emit(c: Collector, record: int, obj: dict[str, Any], text: str, n_replaced:
         url=lookup(obj, o.url_field) if o.url_field else None,
         source=lookup(obj, o.source_field) if o.source_field else None,
         meta=meta,
+        record_format=record_format,
+        markers=markers,
     )
 
 
 def _structured(c: Collector, record: int, obj: dict[str, Any], raw: bytes | str | Callable[[], str],
                 escaped: bool, shape: str, decoded_with_replacement: bool) -> None:
     """A structured scientific record (:mod:`udfs.formats.scirecords`): its resolved text, with
-    ``meta.record_format`` and ``meta.markers_resolved`` (a JSON object, kind -> count)."""
+    ``record_format`` (the shape) and ``markers_resolved`` (kind -> count)."""
     try:
         out = scirecords.render(obj)
     except Exception as e:  # a record of an unforeseen shape: quarantined, never a lost file
@@ -165,9 +168,8 @@ def _structured(c: Collector, record: int, obj: dict[str, Any], raw: bytes | str
         c.quarantine(record, "invalid_record", raw() if callable(raw) else raw, why)
         return
     text, counts = out
-    resolved = json.dumps(counts, sort_keys=True, separators=(",", ":"))
-    meta = {"record_format": shape, "markers_resolved": resolved}
-    _emit(c, record, obj, text, text.count(T.REPLACEMENT) if decoded_with_replacement else 0, escaped, meta)
+    n_replaced = text.count(T.REPLACEMENT) if decoded_with_replacement else 0
+    _emit(c, record, obj, text, n_replaced, escaped, shape, counts)
 
 
 def read_jsonl(

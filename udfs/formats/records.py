@@ -66,13 +66,17 @@ RECORD_SCHEMA = pa.schema(
         ("n_chars", pa.int32()),
         ("n_bytes", pa.int32()),
         ("n_replaced", pa.int32()),
+        ("record_format", pa.string()),
+        ("markers_resolved", pa.map_(pa.string(), pa.int32())),
         ("reason", pa.string()),
         ("excerpt", pa.string()),
         ("detail", pa.string()),
     ]
 )
 """Rows emitted by the readers: ``key_path`` is the file path relative to its input glob,
-``split_start`` the first byte of the split that read the row (0 for a whole file)."""
+``split_start`` the first byte of the split that read the row (0 for a whole file); ``record_format``
+and ``markers_resolved`` are set for structured scientific records (:mod:`udfs.formats.scirecords`:
+the shape read, and the markers resolved per kind), null for every other document."""
 
 MISSING = object()
 

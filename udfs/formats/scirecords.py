@@ -29,7 +29,7 @@ paper the way a reader sees it:
   counted as ``unresolved``: no ``{{kind:id}}`` marker is left in the text.
 
 Which shape a record has is read from its keys (:func:`detect`); the per-kind counts of what was
-resolved are returned beside the text (ingest keeps them in ``meta.markers_resolved``).
+resolved are returned beside the text (the ``documents`` columns ``record_format`` and ``markers_resolved``).
 
 Source: S2ORC (Lo et al., ACL 2020) and its ``doc2json`` output schema (allenai/s2orc-doc2json: paragraph,
 span, ``ref_entries`` and ``bib_entries`` keys); unarXive 2022 (Saier, Krause & Faerber, JCDL 2023:
