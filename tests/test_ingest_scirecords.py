@@ -24,7 +24,7 @@ UNARXIVE = {
     "abstract": {"section": "Abstract", "text": "We study $x$.", "cite_spans": [], "ref_spans": []},
     "body_text": [
         {"section": "Introduction", "sec_number": "1", "sec_type": "section", "text":
-            f"Let {{{{formula:{U1}}}}} be small {{{{cite:b1}}}}, {{{{cite:b2}}}}. See Section 2.\n"
+            f"Let {{{{formula:{U1}}}}}{{{{formula:{U1}}}}} be small {{{{cite:b1}}}}, {{{{cite:b2}}}}. See Section 2.\n"
             f"{{{{formula:{U2}}}}} \n", "cite_spans": [], "ref_spans": []},
         {"section": "Data", "sec_number": "1", "sec_type": "subsection", "text":
             f"Table 1 lists the data {{{{cite:b2}}}} and {{{{cite:gone}}}}.\n{{{{table:{U3}}}}}",
@@ -46,7 +46,7 @@ UNARXIVE = {
 }
 UNARXIVE_TEXT = (
     "A Made-up Paper\n\nAbstract\n\nWe study $x$.\n\n1 Introduction\n\n"
-    "Let $x_1$ be small [1, 2]. See Section 2.\n$$y = x^2$$\n\n"
+    "Let $x_1$ $x_1$ be small [1, 2]. See Section 2.\n$$y = x^2$$\n\n"
     "1.1 Data\n\nTable 1 lists the data [2] and .\n\nTable 1: Counts per split.\n\n"
     "2 Method\n\nAs in [1] we plot it.\n\nFigure 1: Loss with $x_1$.\n\n"
     "Acknowledgements\n\nThanks.\n\nAppendix A: Proofs\n\nTrivial.\n\n"
@@ -91,7 +91,7 @@ def test_unarxive_markers_resolved_headings_numbered_references_built():
     (doc,) = _rows([UNARXIVE])
     assert doc["text"] == UNARXIVE_TEXT
     assert doc["record_format"] == "unarxive" and not doc["meta"]
-    assert dict(doc["markers_resolved"]) == {"cite": 3, "figure": 1, "formula": 3, "table": 1, "unresolved": 2}
+    assert dict(doc["markers_resolved"]) == {"cite": 3, "figure": 1, "formula": 4, "table": 1, "unresolved": 2}
     assert not S.MARKER.search(doc["text"])
 
 

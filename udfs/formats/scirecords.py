@@ -14,9 +14,9 @@ paper the way a reader sees it:
   changes, its number joined (``3 Method``, ``3.1 Data``; a subsection numbered ``1`` under section 3
   is ``3.1``, as LaTeX numbers it; a section lettered ``A`` is ``Appendix A: ...``, as LaTeX's
   ``\\appendix`` letters it; ``-1`` or no number: the title alone); S2ORC ``back_matter`` after the body;
-* a formula marker becomes its LaTeX: ``$...$`` inline, ``$$...$$`` on a line of its own when the
-  marker stood alone on its line (a display formula); S2ORC ``eq_spans`` become their ``latex`` (or
-  ``raw_str``) and equation number;
+* a formula marker becomes its LaTeX: ``$...$`` inline (two markers that touch: ``$a$ $b$``),
+  ``$$...$$`` on a line of its own when the marker stood alone on its line (a display formula);
+  S2ORC ``eq_spans`` become their ``latex`` (or ``raw_str``) and equation number;
 * citations become ``[n]`` (adjacent ones ``[1, 2]``), numbered in the order they are first cited;
   S2ORC cite spans whose text is a number (``[7]``, ``7``) are renumbered the same way, author-year
   ones (``Smith et al. (2019)``) stay as written; after the body a ``References`` heading and one
@@ -65,6 +65,7 @@ _NUMERIC_CITE = re.compile(r"[\[(]?\s*\d{1,4}\s*[\])]?")
 _FLOAT_LABEL = re.compile(r"(?i)\b(?:fig(?:ure)?s?|tab(?:le)?s?)\.?\s*([0-9]+[a-z]?|[IVXLC]+)\b")
 _CAPTIONED = re.compile(r"(?i)\s*(?:fig(?:ure)?|tab(?:le)?)\.?\s*[0-9IVXLC]+[a-z]?\b")
 _WS = re.compile(r"\s+")
+_TOUCHING_MATH = re.compile(r"(?<=[^\s$])\$\$(?=[^\s$])")  # "$a$$b$": two inline formulas, not a display one
 _BLANKS = re.compile(r"[ \t]*\n[ \t]*(?:\n[ \t]*)+")
 _UNNUMBERED = {"", "-1", "none", "null"}
 _APPENDIX = re.compile(r"[A-Z]")
@@ -297,7 +298,8 @@ class _Paper:
         if "{{" not in text:
             return text
         text = _CITE_RUN.sub(self._cite_run, text)
-        return MARKER.sub(lambda m: self._marker(m, inline_only), text)
+        text = MARKER.sub(lambda m: self._marker(m, inline_only), text)
+        return _TOUCHING_MATH.sub("$ $", text)
 
     def _cite_run(self, m: re.Match[str]) -> str:
         nums = []
