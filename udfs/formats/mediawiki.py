@@ -126,8 +126,8 @@ class _Page:
         if n in REFERENCE_TEMPLATES or n.startswith("#tag:ref"):
             self.dropped_templates += 1
             if n.startswith("sfn"):
-                return self.reference(render_template("harvnb", p) or "")
-            return self.reference(p.get("1") if not n.startswith("#tag") else p.get("1"))
+                return self.reference((render_template("harvnb", p) or "") if self.keep_refs else "")
+            return self.reference(p.get("1") if self.keep_refs else "")
         before = (self.rendered, self.dropped_templates)
         out = None if n.startswith("#") else render_template(name, p)
         if out is not None:
@@ -178,7 +178,7 @@ def _walk(code: Any, page: _Page) -> str:
 def _tag(tag: Any, page: _Page) -> str:
     name = str(tag.tag).strip().lower()
     if name == "ref":
-        return page.reference(_walk(tag.contents, page) if tag.contents is not None else "")
+        return page.reference(_walk(tag.contents, page) if page.keep_refs and tag.contents is not None else "")
     if name == "table":
         if page.opts.mediawiki_tables == "keep":
             return _table_text(tag)

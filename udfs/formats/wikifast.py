@@ -471,7 +471,7 @@ class _Reader:
         if c1 > b:
             raise _Fallback
         if name == "ref":
-            out.append(self.page.reference(self.render(m.end(), c0)))
+            out.append(self.page.reference(self.render(m.end(), c0) if self.page.keep_refs else ""))
         elif name in _HOLE_TAGS:
             out.append(HOLE)
         elif name in _SHOWN_LITERAL:

@@ -372,7 +372,7 @@ def _convert(p: Params, abbr_default: bool) -> str | None:
     unit_in = pos[i]
     out_given = pos[i + 1] if i + 1 < len(pos) else ""
     frm = _unit(unit_in)
-    abbr = p.get("abbr", "on" if abbr_default else "off").lower()
+    abbr = p.get("abbr", "on" if abbr_default else "out").lower()  # unset: "2 kilometres (1.2 mi)"
     disp = p.get("disp").lower()
     adj = p.yes("adj")
     nums = [_num(v) for v in values]
@@ -393,7 +393,7 @@ def _convert(p: Params, abbr_default: bool) -> str | None:
         return n.replace("metre", "meter").replace("litre", "liter") if us else n
 
     sep = "-" if adj and abbr not in ("on", "in", "values") else " "
-    left = f"{joined([_group(v) for v in values])}{sep}{name(info, plural, abbr in ('on', 'in'))}"
+    left = f"{joined([_group(v) for v in values])}{sep}{name(info, plural, abbr in ('on', 'in', 'values'))}"
     to = _unit(out_given.split()[0]) if out_given.strip() else _DEFAULT_OUT.get(frm)
     if to is None or any(n is None for n in nums) or disp == "number":
         return left
@@ -506,10 +506,11 @@ def _death_date_and_age(p: Params) -> str | None:
 
 
 def _dts(p: Params) -> str | None:
-    pos = [x for x in p.positional()]
+    pos = p.positional()
+    if pos and (m := _ISO.fullmatch(pos[0])):
+        return format_date(m.group(1), m.group(2), m.group(3) or "", _dmy(p))
     if len(pos) == 1:
-        m = _ISO.fullmatch(pos[0])
-        return format_date(m.group(1), m.group(2), m.group(3) or "", _dmy(p)) if m else pos[0] or None
+        return pos[0] or None
     pos += [""] * (3 - len(pos))
     if re.fullmatch(r"-?\d{3,4}", pos[0].strip()):  # year, month, day
         return format_date(pos[0], pos[1], pos[2], _dmy(p)) or None
@@ -552,7 +553,8 @@ def _coord(p: Params) -> str | None:
     a, b = (_num(pos[0]), _num(pos[1])) if len(pos) >= 2 else (None, None)
     if a is None or b is None:
         return None
-    return f"{abs(a):g}°{'N' if a >= 0 else 'S'} {abs(b):g}°{'E' if b >= 0 else 'W'}"
+    lat, lon = pos[0].strip().lstrip("-+−"), pos[1].strip().lstrip("-+−")
+    return f"{lat}°{'N' if a >= 0 else 'S'} {lon}°{'E' if b >= 0 else 'W'}"
 
 
 # -------------------------------------------------------------------------------- language, speech
@@ -979,7 +981,7 @@ _W = "[ \t\u00a0]"
 _REPAIRS = [
     (re.compile(f"{_H}(?:{_W}*{_H})+"), _H),  # adjacent holes are one hole
     # a list of dropped items: "H, H, and H" -> "H"
-    (re.compile(f"{_H}(?:{_W}*[,;/]{_W}*(?:(?:and|or|&){_W}+)?{_H})+"), _H),
+    (re.compile(f"{_H}(?:{_W}*(?:[,;/]{_W}*(?:(?:and|or|&){_W}+)?|(?:and|or|&){_W}+){_H})+"), _H),
     # parentheses or brackets that held only dropped values and separators
     (re.compile(f"{_W}*\\((?:{_W}|[,;:]|{_H})*{_H}(?:{_W}|[,;:]|{_H})*\\)"), ""),
     (re.compile(f"{_W}*\\[(?:{_W}|[,;:]|{_H})*{_H}(?:{_W}|[,;:]|{_H})*\\]"), ""),
