@@ -178,7 +178,8 @@ def _walk(code: Any, page: _Page) -> str:
 def _tag(tag: Any, page: _Page) -> str:
     name = str(tag.tag).strip().lower()
     if name == "ref":
-        return page.reference(_walk(tag.contents, page) if page.keep_refs and tag.contents is not None else "")
+        kept = page.keep_refs and tag.contents is not None
+        return page.reference(_walk(tag.contents, page) if kept else "")
     if name == "table":
         if page.opts.mediawiki_tables == "keep":
             return _table_text(tag)
