@@ -175,8 +175,8 @@ def strip_quotes(source: str) -> str:
     Returns:
         The wikitext, each other construct unchanged.
 
-    >>> strip_quotes("The '''Bread''' is ''very'' good; ''Star'''s ''Times''")
-    "The Bread is very good; Star's Times"
+    >>> strip_quotes("The ''Star'''s and '''bold''' text")
+    "The Star's and bold text"
     """
     if "''" not in source:
         return source
