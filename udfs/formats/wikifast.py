@@ -471,11 +471,13 @@ class _Reader:
         if c1 > b:
             raise _Fallback
         if name == "ref":
+            if not _well_formed(src[m.end() : c0]):
+                raise _Fallback
             out.append(self.page.reference(self.render(m.end(), c0) if self.page.keep_refs else ""))
         elif name in _HOLE_TAGS:
             out.append(HOLE)
         elif name in _SHOWN_LITERAL:
-            out.append(src[m.end() : c0])
+            out.append(self.text(src[m.end() : c0]))
         elif name in _LITERAL_TAGS or name == "references":
             pass
         else:
@@ -484,6 +486,15 @@ class _Reader:
 
 
 _COMMENTS = re.compile(r"<!--.*?(?:-->|$)", re.S)
+_CLOSING = re.compile(r"</([a-zA-Z][a-zA-Z0-9]*)\s*>")
+
+
+def _well_formed(s: str) -> bool:
+    """Whether a footnote's contents close every comment and open every tag they close (else
+    mwparserfromhell may not read the ``<ref>`` as a tag at all)."""
+    if s.count("<!--") != s.count("-->"):
+        return False
+    return all(re.search(rf"<{m.group(1)}[\s/>]", s[: m.start()], re.I) for m in _CLOSING.finditer(s))
 
 
 def _strip_comments(s: str) -> str:
