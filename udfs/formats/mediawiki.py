@@ -38,13 +38,13 @@ from udfs.formats.tabular import ChunkFile
 from udfs.formats.wikifast import fast_render, strip_quotes
 from udfs.formats.wikitemplates import (
     HOLE,
-    LANGUAGES,
     REFERENCE_TEMPLATES,
     Params,
     normalize_name,
     repair_holes,
 )
 from udfs.formats.wikitemplates import render as render_template
+from udfs.formats.wikivalues import LANGUAGES
 from udfs.formats.xmlstream import free, iterparse, local_name
 
 _BLANKS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
