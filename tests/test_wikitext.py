@@ -132,3 +132,24 @@ def test_empty_and_whitespace_pages():
 def test_same_text_twice():
     src = "{{convert|3|mi}} and {{coord|1|2}} and {{unknown}}."
     assert _text(src) == _text(src)
+
+
+def test_token_soup_never_crashes_and_never_leaves_a_hole_mark():
+    import random
+
+    toks = ["{{", "}}", "[[", "]]", "[", "]", "|", "=", "\n", "<ref>", "</ref>", "<ref name=a/>", "<!--", "-->",
+            "''", "'" * 3, "a", " ", "==", "*", ";", ":", "{|", "|}", "&amp;", "http://example.org", "<br>",
+            "<span>", "</span>", "<nowiki>", "</nowiki>", "convert", "lang-de", "File:x", "1", "(", ")", ",",
+            "{{{", "}}}", "<math>", "</math>"]
+    rng = random.Random(7)
+    for _ in range(400):
+        src = "".join(rng.choice(toks) for _ in range(rng.randint(1, 30)))
+        for opts in (ParseOptions(), ParseOptions(mediawiki_references="keep", mediawiki_templates="params")):
+            text, _, (rendered, dropped) = M.wikitext_to_document(src, opts)
+            assert HOLE not in text and rendered >= 0 and dropped >= 0
+
+
+def test_deep_nesting_falls_back_and_reads():
+    src = "a " + "{{lang|fr|" * 400 + "x" + "}}" * 400 + " b"
+    text, _, _ = M.wikitext_to_document(src, ParseOptions())
+    assert text.startswith("a ") and text.endswith(" b")

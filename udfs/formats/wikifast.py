@@ -518,6 +518,6 @@ def fast_render(source: str, page: Any) -> str | None:
     saved = (set(page.dropped), page.rendered, page.dropped_templates)
     try:
         return _Reader(source, page).render(0, len(source))
-    except (_Fallback, RecursionError):
+    except Exception:  # _Fallback, deep nesting, or a reader bug: mwparserfromhell reads the page
         page.dropped, page.rendered, page.dropped_templates = saved
         return None
