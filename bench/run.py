@@ -41,12 +41,14 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "decontam", "pii", "tokenize", "shard")
 """``bench/<name>.py`` modules the harness looks for, in chain order."""
-PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "passages", "scale", "skew", "gate")
+PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "passages", "scale", "skew", "gate",
+                          "mediawiki")
 """Everything the harness runs, in order: the references alone (:mod:`bench.references`), each stage
 module, the whole-pipeline scaling (:mod:`bench.scaling`)."""
-OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "passages", "scale", "skew", "gate"})
-"""Parts that do not read the synthetic corpus cache (tokenize measures real text, bench/tokenize_corpus.py;
-neardup and scale generate their own files)."""
+OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "passages", "scale", "skew", "gate",
+                                        "mediawiki"})
+"""Parts that do not read the synthetic corpus cache (tokenize and mediawiki measure real text,
+bench/tokenize_corpus.py and the shared Wikipedia sample; neardup and scale generate their own files)."""
 DEFAULT_DOCS = 60_000
 """Default N: ~190 MB of text. The fastest stage at its goal (filter + LID, 5 MB/s per core) then runs
 ~20 s on 2 cores, the floor the goals set so that fixed costs (Delta commits, task start) stay small.
@@ -124,6 +126,8 @@ def _goals(parts: list[str]) -> list[Goal]:
         Goal("passages_per_core_vs_datatrove", "passages stage (exact + near) documents per CPU-second vs datatrove's "
              "sentence dedup, whole process trees, at equal or better recall and precision", "passages",
              (r"^goals\.winnow_per_core_vs_datatrove$",), ">=", 3.0),
+        Goal("mediawiki_mb_per_cpu_s", "MediaWiki reader: MB of wikitext per CPU-second on the shared Wikipedia sample "
+             "(bench/mediawiki.py)", "mediawiki", (r"^goals\.mediawiki_kernel_mb_per_cpu_s$",), ">=", 2.0),
         Goal("ingest_mb_per_cpu_s", "ingest alone of 1 GB of JSONL on local[2], MB of input per CPU-second of the process tree, session start apart (20 MB/s per core; bench/ingest_scale.py)", "scale",
              (r"^goals\.ingest_mb_per_cpu_s$",), ">=", 20.0),
         Goal("gate_overhead_vs_plain_jax", "winnow gate: plain JAX loop tokens/s / the gate's training loop tokens/s, same model and arrays",

@@ -61,8 +61,10 @@ def test_articles_only_redirects_and_other_namespaces_skipped_and_counted():
     assert [(d["record"], d["src_id"], d["url"]) for d in docs] == [
         (1, "1", "https://de.example.org/wiki/Bread"), (5, "5", "https://de.example.org/wiki/Rye")]
     assert docs[0]["text"] == (
-        "Bread\n\nBread is a food. See dough and .\n\nHistory\n\nBread is old.\n\nToday\n\nIt is sold everywhere.")
-    assert dict(docs[0]["meta"])["dropped_structures"] == "reference,table"
+        "Bread\n\nBread is a food. See dough and.\n\nHistory\n\nBread is old.\n\nToday\n\nIt is sold everywhere.")
+    meta = dict(docs[0]["meta"])
+    assert meta["dropped_structures"] == "reference,table"
+    assert (meta["templates_rendered"], meta["templates_dropped"]) == ("0", "2")  # Infobox food, cn
     summary = dict(rows[-1]["meta"])
     assert (summary["skipped.mediawiki_redirect"], summary["skipped.mediawiki_namespace_1"],
             summary["skipped.mediawiki_namespace_10"]) == ("1", "1", "1")
