@@ -22,7 +22,7 @@ def got(text: str, lang: str = "en") -> list[tuple[str, str, bool]]:
     ("Proofs are in Appendix A.", [("appendix", "A", True)]),
     ("Algorithm 2 runs fast.", [("algorithm", "2", True)]),
     ("The parser is in Listing 1.", [("listing", "1", True)]),
-    ("We return to it in §3.", [("section", "3", True)]),
+    ("We return to it in §3 and Table 2.", [("section", "3", True), ("table", "2", True)]),
     ("Tables 1 and 2 agree.", [("table", "1", True), ("table", "2", True)]),
     ("Figures 3-5 show it.", [("figure", "3", True), ("figure", "4", True), ("figure", "5", True)]),
     ("Eqs. (2)-(4) hold.", [("equation", "2", True), ("equation", "3", True), ("equation", "4", True)]),
@@ -205,7 +205,7 @@ def test_theorem_keyword_must_be_capitalised():
     "The doctrine is traced in Wright, Federal Courts, chap. 4, sect. 12, p. 61.",
     "Eq. (5) of the original paper has a sign error.",
     "We use [4, Lemma 2.1] and [7, Eq. (3)].",
-    "The bound is Theorem 1.7 of {{cite:4bf97129}}.",
+    "The bound is Theorem 1.7 of {{cite:4bf97129}}.\n\nReferences\n\nA. Author. A title. 2019.",
     # statutes and law reporters
     "Records are open under Wis. Stat. § 19.35 unless an exception applies.",
     "See Miller v. Stone, 45 Cal. App. 3d 123, 130 (1975).",

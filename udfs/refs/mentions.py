@@ -26,7 +26,31 @@ from udfs.refs.vocab import DEFAULT_VOCAB
 _NUMERIC_CITE = re.compile(
     r"\[(?P<c>[ \t]*\d{1,4}(?:[ \t]*[-–,;][ \t]*\d{1,4})*[ \t]*)\](?![(:\[\d]|[-–]\d)"
 )
-_PLACEHOLDER_CITE = re.compile(r"(?<![\w\]])\[[ \t]*\?{1,3}[ \t]*\]|\[[ \t]*(?:ref|cite)[ \t]*\?[ \t]*\]", re.IGNORECASE)
+_PLACEHOLDER_CITE = re.compile(
+    r"(?<![\w\]])\[[ \t]*\?{1,3}[ \t]*\]|\[[ \t]*(?:ref|cite)[ \t]*\?[ \t]*\]"  # BibTeX, LaTeX
+    r"|<cit\.>"  # older arXiv converters
+    r"|\{\{cite:[^{}\n]{1,80}\}\}"  # unarXive
+    r"|(?<![\w])(?-i:BIBREF)\d{1,4}\b"  # S2ORC-style text
+    r"|(?<![\w])@xcite\b",  # the arXiv / PubMed summarisation sets
+    re.IGNORECASE,
+)
+_PLACEHOLDER_GATE = ("[", "<cit.>", "{{cite:", "BIBREF", "@xcite")
+_ID_REF = re.compile(r"(?<![\w])(?P<k>FIG|TAB|SEC|EQ)REF\d{1,4}\b")
+"""S2ORC-style ids that stand for the object they point at ("shown in Table TABREF3", "see SECREF2")."""
+_ID_KINDS = {"FIG": "figure", "TAB": "table", "SEC": "section", "EQ": "equation"}
+CONVERTER_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
+    "LaTeX / BibTeX": ("Table ??", "Fig. ??", "(??)", "[?]"),
+    "LaTeXML / unarXive": ("Table REF", "Section REF", "(REF)", "{{cite:<id>}}"),
+    "S2ORC / GROBID-style text": ("BIBREF3", "TABREF0", "FIGREF2", "SECREF1", "EQREF4"),
+    "older arXiv converters": ("Section <ref>", "Table <ref>", "(<ref>)", "<cit.>"),
+    "arXiv / PubMed summarisation sets": ("@xcite",),
+}
+"""What converters leave where a reference's number or key was lost, by converter; each one is read as a
+mention of its kind (``{{cite:..}}``, ``BIBREF``, ``<cit.>``, ``@xcite``, ``[?]``: citation; a bare
+``(REF)`` / ``(<ref>)``: equation). A lost number is always dangling; a citation marker (label ``REF``)
+resolves on any bibliography the document holds, like an author-year citation, while BibTeX's ``[?]``
+(label ``?``: the key was not in the bibliography) is always dangling. The float markers unarXive leaves in place of
+the floats themselves (``{{table:<id>}}``, ``{{figure:<id>}}``, ``{{formula:<id>}}``) are no mentions."""
 _FOOTNOTE_REF = re.compile(r"\[\^(?P<n>[\w-]{1,20})\](?!:)")
 _NAME = r"(?-i:[A-Z])[\w'’\-]*\w"
 _YEAR = r"(?:19|20)\d{2}[a-z]?"
@@ -49,14 +73,15 @@ abbreviation ("45 Cal. App. 3d 1234", "96 U.S. App. D.C. 14", "Wis. Stat. § 19.
 ("Penal Code § 12", "42 U.S.C. § 83"); not the document's own part. A lone abbreviation is not enough:
 "... the MLT. Figure 3A" ends a sentence. Source: the reporter and code abbreviations of The Bluebook
 (tables T1, T6)."""
-_BARE_REF = re.compile(r"\([ \t\u00a0]*(?:REF|\?\?)[ \t\u00a0]*\)")
-"""``(REF)`` / ``(??)``: an ``\\eqref`` whose number the converter lost (unarXive, LaTeX)."""
+_BARE_REF = re.compile(r"\([ \t\u00a0]*(?:REF|\?\?|<ref>)[ \t\u00a0]*\)")
+"""``(REF)`` / ``(??)`` / ``(<ref>)``: an ``\\eqref`` whose number the converter lost (unarXive, LaTeX,
+older arXiv converters)."""
 _EXCLUDED = re.compile(
     r"^[ \t]*```.*?(?:^[ \t]*```|\Z)"
     r"|\\begin\{(?P<env>verbatim|lstlisting|minted|thebibliography)\}.*?(?:\\end\{(?P=env)\}|\Z)"
     r"|^[ \t]*\\bibitem\b[^\n]*"
-    r"|<ref\b[^>]*/>|<ref\b[^>]*>.*?(?:</ref>|\Z)"
-    r"|\{\{[ \t]*(?:cite|citation|harvnb|sfn)\b[^{}]*(?:\{\{[^{}]*\}\}[^{}]*)*\}\}"
+    r"|<ref\b[^>]*/>|<ref\b[^>]*>(?:[^<]|<(?!/?ref\b))*</ref>"
+    r"|\{\{[ \t]*(?:cite|citation|harvnb|sfn)\b(?!:)[^{}]*(?:\{\{[^{}]*\}\}[^{}]*)*\}\}"
     r"|\[https?://[^\s\]]+[ \t][^\]\n]*\]"
     r"|`[^`\n]+`",
     re.DOTALL | re.MULTILINE | re.IGNORECASE,
@@ -64,6 +89,13 @@ _EXCLUDED = re.compile(
 """Where a mention is an example or an entry, not a reference: code blocks and inline code, verbatim and
 listing environments, ``thebibliography`` and ``\\bibitem`` lines, wiki ``<ref>`` notes, citation
 templates and external-link labels (a cited work's "Table 3" is that work's)."""
+_PAPER_KINDS = frozenset({"table", "figure", "equation", "appendix", "algorithm", "listing", "theorem"})
+"""Mentions that show a document is structured like a paper or a report (it cites its own floats,
+equations, statements or appendices), so that a "Section 3" without a numbered heading is its own lost
+section; citations and footnotes do not count (web and wiki pages carry them too)."""
+_SCHOLARLY_SECTION = re.compile(r"\bsub-?sec(?:tion)?s?\b|\b(?:secs?|sect)\.[ \t~\u00a0]*\d", re.IGNORECASE)
+""""Subsection 3.2", "Sec. 4", "Sect. 2": the forms papers use for their own sections (statutes say
+"Section" or "§"), evidence enough that the document had numbered sections."""
 _EXCLUDED_GATE = ("```", "\\begin{", "\\bibitem", "<ref", "{{", "[http", "`")
 _QUOTES = {'"': '"', "“": "”", "'": "'", "‘": "’"}
 
@@ -217,6 +249,12 @@ def _ordinal_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
 
 def _citation_mentions(text: str) -> list[Candidate]:
     out: list[Candidate] = []
+    if any(g in text for g in _PLACEHOLDER_GATE):
+        out.extend(Candidate("citation", "?" if mt.group().startswith("[") else "REF", mt.start(), mt.end(), False)
+                   for mt in _PLACEHOLDER_CITE.finditer(text))
+    if "REF" in text:
+        out.extend(Candidate(_ID_KINDS[mt.group("k")], "REF", mt.start(), mt.end(), False)
+                   for mt in _ID_REF.finditer(text))
     navigation = [(p.start(), p.end()) for p in _PAGINATION.finditer(text)] if "] [" in text else []
     if "[" not in text:
         return _author_year_mentions(text, out)
@@ -238,8 +276,6 @@ def _citation_mentions(text: str) -> list[Candidate]:
         if not values or any(v == 0 for v in values) or all(1800 <= v <= 2100 for v in values):
             continue  # "[0]" indices, "[2019]" years
         out.extend(Candidate("citation", str(v), mt.start(), mt.end(), False) for v in dict.fromkeys(values))
-    for mt in _PLACEHOLDER_CITE.finditer(text):
-        out.append(Candidate("citation", "?", mt.start(), mt.end(), False))
     if "[^" in text:
         for mt in _FOOTNOTE_REF.finditer(text):
             out.append(Candidate("footnote", mt.group("n").lower(), mt.start(), mt.end(), False))
@@ -265,10 +301,10 @@ def _author_year_mentions(text: str, out: list[Candidate]) -> list[Candidate]:
 
 def _bare_refs(text: str, keyword: list[Candidate]) -> list[Candidate]:
     """``(REF)`` outside a keyword mention ("substituting (REF) into (REF)"): a lost equation number."""
-    if "REF" not in text and "??" not in text:
+    if "REF" not in text and "??" not in text and "<ref>" not in text:
         return []
     spans = [(c.start, c.end) for c in keyword]
-    return [Candidate("equation", mt.group().strip("() \t\u00a0"), mt.start(), mt.end(), False)
+    return [Candidate("equation", "??" if "??" in mt.group() else "REF", mt.start(), mt.end(), False)
             for mt in _BARE_REF.finditer(text) if not any(a <= mt.start() < b for a, b in spans)]
 
 
@@ -321,16 +357,21 @@ def _analyse(text: str, m: Matcher) -> list[Mention]:
     out: list[Mention] = []
     seen: set[tuple[str, str, int]] = set()
     captions = targets.caption_starts
+    paper_like = bool(captions) or any(r.kind in _PAPER_KINDS for r in raw) or bool(_SCHOLARLY_SECTION.search(text))
     for kind, label, start, end, is_ordinal in sorted(raw, key=lambda r: (r.start, r.end, r.kind, r.label)):
         if (kind, label, start) in seen or start in captions:
             continue
         seen.add((kind, label, start))
-        if label in PLACEHOLDERS:
+        if kind == "citation" and label == "REF":
+            dangling = not targets.bibliography[0]  # a citation marker: its entry is any of the bibliography
+        elif label in PLACEHOLDERS:
             dangling = True
         elif targets.resolves(kind, label, is_ordinal):
             dangling = False
         elif kind == "citation":
             dangling = True
+        elif kind == "section" and not targets.has_sections and not paper_like:
+            dangling = False  # no numbered part and no float of its own: a section of another document
         else:
             dangling = not (label[:1] == "S" and label[1:2].isdigit()) and not _external(text, kind, start, end, m)
         out.append(Mention(kind, label, start, end, dangling))

@@ -40,6 +40,34 @@ _THEOREM_ENV = re.compile(
 )
 _BIBITEM = re.compile(r"\\bibitem\b")
 _FOOTNOTE_DEF = re.compile(r"^[ \t]*\[\^(?P<n>[^\]\s]{1,20})\]:", re.MULTILINE)
+_NOTE_LINE = re.compile(r"^[ \t]*(?P<n>\d{1,3})[.)][ \t]+(?P<rest>[^\n]*)", re.MULTILINE)
+_NOTE_CUE = re.compile(r"[\^↑]|https?://|www\.|\bISBN\b|\bdoi\b|\b(?:1[89]|20)\d\d\b", re.IGNORECASE)
+
+
+def _note_lists(text: str) -> set[int]:
+    """Numbers of the notes lists a document holds under any heading (or none): runs of numbered lines
+    1, 2, 3, ... (at least 3) of which at least 2 read like references (a year, a URL, an ISBN or DOI, the
+    "^" / "↑" back-link of a wiki note). Such a list under "Note", "Referencias" or an untranslated heading
+    is the target of "[2]" whatever the heading's language."""
+    out: set[int] = set()
+    run: list[int] = []
+    cues = 0
+    for mt in _NOTE_LINE.finditer(text):
+        n = int(mt.group("n"))
+        if run and n == run[-1] + 1:
+            run.append(n)
+        else:
+            if len(run) >= 3 and cues >= 2:
+                out.update(run)
+            run, cues = ([1], 0) if n == 1 else ([], 0)
+            if not run:
+                continue
+        cues += bool(_NOTE_CUE.search(mt.group("rest")))
+    if len(run) >= 3 and cues >= 2:
+        out.update(run)
+    return out
+
+
 _BIB_ENTRY = re.compile(
     r"^[^\n]{0,40}?(?-i:[A-Z])[\w'’\-]+,[ \t]+(?-i:[A-Z])\.[^\n]*?(?:19|20)\d{2}", re.MULTILINE
 )
@@ -100,7 +128,7 @@ class _Targets:
         """Keyword offsets of caption lines: "Table 1: Results" is a target, not a mention."""
         return {
             mt.start(f"k_{_kind(mt)}") for mt in self._captions
-            if mt.group("label").strip("() \t~\u00a0").upper() not in PLACEHOLDERS
+            if normalise_label(mt.group("label"), _kind(mt), self.m.numbers) not in PLACEHOLDERS
         }
 
     @cached_property
@@ -161,10 +189,17 @@ class _Targets:
             tail = self.text[heads[-1].end():]
             entries |= {int(mt.group("n")) for mt in _NUMBERED_LINE.finditer(tail)}
             after = sum(1 for line in tail.split("\n") if line.strip())
+        entries |= _note_lists(self.text)
         bibitems = len(_BIBITEM.findall(self.text)) if "\\bibitem" in self.text else 0
         entries |= set(range(1, bibitems + 1))  # \bibitem entries are numbered in order
         has_bib = bool(heads) or len(entries) >= 2 or bibitems > 0 or len(_BIB_ENTRY.findall(self.text)) >= 3
         return has_bib, entries, after
+
+    @property
+    def has_sections(self) -> bool:
+        """The document has numbered parts of its own (numbered headings, clauses or appendices): without
+        them a "Section 4" names a part of another document (a contract, a statute, a cited book)."""
+        return bool(self.labels["section"] or self.labels["appendix"])
 
     def resolves(self, kind: str, label: str, ordinal: bool = False) -> bool:
         if label.startswith("\\"):
