@@ -62,6 +62,11 @@ _LEGAL_NOUNS = r"(?:bankruptcy|housing|vouchers?|visas?|benefits?|status|protect
 """Words after "Chapter 11" / "Section 8" that make it a statute's chapter, not the document's."""
 
 
+_CJK_CAPTION = r"(?:[\u2e80-\u9fff\uac00-\ud7af][^\n。.!?]{0,60}?[ \t])?"
+"""A caption in Chinese, Japanese or Korean before the English one on the same line ("图 1 转子截面 Fig. 1
+Rotor section"), as bilingual journals print them."""
+
+
 # ------------------------------------------------------------------------------------------ matcher
 def _term_regex(term: str) -> str:
     t = term.strip().lower()
@@ -182,7 +187,7 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
         re.IGNORECASE,
     )
     caption = re.compile(
-        rf"^[ \t>*_#|•\-–]*(?:{kw})\.?{_SP}(?P<label>{item})[ \t]*(?:\*\*|__|\*|_)?[ \t]*(?:[:.|](?!\d)|[—–\-][ \t]|$|(?-i:[ \t]+[A-Z(]))",
+        rf"^[ \t>*_#|•\-–]*{_CJK_CAPTION}(?:{kw})\.?{_SP}(?P<label>{item})[ \t]*(?:\*\*|__|\*|_)?[ \t]*(?:[:.|](?!\d)|[—–\-][ \t]|$|(?-i:[ \t]+[A-Z(]))",
         re.IGNORECASE | re.MULTILINE,
     )
     heading = re.compile(

@@ -61,6 +61,7 @@ _AUTHOR_YEAR = re.compile(
 )
 _PAGINATION = re.compile(r"\[\d{1,4}\](?:[ \t|]+\[\d{1,4}\]){2,}")
 """Three or more bracketed numbers separated by spaces: page navigation ("[1] [2] [3] Next"), not citations."""
+_EQ_TAG_AFTER = re.compile(r"[ \t]*(?:\\end\{|\\\\)")
 _CITE_RANGE = re.compile(r"(\d+)[ \t]*[-–][ \t]*(\d+)|(\d+)")
 _MORE_LABELS = re.compile(r"(?:[ \t]*(?:,|and|or|&|[-–—]|to)[ \t]*\(?(?-i:[A-Z])?\d[\w.]*\)?)*", re.IGNORECASE)
 _PAGE_BEFORE = re.compile(r"\bpp?\.[ \t]*$")
@@ -93,6 +94,9 @@ _PAPER_KINDS = frozenset({"table", "figure", "equation", "appendix", "algorithm"
 """Mentions that show a document is structured like a paper or a report (it cites its own floats,
 equations, statements or appendices), so that a "Section 3" without a numbered heading is its own lost
 section; citations and footnotes do not count (web and wiki pages carry them too)."""
+_MIN_PAPER_MENTIONS = 2
+"""A blog post's one "Figure 6 of this paper" (a linked paper's figure) does not make it a paper; two
+mentions of floats, equations, statements or appendices do."""
 _SCHOLARLY_SECTION = re.compile(r"\bsub-?sec(?:tion)?s?\b|\b(?:secs?|sect)\.[ \t~\u00a0]*\d", re.IGNORECASE)
 """"Subsection 3.2", "Sec. 4", "Sect. 2": the forms papers use for their own sections (statutes say
 "Section" or "§"), evidence enough that the document had numbered sections."""
@@ -263,6 +267,8 @@ def _citation_mentions(text: str) -> list[Candidate]:
             continue  # x[1], a[1][2], \cite[1], \newcommand{\x}[1]
         if any(a <= mt.start() < b for a, b in navigation) or _PAGE_BEFORE.search(text, max(0, mt.start() - 6), mt.start()):
             continue  # "[1] [2] [3] Next"; "p. [231]-233" (a page number supplied by a cataloguer)
+        if _EQ_TAG_AFTER.match(text, mt.end()):
+            continue  # "... \ [1] \end{equation}": an equation's number written in brackets
         line_start = text.rfind("\n", 0, mt.start()) + 1
         if not text[line_start : mt.start()].strip():
             continue  # "[12] Author, Title" at line start is a reference-list entry
@@ -357,7 +363,8 @@ def _analyse(text: str, m: Matcher) -> list[Mention]:
     out: list[Mention] = []
     seen: set[tuple[str, str, int]] = set()
     captions = targets.caption_starts
-    paper_like = bool(captions) or any(r.kind in _PAPER_KINDS for r in raw) or bool(_SCHOLARLY_SECTION.search(text))
+    paper_like = (bool(captions) or sum(r.kind in _PAPER_KINDS for r in raw) >= _MIN_PAPER_MENTIONS
+                  or bool(_SCHOLARLY_SECTION.search(text)))
     for kind, label, start, end, is_ordinal in sorted(raw, key=lambda r: (r.start, r.end, r.kind, r.label)):
         if (kind, label, start) in seen or start in captions:
             continue
@@ -369,7 +376,7 @@ def _analyse(text: str, m: Matcher) -> list[Mention]:
         elif targets.resolves(kind, label, is_ordinal):
             dangling = False
         elif kind == "citation":
-            dangling = True
+            dangling = label[:1].isdigit() or paper_like  # author-year: a page that never had a bibliography
         elif kind == "section" and not targets.has_sections and not paper_like:
             dangling = False  # no numbered part and no float of its own: a section of another document
         else:

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from udfs.refs.matcher import PLACEHOLDERS, Matcher, _leading_int, _major, normalise_label
+from udfs.refs.matcher import MAX_RANGE, PLACEHOLDERS, Matcher, _leading_int, _major, normalise_label
 from udfs.refs.vocab import KEYWORD_KINDS, KINDS
 
 # ------------------------------------------------------------------------------------------ targets
@@ -45,27 +45,44 @@ _NOTE_CUE = re.compile(r"[\^↑]|https?://|www\.|\bISBN\b|\bdoi\b|\b(?:1[89]|20)
 
 
 def _note_lists(text: str) -> set[int]:
-    """Numbers of the notes lists a document holds under any heading (or none): runs of numbered lines
-    1, 2, 3, ... (at least 3) of which at least 2 read like references (a year, a URL, an ISBN or DOI, the
-    "^" / "↑" back-link of a wiki note). Such a list under "Note", "Referencias" or an untranslated heading
-    is the target of "[2]" whatever the heading's language."""
+    """Numbers of the notes lists a document holds under any heading (or none): a run of numbered lines
+    1, 2, 3, ... that is a wiki's notes list (an entry opens with the "^" / "↑" back-link, or a heading
+    with an edit link such as "Note[modifica]" stands right above it), ends the document, or has at least
+    3 entries of which 2 read like references (a year, a URL, an ISBN or DOI). Such a list under "Note",
+    "Referencias" or an untranslated heading is the target of "[2]" whatever the heading's language."""
     out: set[int] = set()
     run: list[int] = []
     cues = 0
+    wiki = False
+    last_end = 0
+
+    def accept() -> None:
+        if run and (wiki or not text[last_end:].strip() or (len(run) >= 3 and cues >= 2)):
+            out.update(run)
+
     for mt in _NOTE_LINE.finditer(text):
         n = int(mt.group("n"))
         if run and n == run[-1] + 1:
             run.append(n)
         else:
-            if len(run) >= 3 and cues >= 2:
-                out.update(run)
-            run, cues = ([1], 0) if n == 1 else ([], 0)
-            if not run:
+            accept()
+            if n != 1:
+                run = []
                 continue
-        cues += bool(_NOTE_CUE.search(mt.group("rest")))
-    if len(run) >= 3 and cues >= 2:
-        out.update(run)
+            run, cues = [1], 0
+            before = text[: mt.start()].rstrip()
+            wiki = bool(_EDIT_HEADING.search(before, max(0, len(before) - 120)))
+        rest = mt.group("rest")
+        wiki = wiki or rest[:1] in "^↑"
+        cues += bool(_NOTE_CUE.search(rest))
+        last_end = mt.end()
+    accept()
     return out
+
+
+_EDIT_HEADING = re.compile(r"(?:^|\n)[^\n\[\]]{1,60}\[[^\]\n]{1,40}\][ \t]*\Z")
+"""A wiki mirror's section heading with its edit link at the end of the text before a list
+("Referencias[editar]", "Note[modifica | modifica wikitesto]")."""
 
 
 _BIB_ENTRY = re.compile(
@@ -113,6 +130,20 @@ def _whitespace_tables(text: str) -> int:
             run = 1 if shape else 0
         prev = shape
     return blocks + (run >= 3)
+
+
+def _split_range(label: str, entries: set[int]) -> bool:
+    """"[1113]" in a list of 20 entries is "[11-13]" whose dash the HTML extraction lost: the label read as
+    two entry numbers a < b (at most :data:`MAX_RANGE` apart) that both exist."""
+    if not entries or not label.isdigit() or int(label) <= max(entries):
+        return False
+    for i in range(1, len(label)):
+        if label[i] == "0":
+            continue
+        a, b = int(label[:i]), int(label[i:])
+        if a < b <= a + MAX_RANGE and a in entries and b in entries:
+            return True
+    return False
 
 
 @dataclass
@@ -210,7 +241,7 @@ class _Targets:
             n = _leading_int(label)
             if n is None:  # author-year: any bibliography will do
                 return has_bib
-            return n in entries or (has_bib and not entries and n <= after)
+            return n in entries or (has_bib and not entries and n <= after) or _split_range(label, entries)
         labels = self.labels[kind]
         if kind in ("section", "appendix"):
             labels = self.labels["section"] | self.labels["appendix"]
