@@ -80,7 +80,7 @@ def _note_lists(text: str) -> set[int]:
     return out
 
 
-_EDIT_HEADING = re.compile(r"(?:^|\n)[^\n\[\]]{1,60}\[[^\]\n]{1,40}\][ \t]*\Z")
+_EDIT_HEADING = re.compile(r"(?:^|\n)[^\n\[\].!?]{1,60}\[[^\]\n\d]{1,40}\][ \t]*\Z")
 """A wiki mirror's section heading with its edit link at the end of the text before a list
 ("Referencias[editar]", "Note[modifica | modifica wikitesto]")."""
 
