@@ -133,27 +133,32 @@ the samples). A flag is correct when the document itself points at a part it doe
 when the target is in the document or lies in another work (a contract's section, a linked paper)."""
 
 
-def _nonscience_samples(shared: Path) -> dict[str, list[tuple[str, str]]]:
-    """(document id, text) per source as ingest reads them: Wikipedia wikitext through the MediaWiki
-    reader (default options), web crawl JSONL (``text`` field) and WARC (HTML through trafilatura)."""
+def _nonscience_samples(shared: Path) -> dict[str, list[tuple[str, str, frozenset[str]]]]:
+    """(document id, text, kinds whose targets ingest dropped) per source as ingest reads them: Wikipedia
+    wikitext through the MediaWiki reader (default options: reference lists and tables dropped and
+    recorded, as ``meta.dropped_structures`` tells the refs stage), web crawl JSONL (``text`` field) and
+    WARC (HTML through trafilatura)."""
+    from pipelines.refs.stage import STRUCTURE_KINDS
     from udfs.formats import explode_file
     from udfs.formats.mediawiki import wikitext_to_text
     from udfs.formats.records import ParseOptions
 
-    sources: dict[str, list[tuple[str, str]]] = {}
+    sources: dict[str, list[tuple[str, str, frozenset[str]]]] = {}
     wiki = shared / "wikipedia" / "wtf_wikipedia_wikitext_pages.jsonl"
     if wiki.is_file():
         pages = [json.loads(x) for x in wiki.read_text(encoding="utf-8").splitlines() if x.strip()]
-        sources["wikipedia"] = [(p["id"], wikitext_to_text(p["wikitext"], ParseOptions())[0]) for p in pages]
-    web: list[tuple[str, str]] = []
+        read = [(p["id"], *wikitext_to_text(p["wikitext"], ParseOptions())) for p in pages]
+        sources["wikipedia"] = [(i, t, frozenset(STRUCTURE_KINDS[x] for x in dropped)) for i, t, dropped in read]
+    web: list[tuple[str, str, frozenset[str]]] = []
+    none: frozenset[str] = frozenset()
     for path in sorted((shared / "web_crawl").glob("*.jsonl*")):
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt", encoding="utf-8") as f:
-            web += [(f"{path.name}:{i}", json.loads(x).get("text") or "") for i, x in enumerate(f) if x.strip()]
+            web += [(f"{path.name}:{i}", json.loads(x).get("text") or "", none) for i, x in enumerate(f) if x.strip()]
     for path in sorted((shared / "web_crawl").glob("*.warc.gz")):
         for batch in explode_file(str(path), path.read_bytes(), ParseOptions()):
             texts = batch.column("text").to_pylist()
-            web += [(f"{path.name}#{i}", t) for i, t in enumerate(texts) if t]
+            web += [(f"{path.name}#{i}", t, none) for i, t in enumerate(texts) if t]
     if web:
         sources["web_crawl"] = web
     return sources
@@ -176,8 +181,8 @@ def shared_flags(shared: Path = SHARED.parent, judged_path: Path = JUDGED_FLAGS)
         by_kind: dict[str, int] = {}
         flagged, samples, unjudged, wrong = 0, [], [], []
         n_flags = n_judged = n_correct = 0
-        for doc_id, t in docs:
-            dangling = [m for m in find_mentions(t) if m.dangling]
+        for doc_id, t, held in docs:
+            dangling = [m for m in find_mentions(t, held=held) if m.dangling]
             flagged += bool(dangling)
             for m in dangling:
                 n_flags += 1

@@ -139,3 +139,12 @@ def test_a_bracketed_equation_number_is_no_citation():
 def test_a_bilingual_caption_line_holds_its_figure():
     text = "如图 1所示。\n\n图 1 转子截面 Fig. 1 Rotor section\n\nThe rotor in Fig. 1 is cooled."
     assert dangling(text) == []
+
+
+def test_a_reference_list_dropped_at_ingest_makes_author_year_citations_dangling():
+    page = "Kristeva's chora was read as a maternal space (Lee, 2011; Park et al., 2003)."
+    assert dangling(page) == []
+    assert [(m.kind, m.label) for m in find_mentions(page, held={"citation"}) if m.dangling] == [
+        ("citation", "Lee 2011")]
+    held = pa.array([["citation"], None], pa.list_(pa.string()))
+    assert refs_signals(pa.array([page, page]), held=held).column("n_dangling").to_pylist() == [1, 0]

@@ -96,6 +96,7 @@ def refs_signals(
     vocabs: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     default_lang: str = "en",
     repair_sentences: bool = False,
+    held: pa.Array | pa.ChunkedArray | None = None,
 ) -> pa.RecordBatch:
     """Reference signals of a batch of documents.
 
@@ -106,6 +107,8 @@ def refs_signals(
         vocabs: language -> vocabulary (default :data:`udfs.refs.vocab.DEFAULT_VOCAB`).
         default_lang: the vocabulary for rows without one of their own.
         repair_sentences: also compute ``repaired_text`` and ``refs_repairs``.
+        held: optional list<string> per row: the mention kinds whose targets ingest dropped from the
+            document (see :func:`udfs.refs.find_mentions`); null = none.
 
     Returns:
         A record batch with :data:`SIGNAL_SCHEMA`, one row per input row. Empty and whitespace-only
@@ -124,6 +127,7 @@ def refs_signals(
     n = len(texts)
     lang_list = langs.to_pylist() if langs is not None else [None] * n
     py_texts = texts.to_pylist()
+    held_list = [frozenset(h or ()) for h in held.to_pylist()] if held is not None else [frozenset()] * n
     results: list[list[Mention]] = [[] for _ in range(n)]
     groups: dict[str, list[int]] = {}
     for i, lang in enumerate(lang_list):
@@ -134,7 +138,7 @@ def refs_signals(
         hit = pc.fill_null(pc.match_substring_regex(sub, m.gate, ignore_case=True), False).to_pylist()
         for j, i in enumerate(idx):
             if hit[j]:
-                results[i] = _analyse(py_texts[i], m)
+                results[i] = _analyse(py_texts[i], m, held_list[i])
     cols: dict[str, list] = {f.name: [] for f in SIGNAL_SCHEMA}
     for i, ms in enumerate(results):
         nd = sum(mt.dangling for mt in ms)

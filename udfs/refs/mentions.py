@@ -5,7 +5,7 @@ each marked dangling when no target of the document resolves it (see :mod:`udfs.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -335,12 +335,16 @@ def _external(text: str, kind: str, start: int, end: int, m: Matcher) -> bool:
     return False
 
 
-def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None) -> list[Mention]:
+def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None,
+                  held: Collection[str] = ()) -> list[Mention]:
     """All mentions of one document, in text order, each marked dangling or not.
 
     Args:
         text: the document text.
         vocab: one language's vocabulary (default: English from :data:`udfs.refs.vocab.DEFAULT_VOCAB`).
+        held: mention kinds whose targets the document held before ingest dropped them (``citation`` for a
+            dropped reference list, ``table``, ``figure``): for those kinds the document counts as
+            structured to hold its targets, as a paper is.
 
     Returns:
         :class:`Mention` objects sorted by ``(start, end, kind, label)``; a range or list ("Figures 3-5")
@@ -348,10 +352,10 @@ def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None) -
 
     Source: the rules in this module's docstring.
     """
-    return _analyse(text, matcher(vocab or DEFAULT_VOCAB["en"]))
+    return _analyse(text, matcher(vocab or DEFAULT_VOCAB["en"]), held)
 
 
-def _analyse(text: str, m: Matcher) -> list[Mention]:
+def _analyse(text: str, m: Matcher, held: Collection[str] = ()) -> list[Mention]:
     kw_matches, ord_matches = _candidates(text, m)
     keyword = _keyword_mentions(text, m, kw_matches)
     raw = keyword + _ordinal_mentions(text, m, ord_matches) + _citation_mentions(text) + _bare_refs(text, keyword)
@@ -376,8 +380,9 @@ def _analyse(text: str, m: Matcher) -> list[Mention]:
         elif targets.resolves(kind, label, is_ordinal):
             dangling = False
         elif kind == "citation":
-            dangling = label[:1].isdigit() or paper_like  # author-year: a page that never had a bibliography
-        elif kind == "section" and not targets.has_sections and not paper_like:
+            # author-year without any bibliography: dangling in a paper, or where ingest dropped the list
+            dangling = label[:1].isdigit() or paper_like or "citation" in held
+        elif kind == "section" and not targets.has_sections and not paper_like and not held:
             dangling = False  # no numbered part and no float of its own: a section of another document
         else:
             dangling = not (label[:1] == "S" and label[1:2].isdigit()) and not _external(text, kind, start, end, m)
