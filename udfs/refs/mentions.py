@@ -26,15 +26,16 @@ from udfs.refs.vocab import DEFAULT_VOCAB
 _NUMERIC_CITE = re.compile(
     r"\[(?P<c>[ \t]*\d{1,4}(?:[ \t]*[-–,;][ \t]*\d{1,4})*[ \t]*)\](?![(:\[\d]|[-–]\d)"
 )
-_PLACEHOLDER_CITE = re.compile(
-    r"(?<![\w\]])\[[ \t]*\?{1,3}[ \t]*\]|\[[ \t]*(?:ref|cite)[ \t]*\?[ \t]*\]"  # BibTeX, LaTeX
-    r"|<cit\.>"  # older arXiv converters
+_PLACEHOLDER_CITE = re.compile(r"(?<![\w\]])\[[ \t]*\?{1,3}[ \t]*\]|\[[ \t]*(?:ref|cite)[ \t]*\?[ \t]*\]", re.IGNORECASE)
+"""BibTeX's and LaTeX's ``[?]`` / ``[ref?]``: the key was not in the bibliography."""
+_MARKER_CITE = re.compile(
+    r"<cit\.>"  # older arXiv converters
     r"|\{\{cite:[^{}\n]{1,80}\}\}"  # unarXive
-    r"|(?<![\w])(?-i:BIBREF)\d{1,4}\b"  # S2ORC-style text
-    r"|(?<![\w])@xcite\b",  # the arXiv / PubMed summarisation sets
-    re.IGNORECASE,
+    r"|(?<![\w])BIBREF\d{1,4}\b"  # S2ORC-style text
+    r"|(?<![\w])@xcite\b"  # the arXiv / PubMed summarisation sets
 )
-_PLACEHOLDER_GATE = ("[", "<cit.>", "{{cite:", "BIBREF", "@xcite")
+"""Citation markers a converter left in place of a citation whose key it did not render."""
+_MARKER_GATE = ("<cit.>", "{{cite:", "BIBREF", "@xcite")
 _ID_REF = re.compile(r"(?<![\w])(?P<k>FIG|TAB|SEC|EQ)REF\d{1,4}\b")
 """S2ORC-style ids that stand for the object they point at ("shown in Table TABREF3", "see SECREF2")."""
 _ID_KINDS = {"FIG": "figure", "TAB": "table", "SEC": "section", "EQ": "equation"}
@@ -253,9 +254,8 @@ def _ordinal_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
 
 def _citation_mentions(text: str) -> list[Candidate]:
     out: list[Candidate] = []
-    if any(g in text for g in _PLACEHOLDER_GATE):
-        out.extend(Candidate("citation", "?" if mt.group().startswith("[") else "REF", mt.start(), mt.end(), False)
-                   for mt in _PLACEHOLDER_CITE.finditer(text))
+    if any(g in text for g in _MARKER_GATE):
+        out.extend(Candidate("citation", "REF", mt.start(), mt.end(), False) for mt in _MARKER_CITE.finditer(text))
     if "REF" in text:
         out.extend(Candidate(_ID_KINDS[mt.group("k")], "REF", mt.start(), mt.end(), False)
                    for mt in _ID_REF.finditer(text))
@@ -282,6 +282,8 @@ def _citation_mentions(text: str) -> list[Candidate]:
         if not values or any(v == 0 for v in values) or all(1800 <= v <= 2100 for v in values):
             continue  # "[0]" indices, "[2019]" years
         out.extend(Candidate("citation", str(v), mt.start(), mt.end(), False) for v in dict.fromkeys(values))
+    if "?" in text:
+        out.extend(Candidate("citation", "?", mt.start(), mt.end(), False) for mt in _PLACEHOLDER_CITE.finditer(text))
     if "[^" in text:
         for mt in _FOOTNOTE_REF.finditer(text):
             out.append(Candidate("footnote", mt.group("n").lower(), mt.start(), mt.end(), False))
@@ -367,8 +369,11 @@ def _analyse(text: str, m: Matcher, held: Collection[str] = ()) -> list[Mention]
     out: list[Mention] = []
     seen: set[tuple[str, str, int]] = set()
     captions = targets.caption_starts
-    paper_like = (bool(captions) or sum(r.kind in _PAPER_KINDS for r in raw) >= _MIN_PAPER_MENTIONS
-                  or bool(_SCHOLARLY_SECTION.search(text)))
+    paper_kinds = sum(r.kind in _PAPER_KINDS for r in raw) >= _MIN_PAPER_MENTIONS
+
+    def paper_like() -> bool:  # asked only for unresolved sections and author-year citations
+        return paper_kinds or bool(captions) or bool(_SCHOLARLY_SECTION.search(text))
+
     for kind, label, start, end, is_ordinal in sorted(raw, key=lambda r: (r.start, r.end, r.kind, r.label)):
         if (kind, label, start) in seen or start in captions:
             continue
@@ -381,8 +386,8 @@ def _analyse(text: str, m: Matcher, held: Collection[str] = ()) -> list[Mention]
             dangling = False
         elif kind == "citation":
             # author-year without any bibliography: dangling in a paper, or where ingest dropped the list
-            dangling = label[:1].isdigit() or paper_like or "citation" in held
-        elif kind == "section" and not targets.has_sections and not paper_like and not held:
+            dangling = label[:1].isdigit() or "citation" in held or paper_like()
+        elif kind == "section" and not held and not targets.has_sections and not paper_like():
             dangling = False  # no numbered part and no float of its own: a section of another document
         else:
             dangling = not (label[:1] == "S" and label[1:2].isdigit()) and not _external(text, kind, start, end, m)
