@@ -6,7 +6,7 @@ finds every such *mention* in a document, finds the *targets* the document still
 tabular structure, numbered display equations, headings, reference-list entries, a bibliography), and
 marks a mention *dangling* when nothing in the document resolves it.
 
-Rules (each one tested in ``tests/test_refs_udf.py``):
+Rules (each one tested in ``tests/test_refs_udf.py`` and ``tests/test_refs_structure.py``):
 
 * A mention is a keyword of a kind (vocabulary per language, :mod:`udfs.refs.vocab`) followed by one
   or more labels: arabic (``1``, ``2.3``, ``4a``, ``S1``), roman (``IV``, ``iv``), spelled (``one`` ..
@@ -15,8 +15,20 @@ Rules (each one tested in ``tests/test_refs_udf.py``):
   or a numeric citation (``[12]``, ``[3, 7]``, ``[2-5]``); or an author-year citation ("(Smith et al.,
   2019)", "Smith and Lee (2020)"; a lone "(Smith, 2019)" only in text that also says "et al", because
   on the web "(Island, 1976)" is a record label); or a markdown footnote reference (``[^3]``).
-* A converter placeholder as label (``Table REF``, ``Fig. ??``, ``[?]``) is always dangling: the number
-  it stood for is lost whatever the document still holds.
+* A converter placeholder as label (``Table REF``, ``Fig. ??``, ``Section <ref>``, ``[?]``, ``TABREF3``)
+  is always dangling: the number it stood for is lost whatever the document still holds. A citation
+  marker (``{{cite:<id>}}``, ``BIBREF3``, ``<cit.>``, ``@xcite``) resolves on any bibliography, as an
+  author-year citation does (the converters: :data:`udfs.refs.mentions.CONVERTER_PLACEHOLDERS`).
+* A mention is dangling only where the document's own structure could have held its target. A section
+  mention needs numbered parts of the document's own (headings, clauses, appendices) or a paper-like
+  document (a caption, two or more mentions of its own floats, equations, statements or appendices,
+  "Subsection" / "Sec." forms); an author-year citation without a bibliography needs a paper-like
+  document or a reference list that ingest dropped (``held``). Tables and figures keep the science rule:
+  a missing one is dangling in any document.
+* Numeric citations also resolve on a notes list under any heading: numbered lines 1, 2, ... with a wiki
+  back-link ("1. ^"), under a heading with an edit link ("Note[modifica]"), at the end of the document, or
+  3+ entries that read like references; and a range whose dash was lost ("[1113]" = 11-13) resolves when
+  both ends are entries. ``[1]`` before ``\\end{`` or ``\\\\`` is an equation number, not a citation.
 * External material is never dangling: labels ``S<n>`` that the document does not hold (supplementary
   tables by convention), a supplementary / online cue in the same sentence, or "of/in/from" followed by
   a citation, an author or a named law ("Table 2 of [5]", "Section 230 of the Communications Decency
