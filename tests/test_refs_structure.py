@@ -148,3 +148,8 @@ def test_a_reference_list_dropped_at_ingest_makes_author_year_citations_dangling
         ("citation", "Lee 2011")]
     held = pa.array([["citation"], None], pa.list_(pa.string()))
     assert refs_signals(pa.array([page, page]), held=held).column("n_dangling").to_pylist() == [1, 0]
+
+
+def test_a_dropped_reference_list_does_not_make_a_statute_section_the_pages_own():
+    page = "The club argues that Section 13.3 does not apply to the sale, and that Section 2 neither."
+    assert [(m.kind, m.label) for m in find_mentions(page, held={"citation"}) if m.dangling] == []

@@ -345,8 +345,9 @@ def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None,
         text: the document text.
         vocab: one language's vocabulary (default: English from :data:`udfs.refs.vocab.DEFAULT_VOCAB`).
         held: mention kinds whose targets the document held before ingest dropped them (``citation`` for a
-            dropped reference list, ``table``, ``figure``): for those kinds the document counts as
-            structured to hold its targets, as a paper is.
+            dropped reference list, ``table``, ``figure``): with ``citation`` held, an author-year
+            citation without a bibliography is dangling, as in a paper (sections are not affected: a
+            wiki page whose notes were dropped still has no numbered sections of its own).
 
     Returns:
         :class:`Mention` objects sorted by ``(start, end, kind, label)``; a range or list ("Figures 3-5")
@@ -387,7 +388,7 @@ def _analyse(text: str, m: Matcher, held: Collection[str] = ()) -> list[Mention]
         elif kind == "citation":
             # author-year without any bibliography: dangling in a paper, or where ingest dropped the list
             dangling = label[:1].isdigit() or "citation" in held or paper_like()
-        elif kind == "section" and not held and not targets.has_sections and not paper_like():
+        elif kind == "section" and not targets.has_sections and not paper_like():
             dangling = False  # no numbered part and no float of its own: a section of another document
         else:
             dangling = not (label[:1] == "S" and label[1:2].isdigit()) and not _external(text, kind, start, end, m)
