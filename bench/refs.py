@@ -11,7 +11,10 @@ true positive when a gold dangling mention of the same kind overlaps its span wi
   P >= 0.95 on the non-science families together (``goals.refs_nonscience_precision``). The newer
   families were written together with the rules they test, so they are a regression check, not an
   independent estimate; the real samples below are.
-* Wikipedia wikitext and web crawl JSONL (``shared/data``): no gold; what is flagged, by kind, with excerpts.
+* Wikipedia wikitext (through the MediaWiki reader), web crawl JSONL and WARC (``shared/data``): every
+  flag was read and judged by a person (``bench/refs_judged_flags.json``, keys only, no text); precision
+  = flags judged correct / flags judged, goal >= 0.9 (``goals.refs_real_nonscience_precision``). Flags no
+  one judged yet are listed and left out of the figure.
 * PMC (``shared/data/scientific/pmc_*.nxml``): JATS converted to text with the stdlib XML parser, two
   views: *kept* (table-wrap and fig rendered as caption + rows) and *stripped* (both removed). Gold:
   every ``<xref ref-type="table|fig">`` whose target was stripped is dangling; nothing in *kept* is.
@@ -123,39 +126,86 @@ def scores_by_family(docs: list[dict]) -> dict[str, dict]:
     return out
 
 
-def shared_flags(shared: Path = SHARED.parent) -> dict[str, dict]:
-    """What the detector flags on the real samples that have no gold: raw Wikipedia wikitext, the same
-    pages as ingest's MediaWiki reader turns them into text, and web crawl JSONL (documents, documents with a dangling mention, dangling mentions by kind, a few excerpts)."""
-    sources: dict[str, list[str]] = {}
+JUDGED_FLAGS = REPO / "bench" / "refs_judged_flags.json"
+"""Every dangling mention the detector flags on the shared non-science samples, judged by a person who
+read it: ``{key: {"correct": bool, "why": str}}`` with key ``source|document|kind|label|start`` (no text of
+the samples). A flag is correct when the document itself points at a part it does not hold; it is wrong
+when the target is in the document or lies in another work (a contract's section, a linked paper)."""
+
+
+def _nonscience_samples(shared: Path) -> dict[str, list[tuple[str, str, frozenset[str]]]]:
+    """(document id, text, kinds whose targets ingest dropped) per source as ingest reads them: Wikipedia
+    wikitext through the MediaWiki reader (default options: reference lists and tables dropped and
+    recorded, as ``meta.dropped_structures`` tells the refs stage), web crawl JSONL (``text`` field) and
+    WARC (HTML through trafilatura)."""
+    from pipelines.refs.stage import STRUCTURE_KINDS
+    from udfs.formats import explode_file
+    from udfs.formats.mediawiki import wikitext_to_text
+    from udfs.formats.records import ParseOptions
+
+    sources: dict[str, list[tuple[str, str, frozenset[str]]]] = {}
     wiki = shared / "wikipedia" / "wtf_wikipedia_wikitext_pages.jsonl"
     if wiki.is_file():
-        from udfs.formats.mediawiki import wikitext_to_text
-        from udfs.formats.records import ParseOptions
-
-        pages = [json.loads(x)["wikitext"] for x in wiki.read_text(encoding="utf-8").splitlines() if x.strip()]
-        sources["wikipedia"] = pages
-        # what ingest makes of the same pages (templates, <ref> notes and tables dropped by default)
-        sources["wikipedia_ingested"] = [wikitext_to_text(p, ParseOptions())[0] for p in pages]
-    web: list[str] = []
+        pages = [json.loads(x) for x in wiki.read_text(encoding="utf-8").splitlines() if x.strip()]
+        read = [(p["id"], *wikitext_to_text(p["wikitext"], ParseOptions())) for p in pages]
+        sources["wikipedia"] = [(i, t, frozenset(STRUCTURE_KINDS[x] for x in dropped)) for i, t, dropped in read]
+    web: list[tuple[str, str, frozenset[str]]] = []
+    none: frozenset[str] = frozenset()
     for path in sorted((shared / "web_crawl").glob("*.jsonl*")):
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt", encoding="utf-8") as f:
-            web += [json.loads(x).get("text") or "" for x in f if x.strip()]
+            web += [(f"{path.name}:{i}", json.loads(x).get("text") or "", none) for i, x in enumerate(f) if x.strip()]
+    for path in sorted((shared / "web_crawl").glob("*.warc.gz")):
+        for batch in explode_file(str(path), path.read_bytes(), ParseOptions()):
+            texts = batch.column("text").to_pylist()
+            web += [(f"{path.name}#{i}", t, none) for i, t in enumerate(texts) if t]
     if web:
         sources["web_crawl"] = web
+    return sources
+
+
+def shared_flags(shared: Path = SHARED.parent, judged_path: Path = JUDGED_FLAGS) -> dict[str, dict]:
+    """What the detector flags on the real non-science samples (see :func:`_nonscience_samples`), and the
+    precision of those flags against the judgements in :data:`JUDGED_FLAGS`.
+
+    Returns:
+        Per source: ``n_docs``, ``docs_flagged``, ``dangling_by_kind``, ``n_flags``, ``judged``, ``correct``,
+        ``precision`` (correct / judged; 1.0 without flags), ``unjudged`` (keys of flags nobody judged yet:
+        judge them before quoting the precision), ``wrong`` and ``samples`` (kind, label, excerpt).
+        ``all`` totals the sources.
+    """
+    judged = json.loads(judged_path.read_text(encoding="utf-8")) if judged_path.is_file() else {}
     out: dict[str, dict] = {}
-    for name, texts in sources.items():
+    total = {"n_flags": 0, "judged": 0, "correct": 0}
+    for name, docs in _nonscience_samples(shared).items():
         by_kind: dict[str, int] = {}
-        flagged, samples = 0, []
-        for t in texts:
-            dangling = [m for m in find_mentions(t) if m.dangling]
+        flagged, samples, unjudged, wrong = 0, [], [], []
+        n_flags = n_judged = n_correct = 0
+        for doc_id, t, held in docs:
+            dangling = [m for m in find_mentions(t, held=held) if m.dangling]
             flagged += bool(dangling)
             for m in dangling:
+                n_flags += 1
                 by_kind[m.kind] = by_kind.get(m.kind, 0) + 1
+                excerpt = " ".join(t[max(0, m.start - 40) : m.end + 20].split())
+                key = f"{name}|{doc_id}|{m.kind}|{m.label}|{m.start}"
+                verdict = judged.get(key)
+                if verdict is None:
+                    unjudged.append(key)
+                else:
+                    n_judged += 1
+                    n_correct += bool(verdict["correct"])
+                    if not verdict["correct"]:
+                        wrong.append((key, verdict.get("why", ""), excerpt))
                 if len(samples) < 12:
-                    samples.append((m.kind, m.label, " ".join(t[max(0, m.start - 40) : m.end + 20].split())))
-        out[name] = {"n_docs": len(texts), "docs_flagged": flagged, "dangling_by_kind": dict(sorted(by_kind.items())),
+                    samples.append((m.kind, m.label, excerpt))
+        out[name] = {"n_docs": len(docs), "docs_flagged": flagged, "dangling_by_kind": dict(sorted(by_kind.items())),
+                     "n_flags": n_flags, "judged": n_judged, "correct": n_correct,
+                     "precision": n_correct / n_judged if n_judged else 1.0, "unjudged": unjudged, "wrong": wrong,
                      "samples": samples}
+        total = {"n_flags": total["n_flags"] + n_flags, "judged": total["judged"] + n_judged,
+                 "correct": total["correct"] + n_correct}
+    out["all"] = total | {"precision": total["correct"] / total["judged"] if total["judged"] else 1.0}
     return out
 
 
@@ -384,7 +434,11 @@ def run(n_docs: int, seed: int = 0) -> dict:
     figures["labelled_by_family"] = by_family = scores_by_family(docs)
     figures["goals"] = {"refs_nonscience_precision": by_family["non_science"]["precision"]}
     figures["real"] = real_scores() if SHARED.is_dir() else {}
-    figures["shared_flags"] = shared_flags() if SHARED.parent.is_dir() else {}
+    figures["shared_flags"] = flags = shared_flags() if SHARED.parent.is_dir() else {}
+    if flags:
+        figures["goals"]["refs_real_nonscience_precision"] = flags["all"]["precision"]
+    if figures["real"]:
+        figures["goals"]["refs_real_science_recall"] = min(v["recall"] for v in figures["real"].values())
     spark = get_spark("winnow-bench-refs", SparkConfig(master="local[1]", shuffle_partitions=1,
                                                         conf={"spark.ui.enabled": "false"}))
     figures["speed"] = speed(n_docs, seed, spark)
@@ -400,9 +454,16 @@ if __name__ == "__main__":
     for name, s in res["labelled_by_family"].items():
         print(f"{name:<20}{s['precision']:>8.3f}{s['recall']:>8.3f}{s['tp']:>6}{s['fp']:>6}{s['fn']:>6}{s['n_docs']:>6}")
     for name, s in res["shared_flags"].items():
-        print(f"\n{name}: {s['docs_flagged']}/{s['n_docs']} documents flagged, dangling by kind {s['dangling_by_kind']}")
-        for kind, label, excerpt in s["samples"]:
-            print(f"  {kind:<9}{label:<14}{excerpt}")
+        if name == "all":
+            print(f"\nnon-science flags: {s['correct']}/{s['judged']} judged correct (precision {s['precision']:.3f}), "
+                  f"{s['n_flags'] - s['judged']} not judged")
+            continue
+        print(f"\n{name}: {s['docs_flagged']}/{s['n_docs']} documents flagged, dangling by kind {s['dangling_by_kind']}, "
+              f"precision {s['precision']:.3f} ({s['correct']}/{s['judged']} judged, {len(s['unjudged'])} not judged)")
+        for key, why, excerpt in s["wrong"]:
+            print(f"  wrong  {key}: {why}\n         {excerpt}")
+        for key in s["unjudged"][:20]:
+            print(f"  unjudged {key}")
     sp = res["speed"]
     print(f"\n{sp['n_docs']} docs, {sp['mb']:.1f} MB, one core")
     for k in ("plain", "spark", "gopher"):

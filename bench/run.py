@@ -120,6 +120,11 @@ def _goals(parts: list[str]) -> list[Goal]:
              "tokenize", (r"^goals\.tiktoken_vs_hf_stage$",), ">=", 3.0),
         Goal("refs_nonscience_precision", "refs: precision of dangling mentions on the labelled legal, licence, wiki, "
              "LaTeX and hard-negative documents", "refs", (r"^goals\.refs_nonscience_precision$",), ">=", 0.95),
+        Goal("refs_real_nonscience_precision", "refs: precision of the dangling flags on the shared real Wikipedia "
+             "and web samples, each flag judged by reading it", "refs", (r"^goals\.refs_real_nonscience_precision$",),
+             ">=", 0.9),
+        Goal("refs_real_science_recall", "refs: recall of dangling table and figure mentions on the real PMC and "
+             "unarXive papers (lowest view)", "refs", (r"^goals\.refs_real_science_recall$",), ">=", 0.95),
         Goal("scaling_exponent", "whole pipeline N -> 4N: exponent log(t4N/tN)/log 4", "scaling", (r"^exponent$",), "<=", 1.1),
         Goal("neardup_cpu_vs_datatrove", "ingest + near-dedup CPU seconds: datatrove MinHash pipeline / Winnow",
              "neardup", (r"^goals\.neardup_cpu_vs_datatrove$",), ">=", 3.0),

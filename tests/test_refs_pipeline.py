@@ -77,6 +77,19 @@ def test_dangling_mentions_of_targets_ingest_dropped_are_told_apart(spark, make_
     assert bare.select(DROPPED_COLUMN).first()[0] == {}
 
 
+def test_author_year_citations_dangle_where_ingest_dropped_the_reference_list(spark, make_cfg):
+    from pipelines.refs.stage import DROPPED_COLUMN
+
+    text = "The chora is read as a maternal space (Lee et al., 2011)."
+    metas = {"refs_dropped": {"dropped_structures": "reference"}, "none_dropped": {}}
+    rows = [(k, text, "src", None, m, "in.xml", len(text), len(text), 0, "en") for k, m in metas.items()]
+    out = spark.createDataFrame(rows, DOCS_SCHEMA).transform(check_refs, make_cfg().refs)
+    assertDataFrameEqual(out.select("doc_id", "n_dangling", DROPPED_COLUMN), [
+        Row("refs_dropped", 1, {"citation": 1}),  # the page had a bibliography: the citation dangles
+        Row("none_dropped", 0, {}),  # a page that never had one: nothing is missing
+    ], checkRowOrder=False)
+
+
 def test_missing_column_is_named(spark, make_cfg):
     with pytest.raises(ValueError, match=r"missing columns \['text'\]"):
         check_refs(spark.createDataFrame([("a",)], "doc_id string"), make_cfg().refs)

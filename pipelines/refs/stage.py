@@ -23,7 +23,9 @@ structure ingest dropped in that document (``reference`` stands for the ``citati
 Table 1" whose table ``ingest.jats.tables: drop`` removed is told from a table that never was there. They
 still count as dangling (the text points at what the training data does not hold); the stage's figures
 give them per kind as ``dangling_dropped_at_ingest``. Computed with Spark SQL over the map the Arrow UDF
-returns: no second pass over the text.
+returns: no second pass over the text. The dropped kinds also reach the detector: a document whose
+reference list ingest dropped held one, so its "(Smith et al., 2019)" is dangling even where the text
+alone would not show that it could have held a bibliography (see :func:`udfs.refs.find_mentions`).
 """
 
 from __future__ import annotations
@@ -118,19 +120,19 @@ def check_refs(df: DataFrame, cfg: RefsConfig) -> DataFrame:
         + [T.StructField("repaired_text", T.StringType()), T.StructField("refs_action", T.StringType(), False)]
     )
 
-    # A scalar Arrow UDF over (text, lang) rather than mapInArrow over whole rows: only the two input
+    # A scalar Arrow UDF over (text, lang, dropped kinds) rather than mapInArrow over whole rows: only the input
     # columns travel to Python and only the signals come back, not every column of `filtered` (its
     # signal structs included) twice.
-    def signals(text: pa.Array, lang: pa.Array) -> pa.Array:
-        sig = refs_signals(text, lang, vocabs, default_lang, repair_sentences=policy == "repair")
+    def signals(text: pa.Array, lang: pa.Array, held: pa.Array) -> pa.Array:
+        sig = refs_signals(text, lang, vocabs, default_lang, repair_sentences=policy == "repair", held=held)
         arrays = [sig.column(n) for n in result_type.fieldNames()[:-1]] + [_action(sig, policy, max_dangling)]
         return pa.StructArray.from_arrays(arrays, names=result_type.fieldNames())
 
     signals_per_batch = F.arrow_udf(signals, result_type)  # scalar Arrow UDF: one call per Arrow batch
     lang = F.col("lang") if "lang" in df.columns else F.lit(None).cast("string")
-    checked = df.withColumn("_refs", signals_per_batch(F.col("text"), lang))
-    text = F.coalesce(F.col("_refs.repaired_text"), F.col("text")) if policy == "repair" else F.col("text")
     dropped = dropped_kinds(df)
+    checked = df.withColumn("_refs", signals_per_batch(F.col("text"), lang, dropped))
+    text = F.coalesce(F.col("_refs.repaired_text"), F.col("text")) if policy == "repair" else F.col("text")
     return checked.select(
         *[text.alias("text") if c == "text" else F.col(c) for c in df.columns],
         *[F.col(f"_refs.{c}").alias(c) for c in SIGNAL_TYPES],

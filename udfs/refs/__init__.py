@@ -6,7 +6,7 @@ finds every such *mention* in a document, finds the *targets* the document still
 tabular structure, numbered display equations, headings, reference-list entries, a bibliography), and
 marks a mention *dangling* when nothing in the document resolves it.
 
-Rules (each one tested in ``tests/test_refs_udf.py``):
+Rules (each one tested in ``tests/test_refs_udf.py`` and ``tests/test_refs_structure.py``):
 
 * A mention is a keyword of a kind (vocabulary per language, :mod:`udfs.refs.vocab`) followed by one
   or more labels: arabic (``1``, ``2.3``, ``4a``, ``S1``), roman (``IV``, ``iv``), spelled (``one`` ..
@@ -15,8 +15,20 @@ Rules (each one tested in ``tests/test_refs_udf.py``):
   or a numeric citation (``[12]``, ``[3, 7]``, ``[2-5]``); or an author-year citation ("(Smith et al.,
   2019)", "Smith and Lee (2020)"; a lone "(Smith, 2019)" only in text that also says "et al", because
   on the web "(Island, 1976)" is a record label); or a markdown footnote reference (``[^3]``).
-* A converter placeholder as label (``Table REF``, ``Fig. ??``, ``[?]``) is always dangling: the number
-  it stood for is lost whatever the document still holds.
+* A converter placeholder as label (``Table REF``, ``Fig. ??``, ``Section <ref>``, ``[?]``, ``TABREF3``)
+  is always dangling: the number it stood for is lost whatever the document still holds. A citation
+  marker (``{{cite:<id>}}``, ``BIBREF3``, ``<cit.>``, ``@xcite``) resolves on any bibliography, as an
+  author-year citation does (the converters: :data:`udfs.refs.mentions.CONVERTER_PLACEHOLDERS`).
+* A mention is dangling only where the document's own structure could have held its target. A section
+  mention needs numbered parts of the document's own (headings, clauses, appendices) or a paper-like
+  document (a caption, two or more mentions of its own floats, equations, statements or appendices,
+  "Subsection" / "Sec." forms); an author-year citation without a bibliography needs a paper-like
+  document or a reference list that ingest dropped (``held``). Tables and figures keep the science rule:
+  a missing one is dangling in any document.
+* Numeric citations also resolve on a notes list under any heading: numbered lines 1, 2, ... with a wiki
+  back-link ("1. ^"), under a heading with an edit link ("Note[modifica]"), at the end of the document, or
+  3+ entries that read like references; and a range whose dash was lost ("[1113]" = 11-13) resolves when
+  both ends are entries. ``[1]`` before ``\\end{`` or ``\\\\`` is an equation number, not a citation.
 * External material is never dangling: labels ``S<n>`` that the document does not hold (supplementary
   tables by convention), a supplementary / online cue in the same sentence, or "of/in/from" followed by
   a citation, an author or a named law ("Table 2 of [5]", "Section 230 of the Communications Decency
@@ -96,6 +108,7 @@ def refs_signals(
     vocabs: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     default_lang: str = "en",
     repair_sentences: bool = False,
+    held: pa.Array | pa.ChunkedArray | None = None,
 ) -> pa.RecordBatch:
     """Reference signals of a batch of documents.
 
@@ -106,6 +119,8 @@ def refs_signals(
         vocabs: language -> vocabulary (default :data:`udfs.refs.vocab.DEFAULT_VOCAB`).
         default_lang: the vocabulary for rows without one of their own.
         repair_sentences: also compute ``repaired_text`` and ``refs_repairs``.
+        held: optional list<string> per row: the mention kinds whose targets ingest dropped from the
+            document (see :func:`udfs.refs.find_mentions`); null = none.
 
     Returns:
         A record batch with :data:`SIGNAL_SCHEMA`, one row per input row. Empty and whitespace-only
@@ -124,6 +139,7 @@ def refs_signals(
     n = len(texts)
     lang_list = langs.to_pylist() if langs is not None else [None] * n
     py_texts = texts.to_pylist()
+    held_list = [frozenset(h or ()) for h in held.to_pylist()] if held is not None else [frozenset()] * n
     results: list[list[Mention]] = [[] for _ in range(n)]
     groups: dict[str, list[int]] = {}
     for i, lang in enumerate(lang_list):
@@ -134,7 +150,7 @@ def refs_signals(
         hit = pc.fill_null(pc.match_substring_regex(sub, m.gate, ignore_case=True), False).to_pylist()
         for j, i in enumerate(idx):
             if hit[j]:
-                results[i] = _analyse(py_texts[i], m)
+                results[i] = _analyse(py_texts[i], m, held_list[i])
     cols: dict[str, list] = {f.name: [] for f in SIGNAL_SCHEMA}
     for i, ms in enumerate(results):
         nd = sum(mt.dangling for mt in ms)

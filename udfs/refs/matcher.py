@@ -17,7 +17,9 @@ OPTIONAL_KINDS = frozenset({"theorem"})
 """Keyword kinds a vocabulary may leave empty (kinds added after vocabularies were written)."""
 
 PLACEHOLDERS = frozenset({"REF", "??", "?"})
-"""Normalised labels that mean "the converter lost the label": always dangling."""
+"""Normalised labels that mean "the converter lost the label": always dangling. ``REF`` also stands for
+the ``<ref>`` of older arXiv converters ("Section <ref>") and for the ``TABREF3`` / ``FIGREF0`` ids of
+S2ORC-style text (see :data:`udfs.refs.mentions.CONVERTER_PLACEHOLDERS`)."""
 
 MAX_SECTION_NUMBER = 99
 """Section labels above this are statute or code sections ("Section 230", "§ 1983"), not headings."""
@@ -58,6 +60,11 @@ _SELF_PARTS = (r"(?-i:Results|Methods|Materials|Discussion|Introduction|Conclusi
 Results"); any other capitalised name ("Section 1.3 of the Restatement") is another document."""
 _LEGAL_NOUNS = r"(?:bankruptcy|housing|vouchers?|visas?|benefits?|status|protection|filing|tenants?)\b"
 """Words after "Chapter 11" / "Section 8" that make it a statute's chapter, not the document's."""
+
+
+_CJK_CAPTION = r"(?:[\u2e80-\u9fff\uac00-\ud7af][^\n。.!?]{0,60}?[ \t])?"
+"""A caption in Chinese, Japanese or Korean before the English one on the same line ("图 1 转子截面 Fig. 1
+Rotor section"), as bilingual journals print them."""
 
 
 # ------------------------------------------------------------------------------------------ matcher
@@ -157,7 +164,7 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
     ordinals = {w.lower(): i + 1 for i, w in enumerate(vocab["ordinals"])}
     spelled = _words(list(numbers))
     single = (
-        r"(?:REF\b|\?\?"
+        r"(?:REF\b|<ref>|\?\?"
         r"|(?-i:[A-Z])?\d{1,4}(?:\.\d{1,3})*(?:[a-z](?![\w]))?(?:\((?-i:[a-z])\))?(?![\w]|\.\d)"
         r"|(?-i:[IVXLC]{1,6}|[A-Z])(?:\.\d{1,3})*(?![\w])"
         r"|(?-i:[ivx]{1,5})(?![\w])"
@@ -165,7 +172,7 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
         r"|\\(?:eq)?ref\{[^{}\n]{1,80}\})"
     )
     item = rf"(?:\({_SP}{single}{_SP}\)|{single})"
-    cont_item = r"(?:\(\s*(?:REF\b|\d{1,3}(?:\.\d{1,3})*[a-z]?)\s*\)|(?:REF\b|\d{1,3}(?:\.\d{1,3})*[a-z]?|(?-i:[A-Z]))(?![\w]))"
+    cont_item = r"(?:\(\s*(?:REF\b|<ref>|\d{1,3}(?:\.\d{1,3})*[a-z]?)\s*\)|(?:REF\b|<ref>|\d{1,3}(?:\.\d{1,3})*[a-z]?|(?-i:[A-Z]))(?![\w]))"
     conj = _words(vocab["conjunctions"])
     cont = rf"(?:{_SP}(?:,{_SP}(?:(?:{conj})\b{_SP})?|&{_SP}|[-–—]{_SP}|(?:{conj})\b{_SP}){cont_item})"
     mention = re.compile(rf"(?:{kw})\.?{_SP}(?P<labels>{item}{cont}*)", re.IGNORECASE)
@@ -180,7 +187,7 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
         re.IGNORECASE,
     )
     caption = re.compile(
-        rf"^[ \t>*_#|•\-–]*(?:{kw})\.?{_SP}(?P<label>{item})[ \t]*(?:\*\*|__|\*|_)?[ \t]*(?:[:.|](?!\d)|[—–\-][ \t]|$|(?-i:[ \t]+[A-Z(]))",
+        rf"^[ \t>*_#|•\-–]*{_CJK_CAPTION}(?:{kw})\.?{_SP}(?P<label>{item})[ \t]*(?:\*\*|__|\*|_)?[ \t]*(?:[:.|](?!\d)|[—–\-][ \t]|$|(?-i:[ \t]+[A-Z(]))",
         re.IGNORECASE | re.MULTILINE,
     )
     heading = re.compile(
@@ -191,7 +198,8 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
         re.IGNORECASE | re.MULTILINE,
     )
     bib_heading = re.compile(
-        rf"^[ \t#*_=]*(?:\d{{1,2}}\.?[ \t]+|(?-i:[IVX]{{1,5}})\.[ \t]+)?(?:{_words(vocab.get('bibliography') or ['references'])})[ \t*_:=]*$"
+        rf"^[ \t#*_=]*(?:\d{{1,2}}\.?[ \t]+|(?-i:[IVX]{{1,5}})\.[ \t]+)?(?:{_words(vocab.get('bibliography') or ['references'])})[ \t*_:=]*"
+        r"(?:\[[^\]\n]{1,40}\][ \t]*)?$"  # "References[edit]": a wiki page's heading with its edit link
         r"|\\begin\{thebibliography\}",
         re.IGNORECASE | re.MULTILINE,
     )
@@ -225,7 +233,7 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
         re.IGNORECASE,
     )
     stems = sorted({t.lower().rstrip(".") for k in kinds for t in vocab[k]}, key=len)
-    gate = "(?:" + "|".join(re.escape(s) for s in stems) + r"|\[|\\ref|(?:19|20)\d\d[a-z]?\s*[);,])"
+    gate = "(?:" + "|".join(re.escape(s) for s in stems) + r"|\[|\\ref|<ref>|<cit\.>|\{\{cite:|bibref\d|@xcite|(?:19|20)\d\d[a-z]?\s*[);,])"
     abbreviations = _ABBREVIATIONS | {t.lower().rstrip(".") for k in kinds for t in vocab[k] if t.endswith(".")}
     ranges = frozenset(w.lower() for w in vocab["conjunctions"][2:]) | {"-", "–", "—"}
     ordinal_before = re.compile(rf"(?<![\w])(?:{preps}|see)\s+(?:\w{{1,4}}\s+)?$", re.IGNORECASE)
@@ -249,7 +257,8 @@ def normalise_label(raw: str, kind: str, numbers: Mapping[str, int]) -> str | No
     """Canonical form of a label so mentions and targets compare equal.
 
     Args:
-        raw: the label text (``"(3)"``, ``"IV"``, ``"one"``, ``"4a"``, ``"S1"``, ``"A.2"``, ``"REF"``).
+        raw: the label text (``"(3)"``, ``"IV"``, ``"one"``, ``"4a"``, ``"S1"``, ``"A.2"``, ``"REF"``,
+            ``"<ref>"``).
         kind: mention kind; single letters stay letters for ``appendix`` and ``section``, else are roman.
         numbers: spelled cardinals -> value.
 
@@ -258,6 +267,8 @@ def normalise_label(raw: str, kind: str, numbers: Mapping[str, int]) -> str | No
         None when ``raw`` is not a label (an invalid roman numeral such as ``"IIII"``).
     """
     s = raw.strip().strip("()").strip(" \t~\u00a0\u202f")
+    if s.lower() == "<ref>":
+        return "REF"
     if s.upper() in PLACEHOLDERS:
         return s.upper()
     if s.startswith("\\"):

@@ -5,7 +5,7 @@ each marked dangling when no target of the document resolves it (see :mod:`udfs.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -27,6 +27,31 @@ _NUMERIC_CITE = re.compile(
     r"\[(?P<c>[ \t]*\d{1,4}(?:[ \t]*[-–,;][ \t]*\d{1,4})*[ \t]*)\](?![(:\[\d]|[-–]\d)"
 )
 _PLACEHOLDER_CITE = re.compile(r"(?<![\w\]])\[[ \t]*\?{1,3}[ \t]*\]|\[[ \t]*(?:ref|cite)[ \t]*\?[ \t]*\]", re.IGNORECASE)
+"""BibTeX's and LaTeX's ``[?]`` / ``[ref?]``: the key was not in the bibliography."""
+_MARKER_CITE = re.compile(
+    r"<cit\.>"  # older arXiv converters
+    r"|\{\{cite:[^{}\n]{1,80}\}\}"  # unarXive
+    r"|(?<![\w])BIBREF\d{1,4}\b"  # S2ORC-style text
+    r"|(?<![\w])@xcite\b"  # the arXiv / PubMed summarisation sets
+)
+"""Citation markers a converter left in place of a citation whose key it did not render."""
+_MARKER_GATE = ("<cit.>", "{{cite:", "BIBREF", "@xcite")
+_ID_REF = re.compile(r"(?<![\w])(?P<k>FIG|TAB|SEC|EQ)REF\d{1,4}\b")
+"""S2ORC-style ids that stand for the object they point at ("shown in Table TABREF3", "see SECREF2")."""
+_ID_KINDS = {"FIG": "figure", "TAB": "table", "SEC": "section", "EQ": "equation"}
+CONVERTER_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
+    "LaTeX / BibTeX": ("Table ??", "Fig. ??", "(??)", "[?]"),
+    "LaTeXML / unarXive": ("Table REF", "Section REF", "(REF)", "{{cite:<id>}}"),
+    "S2ORC / GROBID-style text": ("BIBREF3", "TABREF0", "FIGREF2", "SECREF1", "EQREF4"),
+    "older arXiv converters": ("Section <ref>", "Table <ref>", "(<ref>)", "<cit.>"),
+    "arXiv / PubMed summarisation sets": ("@xcite",),
+}
+"""What converters leave where a reference's number or key was lost, by converter; each one is read as a
+mention of its kind (``{{cite:..}}``, ``BIBREF``, ``<cit.>``, ``@xcite``, ``[?]``: citation; a bare
+``(REF)`` / ``(<ref>)``: equation). A lost number is always dangling; a citation marker (label ``REF``)
+resolves on any bibliography the document holds, like an author-year citation, while BibTeX's ``[?]``
+(label ``?``: the key was not in the bibliography) is always dangling. The float markers unarXive leaves in place of
+the floats themselves (``{{table:<id>}}``, ``{{figure:<id>}}``, ``{{formula:<id>}}``) are no mentions."""
 _FOOTNOTE_REF = re.compile(r"\[\^(?P<n>[\w-]{1,20})\](?!:)")
 _NAME = r"(?-i:[A-Z])[\w'’\-]*\w"
 _YEAR = r"(?:19|20)\d{2}[a-z]?"
@@ -37,6 +62,7 @@ _AUTHOR_YEAR = re.compile(
 )
 _PAGINATION = re.compile(r"\[\d{1,4}\](?:[ \t|]+\[\d{1,4}\]){2,}")
 """Three or more bracketed numbers separated by spaces: page navigation ("[1] [2] [3] Next"), not citations."""
+_EQ_TAG_AFTER = re.compile(r"[ \t]*(?:\\end\{|\\\\)")
 _CITE_RANGE = re.compile(r"(\d+)[ \t]*[-–][ \t]*(\d+)|(\d+)")
 _MORE_LABELS = re.compile(r"(?:[ \t]*(?:,|and|or|&|[-–—]|to)[ \t]*\(?(?-i:[A-Z])?\d[\w.]*\)?)*", re.IGNORECASE)
 _PAGE_BEFORE = re.compile(r"\bpp?\.[ \t]*$")
@@ -49,14 +75,15 @@ abbreviation ("45 Cal. App. 3d 1234", "96 U.S. App. D.C. 14", "Wis. Stat. § 19.
 ("Penal Code § 12", "42 U.S.C. § 83"); not the document's own part. A lone abbreviation is not enough:
 "... the MLT. Figure 3A" ends a sentence. Source: the reporter and code abbreviations of The Bluebook
 (tables T1, T6)."""
-_BARE_REF = re.compile(r"\([ \t\u00a0]*(?:REF|\?\?)[ \t\u00a0]*\)")
-"""``(REF)`` / ``(??)``: an ``\\eqref`` whose number the converter lost (unarXive, LaTeX)."""
+_BARE_REF = re.compile(r"\([ \t\u00a0]*(?:REF|\?\?|<ref>)[ \t\u00a0]*\)")
+"""``(REF)`` / ``(??)`` / ``(<ref>)``: an ``\\eqref`` whose number the converter lost (unarXive, LaTeX,
+older arXiv converters)."""
 _EXCLUDED = re.compile(
     r"^[ \t]*```.*?(?:^[ \t]*```|\Z)"
     r"|\\begin\{(?P<env>verbatim|lstlisting|minted|thebibliography)\}.*?(?:\\end\{(?P=env)\}|\Z)"
     r"|^[ \t]*\\bibitem\b[^\n]*"
-    r"|<ref\b[^>]*/>|<ref\b[^>]*>.*?(?:</ref>|\Z)"
-    r"|\{\{[ \t]*(?:cite|citation|harvnb|sfn)\b[^{}]*(?:\{\{[^{}]*\}\}[^{}]*)*\}\}"
+    r"|<ref\b[^>]*/>|<ref\b[^>]*>(?:[^<]|<(?!/?ref\b))*</ref>"
+    r"|\{\{[ \t]*(?:cite|citation|harvnb|sfn)\b(?!:)[^{}]*(?:\{\{[^{}]*\}\}[^{}]*)*\}\}"
     r"|\[https?://[^\s\]]+[ \t][^\]\n]*\]"
     r"|`[^`\n]+`",
     re.DOTALL | re.MULTILINE | re.IGNORECASE,
@@ -64,6 +91,16 @@ _EXCLUDED = re.compile(
 """Where a mention is an example or an entry, not a reference: code blocks and inline code, verbatim and
 listing environments, ``thebibliography`` and ``\\bibitem`` lines, wiki ``<ref>`` notes, citation
 templates and external-link labels (a cited work's "Table 3" is that work's)."""
+_PAPER_KINDS = frozenset({"table", "figure", "equation", "appendix", "algorithm", "listing", "theorem"})
+"""Mentions that show a document is structured like a paper or a report (it cites its own floats,
+equations, statements or appendices), so that a "Section 3" without a numbered heading is its own lost
+section; citations and footnotes do not count (web and wiki pages carry them too)."""
+_MIN_PAPER_MENTIONS = 2
+"""A blog post's one "Figure 6 of this paper" (a linked paper's figure) does not make it a paper; two
+mentions of floats, equations, statements or appendices do."""
+_SCHOLARLY_SECTION = re.compile(r"\bsub-?sec(?:tion)?s?\b|\b(?:secs?|sect)\.[ \t~\u00a0]*\d", re.IGNORECASE)
+""""Subsection 3.2", "Sec. 4", "Sect. 2": the forms papers use for their own sections (statutes say
+"Section" or "§"), evidence enough that the document had numbered sections."""
 _EXCLUDED_GATE = ("```", "\\begin{", "\\bibitem", "<ref", "{{", "[http", "`")
 _QUOTES = {'"': '"', "“": "”", "'": "'", "‘": "’"}
 
@@ -217,6 +254,11 @@ def _ordinal_mentions(text: str, m: Matcher, matches: list[re.Match[str]]) -> li
 
 def _citation_mentions(text: str) -> list[Candidate]:
     out: list[Candidate] = []
+    if any(g in text for g in _MARKER_GATE):
+        out.extend(Candidate("citation", "REF", mt.start(), mt.end(), False) for mt in _MARKER_CITE.finditer(text))
+    if "REF" in text:
+        out.extend(Candidate(_ID_KINDS[mt.group("k")], "REF", mt.start(), mt.end(), False)
+                   for mt in _ID_REF.finditer(text))
     navigation = [(p.start(), p.end()) for p in _PAGINATION.finditer(text)] if "] [" in text else []
     if "[" not in text:
         return _author_year_mentions(text, out)
@@ -225,6 +267,8 @@ def _citation_mentions(text: str) -> list[Candidate]:
             continue  # x[1], a[1][2], \cite[1], \newcommand{\x}[1]
         if any(a <= mt.start() < b for a, b in navigation) or _PAGE_BEFORE.search(text, max(0, mt.start() - 6), mt.start()):
             continue  # "[1] [2] [3] Next"; "p. [231]-233" (a page number supplied by a cataloguer)
+        if _EQ_TAG_AFTER.match(text, mt.end()):
+            continue  # "... \ [1] \end{equation}": an equation's number written in brackets
         line_start = text.rfind("\n", 0, mt.start()) + 1
         if not text[line_start : mt.start()].strip():
             continue  # "[12] Author, Title" at line start is a reference-list entry
@@ -238,8 +282,8 @@ def _citation_mentions(text: str) -> list[Candidate]:
         if not values or any(v == 0 for v in values) or all(1800 <= v <= 2100 for v in values):
             continue  # "[0]" indices, "[2019]" years
         out.extend(Candidate("citation", str(v), mt.start(), mt.end(), False) for v in dict.fromkeys(values))
-    for mt in _PLACEHOLDER_CITE.finditer(text):
-        out.append(Candidate("citation", "?", mt.start(), mt.end(), False))
+    if "?" in text:
+        out.extend(Candidate("citation", "?", mt.start(), mt.end(), False) for mt in _PLACEHOLDER_CITE.finditer(text))
     if "[^" in text:
         for mt in _FOOTNOTE_REF.finditer(text):
             out.append(Candidate("footnote", mt.group("n").lower(), mt.start(), mt.end(), False))
@@ -265,10 +309,10 @@ def _author_year_mentions(text: str, out: list[Candidate]) -> list[Candidate]:
 
 def _bare_refs(text: str, keyword: list[Candidate]) -> list[Candidate]:
     """``(REF)`` outside a keyword mention ("substituting (REF) into (REF)"): a lost equation number."""
-    if "REF" not in text and "??" not in text:
+    if "REF" not in text and "??" not in text and "<ref>" not in text:
         return []
     spans = [(c.start, c.end) for c in keyword]
-    return [Candidate("equation", mt.group().strip("() \t\u00a0"), mt.start(), mt.end(), False)
+    return [Candidate("equation", "??" if "??" in mt.group() else "REF", mt.start(), mt.end(), False)
             for mt in _BARE_REF.finditer(text) if not any(a <= mt.start() < b for a, b in spans)]
 
 
@@ -293,12 +337,17 @@ def _external(text: str, kind: str, start: int, end: int, m: Matcher) -> bool:
     return False
 
 
-def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None) -> list[Mention]:
+def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None,
+                  held: Collection[str] = ()) -> list[Mention]:
     """All mentions of one document, in text order, each marked dangling or not.
 
     Args:
         text: the document text.
         vocab: one language's vocabulary (default: English from :data:`udfs.refs.vocab.DEFAULT_VOCAB`).
+        held: mention kinds whose targets the document held before ingest dropped them (``citation`` for a
+            dropped reference list, ``table``, ``figure``): with ``citation`` held, an author-year
+            citation without a bibliography is dangling, as in a paper (sections are not affected: a
+            wiki page whose notes were dropped still has no numbered sections of its own).
 
     Returns:
         :class:`Mention` objects sorted by ``(start, end, kind, label)``; a range or list ("Figures 3-5")
@@ -306,10 +355,10 @@ def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None) -
 
     Source: the rules in this module's docstring.
     """
-    return _analyse(text, matcher(vocab or DEFAULT_VOCAB["en"]))
+    return _analyse(text, matcher(vocab or DEFAULT_VOCAB["en"]), held)
 
 
-def _analyse(text: str, m: Matcher) -> list[Mention]:
+def _analyse(text: str, m: Matcher, held: Collection[str] = ()) -> list[Mention]:
     kw_matches, ord_matches = _candidates(text, m)
     keyword = _keyword_mentions(text, m, kw_matches)
     raw = keyword + _ordinal_mentions(text, m, ord_matches) + _citation_mentions(text) + _bare_refs(text, keyword)
@@ -321,16 +370,26 @@ def _analyse(text: str, m: Matcher) -> list[Mention]:
     out: list[Mention] = []
     seen: set[tuple[str, str, int]] = set()
     captions = targets.caption_starts
+    paper_kinds = sum(r.kind in _PAPER_KINDS for r in raw) >= _MIN_PAPER_MENTIONS
+
+    def paper_like() -> bool:  # asked only for unresolved sections and author-year citations
+        return paper_kinds or bool(captions) or bool(_SCHOLARLY_SECTION.search(text))
+
     for kind, label, start, end, is_ordinal in sorted(raw, key=lambda r: (r.start, r.end, r.kind, r.label)):
         if (kind, label, start) in seen or start in captions:
             continue
         seen.add((kind, label, start))
-        if label in PLACEHOLDERS:
+        if kind == "citation" and label == "REF":
+            dangling = not targets.bibliography[0]  # a citation marker: its entry is any of the bibliography
+        elif label in PLACEHOLDERS:
             dangling = True
         elif targets.resolves(kind, label, is_ordinal):
             dangling = False
         elif kind == "citation":
-            dangling = True
+            # author-year without any bibliography: dangling in a paper, or where ingest dropped the list
+            dangling = label[:1].isdigit() or "citation" in held or paper_like()
+        elif kind == "section" and not targets.has_sections and not paper_like():
+            dangling = False  # no numbered part and no float of its own: a section of another document
         else:
             dangling = not (label[:1] == "S" and label[1:2].isdigit()) and not _external(text, kind, start, end, m)
         out.append(Mention(kind, label, start, end, dangling))

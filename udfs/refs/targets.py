@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from udfs.refs.matcher import PLACEHOLDERS, Matcher, _leading_int, _major, normalise_label
+from udfs.refs.matcher import MAX_RANGE, PLACEHOLDERS, Matcher, _leading_int, _major, normalise_label
 from udfs.refs.vocab import KEYWORD_KINDS, KINDS
 
 # ------------------------------------------------------------------------------------------ targets
@@ -40,6 +40,51 @@ _THEOREM_ENV = re.compile(
 )
 _BIBITEM = re.compile(r"\\bibitem\b")
 _FOOTNOTE_DEF = re.compile(r"^[ \t]*\[\^(?P<n>[^\]\s]{1,20})\]:", re.MULTILINE)
+_NOTE_LINE = re.compile(r"^[ \t]*(?P<n>\d{1,3})[.)][ \t]+(?P<rest>[^\n]*)", re.MULTILINE)
+_NOTE_CUE = re.compile(r"[\^↑]|https?://|www\.|\bISBN\b|\bdoi\b|\b(?:1[89]|20)\d\d\b", re.IGNORECASE)
+
+
+def _note_lists(text: str) -> set[int]:
+    """Numbers of the notes lists a document holds under any heading (or none): a run of numbered lines
+    1, 2, 3, ... that is a wiki's notes list (an entry opens with the "^" / "↑" back-link, or a heading
+    with an edit link such as "Note[modifica]" stands right above it), ends the document, or has at least
+    3 entries of which 2 read like references (a year, a URL, an ISBN or DOI). Such a list under "Note",
+    "Referencias" or an untranslated heading is the target of "[2]" whatever the heading's language."""
+    out: set[int] = set()
+    run: list[int] = []
+    cues = 0
+    wiki = False
+    last_end = 0
+
+    def accept() -> None:
+        if run and (wiki or not text[last_end:].strip() or (len(run) >= 3 and cues >= 2)):
+            out.update(run)
+
+    for mt in _NOTE_LINE.finditer(text):
+        n = int(mt.group("n"))
+        if run and n == run[-1] + 1:
+            run.append(n)
+        else:
+            accept()
+            if n != 1:
+                run = []
+                continue
+            run, cues = [1], 0
+            before = text[: mt.start()].rstrip()
+            wiki = bool(_EDIT_HEADING.search(before, max(0, len(before) - 120)))
+        rest = mt.group("rest")
+        wiki = wiki or rest[:1] in "^↑"
+        cues += bool(_NOTE_CUE.search(rest))
+        last_end = mt.end()
+    accept()
+    return out
+
+
+_EDIT_HEADING = re.compile(r"(?:^|\n)[^\n\[\].!?]{1,60}\[[^\]\n\d]{1,40}\][ \t]*\Z")
+"""A wiki mirror's section heading with its edit link at the end of the text before a list
+("Referencias[editar]", "Note[modifica | modifica wikitesto]")."""
+
+
 _BIB_ENTRY = re.compile(
     r"^[^\n]{0,40}?(?-i:[A-Z])[\w'’\-]+,[ \t]+(?-i:[A-Z])\.[^\n]*?(?:19|20)\d{2}", re.MULTILINE
 )
@@ -87,6 +132,20 @@ def _whitespace_tables(text: str) -> int:
     return blocks + (run >= 3)
 
 
+def _split_range(label: str, entries: set[int]) -> bool:
+    """"[1113]" in a list of 20 entries is "[11-13]" whose dash the HTML extraction lost: the label read as
+    two entry numbers a < b (at most :data:`MAX_RANGE` apart) that both exist."""
+    if not entries or not label.isdigit() or int(label) <= max(entries):
+        return False
+    for i in range(1, len(label)):
+        if label[i] == "0":
+            continue
+        a, b = int(label[:i]), int(label[i:])
+        if a < b <= a + MAX_RANGE and a in entries and b in entries:
+            return True
+    return False
+
+
 @dataclass
 class _Targets:
     """What a document still holds, computed lazily: most documents only need one or two of these."""
@@ -100,7 +159,7 @@ class _Targets:
         """Keyword offsets of caption lines: "Table 1: Results" is a target, not a mention."""
         return {
             mt.start(f"k_{_kind(mt)}") for mt in self._captions
-            if mt.group("label").strip("() \t~\u00a0").upper() not in PLACEHOLDERS
+            if normalise_label(mt.group("label"), _kind(mt), self.m.numbers) not in PLACEHOLDERS
         }
 
     @cached_property
@@ -161,10 +220,17 @@ class _Targets:
             tail = self.text[heads[-1].end():]
             entries |= {int(mt.group("n")) for mt in _NUMBERED_LINE.finditer(tail)}
             after = sum(1 for line in tail.split("\n") if line.strip())
+        entries |= _note_lists(self.text)
         bibitems = len(_BIBITEM.findall(self.text)) if "\\bibitem" in self.text else 0
         entries |= set(range(1, bibitems + 1))  # \bibitem entries are numbered in order
         has_bib = bool(heads) or len(entries) >= 2 or bibitems > 0 or len(_BIB_ENTRY.findall(self.text)) >= 3
         return has_bib, entries, after
+
+    @property
+    def has_sections(self) -> bool:
+        """The document has numbered parts of its own (numbered headings, clauses or appendices): without
+        them a "Section 4" names a part of another document (a contract, a statute, a cited book)."""
+        return bool(self.labels["section"] or self.labels["appendix"])
 
     def resolves(self, kind: str, label: str, ordinal: bool = False) -> bool:
         if label.startswith("\\"):
@@ -175,7 +241,7 @@ class _Targets:
             n = _leading_int(label)
             if n is None:  # author-year: any bibliography will do
                 return has_bib
-            return n in entries or (has_bib and not entries and n <= after)
+            return n in entries or (has_bib and not entries and n <= after) or _split_range(label, entries)
         labels = self.labels[kind]
         if kind in ("section", "appendix"):
             labels = self.labels["section"] | self.labels["appendix"]
