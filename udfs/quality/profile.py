@@ -15,10 +15,12 @@ this order (the first that fits wins):
    Methods, Results, Discussion, Conclusion, References, ... as whole lines, numbered or not) and at
    least :data:`MIN_SCHOLARLY_MARKS_PER_1K_WORDS` scholarly marks per 1,000 words (bracketed numeric
    citations ``[3]`` / ``[1-4]``, ``et al.``, ``Fig.``/``Table``/``Eq.`` references, converter
-   placeholders ``{{cite:...}}``/``{{formula:...}}``, ``REF``, inline ``$...$`` math, numbered
+   placeholders ``{{cite:...}}``/``{{formula:...}}``, ``REF``, numbered
    theorems and lemmas), or at least :data:`MANY_PAPER_HEADINGS` such headings and
    :data:`MIN_SCHOLARLY_MARKS_PER_1K_WORDS_MANY_HEADINGS` marks. A numbered heading counts when a
-   paragraph of at least 100 characters follows it (a table of contents does not count).
+   paragraph of at least 100 characters follows it (a table of contents does not count). A long
+   document dense in marks only papers hold (all but bracketed numbers) is ``science`` without headings
+   (:data:`MIN_PAPER_MARKS_PER_1K_WORDS`, :data:`MIN_PAPER_WORDS`).
 3. ``code``: at least :data:`MIN_CODE_SHARE` of the non-blank characters are on lines that read as
    code (end in ``;``, ``{`` or ``}``, start with a comment marker or a common keyword, or sit in a
    fenced Markdown block).
@@ -48,7 +50,12 @@ MIN_LATEX_COMMANDS = 5
 MIN_PAPER_HEADINGS = 2
 """Section headings of a paper (Abstract, Introduction, ...) a ``science`` document holds at least."""
 MIN_SCHOLARLY_MARKS_PER_1K_WORDS = 3.0
-"""Citations, figure/table/equation references and math per 1,000 words of a ``science`` document."""
+"""Citations, figure/table/equation references and theorems per 1,000 words of a ``science`` document."""
+MIN_PAPER_MARKS_PER_1K_WORDS = 5.0
+MIN_PAPER_WORDS = 1_000
+"""A document of at least ``MIN_PAPER_WORDS`` words with this many marks only papers hold (all scholarly
+marks but bracketed numbers, which Wikipedia articles hold too) per 1,000 words is ``science`` whatever
+its headings (a thesis converted without its section titles)."""
 MANY_PAPER_HEADINGS = 5
 MIN_SCHOLARLY_MARKS_PER_1K_WORDS_MANY_HEADINGS = 1.0
 """A document with this many paper headings needs only this many scholarly marks per 1,000 words (a
@@ -78,12 +85,13 @@ _PAPER_HEADINGS = (
     r"|evaluation|preliminaries|appendix)[ \t]*:?[ \t]*$"
     r"|(?m)^[ \t]*-?[0-9]{1,2}(?:\.[0-9]{1,2}){0,3}\.?[ \t]+[A-Z][^\n.!?:;]{2,80}\n+[^\n]{100,}"
 )
-_SCHOLARLY = (
-    r"\[[0-9]{1,3}(?:[ \t]*[,–-][ \t]*[0-9]{1,3})*\]"
-    r"|\bet al\.|\b(?:Figs?\.|Figure|Tables?|Eqs?\.|Equation)[ \t]*(?:[0-9]+|REF)\b|\bREF\b"
-    r"|\{\{(?:cite|formula|figure|table):|\$(?:\\|[A-Za-z])[^$\n]{0,80}\$"
+_CITATION = r"\[[0-9]{1,3}(?:[ \t]*[,–-][ \t]*[0-9]{1,3})*\]"
+_PAPER_MARKS = (
+    r"\bet al\.|\b(?:Figs?\.|Figure|Tables?|Eqs?\.|Equation)[ \t]*(?:[0-9]+|REF)\b|\bREF\b"
+    r"|\{\{(?:cite|formula|figure|table):"
     r"|\b(?:Theorem|Lemma|Definition|Proposition|Corollary|Remark)[ \t]+[0-9]"
 )
+_SCHOLARLY = f"{_CITATION}|{_PAPER_MARKS}"
 _CODE_LINE = (
     r"^[ \t]*(?://|/\*|\*/|#include|#define|#!|(?:import|from[ \t]+\S+[ \t]+import|def|class|return|public"
     r"|private|static|void|int|var|let|const|function|package|using|namespace|if[ \t]*\(|for[ \t]*\(|while"
@@ -98,6 +106,7 @@ PROFILE_SIGNALS_TYPE = pa.struct([
     ("wiki_marks", pa.int64()), ("wiki_kinds", pa.int64()), ("latex_commands", pa.int64()),
     ("paper_headings", pa.int64()), ("scholarly_per_1k_words", pa.float64()), ("code_share", pa.float64()),
     ("chapters", pa.int64()), ("words", pa.int64()), ("wiki_redirect", pa.int64()),
+    ("paper_marks_per_1k_words", pa.float64()),
 ])
 """Fields of :func:`profile_signals`: counts per document (int64), ``scholarly_per_1k_words`` (marks per
 1,000 whitespace words, float64) and ``code_share`` (fraction of non-blank characters, float64 in [0, 1])."""
@@ -149,6 +158,7 @@ def profile_signals(texts: pa.Array | pa.ChunkedArray) -> pa.StructArray:
         kinds.sum(axis=0), (kinds > 0).sum(axis=0), _count(texts, _LATEX), _count(texts, _PAPER_HEADINGS),
         np.where(words > 0, 1000.0 * scholarly / np.maximum(words, 1), 0.0), _code_share(texts),
         _count(texts, _CHAPTER), words, _count(texts, _REDIRECT),
+        np.where(words > 0, 1000.0 * _count(texts, _PAPER_MARKS) / np.maximum(words, 1), 0.0),
     ]
     fields = list(PROFILE_SIGNALS_TYPE)
     arrays = [pa.array(c, f.type) for c, f in zip(cols, fields, strict=True)]
@@ -167,7 +177,8 @@ def choose(signals: pa.StructArray) -> pa.Array:
     heads, marks = s["paper_headings"], s["scholarly_per_1k_words"]
     science = ((s["latex_commands"] >= MIN_LATEX_COMMANDS)
                | ((heads >= MIN_PAPER_HEADINGS) & (marks >= MIN_SCHOLARLY_MARKS_PER_1K_WORDS))
-               | ((heads >= MANY_PAPER_HEADINGS) & (marks >= MIN_SCHOLARLY_MARKS_PER_1K_WORDS_MANY_HEADINGS)))
+               | ((heads >= MANY_PAPER_HEADINGS) & (marks >= MIN_SCHOLARLY_MARKS_PER_1K_WORDS_MANY_HEADINGS))
+               | ((s["paper_marks_per_1k_words"] >= MIN_PAPER_MARKS_PER_1K_WORDS) & (s["words"] >= MIN_PAPER_WORDS)))
     code = s["code_share"] >= MIN_CODE_SHARE
     words = s["words"]
     books = ((s["chapters"] >= MIN_CHAPTERS) & (words >= MIN_BOOK_WORDS)) | (words > MIN_WORDS_ALWAYS_BOOK)
