@@ -178,7 +178,8 @@ def choose(signals: pa.StructArray) -> pa.Array:
     science = ((s["latex_commands"] >= MIN_LATEX_COMMANDS)
                | ((heads >= MIN_PAPER_HEADINGS) & (marks >= MIN_SCHOLARLY_MARKS_PER_1K_WORDS))
                | ((heads >= MANY_PAPER_HEADINGS) & (marks >= MIN_SCHOLARLY_MARKS_PER_1K_WORDS_MANY_HEADINGS))
-               | ((s["paper_marks_per_1k_words"] >= MIN_PAPER_MARKS_PER_1K_WORDS) & (s["words"] >= MIN_PAPER_WORDS)))
+               | ((s["paper_marks_per_1k_words"] >= MIN_PAPER_MARKS_PER_1K_WORDS)
+                  & (s["words"] >= MIN_PAPER_WORDS)))
     code = s["code_share"] >= MIN_CODE_SHARE
     words = s["words"]
     books = ((s["chapters"] >= MIN_CHAPTERS) & (words >= MIN_BOOK_WORDS)) | (words > MIN_WORDS_ALWAYS_BOOK)
