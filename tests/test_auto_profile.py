@@ -107,3 +107,22 @@ def test_lang_agrees_with_its_largest_share():
         [[{"lang": "en", "score": 0.8}, {"lang": "el", "score": 0.2}], [], [{"lang": "de", "score": 1.0}]])
     assert lang.to_pylist() == ["en", "pt", "de"]
     assert score.to_pylist() == [0.8, 0.9, 0.95]
+
+
+@pytest.mark.slow
+def test_run_names_the_source_that_lost_most_of_its_documents(spark, make_cfg):
+    from pipelines.core import tables
+    from pipelines.filter.report import filter_breakdown
+    from tests.test_filter import GOOD, SHORT
+
+    cfg = make_cfg("filter.default_profile=auto")
+    rows = [(i, t, src, None, {}, "f", len(t), len(t.encode()), 0)
+            for i, t, src in (("a", GOOD, "news"), ("b", SHORT, "papers"), ("c", "", "papers"))]
+    tables.write_table(spark.createDataFrame(rows, DOCS_SCHEMA), cfg, tables.stage_input_table(cfg, "filter"))
+    report = fs.run(spark, cfg)
+    line = ("source 'papers' lost 2 of 2 documents (100%; filter.warn_source_removed=0.5), "
+            "most to gopher_quality.word_count (2)")
+    assert report.warnings == [line]
+    assert report.summary_line().endswith(f"WARNING: {line}")
+    assert report.notes["profile.web"] == 3
+    assert [w["line"] for w in filter_breakdown(spark, cfg, None)["source_warnings"]] == [line]
