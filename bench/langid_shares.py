@@ -24,15 +24,14 @@ from bench.references import SHARED
 def _both(texts: list[str]) -> tuple[list[str], list[str], list[float], list[list[dict]]]:
     """Sample top language (before), agreed language (after), its score, and the shares of each text."""
     from pipelines.filter.config import LangIdConfig
-    from udfs import langid, langid_prose
+    from udfs import langid
 
     c = LangIdConfig()
     model = langid.load_model(langid.default_model_path())
     arr = pa.array(texts, pa.string())
-    clean = langid_prose.prose(arr)
-    sample = pa.array(langid_prose.spread_sample(clean, c.max_chars, c.sample_windows), pa.string())
-    before = langid.predict(model, langid.preprocess(sample, c.max_chars), c.top_k)[0].to_pylist()
-    after, score, topk = langid.identify(model, arr, c.max_chars, c.sample_windows, c.topk_max_chars, c.top_k)
+    args = (c.max_chars, c.sample_windows, c.topk_max_chars, c.top_k)
+    before = langid.identify(model, arr, *args, agree=False)[0].to_pylist()
+    after, score, topk = langid.identify(model, arr, *args)
     return before, after.to_pylist(), score.to_pylist(), topk.to_pylist()
 
 

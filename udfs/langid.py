@@ -241,6 +241,7 @@ def identify(
     k: int = 3,
     prefix: str = "__label__",
     aliases: Mapping[str, str] = LID176_ALIASES,
+    agree: bool = True,
 ) -> tuple[pa.Array, pa.Array, pa.Array]:
     """Language of each document from its prose (:mod:`udfs.langid_prose`).
 
@@ -253,7 +254,7 @@ def identify(
     ``lang`` agrees with ``lang_topk``: when the language with the largest share of the prose is not
     the sample's top language (a bilingual page whose sample windows fell on its minority language),
     ``lang`` is that language and ``lang_score`` its share, so a page mostly in an allowed language is
-    never removed as another one.
+    never removed as another one (``agree=False``: the sample's language, as measured against).
 
     Returns:
         ``lang`` string[n], ``lang_score`` float64[n] in [0, 1], ``lang_topk``
@@ -272,7 +273,8 @@ def identify(
     lang, score, topk = predict(model, preprocess(sample, max_chars), k, prefix, aliases)
     shares = langid_prose.language_shares(model, clean, topk_max_chars, k, lambda lab: canonical_code(lab, prefix, aliases))
     merged = langid_prose.topk_or_fallback(shares, topk.to_pylist())
-    lang, score = agree_with_shares(lang, score, shares)
+    if agree:
+        lang, score = agree_with_shares(lang, score, shares)
     return lang, score, pa.array(merged, topk.type)
 
 
