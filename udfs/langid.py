@@ -248,8 +248,8 @@ def identify(
     ``lang`` and ``lang_score`` come from a ``max_chars`` sample spread over the prose in ``windows``
     slices (:func:`udfs.langid_prose.spread_sample`, then this module's upper-case rule);
     ``lang_topk`` holds the document's top ``k`` languages with their share of its prose characters,
-    every line of up to ``topk_max_chars`` characters judged (the sample's top-k when no line is long
-    enough). A document without prose (all code or markup) is judged on its raw head instead.
+    every line of up to ``topk_max_chars`` characters judged after the same upper-case rule (the
+    sample's top-k when no line is long enough). A document without prose (all code or markup) is judged on its raw head instead.
 
     ``lang`` agrees with ``lang_topk``: when the language with the largest share of the prose is not
     the sample's top language (a bilingual page whose sample windows fell on its minority language),
@@ -271,7 +271,9 @@ def identify(
         clean = pc.if_else(pa.array(empty), pc.fill_null(texts, ""), clean)
     sample = pa.array(langid_prose.spread_sample(clean, max_chars, windows), pa.string())
     lang, score, topk = predict(model, preprocess(sample, max_chars), k, prefix, aliases)
-    shares = langid_prose.language_shares(model, clean, topk_max_chars, k, lambda lab: canonical_code(lab, prefix, aliases))
+    shares = langid_prose.language_shares(model, clean, topk_max_chars, k,
+                                          lambda lab: canonical_code(lab, prefix, aliases),
+                                          prepare=lambda lines: preprocess(lines, topk_max_chars))
     merged = langid_prose.topk_or_fallback(shares, topk.to_pylist())
     if agree:
         lang, score = agree_with_shares(lang, score, shares)
