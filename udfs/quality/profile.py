@@ -9,8 +9,9 @@ this order (the first that fits wins):
    or a redirect page (``#REDIRECT [[...]]``).
    Web pages almost never hold two of these kinds; extracted (plain-text) Wikipedia has none and stays
    ``web``, whose rules fit it.
-2. ``science``: LaTeX source (``\\documentclass``, ``\\begin{document}``, or at least
-   :data:`MIN_LATEX_COMMANDS` ``\\section{`` / ``\\cite{`` / ``\\begin{`` commands), or a paper's
+2. ``science``: LaTeX source (at least :data:`MIN_LATEX_COMMANDS` structural commands:
+   ``\\documentclass``, ``\\usepackage``, ``\\section{``, ``\\cite{``, ``\\label{``, ``\\ref{``...; math
+   alone is not enough, a blog with MathJax stays ``web``), or a paper's
    structure: at least :data:`MIN_PAPER_HEADINGS` section headings of a paper (Abstract, Introduction,
    Methods, Results, Discussion, Conclusion, References, ... as whole lines, numbered or not) and at
    least :data:`MIN_SCHOLARLY_MARKS_PER_1K_WORDS` scholarly marks per 1,000 words (bracketed numeric
@@ -22,8 +23,9 @@ this order (the first that fits wins):
    document dense in marks only papers hold (all but bracketed numbers) is ``science`` without headings
    (:data:`MIN_PAPER_MARKS_PER_1K_WORDS`, :data:`MIN_PAPER_WORDS`).
 3. ``code``: at least :data:`MIN_CODE_SHARE` of the non-blank characters are on lines that read as
-   code (end in ``;``, ``{`` or ``}``, start with a comment marker or a common keyword, or sit in a
-   fenced Markdown block).
+   code (end in ``{`` or ``}``, start with ``}``, a comment marker or a common keyword, end in ``;``
+   after a call, an assignment, ``->`` or ``::``, or sit in a fenced Markdown block); legal
+   enumerations whose items end in ``;`` are prose.
 4. ``books``: at least :data:`MIN_CHAPTERS` chapter headings ("Chapter 1", "CHAPTER IV", "Chapter
    One") and at least :data:`MIN_BOOK_WORDS` words, or more words than a web page has
    (:data:`MIN_WORDS_ALWAYS_BOOK`, Gopher's ``max_words``).
@@ -46,7 +48,7 @@ AUTO_PROFILES: tuple[str, ...] = ("wiki", "science", "code", "books", "web")
 MIN_WIKI_MARKS = 5
 """Wiki marks (links, templates, headings, bold, ref tags) a ``wiki`` document holds at least."""
 MIN_LATEX_COMMANDS = 5
-"""Structural LaTeX commands (``\\section{``, ``\\cite{``, ``\\begin{``, ...) that make a LaTeX source."""
+"""Structural LaTeX commands (``\\documentclass``, ``\\section{``, ``\\cite{``...) of a LaTeX source."""
 MIN_PAPER_HEADINGS = 2
 """Section headings of a paper (Abstract, Introduction, ...) a ``science`` document holds at least."""
 MIN_SCHOLARLY_MARKS_PER_1K_WORDS = 3.0
