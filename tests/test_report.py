@@ -95,7 +95,8 @@ def test_stats_from_existing_tables(report_run):
     assert stats["filter_breakdown"] == {
         "by_source": {"web": {"in": 4, "kept": 2, "removed": {"gopher_quality.word_count": 1, "lang.score": 1}}},
         "by_profile": {"None": {"in": 4, "kept": 2, "removed": {"gopher_quality.word_count": 1, "lang.score": 1}}},
-        "removed_language": 1, "removed_quality": 1, "replacement_char_documents": 0}
+        "removed_language": 1, "removed_quality": 1, "replacement_char_documents": 0,
+        "source_warnings": []}  # 2 of 4 removed: not more than filter.warn_source_removed (0.5)
     assert stats["cluster_sizes"] == [{"kind": "exact", "size": 3, "clusters": 1}, {"kind": "near", "size": 3, "clusters": 1}]
     assert stats["token_lengths"] == [] and stats["broken_refs"] == []
     assert [(s["reason"], s["doc_id"]) for s in stats["samples"]] == [

@@ -241,14 +241,20 @@ def identify(
     k: int = 3,
     prefix: str = "__label__",
     aliases: Mapping[str, str] = LID176_ALIASES,
+    agree: bool = True,
 ) -> tuple[pa.Array, pa.Array, pa.Array]:
     """Language of each document from its prose (:mod:`udfs.langid_prose`).
 
     ``lang`` and ``lang_score`` come from a ``max_chars`` sample spread over the prose in ``windows``
     slices (:func:`udfs.langid_prose.spread_sample`, then this module's upper-case rule);
     ``lang_topk`` holds the document's top ``k`` languages with their share of its prose characters,
-    every line of up to ``topk_max_chars`` characters judged (the sample's top-k when no line is long
-    enough). A document without prose (all code or markup) is judged on its raw head instead.
+    every line of up to ``topk_max_chars`` characters judged after the same upper-case rule (the
+    sample's top-k when no line is long enough). A document without prose (all code or markup) is judged on its raw head instead.
+
+    ``lang`` agrees with ``lang_topk``: when the language with the largest share of the prose is not
+    the sample's top language (a bilingual page whose sample windows fell on its minority language),
+    ``lang`` is that language and ``lang_score`` its share, so a page mostly in an allowed language is
+    never removed as another one (``agree=False``: the sample's language, as measured against).
 
     Returns:
         ``lang`` string[n], ``lang_score`` float64[n] in [0, 1], ``lang_topk``
@@ -265,6 +271,34 @@ def identify(
         clean = pc.if_else(pa.array(empty), pc.fill_null(texts, ""), clean)
     sample = pa.array(langid_prose.spread_sample(clean, max_chars, windows), pa.string())
     lang, score, topk = predict(model, preprocess(sample, max_chars), k, prefix, aliases)
-    shares = langid_prose.language_shares(model, clean, topk_max_chars, k, lambda lab: canonical_code(lab, prefix, aliases))
+    shares = langid_prose.language_shares(model, clean, topk_max_chars, k,
+                                          lambda lab: canonical_code(lab, prefix, aliases),
+                                          prepare=lambda lines: preprocess(lines, topk_max_chars))
     merged = langid_prose.topk_or_fallback(shares, topk.to_pylist())
+    if agree:
+        lang, score = agree_with_shares(lang, score, shares)
     return lang, score, pa.array(merged, topk.type)
+
+
+def agree_with_shares(lang: pa.Array, score: pa.Array, shares: list[list[dict]]) -> tuple[pa.Array, pa.Array]:
+    """``lang`` / ``lang_score`` made to agree with the documents' language shares.
+
+    Args:
+        lang: string[n], the sample's top language.
+        score: float64[n], its probability.
+        shares: ``n`` lists of ``{"lang", "score"}``, largest share first (empty: no line judged).
+
+    Returns:
+        ``lang`` string[n] and ``lang_score`` float64[n]: unchanged where no line was judged or the largest
+        share is the sample's language; else the largest-share language and its share (in [0, 1]).
+
+    >>> got = agree_with_shares(pa.array(["el", "en"]), pa.array([0.9, 0.8]),
+    ...                         [[{"lang": "en", "score": 0.7}, {"lang": "el", "score": 0.3}], []])
+    >>> [a.to_pylist() for a in got]
+    [['en', 'en'], [0.7, 0.8]]
+    """
+    langs, scores = lang.to_pylist(), score.to_pylist()
+    for i, s in enumerate(shares):
+        if s and s[0]["lang"] != langs[i]:
+            langs[i], scores[i] = s[0]["lang"], float(s[0]["score"])
+    return pa.array(langs, pa.string()), pa.array(scores, pa.float64())

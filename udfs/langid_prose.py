@@ -114,6 +114,7 @@ def language_shares(
     k: int,
     code,
     min_line_chars: int = 20,
+    prepare=None,
 ) -> list[list[dict]]:
     """Top ``k`` languages of each document with their share of its prose characters.
 
@@ -128,6 +129,8 @@ def language_shares(
         k: languages kept per document.
         code: label -> canonical code (:func:`udfs.langid.canonical_code` bound to prefix and aliases).
         min_line_chars: shorter lines are not judged (too little evidence).
+        prepare: string array of lines -> the strings handed to the model (default: the lines as they
+            are); :func:`udfs.langid.identify` applies the sample's upper-case rule.
 
     Returns:
         ``n`` lists of ``{"lang", "score"}`` (score = share in [0, 1]), largest first; empty for a
@@ -141,7 +144,8 @@ def language_shares(
     out: list[list[dict]] = [[] for _ in range(len(texts))]
     if not len(keep):
         return out
-    labels, _ = model.predict(flat.take(pa.array(keep)).to_pylist(), k=1)
+    judged = flat.take(pa.array(keep))
+    labels, _ = model.predict(prepare(judged) if prepare else judged.to_pylist(), k=1)
     codes = [code(ls[0]) for ls in labels]
     per_doc: list[dict[str, int]] = [{} for _ in range(len(texts))]
     for d, c, n in zip(doc[keep].tolist(), codes, chars[keep].tolist(), strict=True):

@@ -45,6 +45,8 @@ class StageReport:
         first_reason_only: a document can fail several rules and ``removed`` counts its first only
             (filter); the summary line says so.
         notes: kept-but-notable counts for the summary line, e.g. refs' ``{"flagged": 5}``.
+        warnings: sentences the summary line ends with, each after ``WARNING:`` (a source that lost
+            most of its documents).
     """
 
     stage: str
@@ -57,6 +59,7 @@ class StageReport:
     elapsed_s: float = 0.0
     first_reason_only: bool = False
     notes: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def n_removed(self) -> int:
@@ -99,6 +102,7 @@ class StageReport:
             )
         parts += [f"{k}={v}" for k, v in self.notes.items() if v]
         parts.append(f"{self.elapsed_s:.1f}s")
+        parts += [f"WARNING: {w}" for w in self.warnings]
         return " ".join(parts)
 
     def to_json(self) -> str:

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from pipelines.core.section import Section, deep_merge, describe_error
-from pipelines.filter.rules import PROFILES, profile_overrides, rule_names
+from pipelines.filter.rules import AUTO, AUTO_CHOICES, PROFILES, profile_overrides, rule_names
 
 Action = Literal["drop", "flag", "off"]
 """What a failing rule does: ``drop`` (to ``removed``), ``flag`` (kept, id in ``filter_flags``) or ``off``."""
@@ -170,6 +170,9 @@ class FilterConfig(Section):
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
     profile_by_source: dict[str, str] = Field(default_factory=dict)
     default_profile: str = "web"
+    # ---- a source that loses more than this share of its documents is named on the stage line and
+    # at the top of the report (null: never)
+    warn_source_removed: float | None = Field(default=0.5, ge=0, le=1)
 
     _PROFILE_SECTIONS: ClassVar[tuple[str, ...]] = (
         "gopher_quality", "gopher_repetition", "c4", "fineweb", "langid", "quality_model", "signals_from")
@@ -182,10 +185,13 @@ class FilterConfig(Section):
     @model_validator(mode="after")
     def _profiles_known_and_valid(self) -> FilterConfig:
         names = self.profile_names()
+        if AUTO in self.profiles:
+            raise ValueError(f"filter.profiles.{AUTO}: {AUTO!r} is the per-document profile choice, not a "
+                             f"profile name; name the profile otherwise")
         for where, name in [("default_profile", self.default_profile),
                             *((f"profile_by_source.{k}", v) for k, v in self.profile_by_source.items())]:
-            if name not in names:
-                raise ValueError(f"filter.{where}={name!r} is not a profile; allowed: {names}")
+            if name not in names and name != AUTO:
+                raise ValueError(f"filter.{where}={name!r} is not a profile; allowed: {[*names, AUTO]}")
         for name, over in self.profiles.items():
             bad = sorted(set(over) - set(self._PROFILE_SECTIONS))
             if bad:
@@ -210,12 +216,20 @@ class FilterConfig(Section):
         return list(dict.fromkeys([*PROFILES, *self.profiles]))
 
     def profiles_in_use(self) -> list[str]:
-        """The profiles a row can be judged by: ``default_profile`` then those ``profile_by_source`` names.
+        """The profiles a row can be judged by: ``default_profile`` then those ``profile_by_source`` names,
+        ``auto`` standing for every profile it picks among (:data:`pipelines.filter.rules.AUTO_CHOICES`).
 
         >>> FilterConfig(profile_by_source={"arxiv*": "science", "wiki*": "wiki", "w2*": "wiki"}).profiles_in_use()
         ['web', 'science', 'wiki']
+        >>> FilterConfig(default_profile="auto", profile_by_source={"c4*": "c4"}).profiles_in_use()
+        ['wiki', 'science', 'code', 'books', 'web', 'c4']
         """
-        return list(dict.fromkeys([self.default_profile, *self.profile_by_source.values()]))
+        chosen = [self.default_profile, *self.profile_by_source.values()]
+        return list(dict.fromkeys(p for name in chosen for p in (AUTO_CHOICES if name == AUTO else (name,))))
+
+    def uses_auto(self) -> bool:
+        """Whether some rows get their profile from ``auto`` (``default_profile`` or a source's)."""
+        return AUTO in (self.default_profile, *self.profile_by_source.values())
 
     def profile_config(self, name: str) -> FilterConfig:
         """The complete rule set of profile ``name``: these settings, the built-in profile's overrides,

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pipelines.core.config import WinnowConfig
 from pipelines.core.tables import read_if_exists
 from pipelines.filter.config import FilterConfig
-from pipelines.filter.rules import thresholds
+from pipelines.filter.rules import AUTO, thresholds
 
 
 def replacement_char(docs: DataFrame) -> Column | None:
@@ -87,14 +87,21 @@ def filter_breakdown(spark: SparkSession, cfg: WinnowConfig, replacement_char_do
 
     Returns:
         ``{"by_source": {source: {in, kept, removed: {reason: documents}}}, "by_profile": {...},
-        "removed_language", "removed_quality", "replacement_char_documents"}`` or None before a filter run.
+        "removed_language", "removed_quality", "replacement_char_documents", "source_warnings": [{source,
+        in, removed, share, top_reason, top_reason_documents, line}]}`` (sources that lost more than
+        ``filter.warn_source_removed`` of their documents) or None before a filter run.
     """
     from pipelines.filter.stage import _breakdown
 
     groups = filter_groups(spark, cfg) if groups is None else groups
     if groups is None:
         return None
+    from pipelines.filter.stage import source_warnings, warning_line
+
     out = _breakdown(groups["rows"])  # sums over the language too: the same as grouping without it
+    limit = cfg.filter.warn_source_removed
+    out["source_warnings"] = [{**w, "line": warning_line(w, limit)}
+                              for w in source_warnings(out["by_source"], limit)]
     if replacement_char_documents is _QUERY:
         docs = read_if_exists(spark, cfg, "documents")
         has = replacement_char(docs) if docs is not None else None
@@ -104,12 +111,13 @@ def filter_breakdown(spark: SparkSession, cfg: WinnowConfig, replacement_char_do
 
 
 def profile_thresholds(cfg: FilterConfig, column: str) -> list[dict[str, Any]]:
-    """Thresholds of signal ``column`` under the default profile, then under every other profile in use
-    whose value differs (its ``key`` suffixed with `` (<profile>)``)."""
-    base = thresholds(cfg.profile_config(cfg.default_profile).model_dump(mode="json"), column)
+    """Thresholds of signal ``column`` under the default profile (``web`` when it is ``auto``), then under
+    every other profile in use whose value differs (its ``key`` suffixed with `` (<profile>)``)."""
+    first, *others = cfg.profiles_in_use() if cfg.default_profile != AUTO else ["web", *cfg.profiles_in_use()]
+    base = thresholds(cfg.profile_config(first).model_dump(mode="json"), column)
     out = list(base)
     seen = {(t["key"], t["value"]) for t in base}
-    for name in dict.fromkeys(cfg.profile_by_source.values()):
+    for name in dict.fromkeys(others):
         for t in thresholds(cfg.profile_config(name).model_dump(mode="json"), column):
             if (t["key"], t["value"]) not in seen:
                 seen.add((t["key"], t["value"]))

@@ -277,6 +277,14 @@ that generated C4: constants ``_MIN_WORDS_PER_LINE``, ``_MIN_NUM_SENTENCES``, ``
 ``clean_page``."""
 
 
+AUTO = "auto"
+"""The profile choice that picks, per document, one of :data:`AUTO_CHOICES` from the document's form
+(:mod:`udfs.quality.profile`); usable as ``default_profile`` and in ``profile_by_source``."""
+
+AUTO_CHOICES: tuple[str, ...] = ("wiki", "science", "code", "books", "web")
+"""The profiles ``auto`` picks among (``udfs.quality.profile.AUTO_PROFILES``, the order it checks them)."""
+
+
 def profile_overrides(name: str) -> dict[str, Any]:
     """The built-in overrides of profile ``name`` as a nested mapping under ``filter`` ({} if unknown).
 

@@ -16,6 +16,7 @@ from pyspark.sql import types as T
 from pipelines.core import chain
 from pipelines.core.config import ConfigError
 from pipelines.filter.config import FilterConfig
+from pipelines.filter.rules import AUTO
 
 STAGE = "filter"
 
@@ -55,13 +56,28 @@ def _glob_regex(glob: str) -> str:
 
 def profile_column(df: DataFrame, cfg: FilterConfig) -> Column:
     """The rule profile of each row: the first ``profile_by_source`` glob matching ``source`` wins,
-    else ``default_profile`` (also without a ``source`` column)."""
+    else ``default_profile`` (also without a ``source`` column). ``auto`` is resolved per document
+    inside :func:`compute_signals`."""
     col = F.lit(cfg.default_profile)
     if "source" not in df.columns:
         return col
     for glob, name in reversed(list(cfg.profile_by_source.items())):
         col = F.when(F.col("source").rlike(_glob_regex(glob)), F.lit(name)).otherwise(col)
     return col
+
+
+def resolve_auto(text: pa.Array, names: Any) -> Any:
+    """``names`` (numpy array of profile names, one per text) with each ``auto`` replaced by the profile
+    :func:`udfs.quality.profile.auto_profile` picks from its text (a new object array; ``names`` itself
+    when no row is ``auto``)."""
+    auto = names == AUTO
+    if not auto.any():
+        return names
+    from udfs.quality.profile import auto_profile
+
+    names = names.astype(object)
+    names[auto] = auto_profile(text.filter(pa.array(auto))).to_numpy(zero_copy_only=False)
+    return names
 
 
 def _spark_type(t: pa.DataType) -> T.DataType:
@@ -173,7 +189,8 @@ def _quality_score(text: pa.Array, locate: Any, positive: str) -> pa.Array:
 def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     """Add every signal column (:data:`SIGNAL_COLUMNS`) computed from ``text`` in one Arrow UDF.
 
-    Each row is judged under its rule profile (:func:`profile_column`); a profile with
+    Each row is judged under its rule profile (:func:`profile_column`; a row whose profile is ``auto``
+    gets the one :func:`udfs.quality.profile.auto_profile` picks from its text); a profile with
     ``c4.clean_lines`` first removes the lines C4's line rules reject (``text`` becomes the cleaned
     text, ``n_chars``/``n_bytes`` follow it) and every signal reads the cleaned text, as TFDS does.
 
@@ -187,6 +204,7 @@ def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
         array<struct<lang,score>> (from the whole document), ``quality_score`` double (null without a
         classifier), ``filter_profile`` string, ``line_cleaning`` struct<lines_removed, chars_removed>
         (int64; null when the profile does not clean lines).
+        ``filter_profile`` is the profile that judged the row (never ``auto``).
 
     Raises:
         ValueError: a required column is missing, or a configured model file does not exist.
@@ -236,7 +254,7 @@ def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     def signals(text: pa.Array, profile: pa.Array) -> pa.Array:
         import numpy as np
 
-        names = profile.to_numpy(zero_copy_only=False)
+        names = resolve_auto(text, profile.to_numpy(zero_copy_only=False))
         groups = [(name, np.flatnonzero(names == name)) for name in dict.fromkeys(names.tolist())]
         if len(groups) == 1:
             cols = one_profile(text, groups[0][0])

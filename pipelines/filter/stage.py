@@ -105,7 +105,7 @@ def _rules(cfg: FilterConfig) -> list[tuple[str, str, Column, list[str] | None]]
 
 def rule_ids(cfg: FilterConfig) -> list[str]:
     """The reason ids of every active rule of any profile, in decision order (``default_profile`` first)."""
-    names = [cfg.default_profile, *cfg.profile_names()]
+    names = [*cfg.profiles_in_use(), *cfg.profile_names()]
     return list(dict.fromkeys(rid for name in names for rid, *_ in _rules(cfg.profile_config(name))))
 
 
@@ -113,7 +113,8 @@ def decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     """Add ``filter_reasons`` and ``filter_flags`` (array<string>) from the signal columns and config.
 
     Each row is judged by the rule set of its ``filter_profile`` (:meth:`FilterConfig.profile_config`;
-    a null profile, from a table written before profiles, reads as ``default_profile``).
+    a null profile, from a table written before profiles, reads as ``default_profile``, and as ``web``
+    when that is ``auto``).
 
     Args:
         df: a DataFrame with :data:`SIGNAL_COLUMNS` (from :func:`compute_signals` or a stored table).
@@ -131,7 +132,8 @@ def decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     """
     chain.require_columns(df, SIGNAL_COLUMNS, STAGE)
     df = df.drop(*[c for c in DECISION_COLUMNS if c in df.columns])
-    profile = F.coalesce(F.col("filter_profile"), F.lit(cfg.default_profile))
+    default = "web" if cfg.default_profile == filter_rules.AUTO else cfg.default_profile
+    profile = F.coalesce(F.col("filter_profile"), F.lit(default))
     by_action: dict[str, list[Column]] = {"drop": [], "flag": []}
     # Only the profiles rows can have: every profile's rules are one CASE each in the plan, and the six
     # built-in ones made Spark's analysis of the stage ~1.2 s slower on make run's 330 rows. A stored
@@ -186,6 +188,8 @@ def _write(spark: SparkSession, cfg: WinnowConfig, decided: DataFrame, rows_in_c
             *rows_in_cols, *OUTPUT_COLUMNS, F.col("filter_reasons").alias("reason")
         )
         extra_split = _breakdown(grouped)
+        limit = cfg.filter.warn_source_removed
+        warnings = source_warnings(extra_split["by_source"], limit)
         props = {"mode": mode, "rules": rule_ids(cfg.filter),
                  "signal_settings": signal_settings(cfg.filter)}
         outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=gone, properties=props)
@@ -198,9 +202,12 @@ def _write(spark: SparkSession, cfg: WinnowConfig, decided: DataFrame, rows_in_c
         removed=removed,
         outputs=outputs,
         extra={"mode": mode, "failing_by_rule": {row["r"]: int(row["count"]) for row in per_rule},
-               **extra_split},
+               **extra_split, "source_warnings": warnings},
         first_reason_only=True,
-        notes={k: extra_split[k] for k in ("removed_language", "removed_quality")},
+        notes={**{k: extra_split[k] for k in ("removed_language", "removed_quality")},
+               **({f"profile.{k}": v["in"] for k, v in extra_split["by_profile"].items()}
+                  if cfg.filter.uses_auto() else {})},
+        warnings=[warning_line(w, limit) for w in warnings],
     )
 
 
@@ -229,6 +236,43 @@ def _breakdown(grouped: list[Any]) -> dict[str, Any]:
     for key in ("by_source", "by_profile"):
         out[key] = {k: {**v, "removed": dict(sorted(v["removed"].items()))} for k, v in sorted(out[key].items())}
     return out
+
+
+def source_warnings(by_source: dict[str, Any], max_share: float | None) -> list[dict[str, Any]]:
+    """The sources that lost more than ``max_share`` of their documents (``filter.warn_source_removed``).
+
+    Args:
+        by_source: ``_breakdown(...)["by_source"]``: source -> ``{in, kept, removed: {reason: documents}}``.
+        max_share: the share of a source's documents (0..1) it may lose without a warning; None: never warn.
+
+    Returns:
+        ``[{source, in, removed, share, top_reason, top_reason_documents}]`` in source order (``share`` the
+        removed fraction, rounded to 4 places; ``top_reason`` the headline reason that removed the most).
+
+    >>> source_warnings({"arxiv": {"in": 4, "kept": 1, "removed": {"c4.curly_bracket": 3}}}, 0.5)
+    [{'source': 'arxiv', 'in': 4, 'removed': 3, 'share': 0.75, 'top_reason': 'c4.curly_bracket', 'top_reason_documents': 3}]
+    """
+    out: list[dict[str, Any]] = []
+    if max_share is None:
+        return out
+    for source, v in by_source.items():
+        removed = v["in"] - v["kept"]
+        if v["in"] and removed / v["in"] > max_share:
+            reason, n = min(v["removed"].items(), key=lambda kv: (-kv[1], kv[0]))
+            out.append({"source": source, "in": v["in"], "removed": removed, "share": round(removed / v["in"], 4),
+                        "top_reason": reason, "top_reason_documents": n})
+    return out
+
+
+def warning_line(w: dict[str, Any], max_share: float) -> str:
+    """One :func:`source_warnings` entry as a sentence for the stage line and the report.
+
+    >>> warning_line({"source": "arxiv", "in": 4, "removed": 3, "share": 0.75, "top_reason": "c4.curly_bracket",
+    ...               "top_reason_documents": 3}, 0.5)
+    "source 'arxiv' lost 3 of 4 documents (75%; filter.warn_source_removed=0.5), most to c4.curly_bracket (3)"
+    """
+    return (f"source {w['source']!r} lost {w['removed']} of {w['in']} documents ({w['share']:.0%}; "
+            f"filter.warn_source_removed={max_share:g}), most to {w['top_reason']} ({w['top_reason_documents']})")
 
 
 def run(spark: SparkSession, cfg: WinnowConfig, decide_only: bool = False) -> StageReport:

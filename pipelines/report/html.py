@@ -243,7 +243,14 @@ def _figures(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     return section("Stage figures", f"<pre>{esc(json.dumps(figures, indent=1, sort_keys=True, default=str))}</pre>")
 
 
-_PARTS = (_funnel, _stages, _removals, _filter_breakdown, _signals, _language_mix, _clusters, _refs, _contamination,
+def _warnings(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    lines = [w["line"] for w in (stats.get("filter_breakdown") or {}).get("source_warnings") or []]
+    if not lines:
+        return None
+    return section("Warnings", "<ul>" + "".join(f"<li>filter: {esc(x)}</li>" for x in lines) + "</ul>")
+
+
+_PARTS = (_warnings, _funnel, _stages, _removals, _filter_breakdown, _signals, _language_mix, _clusters, _refs, _contamination,
           _pii, _token_lengths, _round_trip, _shards, _figures)
 """The page's sections in order; each returns its HTML, or None when the run has nothing for it."""
 
