@@ -88,6 +88,32 @@ def test_doc_id_in_no_table_exits_1_with_one_line(run_root, capsys):
                    "(looked in documents, filtered and removed)\n")
 
 
+REFS = (f"{FILT}, ref_mentions array<struct<kind:string,label:string,start:int,end:int,dangling:boolean>>, "
+        "refs_action string")
+
+
+def test_doc_path_of_a_local_run_is_read_without_spark_and_shows_each_stages_notes(spark, tmp_path, capsys,
+                                                                                   monkeypatch):
+    # A kept document with a dangling "Table 2" (refs flags it): its mention shows, kept or not.
+    root = tmp_path / "run"
+    cfg = load_config(overrides=[f"run.root={root}"])
+    doc = _doc("d0", "doc 0 see Table 2")
+    tables.write_table(spark.createDataFrame([doc], DOC_SCHEMA), cfg, "documents")
+    tables.write_table(spark.createDataFrame([(*doc, 0.0, [("table", "2", 10, 17, True)], "flag")], REFS), cfg,
+                       "refs_checked")
+    from pipelines.core import session
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("inspect --doc-id of a local run root started Spark")
+
+    monkeypatch.setattr(session, "get_spark", no_spark)
+    assert inspect_job.main(["--run", str(root), "--doc-id", "d0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("refs      kept     refs_checked")
+    assert lines[at + 1:at + 3] == [" " * 19 + "refs: 1 mention, 1 dangling (action flag)",
+                                    " " * 19 + "  table 2 at 10-17: dangling"]
+
+
 def test_script_runs_without_shadowing_stdlib_and_fails_fast_on_bad_config():
     import subprocess
     import sys
