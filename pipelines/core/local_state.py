@@ -94,7 +94,8 @@ def read_records(table: str) -> list[dict[str, Any]]:
                 live.pop(action["remove"]["path"], None)
     rows: list[dict[str, Any]] = []
     for rel in live:
-        t = pq.read_table(Path(table) / unquote(rel))
+        # ParquetFile, not pq.read_table: that imports pyarrow.dataset (and pandas), a second of start-up.
+        t = pq.ParquetFile(Path(table) / unquote(rel)).read()
         us = pa.timestamp("us")  # Spark's INT96 reads as nanoseconds; records hold microseconds
         fields = [pa.field(f.name, us if pa.types.is_timestamp(f.type) else f.type) for f in t.schema]
         t = t.cast(pa.schema(fields))

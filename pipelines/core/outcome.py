@@ -8,7 +8,8 @@ change; ``jobs/pipeline.py`` and ``jobs/<stage>.py`` print it last.
 
 Exit statuses of the jobs (README "Small and empty runs"): 0 done (also when shards were capped to the
 document count, with the line saying so), 1 error, 2 bad configuration or preflight, 3 no document
-survived (the report, when configured, is still written).
+survived (the report, when configured, is still written; ``jobs/pipeline.py`` runs no other stage after
+the one that left no document).
 """
 
 from __future__ import annotations
