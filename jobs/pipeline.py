@@ -141,7 +141,7 @@ def _run_steps(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: Winnow
             else:
                 # log=None with --quiet: no start line and no progress line, only the end line.
                 report = reports[step.stage] = run_and_record(
-                    spark, cfg, step.stage, log=None if args.quiet else say, tracker=tracker
+                    spark, cfg, step.stage, log=None if args.quiet else say, tracker=tracker, why=step.why
                 )
                 print(report.summary_line(), flush=True)
                 extra, rows_out = partial(lambda r: r.extra, report), report.rows_out
