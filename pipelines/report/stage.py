@@ -227,7 +227,7 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
         "funnel": funnel(spark, cfg, manifest, totals),
         "removals": removals(spark, cfg, totals, removed),
         "filter_breakdown": filter_breakdown(spark, cfg, documents.get("flagged"), groups),
-        "signals": {c: {"n": len(v), "thresholds": thr[c]} for c, v in values.items()},
+        "signals": {c: {"n": len(v["kept"]) + len(v["removed"]), "thresholds": thr[c]} for c, v in values.items()},
         "signal_values": values,
         "language_mix": language_mix(spark, cfg, groups),
         "cluster_sizes": cluster_sizes(spark, cfg),
