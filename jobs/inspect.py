@@ -125,7 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(rows) == args.n and own_sample is None:  # a sample of more: say of how many
         total = inspect.count(spark, cfg, args.stage, reason=args.reason, kept=args.kept)
         shown = f"{len(rows)} of {total}" if total > len(rows) else shown
-    print(inspect.format_sample(rows, f"{shown} documents {what} {args.stage}{why} (seed {cfg.run.seed}) in {cfg.run.root}"))
+    noun = "document" if shown == "1" else "documents"
+    print(inspect.format_sample(rows, f"{shown} {noun} {what} {args.stage}{why} (seed {cfg.run.seed}) in {cfg.run.root}"))
     return 0
 
 

@@ -55,7 +55,7 @@ def test_sample_removed_by_reason_family(run_root, capsys):
 def test_sample_kept_and_bad_arguments(run_root, capsys):
     assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "filter", "--kept", "-n", "5"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("1 documents kept by filter") and "--- 1. d0  reason: -  (6 chars)" in out
+    assert out.startswith("1 document kept by filter") and "--- 1. d0  reason: -  (6 chars)" in out
     with pytest.raises(SystemExit) as e:
         inspect_job.main([*SET, "--run", str(run_root), "--stage", "dedup", "--kept"])
     assert e.value.code == 1  # a missing table: 1, as for every job (2 is bad arguments or configuration)
@@ -133,7 +133,7 @@ def test_ingest_removals_are_the_quarantined_records(run_root, capsys):
     assert "detail=Expecting ',' delimiter" in out and '| {"text": "oops' in out
     assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "ingest", "--reason", "quarantine.text_missing"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("1 documents removed by ingest for quarantine.text_missing")
+    assert out.startswith("1 document removed by ingest for quarantine.text_missing")
     assert "file:/in/a.jsonl:7" in out
     assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "ingest", "-n", "1"]) == 0
     assert capsys.readouterr().out.startswith("1 of 2 documents removed by ingest")

@@ -53,7 +53,7 @@ def test_fewer_documents_than_shards_is_capped_and_said():
     stages = _reports(shard={"docs": 1, "extra": {"totals": {"shards": 1}, "shards_requested": 2}})
     status, line = small_run(CFG, stages)
     assert status == 0
-    assert line.startswith("winnow: only 1 documents for 2 shards: wrote 1 shards") and "shard.num_shards" in line
+    assert line.startswith("winnow: only 1 document for 2 shards: wrote 1 shard") and "shard.num_shards" in line
 
 
 # ------------------------------------------------------------------ the whole chain on a tiny input
@@ -112,7 +112,7 @@ def test_tiny_input_through_the_whole_chain(spark, tmp_path, capsys, texts, stat
         assert not any(line.startswith(("[refs]", "[tokenize]", "[shard]")) for line in out), out
         assert funnel["filter"]["documents"] == 0 and "tokenize" not in funnel, funnel
     else:
-        assert out[-1].startswith("winnow: only 1 documents for 2 shards: wrote 1 shards")
+        assert out[-1].startswith("winnow: only 1 document for 2 shards: wrote 1 shard")
         manifest = json.loads((root / "shards" / "manifest.json").read_text())
         assert manifest["totals"]["documents"] == 1
     assert len(list((root / "shards").glob("*/megatron/*.bin"))) == shards  # train/ and validation/ sets

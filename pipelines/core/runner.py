@@ -45,6 +45,8 @@ class StageReport:
         first_reason_only: a document can fail several rules and ``removed`` counts its first only
             (filter); the summary line says so.
         notes: kept-but-notable counts for the summary line, e.g. refs' ``{"flagged": 5}``.
+        detail: the stage's own figures in words for the end of the summary line, e.g. the shard
+            stage's shards, tokens and samples per split ("" for none).
     """
 
     stage: str
@@ -57,6 +59,7 @@ class StageReport:
     elapsed_s: float = 0.0
     first_reason_only: bool = False
     notes: dict[str, int] = field(default_factory=dict)
+    detail: str = ""
 
     @property
     def n_removed(self) -> int:
@@ -98,6 +101,8 @@ class StageReport:
                 + ")"
             )
         parts += [f"{k}={v}" for k, v in self.notes.items() if v]
+        if self.detail:
+            parts.append(f"({self.detail})")
         parts.append(f"{self.elapsed_s:.1f}s")
         return " ".join(parts)
 

@@ -37,7 +37,8 @@ def inspect_view(spark: Any, cfg: WinnowConfig, *, reason: str | None, kept: boo
     from pipelines.decontam.report import format_matches, matched_samples
 
     rows = matched_samples(spark, cfg, n=n, text_chars=text_chars)
-    return format_matches(rows, f"{len(rows)} documents matching an evaluation item (seed {cfg.run.seed}) "
+    noun = "document" if len(rows) == 1 else "documents"
+    return format_matches(rows, f"{len(rows)} {noun} matching an evaluation item (seed {cfg.run.seed}) "
                                 f"in {cfg.run.root}")
 
 
