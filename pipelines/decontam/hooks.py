@@ -58,16 +58,14 @@ def inspect_annotations(row: dict[str, Any]) -> list[str]:
     ...     "decontam_cuts": [{"start": 10, "end": 50}], "decontam_action": "cut"})
     ['decontam: matches trivia/t-4 (2 n-grams); action cut', '  cut 10-50 (40 chars)']
     """
+    from pipelines.core.words import plural
+
     items = row.get("decontam_items") or []
     if not items:
         return []
-    matched = ", ".join(f"{i['set_name']}/{i['item_id']} ({_plural(i['n_ngrams'], 'n-gram')})" for i in items)
+    matched = ", ".join(f"{i['set_name']}/{i['item_id']} ({plural(i['n_ngrams'], 'n-gram')})" for i in items)
     lines = [f"decontam: matches {matched}; action {row.get('decontam_action') or '-'}"]
     lines += [f"  cut {c['start']}-{c['end']} ({c['end'] - c['start']} chars)"
               for c in row.get("decontam_cuts") or []]
     return lines
 
-
-def _plural(n: int, word: str) -> str:
-    """``1 n-gram``, ``2 n-grams``."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
