@@ -210,7 +210,9 @@ def _filter_breakdown(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     return section("Filter by source and profile", body)
 
 
-def _signals(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+def signals_section(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    """The quality-signal histograms' section of the page from ``stats["signal_values"]`` and
+    ``stats["signals"]`` alone (the report stage draws it while its Spark queries run), or None."""
     if not stats["signal_values"]:
         return None
     from pipelines.filter.report import constant_signals
@@ -312,16 +314,23 @@ def _figures(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     return section("Stage figures", f"<pre>{esc(json.dumps(figures, indent=1, sort_keys=True, default=str))}</pre>")
 
 
-_PARTS = (_funnel, _stages, _removals, _filter_breakdown, _signals, _language_mix, _clusters, _refs, _contamination,
+_PARTS = (_funnel, _stages, _removals, _filter_breakdown, signals_section, _language_mix, _clusters, _refs, _contamination,
           _pii, _token_lengths, _round_trip, _shards, _figures)
 """The page's sections in order; each returns its HTML, or None when the run has nothing for it."""
 
 
-def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
-    """The report page for ``stats``: one self-contained HTML document (UTF-8 text)."""
+def render_html(stats: dict[str, Any], cfg: WinnowConfig, drawn: dict[str, str | None] | None = None) -> str:
+    """The report page for ``stats``: one self-contained HTML document (UTF-8 text).
+
+    Args:
+        drawn: sections already drawn from the same ``stats``, by the name of the function that draws
+            them (``{"signals_section": html}``), used as they are.
+    """
     fmt, bins = cfg.report.plot_format, cfg.report.hist_bins
+    drawn = drawn or {}
     out = _header(stats)
-    out += [html for html in (part(stats, fmt, bins) for part in _PARTS) if html is not None]
+    parts = (drawn[part.__name__] if part.__name__ in drawn else part(stats, fmt, bins) for part in _PARTS)
+    out += [html for html in parts if html is not None]
     out += [render(stats[name]) for name, render in hooks.each("report_section", PACKAGES) if name in stats]
     out.append(section(f"Sampled removed documents (seed {stats['run']['seed']}, up to {cfg.report.samples_per_reason} per reason)",
                         _samples_html(stats["samples"])))
