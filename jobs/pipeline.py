@@ -105,7 +105,8 @@ def _prepare(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowCo
         return None, steps
     spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet))
     late_lock(spark)
-    steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
+    if steps is None:  # the local plan equals Spark's (tests/test_small_runs.py): kept, under the lock
+        steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
     if not checked and not args.dry_run:
         replace_check_or_exit(p, cfg, args, spark, [s.stage for s in steps if s.action == "run"])
     return spark, steps
