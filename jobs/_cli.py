@@ -282,8 +282,8 @@ def run_single_stage(
 
     p = parser or stage_parser(stage)
     args, cfg = parse_config(p, argv)
-    preflight_or_exit(p, cfg, [stage])
     with locked(p, cfg, args) as late_lock:
+        preflight_or_exit(p, cfg, [stage])
         spark = get_spark(f"winnow-{stage}", spark_config(cfg, args.quiet))
         late_lock(spark)
         return _run_one(p, args, cfg, stage, spark, options)

@@ -2,7 +2,8 @@
 
 ``python jobs/inspect.py --run OUT --stage filter --reason gopher_repetition -n 5`` prints a seeded
 sample of documents the filter removed for that reason (or family), with their signals and cut text;
-``--kept`` samples what a stage kept; ``--doc-id ID`` shows one document's path through every stage.
+``--kept`` samples what a stage kept; ``--doc-id ID`` shows one document's path through every stage and
+what each stage noted on it (a local run root is read without Spark).
 A ``--reason`` that matches nothing exits 1 naming the reasons the stage did remove, with their counts.
 """
 
@@ -37,11 +38,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _show_path(prog: str, spark: Any, cfg: Any, doc_id: str) -> int:
-    """Print one document's path through every stage; 1 when no table holds it."""
+    """Print one document's path through every stage, each stage's notes on it indented below its line;
+    1 when no table holds it. ``spark`` None: a local run root read without Spark."""
     from pipelines.core.samples import printable
-    from pipelines.tools import inspect
+    from pipelines.tools.doc_path import doc_path
 
-    steps = inspect.doc_path(spark, cfg, doc_id)
+    steps = doc_path(spark, cfg, doc_id)
     if not any(s["status"] in ("kept", "removed") for s in steps):
         # "absent" at every stage would read as "removed before each of them": say what it is.
         looked = [s["detail"].removeprefix("not in ") for s in steps if s["status"] == "absent"]
@@ -50,7 +52,22 @@ def _show_path(prog: str, spark: Any, cfg: Any, doc_id: str) -> int:
         return 1
     for step in steps:
         print(printable(f"{step['stage']:<9} {step['status']:<8} {step['detail']}"))
+        for note in step.get("notes") or []:
+            print(printable(f"{'':<9} {'':<8} {note}"))
     return 0
+
+
+def _show_path_without_spark(prog: str, cfg: Any, doc_id: str) -> int | None:
+    """:func:`_show_path` of a local run root read with delta-rs, no JVM started; None when the root is not
+    local or a table needs Spark (the caller starts it)."""
+    from pipelines.core import local_state
+
+    if not local_state.can_read(cfg):
+        return None
+    try:
+        return _show_path(prog, None, cfg, doc_id)
+    except local_state.NeedsSpark:
+        return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("give --stage STAGE (with --reason or --kept) or --doc-id ID")
     if args.n < 1 or args.chars < 20:
         p.error(f"-n must be >= 1 and --chars >= 20; got -n {args.n}, --chars {args.chars}")
+    if args.doc_id and (status := _show_path_without_spark(p.prog, cfg, args.doc_id)) is not None:
+        return status
     spark = get_spark("winnow-inspect", spark_config(cfg, quiet=True))
     try:
         if args.doc_id:
@@ -106,7 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(rows) == args.n and own_sample is None:  # a sample of more: say of how many
         total = inspect.count(spark, cfg, args.stage, reason=args.reason, kept=args.kept)
         shown = f"{len(rows)} of {total}" if total > len(rows) else shown
-    print(inspect.format_sample(rows, f"{shown} documents {what} {args.stage}{why} (seed {cfg.run.seed}) in {cfg.run.root}"))
+    noun = "document" if shown == "1" else "documents"
+    print(inspect.format_sample(rows, f"{shown} {noun} {what} {args.stage}{why} (seed {cfg.run.seed}) in {cfg.run.root}"))
     return 0
 
 

@@ -47,33 +47,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Plan and run the configured stages, skipping the complete ones; returns the exit status.
 
     Every run but ``--dry-run`` holds the run root's lock (:mod:`pipelines.core.lock`) from before Spark
-    starts to its end."""
+    starts to its end. The refusals come before Spark starts, the quick ones first: the lock held by
+    another run, then (a local run root) a rerun over another config without ``--replace``, then the
+    preflight checks."""
     p = parser()
     args, cfg = parse_config(p, argv)
     stages = cfg.pipeline.stages
     if args.from_stage and args.from_stage not in stages:
         p.exit(2, f"{p.prog}: --from {args.from_stage!r} is not one of pipeline.stages {stages}\n")
-    preflight_or_exit(p, cfg, stages)
     if args.dry_run:  # reads only: no lock
         return _run(p, args, cfg, lambda spark: None)
+    # The lock first: a run root in use is refused at once, before the preflight checks' imports and reads.
     with locked(p, cfg, args) as late_lock:
         return _run(p, args, cfg, late_lock)
 
 
 def _run(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig, late_lock: Any) -> int:
-    from pipelines.core.hooks import late_config_errors
-    from pipelines.core.runs import plan, run_and_record
-    from pipelines.core.session import get_spark
-    from pipelines.core.tracking import Tracker
-
     stages = cfg.pipeline.stages
     say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
-    steps = _plan_without_spark(cfg, stages, args) if args.dry_run else None
-    spark = None
-    if steps is None:
-        spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet))
-        late_lock(spark)
-        steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
+    spark, steps = _prepare(p, args, cfg, late_lock)
     say(f"winnow: stages {stages} -> {cfg.run.root} (config {cfg.fingerprint()[:12]})")
     say("plan:\n" + "\n".join(s.line() for s in steps))
     for line in version_notes(cfg, spark, [s.stage for s in steps if s.action == "skip"]):
@@ -81,26 +73,88 @@ def _run(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig
     if args.dry_run:
         if args.quiet:
             print("\n".join(s.line() for s in steps), flush=True)
+        _say_lock_holder(cfg, spark)
         return 0
-    replace_check_or_exit(p, cfg, args, spark, [s.stage for s in steps if s.action == "run"])
+    reports = _run_steps(p, args, cfg, spark, steps, say)
+    counts = _stage_counts(spark, cfg, stages, reports)
+    from pipelines.core.outcome import EXIT_EMPTY, small_run
+
+    if small_run(cfg, counts)[0] != EXIT_EMPTY:  # a run with no survivor is not "done": its line says why
+        say(done_line(cfg, stages, counts))
+    return _closing(cfg, counts)
+
+
+def _prepare(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig,
+             late_lock: Any) -> tuple[Any, list[Any]]:
+    """The Spark session (None for a ``--dry-run`` of a local run root) and the plan, after the refusals.
+
+    A local run root is planned from its files, and a rerun over another config refused, before a JVM
+    starts (about a second, not a Spark session's start-up); then the preflight checks (seconds: the
+    tokenizer's); other run roots are planned, and refused, with Spark. Exits 2 on a refusal.
+    """
+    from pipelines.core.runs import plan
+    from pipelines.core.session import get_spark
+
+    stages = cfg.pipeline.stages
+    steps = _plan_without_spark(cfg, stages, args)
+    checked = steps is not None and not args.dry_run
+    if checked:
+        replace_check_or_exit(p, cfg, args, None, [s.stage for s in steps if s.action == "run"])
+    preflight_or_exit(p, cfg, stages)
+    if steps is not None and args.dry_run:
+        return None, steps
+    spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet))
+    late_lock(spark)
+    if steps is None:  # the local plan equals Spark's (tests/test_small_runs.py): kept, under the lock
+        steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
+    if not checked and not args.dry_run:
+        replace_check_or_exit(p, cfg, args, spark, [s.stage for s in steps if s.action == "run"])
+    return spark, steps
+
+
+def _run_steps(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig, spark: Any,
+               steps: list[Any], say: Any) -> dict[str, Any]:
+    """Run or skip each step of the plan in order; returns the reports of the stages that ran.
+
+    Once a stage leaves no document, the later stages are not run (one line says which), except those
+    that declare ``RUNS_WITHOUT_DOCUMENTS`` (the report, which shows the funnel down to zero); a stage
+    not run retracts what an earlier run published (its ``clear_outputs`` hook: the shards).
+    """
+    from pipelines.core import hooks
+    from pipelines.core.hooks import late_config_errors
+    from pipelines.core.runs import run_and_record
+    from pipelines.core.tracking import Tracker
+
     tracker = Tracker(cfg)
     tracker.start([s.stage for s in steps if s.action == "run"])
-    reports = {}
+    reports: dict[str, Any] = {}
+    emptied: str | None = None  # the stage that left no document
     try:
         for i, step in enumerate(steps):
+            if emptied is not None and not hooks.hook(step.stage, "RUNS_WITHOUT_DOCUMENTS"):
+                if (clear := hooks.hook(step.stage, "clear_outputs")) is not None:
+                    clear(cfg)
+                continue
             later = [s.stage for s in steps[i + 1:] if s.action == "run"]  # whose checks of this stage apply
             if step.action == "skip":
                 say(f"[{step.stage}] skip: {step.why}")
-                upstream_checks_or_exit(p, cfg, step.stage, partial(_recorded_extra, spark, cfg, step.stage), later)
+                extra, rows_out = partial(_recorded_extra, spark, cfg, step.stage), _recorded_rows_out(spark, cfg, step.stage)
+            else:
+                # log=None with --quiet: no start line and no progress line, only the end line.
+                report = reports[step.stage] = run_and_record(
+                    spark, cfg, step.stage, log=None if args.quiet else say, tracker=tracker, why=step.why
+                )
+                print(report.summary_line(), flush=True)
+                extra, rows_out = partial(lambda r: r.extra, report), report.rows_out
+            if rows_out == 0 and step is not steps[-1]:
+                emptied = step.stage
+                not_run = [s.stage for s in steps[i + 1:] if not hooks.hook(s.stage, "RUNS_WITHOUT_DOCUMENTS")]
+                if not_run:
+                    say(f"winnow: {step.stage} left no document; not run: {', '.join(not_run)}")
                 continue
-            # log=None with --quiet: no start line and no progress line, only the end line.
-            reports[step.stage] = run_and_record(
-                spark, cfg, step.stage, log=None if args.quiet else say, tracker=tracker
-            )
-            print(reports[step.stage].summary_line(), flush=True)
             # before the next stage: none runs for a run that cannot succeed (e.g. a shard.mix source
             # that ingest found no document of)
-            upstream_checks_or_exit(p, cfg, step.stage, partial(lambda r: r.extra, reports[step.stage]), later)
+            upstream_checks_or_exit(p, cfg, step.stage, extra, later)
     except late_config_errors() as e:  # a remote or Hadoop-only glob: a configuration error, found late
         tracker.finish(spark, failed=True)
         p.exit(2, f"{p.prog}: error: {e}\n")
@@ -110,12 +164,18 @@ def _run(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig
     tracker.finish(spark)
     if tracker.run_id and tracker.active:
         say(f"winnow: MLflow run {tracker.run_id} ({cfg.tracking.experiment or 'experiment from the environment'})")
-    counts = _stage_counts(spark, cfg, stages, reports)
-    from pipelines.core.outcome import EXIT_EMPTY, small_run
+    return reports
 
-    if small_run(cfg, counts)[0] != EXIT_EMPTY:  # a run with no survivor is not "done": its line says why
-        say(done_line(cfg, stages, counts))
-    return _closing(cfg, counts)
+
+def _say_lock_holder(cfg: WinnowConfig, spark: Any) -> None:
+    """For ``--dry-run``, which takes no lock: one line on stderr when another live run holds the run root
+    (a run now would exit 2; :mod:`pipelines.core.lock`)."""
+    from pipelines.core.lock import holder, lock_path
+
+    owner = holder(cfg, spark)
+    if owner is not None:
+        print(f"winnow: run.root {cfg.run.root} is in use by another run: {owner} (lock {lock_path(cfg)});"
+              " running now would be refused (exit 2) until it ends", file=sys.stderr, flush=True)
 
 
 def done_line(cfg: WinnowConfig, stages: list[str], counts: dict[str, Any] | None = None) -> str:
@@ -160,6 +220,14 @@ def _recorded_extra(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str, Any]
 
     rec = latest_records(spark, cfg).get(stage)
     return json.loads(rec["extra"]) if rec else {}
+
+
+def _recorded_rows_out(spark: Any, cfg: WinnowConfig, stage: str) -> int | None:
+    """``rows_out`` of ``stage``'s latest completion record (None without one)."""
+    from pipelines.core.runs import latest_records
+
+    rec = latest_records(spark, cfg).get(stage)
+    return None if rec is None else int(rec["rows_out"])
 
 
 def _stage_counts(spark: Any, cfg: WinnowConfig, stages: list[str], reports: dict[str, Any]) -> dict[str, Any]:

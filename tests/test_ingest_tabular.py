@@ -195,6 +195,9 @@ def test_heading_must_share_the_text_array():
     (b"WARC/1.0\r\n", "warc"),
     (b"<mediawiki xmlns=", "mediawiki xml"),
     (b"Just some words.", "plain text"),
+    (b"Caf\xe9 cr\xe8me, na\xefve text in Latin-1.", "plain text"),  # a few undecodable bytes: still text
+    (bytes(range(256)) * 4, "binary data (not text)"),
+    (b"\x89PNG\r\n\x1a\n", "binary data (a PNG image)"),
 ])
 def test_looks_like(head, expected):
     assert looks_like(head).startswith(expected)
@@ -231,6 +234,17 @@ def test_a_parquet_file_without_the_text_column_is_reported_with_its_columns():
     assert dict(summary["meta"])["columns"] == "body, id"
     (line,) = bad_files([("x.parquet", "text_missing", 30)], [summary], _cfg())
     assert line.endswith("mostly text_missing (30); read as parquet, its columns: body, id")
+
+
+def test_a_binary_file_named_jsonl_is_described_as_binary():
+    import random
+
+    data = bytes(random.Random(7).randrange(256) for _ in range(3000))
+    rows = _rows("x.jsonl", data)
+    (summary,) = [r for r in rows if r["kind"] == "file"]
+    assert dict(summary["meta"])["looks_like"] == "binary data (not text)"
+    (line,) = bad_files([("x.jsonl", "malformed_json", 40)], [summary], _cfg())
+    assert line.endswith("read as jsonl, looks like binary data (not text)")
 
 
 def test_bad_file_needs_min_records():

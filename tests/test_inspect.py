@@ -55,7 +55,7 @@ def test_sample_removed_by_reason_family(run_root, capsys):
 def test_sample_kept_and_bad_arguments(run_root, capsys):
     assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "filter", "--kept", "-n", "5"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("1 documents kept by filter") and "--- 1. d0  reason: -  (6 chars)" in out
+    assert out.startswith("1 document kept by filter") and "--- 1. d0  reason: -  (6 chars)" in out
     with pytest.raises(SystemExit) as e:
         inspect_job.main([*SET, "--run", str(run_root), "--stage", "dedup", "--kept"])
     assert e.value.code == 1  # a missing table: 1, as for every job (2 is bad arguments or configuration)
@@ -88,6 +88,32 @@ def test_doc_id_in_no_table_exits_1_with_one_line(run_root, capsys):
                    "(looked in documents, filtered and removed)\n")
 
 
+REFS = (f"{FILT}, ref_mentions array<struct<kind:string,label:string,start:int,end:int,dangling:boolean>>, "
+        "refs_action string")
+
+
+def test_doc_path_of_a_local_run_is_read_without_spark_and_shows_each_stages_notes(spark, tmp_path, capsys,
+                                                                                   monkeypatch):
+    # A kept document with a dangling "Table 2" (refs flags it): its mention shows, kept or not.
+    root = tmp_path / "run"
+    cfg = load_config(overrides=[f"run.root={root}"])
+    doc = _doc("d0", "doc 0 see Table 2")
+    tables.write_table(spark.createDataFrame([doc], DOC_SCHEMA), cfg, "documents")
+    tables.write_table(spark.createDataFrame([(*doc, 0.0, [("table", "2", 10, 17, True)], "flag")], REFS), cfg,
+                       "refs_checked")
+    from pipelines.core import session
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("inspect --doc-id of a local run root started Spark")
+
+    monkeypatch.setattr(session, "get_spark", no_spark)
+    assert inspect_job.main(["--run", str(root), "--doc-id", "d0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("refs      kept     refs_checked")
+    assert lines[at + 1:at + 3] == [" " * 19 + "refs: 1 mention, 1 dangling (action flag)",
+                                    " " * 19 + "  table 2 at 10-17: dangling"]
+
+
 def test_script_runs_without_shadowing_stdlib_and_fails_fast_on_bad_config():
     import subprocess
     import sys
@@ -107,7 +133,7 @@ def test_ingest_removals_are_the_quarantined_records(run_root, capsys):
     assert "detail=Expecting ',' delimiter" in out and '| {"text": "oops' in out
     assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "ingest", "--reason", "quarantine.text_missing"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("1 documents removed by ingest for quarantine.text_missing")
+    assert out.startswith("1 document removed by ingest for quarantine.text_missing")
     assert "file:/in/a.jsonl:7" in out
     assert inspect_job.main([*SET, "--run", str(run_root), "--stage", "ingest", "-n", "1"]) == 0
     assert capsys.readouterr().out.startswith("1 of 2 documents removed by ingest")

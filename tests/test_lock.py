@@ -164,7 +164,11 @@ def test_dry_run_takes_no_lock(tmp_path, holder, capsys):
 
     root = tmp_path / "run"
     assert pipeline.main([f"--set=run.root={root}", f"--set=ingest.inputs=[{REPO}/sample_data/web_en-00000.jsonl.gz]", "--dry-run"]) == 0
-    assert "plan:" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "plan:" in out
+    # ... and says that a run now would be refused, naming the holder.
+    assert f"run.root {root} is in use by another run: pid {holder.pid} on host {socket.gethostname()}" in err
+    assert "would be refused (exit 2)" in err
 
 
 def test_s3_lock_is_a_conditional_put(monkeypatch):

@@ -34,8 +34,7 @@ def test_rerun_skips_and_reruns_on_config_input_or_output_change(spark, tmp_path
     assert pipeline.main(_args(root)) == 0
     out = capsys.readouterr().out
     assert "  report    run   no completion record" in out
-    assert "[report] start; upstream: documents@v0, quarantine@missing" not in out  # absent tables are not inputs
-    assert "[report] start; upstream: documents@v0, removed@missing" in out
+    assert "[report] start: reads the run's tables (no completion record)" in out
     assert "[report] in=2 out=2" in out
     rec = latest_records(spark, cfg)["report"]
     assert (rec["rows_in"], rec["rows_out"], rec["inputs"]) == (2, 2, {"documents": "v0", "removed": "missing"})
@@ -116,7 +115,7 @@ def test_ingest_reruns_when_its_input_files_change(spark, tmp_path, capsys):
     args = ["--set", f"run.root={root}", "--set", "pipeline.stages=[ingest]", "--set", f"ingest.inputs=[{inputs}/*]",
             "--set", "spark.shuffle_partitions=4"]
     assert pipeline.main(args) == 0
-    assert "[ingest] start; upstream: files@sha256:" in capsys.readouterr().out
+    assert "[ingest] start: reads files@sha256:" in capsys.readouterr().out
     cfg = load_config(overrides=args[1::2])
     assert plan(spark, cfg, ["ingest"])[0].action == "skip"
     (inputs / "more.jsonl").write_text('{"id": "x", "text": "one more document"}\n')

@@ -40,7 +40,7 @@ def _inputs(tmp_path, name, n):
     return path
 
 
-def test_a_rerun_with_other_inputs_is_refused_until_replace(spark, tmp_path, capsys):
+def test_a_rerun_with_other_inputs_is_refused_until_replace(spark, tmp_path, capsys, monkeypatch):
     root = tmp_path / "run"
     a, b = _inputs(tmp_path, "a.jsonl", 3), _inputs(tmp_path, "b.jsonl", 5)
 
@@ -56,8 +56,12 @@ def test_a_rerun_with_other_inputs_is_refused_until_replace(spark, tmp_path, cap
     # The plan says which key changed, from what to what.
     assert pipeline.main([*args(b), "--dry-run"]) == 0
     assert f'ingest    run   config changed (ingest.inputs: ["{a}"] -> ["{b}"])' in capsys.readouterr().out
-    # A run refuses: exit 2, the tables untouched.
-    with pytest.raises(SystemExit) as e:
+    # A run refuses before Spark starts (a local run root): exit 2, the tables untouched.
+    def no_spark(*a, **k):
+        raise AssertionError("Spark must not start for a refused rerun")
+
+    with monkeypatch.context() as m, pytest.raises(SystemExit) as e:
+        m.setattr("pipelines.core.session.get_spark", no_spark)
         pipeline.main(args(b))
     assert e.value.code == 2
     err = capsys.readouterr().err
@@ -83,7 +87,7 @@ def test_a_rerun_with_other_inputs_is_refused_until_replace(spark, tmp_path, cap
 
     # --replace runs it.
     assert pipeline.main([*args(b), "--replace"]) == 0
-    assert "--replace: the tables of ingest are replaced" in capsys.readouterr().out
+    assert capsys.readouterr().out.count("--replace: the tables of ingest are replaced") == 1
     rec = latest_records(spark, cfg_b)["ingest"]
     assert rec["rows_out"] == 5
     assert provenance.run_config(spark, cfg_b, latest_records(spark, cfg_b))["ingest"]["inputs"] == [str(b)]

@@ -89,7 +89,8 @@ def test_stats_from_existing_tables(report_run):
         {"stage": "filter", "reason": "lang.score", "documents": 1, "bytes": 13},
     ]
     assert sorted(stats["signal_values"]) == ["gopher_quality.word_count", "lang_score"]
-    assert sorted(stats["signal_values"]["gopher_quality.word_count"]) == [2.0, 3.0, 4.0, 12.0]
+    words = stats["signal_values"]["gopher_quality.word_count"]
+    assert sorted(words["kept"] + words["removed"]) == [2.0, 3.0, 4.0, 12.0] and len(words["removed"]) == 2
     assert stats["language_mix"] == {"kept": [{"value": "en", "documents": 2}],
                                      "removed": [{"value": "de", "documents": 1}, {"value": "en", "documents": 1}]}
     assert stats["filter_breakdown"] == {
@@ -217,3 +218,47 @@ def test_report_of_a_root_without_tables_fails(spark, make_cfg):
     cfg = make_cfg()
     with pytest.raises(tables.MissingTableError, match="no 'documents' table under run.root="):
         report.run(spark, cfg)
+
+
+def _drawn(monkeypatch, draw):
+    """The matplotlib figure a report plot function draws (its ``data:`` URI not made)."""
+    from pipelines.report import html as report_html
+
+    figures = []
+
+    def keep(fig, fmt):
+        figures.append(fig)
+        return "data:,"
+
+    monkeypatch.setattr(report_html, "figure_uri", keep)
+    draw(report_html)
+    (fig,) = figures
+    return fig.axes[0]
+
+
+def test_histogram_spans_the_data_and_draws_an_outside_threshold_as_an_arrow(monkeypatch):
+    from matplotlib.colors import to_hex
+
+    from pipelines.report.html import KEPT_COLOR, REMOVED_COLOR
+
+    values = {"kept": [120.0, 300.0, 900.0, 1500.0], "removed": [40.0, 60.0, 2000.0]}
+    lines = [{"key": "gopher_quality.min_words", "keeps": ">=", "value": 50.0},
+             {"key": "gopher_quality.max_words", "keeps": "<=", "value": 100000.0}]
+    ax = _drawn(monkeypatch, lambda h: h.histogram(values, "word_count", "svg", 10, lines))
+    lo, hi = ax.get_xlim()
+    assert 0 < lo < 40 and 2000 < hi < 2100  # the data's range, not the threshold at 100,000
+    texts = [t.get_text() for t in ax.texts]
+    assert "max_words: <= 100000 kept (off the axis)" in texts  # outside: an arrow with its value
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["kept (4)", "removed (3)", "min_words: >= 50 kept"]  # inside: a dashed line
+    # Kept and removed: Okabe-Ito blue and orange, the removed part hatched.
+    kept, removed = ax.patches[:2]
+    assert to_hex(kept.get_facecolor()) == KEPT_COLOR.lower() and to_hex(removed.get_facecolor()) == REMOVED_COLOR.lower()
+    assert removed.get_hatch() == "///" and not kept.get_hatch()
+    # Counts: integer ticks only.
+    assert all(float(t).is_integer() for t in ax.get_yticks())
+
+
+def test_bar_charts_of_counts_have_integer_ticks(monkeypatch):
+    ax = _drawn(monkeypatch, lambda h: h.bars(["a", "b"], [1, 2], "documents", "svg"))
+    assert all(float(t).is_integer() for t in ax.get_yticks())

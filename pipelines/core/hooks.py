@@ -23,6 +23,16 @@ nothing. The hooks a stage may define:
     What ``jobs/inspect.py --stage <stage>`` shows when the stage has its own view (a whole text) or its
     own sample (rows); ``INSPECT_WHAT`` names what that sample holds. Either returns None for options
     it has no view of its own for (the generic sample is shown).
+``inspect_annotations(row) -> list[str]``
+    What ``jobs/inspect.py --doc-id`` shows under the stage's line: the stage's notes on one document
+    (mentions, cuts, findings) from the row it wrote (its output row, or its ``removed`` row; a dict,
+    maps as dicts), whether it kept the document or removed it; ``[]`` when it noted nothing.
+``RUNS_WITHOUT_DOCUMENTS: bool``
+    True for a stage that still runs after an earlier stage of the run left no document (the report);
+    every other later stage is not run.
+``clear_outputs(cfg) -> None``
+    Called instead of the stage when it is not run because an earlier stage left no document: retracts
+    files an earlier run published that would otherwise look current (shards and their manifest).
 ``EMPTY_HINT: str``
     What to change when the stage kept no document, for the closing line of the run
     (:mod:`pipelines.core.outcome`).

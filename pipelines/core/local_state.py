@@ -94,7 +94,8 @@ def read_records(table: str) -> list[dict[str, Any]]:
                 live.pop(action["remove"]["path"], None)
     rows: list[dict[str, Any]] = []
     for rel in live:
-        t = pq.read_table(Path(table) / unquote(rel))
+        # ParquetFile, not pq.read_table: that imports pyarrow.dataset (and pandas), a second of start-up.
+        t = pq.ParquetFile(Path(table) / unquote(rel)).read()
         us = pa.timestamp("us")  # Spark's INT96 reads as nanoseconds; records hold microseconds
         fields = [pa.field(f.name, us if pa.types.is_timestamp(f.type) else f.type) for f in t.schema]
         t = t.cast(pa.schema(fields))
@@ -119,3 +120,46 @@ def input_files(globs: list[str]) -> list[tuple[str, int, int]]:
                 st = os.stat(f)
                 entries.add((f"file:{os.path.abspath(f)}", int(st.st_size), int(st.st_mtime_ns // 1_000_000)))
     return sorted(entries)
+
+
+def can_read(cfg: WinnowConfig) -> bool:
+    """The run's tables and shard root are local folders (no ``run.catalog``, no scheme): what
+    :func:`rows_where` can read without Spark."""
+    return not cfg.run.catalog and is_local(cfg.run.root) and is_local(cfg.shard_root)
+
+
+def rows_where(table: str, column: str, value: str) -> list[dict[str, Any]] | None:
+    """The rows of the local Delta table at ``table`` whose ``column`` equals ``value``, read with delta-rs
+    (the ``deltalake`` package) into Arrow: no JVM, milliseconds on a small table.
+
+    Only the Parquet files whose statistics may hold ``value`` are read (Arrow's dataset filter).
+
+    Args:
+        table: a local folder holding a Delta table (``<run.root>/tables/<name>``).
+        column: a string column, e.g. ``doc_id``.
+        value: the value to match exactly.
+
+    Returns:
+        Rows as dicts (maps as dicts, structs as dicts, lists as lists) at the table's latest version;
+        None when there is no Delta table at ``table``.
+
+    Raises:
+        NeedsSpark: delta-rs cannot read the table (a reader feature it does not implement); the caller
+            reads it with Spark instead.
+    """
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError, DeltaProtocolError, TableNotFoundError
+
+    if not (Path(table) / "_delta_log").is_dir():
+        return None
+    try:
+        dataset = DeltaTable(table).to_pyarrow_dataset()
+    except TableNotFoundError:
+        return None
+    except (DeltaProtocolError, DeltaError) as e:
+        raise NeedsSpark(f"{table}: delta-rs cannot read it ({e})") from None
+    t = dataset.to_table(filter=ds.field(column) == value)
+    maps = {f.name for f in t.schema if pa.types.is_map(f.type)}
+    return [{k: dict(v) if k in maps and v is not None else v for k, v in r.items()} for r in t.to_pylist()]

@@ -295,6 +295,24 @@ class RunLock:
             print(f"winnow: could not remove the run lock {self.path}: {e}", file=sys.stderr, flush=True)
 
 
+def holder(cfg: WinnowConfig, spark: Any = None) -> str | None:
+    """Who holds the lock of ``cfg.run.root`` now, in words (:func:`describe`), for a reader that takes no
+    lock (``--dry-run``) to say that a run would be refused.
+
+    Returns:
+        The live owner's description; None when there is no lock, when it is stale (a run would take it
+        over), or when it cannot be read here (a Hadoop filesystem without ``spark``, an unreadable object).
+    """
+    try:
+        text = _backend(cfg, spark).read()
+        info = json.loads(text) if text is not None else None
+    except Exception:  # a plan must not fail on the lock; the run itself will take it or say why not
+        return None
+    if not isinstance(info, dict) or stale_reason(info) is not None:
+        return None
+    return describe(info)
+
+
 def _dump(info: dict[str, Any]) -> str:
     return json.dumps(info, indent=1, sort_keys=True) + "\n"
 

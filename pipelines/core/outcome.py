@@ -8,7 +8,8 @@ change; ``jobs/pipeline.py`` and ``jobs/<stage>.py`` print it last.
 
 Exit statuses of the jobs (README "Small and empty runs"): 0 done (also when shards were capped to the
 document count, with the line saying so), 1 error, 2 bad configuration or preflight, 3 no document
-survived (the report, when configured, is still written).
+survived (the report, when configured, is still written; ``jobs/pipeline.py`` runs no other stage after
+the one that left no document).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from pipelines.core import hooks
 from pipelines.core.chain import STAGES
 from pipelines.core.config import WinnowConfig
+from pipelines.core.words import plural
 
 EXIT_EMPTY = 3
 """Exit status of a run in which no document survived."""
@@ -68,7 +70,8 @@ def small_run(cfg: WinnowConfig, stages: Mapping[str, Any]) -> tuple[int, str | 
     requested = int(shard["extra"].get("shards_requested") or 0)
     written = int((shard["extra"].get("totals") or {}).get("shards") or 0)
     if requested > written:
-        return 0, (f"winnow: only {shard['rows_in']} documents for {requested} shards: wrote {written} shards"
+        return 0, (f"winnow: only {plural(shard['rows_in'], 'document')} for {plural(requested, 'shard')}:"
+                   f" wrote {plural(written, 'shard')}"
                    f" (at least one document each). To change: set shard.num_shards to {written} or fewer"
                    " (or use shard.tokens_per_shard) for runs this small, or give more input.")
     return 0, None

@@ -47,6 +47,8 @@ class StageReport:
         notes: kept-but-notable counts for the summary line, e.g. refs' ``{"flagged": 5}``.
         warnings: sentences the summary line ends with, each after ``WARNING:`` (a source that lost
             most of its documents).
+        detail: the stage's own figures in words for the end of the summary line, e.g. the shard
+            stage's shards, tokens and samples per split ("" for none).
     """
 
     stage: str
@@ -60,6 +62,7 @@ class StageReport:
     first_reason_only: bool = False
     notes: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    detail: str = ""
 
     @property
     def n_removed(self) -> int:
@@ -101,6 +104,8 @@ class StageReport:
                 + ")"
             )
         parts += [f"{k}={v}" for k, v in self.notes.items() if v]
+        if self.detail:
+            parts.append(f"({self.detail})")
         parts.append(f"{self.elapsed_s:.1f}s")
         parts += [f"WARNING: {w}" for w in self.warnings]
         return " ".join(parts)

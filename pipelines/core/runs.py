@@ -313,14 +313,29 @@ def _staleness(spark: SparkSession, cfg: WinnowConfig, stage: str, rec: dict[str
 
 
 # --------------------------------------------------------------------------------------------- run
-def start_line(stage: str, inputs: dict[str, str]) -> str:
-    """One human line announcing a stage: ``[dedup] start; upstream: documents@v3, quarantine@v3``.
+def start_line(stage: str, inputs: dict[str, str], reads: str | None = None, why: str | None = None) -> str:
+    """One human line announcing a stage, its input and why it runs:
+    ``[dedup] start: reads documents@v3 (config changed (dedup.threshold: 0.8 -> 0.7))``.
 
-    ``inputs`` is what the completion record compares (:func:`input_state`): every upstream table,
-    a superset of the tables the stage reads, hence "upstream" rather than "reads".
+    Args:
+        inputs: what the completion record compares (:func:`input_state`): every upstream table (13 of
+            them for the report), of which the line names only what the stage reads.
+        reads: the table the stage reads (:func:`pipelines.core.tables.stage_input_table`); None for a
+            stage that reads raw files (``files`` in ``inputs``) or every table (the report).
+        why: the plan's reason for running it (:class:`PlanStep`), when known.
+
+    >>> start_line("dedup", {"documents": "v3", "quarantine": "v3"}, "documents", "an upstream stage runs")
+    '[dedup] start: reads documents@v3 (an upstream stage runs)'
+    >>> start_line("report", {"documents": "v0", "removed": "v2"})
+    "[report] start: reads the run's tables"
     """
-    state = ", ".join(f"{k}@{_short(v)}" for k, v in sorted(inputs.items())) or "nothing"
-    return f"[{stage}] start; upstream: {state}"
+    if reads is not None and reads in inputs:
+        what = f"{reads}@{_short(inputs[reads])}"
+    elif "files" in inputs:
+        what = f"files@{_short(inputs['files'])}"
+    else:
+        what = "the run's tables"
+    return f"[{stage}] start: reads {what}" + (f" ({why})" if why else "")
 
 
 def _input_rows(spark: SparkSession, cfg: WinnowConfig, stage: str) -> int | None:
@@ -334,13 +349,14 @@ def _input_rows(spark: SparkSession, cfg: WinnowConfig, stage: str) -> int | Non
 
 
 def run_and_record(spark: SparkSession, cfg: WinnowConfig, stage: str, *, log: Any = None, tracker: Any = None,
-                   **options: Any) -> StageReport:
+                   why: str | None = None, **options: Any) -> StageReport:
     """Run one stage (:func:`pipelines.core.runner.run_stage`), track it, and append its completion record.
 
     Args:
         log: callable taking one line (e.g. ``print``); None = silent. Gets the start line.
         tracker: a :class:`pipelines.core.tracking.Tracker` logging the stage as a nested MLflow run, or None;
             its status goes into the record.
+        why: the plan's reason for running the stage, for the start line (:func:`start_line`).
         options: passed to the stage's ``run`` (:func:`pipelines.core.runner.run_stage`).
 
     Returns:
@@ -355,7 +371,7 @@ def run_and_record(spark: SparkSession, cfg: WinnowConfig, stage: str, *, log: A
     files = raw_input_files(spark, cfg, stage)
     inputs = input_state(spark, cfg, stage, files)
     if log is not None:
-        log(start_line(stage, inputs))
+        log(start_line(stage, inputs, tables.stage_input_table(cfg, stage, spark), why))
     started = dt.datetime.now(dt.UTC)
     show = log is not None and cfg.pipeline.progress_s > 0
     progress = Progress(spark, stage, cfg.pipeline.progress_s, _input_rows(spark, cfg, stage),

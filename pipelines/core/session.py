@@ -182,6 +182,9 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
             # The JVM maps the classes a run loads from the archive the install step made instead of
             # parsing and verifying them from the jars (bench/notes.md, "Fixed cost").
             java_opts = f"{java_opts} -XX:SharedArchiveFile={archive} -Xshare:auto"
+        if "log4j2.configurationFile" not in java_opts:
+            # Before the JVM logs its first line: setLogLevel below comes after the start-up WARN lines.
+            java_opts = f"{java_opts} -Dlog4j2.configurationFile={log4j2_properties()}"
         if java_opts.strip():
             builder = builder.config(JAVA_OPTIONS, java_opts.strip())
     elif cfg.master:
@@ -193,6 +196,66 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     _apply_runtime_conf(spark, cfg)
     _check_delta(spark)
     return spark
+
+
+LOG4J2_PROPERTIES = """\
+# Winnow's logging of a local Spark session (pipelines/core/session.py writes this file): Spark's own
+# defaults (log4j2-defaults.properties of spark-common-utils) at WARN, with the WARN lines that every
+# normal local run printed, and that ask nothing of the user, at ERROR.
+rootLogger.level = warn
+rootLogger.appenderRef.stdout.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = warn
+logger.jetty2.name = org.sparkproject.jetty.util.component.AbstractLifeCycle
+logger.jetty2.level = error
+logger.metastore.name = org.apache.hadoop.hive.metastore.RetryingHMSHandler
+logger.metastore.level = fatal
+logger.metastore2.name = org.apache.hadoop.hive.metastore.ObjectStore
+logger.metastore2.level = error
+logger.parquet.name = org.apache.parquet.CorruptStatistics
+logger.parquet.level = error
+# "Unable to load native-hadoop library for your platform": Hadoop's Java code serves a local run.
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+# "Truncated the string representation of a plan": the filter's many signal columns, in debug strings only.
+logger.strings.name = org.apache.spark.util.SparkStringUtils
+logger.strings.level = error
+# "Your hostname resolves to a loopback address", "SparkUI could not bind on port 4040" (another session).
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+"""
+"""The log4j2 configuration of a local session (``-Dlog4j2.configurationFile``, unless
+``spark.driver.extraJavaOptions`` names one): given at JVM start, so Spark prints neither its start-up
+WARN lines nor "Using Spark's default log4j profile"; ``spark.log_level`` still applies after start."""
+
+
+def log4j2_properties() -> Path:
+    """The file holding :data:`LOG4J2_PROPERTIES` under the Winnow cache (``$WINNOW_CACHE`` or
+    ``~/.cache/winnow``), written when missing or different.
+
+    Returns:
+        Its path; a temporary file when the cache folder cannot be written.
+    """
+    path = JAR_CACHE / "log4j2.properties"
+    try:
+        if not path.is_file() or path.read_text(encoding="utf-8") != LOG4J2_PROPERTIES:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(LOG4J2_PROPERTIES, encoding="utf-8")
+            tmp.replace(path)
+    except OSError:
+        import tempfile
+
+        fd, name = tempfile.mkstemp(prefix="winnow-log4j2-", suffix=".properties")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(LOG4J2_PROPERTIES)
+        return Path(name)
+    return path
 
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"

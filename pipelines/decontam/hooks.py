@@ -37,5 +37,35 @@ def inspect_view(spark: Any, cfg: WinnowConfig, *, reason: str | None, kept: boo
     from pipelines.decontam.report import format_matches, matched_samples
 
     rows = matched_samples(spark, cfg, n=n, text_chars=text_chars)
-    return format_matches(rows, f"{len(rows)} documents matching an evaluation item (seed {cfg.run.seed}) "
+    noun = "document" if len(rows) == 1 else "documents"
+    return format_matches(rows, f"{len(rows)} {noun} matching an evaluation item (seed {cfg.run.seed}) "
                                 f"in {cfg.run.root}")
+
+
+def inspect_annotations(row: dict[str, Any]) -> list[str]:
+    """``jobs/inspect.py --doc-id``: the evaluation items the document matched (kept or removed), the
+    action taken and the spans cut.
+
+    Args:
+        row: the document's row in ``decontaminated`` or ``removed`` (``decontam_items``: ``set_name``,
+            ``item_id``, ``n_ngrams``; ``decontam_cuts``: ``start``, ``end`` in code points of the stage's
+            input text; ``decontam_action``).
+
+    Returns:
+        Lines, ``[]`` when the document matched no item.
+
+    >>> inspect_annotations({"decontam_items": [{"set_name": "trivia", "item_id": "t-4", "n_ngrams": 2}],
+    ...     "decontam_cuts": [{"start": 10, "end": 50}], "decontam_action": "cut"})
+    ['decontam: matches trivia/t-4 (2 n-grams); action cut', '  cut 10-50 (40 chars)']
+    """
+    from pipelines.core.words import plural
+
+    items = row.get("decontam_items") or []
+    if not items:
+        return []
+    matched = ", ".join(f"{i['set_name']}/{i['item_id']} ({plural(i['n_ngrams'], 'n-gram')})" for i in items)
+    lines = [f"decontam: matches {matched}; action {row.get('decontam_action') or '-'}"]
+    lines += [f"  cut {c['start']}-{c['end']} ({c['end'] - c['start']} chars)"
+              for c in row.get("decontam_cuts") or []]
+    return lines
+

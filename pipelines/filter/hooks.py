@@ -54,3 +54,38 @@ def check_filter_models(cfg: WinnowConfig) -> None:
 
 preflight = when_running("filter", check_filter_models)
 """The preflight hook: :func:`check_filter_models` when filter runs."""
+
+
+def inspect_annotations(row: dict) -> list[str]:
+    """``jobs/inspect.py --doc-id``: what the filter noted on the document (kept or removed): the profile it
+    was judged with, its language and score, flags of rules set to ``flag``, lines cleaned away.
+
+    Args:
+        row: the document's row in ``filtered`` or ``removed`` (``filter_profile``, ``lang``,
+            ``lang_score``, ``quality_score``, ``filter_flags``, ``line_cleaning``).
+
+    Returns:
+        Lines, ``[]`` when the row holds none of these columns.
+
+    >>> inspect_annotations({"filter_profile": "web", "lang": "en", "lang_score": 0.96123, "filter_flags": [],
+    ...     "line_cleaning": {"lines_removed": 2, "chars_removed": 40}})
+    ['filter: profile web, lang en (score 0.9612)', '  line cleaning removed 2 lines (40 chars)']
+    """
+    parts = []
+    if row.get("filter_profile"):
+        parts.append(f"profile {row['filter_profile']}")
+    if row.get("lang"):
+        score = row.get("lang_score")
+        parts.append(f"lang {row['lang']}" + (f" (score {score:.4g})" if score is not None else ""))
+    if row.get("quality_score") is not None:
+        parts.append(f"quality score {row['quality_score']:.4g}")
+    if not parts:
+        return []
+    lines = ["filter: " + ", ".join(parts)]
+    if row.get("filter_flags"):
+        lines.append("  flagged: " + ", ".join(row["filter_flags"]))
+    cleaning = row.get("line_cleaning") or {}
+    if cleaning.get("lines_removed"):
+        lines.append(f"  line cleaning removed {cleaning['lines_removed']} lines"
+                     f" ({cleaning['chars_removed']} chars)")
+    return lines

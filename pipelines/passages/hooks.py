@@ -57,3 +57,36 @@ def report_section(part: dict[str, Any]) -> str:
         body += "<h3>Most repeated units</h3>" + table(
             part["top_units"], ["occurrences", "first_seen_in", "excerpt"], left=("first_seen_in", "excerpt"))
     return f"<h2>{esc(REPORT_TITLE)}</h2>\n{body}\n"
+
+
+def inspect_annotations(row: dict[str, Any]) -> list[str]:
+    """``jobs/inspect.py --doc-id``: the spans the stage cut from the document (kept or removed whole), each
+    with its kind and the document it was first seen in.
+
+    Args:
+        row: the document's row in the stage's output table or ``removed`` (``passages_removed``:
+            ``start``, ``end`` in code points of the stage's input text, ``kind``, ``first_seen_in``).
+
+    Returns:
+        Lines, ``[]`` when nothing was cut.
+
+    >>> span = {"start": 6, "end": 18, "kind": "exact", "first_seen_in": "d1"}
+    >>> inspect_annotations({"passages_removed": [span]})
+    ['passages: 1 span cut (12 chars)', '  exact 6-18 (12 chars), first seen in d1']
+    """
+    from pipelines.passages.transform import SPANS_COLUMN
+
+    spans = sorted(row.get(SPANS_COLUMN) or [], key=lambda s: s["start"])
+    if not spans:
+        return []
+    total = sum(s["end"] - s["start"] for s in spans)
+    lines = [f"passages: {len(spans)} span{'' if len(spans) == 1 else 's'} cut ({total} chars)"]
+    lines += [f"  {s['kind']} {s['start']}-{s['end']} ({s['end'] - s['start']} chars),"
+              f" first seen in {s['first_seen_in']}" for s in spans[:MAX_NOTES]]
+    if len(spans) > MAX_NOTES:
+        lines.append(f"  ... and {len(spans) - MAX_NOTES} more")
+    return lines
+
+
+MAX_NOTES = 10
+"""Spans listed one by one by :func:`inspect_annotations`; the rest are counted."""

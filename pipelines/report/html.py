@@ -23,35 +23,103 @@ HIST_MARGINS = {"left": 0.68, "right": 0.12, "bottom": 0.42, "top": 0.27}
 7 pt x tick labels with the offset text below them (``1e8``) and the 9 pt title."""
 
 
-def histogram(values: list[float], title: str, fmt: str, bins: int, lines: list[dict[str, Any]] = (), log_y: bool = False) -> str:
-    """An ``<img>`` of a histogram of ``values`` with a vertical line per threshold in ``lines``."""
-    import numpy as np
+KEPT_COLOR = "#0072B2"
+REMOVED_COLOR = "#E69F00"
+"""Kept and removed documents: blue and orange of the Okabe-Ito palette (Okabe & Ito, "Color Universal
+Design", 2008), told apart by readers with any of the common colour-vision deficiencies; the removed
+part is also hatched, and the two differ in lightness, so a grey print tells them apart too."""
 
+THRESHOLD_COLOR = "#000000"
+"""Threshold lines and arrows: black, apart from both data colours."""
+
+
+def histogram(values: list[float] | dict[str, list[float]], title: str, fmt: str, bins: int,
+              lines: list[dict[str, Any]] = (), log_y: bool = False) -> str:
+    """An ``<img>`` of a histogram of ``values``, the x-axis spanning the data, with the thresholds in ``lines``.
+
+    Args:
+        values: one series, or ``{"kept": [...], "removed": [...]}``: the two stacked over the same bins,
+            kept in :data:`KEPT_COLOR`, removed on top in :data:`REMOVED_COLOR`, hatched.
+        title: the plot's title (also its alt text).
+        fmt: ``svg`` or ``png``.
+        bins: bins over ``[min, max]`` of all values.
+        lines: thresholds ``{key, keeps, value}``: a dashed vertical line where the value lies within the
+            data, else an arrow at that edge of the axes pointing to it, labelled with the value (a line
+            at 100,000 drew the data of a 0-2,000 signal into one bar).
+        log_y: a log-scaled count axis (token lengths).
+
+    Returns:
+        The ``<img>`` element (``data:`` URI). The count axis has integer ticks.
+    """
+    import numpy as np
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
+
+    series = values if isinstance(values, dict) else {"": values}
+    arrays = {k: np.asarray(v, dtype=np.float64) for k, v in series.items()}
+    edges = np.histogram_bin_edges(np.concatenate(list(arrays.values())), bins=bins)
     fig, ax = new_figure(HIST_MARGINS)
-    # One filled step outline instead of ax.hist's one Rectangle per bin (bins of equal width, no
-    # gaps: it looks the same); the bins are np.histogram's over [min, max], as ax.hist's.
-    counts, edges = np.histogram(np.asarray(values, dtype=np.float64), bins=bins)
-    # On a log axis an area down to 0 has no finite bottom: it starts at 0.5 documents, below the lowest
-    # non-empty bin (1 document), so a bin of one document still shows.
-    ax.stairs(counts, edges, fill=True, color="#4C78A8", baseline=0.5 if log_y else 0)
-    for t in lines:
-        # A legend, not text along the line: rotated labels ran over the bars and off the axes.
-        ax.axvline(t["value"], color="#E45756", linestyle="--", linewidth=1.2,
-                   label=f"{t['key'].rsplit('.', 1)[-1]}: {t['keeps']} {t['value']:g} kept")
-    if lines:
-        ax.legend(fontsize=7, loc="best", frameon=True, framealpha=0.85)
+    # One filled step outline per series instead of ax.hist's one Rectangle per bin. On a log axis an area
+    # down to 0 has no finite bottom: it starts at 0.5 documents, below a bin of one document.
+    bottom = np.full(len(edges) - 1, 0.5 if log_y else 0.0)
+    handles = []
+    for name, arr in arrays.items():
+        counts = np.histogram(arr, bins=edges)[0] + bottom
+        removed = name == "removed"
+        ax.stairs(counts, edges, baseline=bottom, fill=True, facecolor=REMOVED_COLOR if removed else KEPT_COLOR,
+                  edgecolor="#333333" if removed else KEPT_COLOR, hatch="///" if removed else None, linewidth=0.6)
+        if name:
+            handles.append(Patch(facecolor=REMOVED_COLOR if removed else KEPT_COLOR, hatch="///" if removed else None,
+                                 edgecolor="#333333" if removed else KEPT_COLOR, label=f"{name} ({len(arr)})"))
+        bottom = counts
+    lo, hi = float(edges[0]), float(edges[-1])
+    pad = (hi - lo) * 0.02 or 0.5
+    ax.set_xlim(lo - pad, hi + pad)
+    _thresholds(ax, lines, lo - pad, hi + pad, handles)
+    if handles:
+        ax.legend(handles=handles, fontsize=7, loc="best", frameon=True, framealpha=0.85)
     if log_y:
         ax.set_yscale("log")
+    else:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(title, fontsize=9)
     ax.set_ylabel("documents", fontsize=8)
     ax.tick_params(labelsize=7)
     return img(figure_uri(fig, fmt), title)
 
 
+def _thresholds(ax: Any, lines: Any, lo: float, hi: float, handles: list[Any]) -> None:
+    """Each threshold of ``lines`` as a dashed line within ``[lo, hi]`` (added to ``handles``), else as an
+    arrow at the left or right edge pointing towards it, labelled with its value."""
+    from matplotlib.lines import Line2D
+
+    stacked = {"left": 0, "right": 0}
+    for t in lines:
+        label = f"{t['key'].rsplit('.', 1)[-1]}: {t['keeps']} {t['value']:g} kept"
+        if lo <= t["value"] <= hi:
+            # A legend, not text along the line: rotated labels ran over the bars and off the axes.
+            ax.axvline(t["value"], color=THRESHOLD_COLOR, linestyle="--", linewidth=1.1)
+            handles.append(Line2D([], [], color=THRESHOLD_COLOR, linestyle="--", linewidth=1.1, label=label))
+            continue
+        side = "right" if t["value"] > hi else "left"
+        y = 0.9 - 0.12 * stacked[side]
+        stacked[side] += 1
+        tip, tail = (0.995, 0.93) if side == "right" else (0.005, 0.07)
+        ax.annotate("", xy=(tip, y), xytext=(tail, y), xycoords="axes fraction",
+                    arrowprops={"arrowstyle": "-|>", "color": THRESHOLD_COLOR, "linewidth": 1.1})
+        ax.annotate(f"{label} (off the axis)", xy=(tail, y),
+                    xycoords="axes fraction", ha="right" if side == "right" else "left", va="center",
+                    fontsize=6.5, xytext=(-3 if side == "right" else 3, 0), textcoords="offset points",
+                    bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
+
+
 def bars(labels: list[str], values: list[float], title: str, fmt: str, ylabel: str = "documents") -> str:
-    """An ``<img>`` of a bar chart (one bar per label, in the given order)."""
+    """An ``<img>`` of a bar chart (one bar per label, in the given order); the count axis has integer ticks."""
+    from matplotlib.ticker import MaxNLocator
+
     fig, ax = new_figure()
-    ax.bar(range(len(values)), values, color="#4C78A8")
+    ax.bar(range(len(values)), values, color=KEPT_COLOR)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xticks(range(len(values)), [str(x)[:24] for x in labels], rotation=60, ha="right", fontsize=7)
     ax.set_title(title, fontsize=9)
     ax.set_ylabel(ylabel, fontsize=8)
@@ -142,16 +210,19 @@ def _filter_breakdown(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     return section("Filter by source and profile", body)
 
 
-def _signals(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+def signals_section(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
+    """The quality-signal histograms' section of the page from ``stats["signal_values"]`` and
+    ``stats["signals"]`` alone (the report stage draws it while its Spark queries run), or None."""
     if not stats["signal_values"]:
         return None
     from pipelines.filter.report import constant_signals
 
-    const = constant_signals(stats["signal_values"])
+    both = {c: v["kept"] + v["removed"] for c, v in stats["signal_values"].items()}
+    const = constant_signals(both)
     plots = [histogram(v, c, fmt, bins, stats["signals"][c]["thresholds"]) for c, v in sorted(stats["signal_values"].items())
-             if v and c not in const]
+             if both[c] and c not in const]
     notes = "".join(f"<li><code>{esc(c)}</code> = {esc(_fmt(v))} for every sampled document</li>" for c, v in sorted(const.items()))
-    return section("Quality signals (kept and filter-removed, seeded sample; dashed: thresholds)",
+    return section("Quality signals (kept and filter-removed, seeded sample; dashed or arrow: thresholds)",
                     '<div class="plots">' + "".join(plots) + "</div>" + (f"<ul>{notes}</ul>" if notes else ""))
 
 
@@ -250,16 +321,23 @@ def _warnings(stats: dict[str, Any], fmt: str, bins: int) -> str | None:
     return section("Warnings", "<ul>" + "".join(f"<li>filter: {esc(x)}</li>" for x in lines) + "</ul>")
 
 
-_PARTS = (_warnings, _funnel, _stages, _removals, _filter_breakdown, _signals, _language_mix, _clusters, _refs, _contamination,
+_PARTS = (_warnings, _funnel, _stages, _removals, _filter_breakdown, signals_section, _language_mix, _clusters, _refs, _contamination,
           _pii, _token_lengths, _round_trip, _shards, _figures)
 """The page's sections in order; each returns its HTML, or None when the run has nothing for it."""
 
 
-def render_html(stats: dict[str, Any], cfg: WinnowConfig) -> str:
-    """The report page for ``stats``: one self-contained HTML document (UTF-8 text)."""
+def render_html(stats: dict[str, Any], cfg: WinnowConfig, drawn: dict[str, str | None] | None = None) -> str:
+    """The report page for ``stats``: one self-contained HTML document (UTF-8 text).
+
+    Args:
+        drawn: sections already drawn from the same ``stats``, by the name of the function that draws
+            them (``{"signals_section": html}``), used as they are.
+    """
     fmt, bins = cfg.report.plot_format, cfg.report.hist_bins
+    drawn = drawn or {}
     out = _header(stats)
-    out += [html for html in (part(stats, fmt, bins) for part in _PARTS) if html is not None]
+    parts = (drawn[part.__name__] if part.__name__ in drawn else part(stats, fmt, bins) for part in _PARTS)
+    out += [html for html in parts if html is not None]
     out += [render(stats[name]) for name, render in hooks.each("report_section", PACKAGES) if name in stats]
     out.append(section(f"Sampled removed documents (seed {stats['run']['seed']}, up to {cfg.report.samples_per_reason} per reason)",
                         _samples_html(stats["samples"])))

@@ -48,24 +48,30 @@ def signal_columns(df: DataFrame) -> list[str]:
     return sorted(out)
 
 
-def signal_sample(spark: SparkSession, cfg: WinnowConfig) -> tuple[dict[str, list[float]], dict[str, list[dict[str, Any]]]]:
+def signal_sample(spark: SparkSession, cfg: WinnowConfig) -> tuple[dict[str, dict[str, list[float]]],
+                                                                    dict[str, list[dict[str, Any]]]]:
     """A seeded sample of the filter's signals, over kept and filter-removed documents together.
 
     Returns:
-        ``(values, thresholds)``: signal -> sampled values (nulls dropped), signal -> its thresholds.
+        ``(values, thresholds)``: signal -> ``{"kept": [...], "removed": [...]}`` sampled values (nulls
+        dropped; the sample is drawn over both, so their sizes keep the run's proportion), signal -> its
+        thresholds.
     """
     kept = read_if_exists(spark, cfg, "filtered")
     if kept is None:
         return {}, {}
     cols = signal_columns(kept)
     sel = [F.col(c).alias(c) for c in cols]
-    frames = [kept.select("doc_id", *sel)]
+    frames = [kept.select("doc_id", F.lit(False).alias("_removed"), *sel)]
     removed = read_if_exists(spark, cfg, "removed")
     if removed is not None and set(signal_columns(removed)) >= set(cols):
-        frames.append(removed.where(F.col("stage") == "filter").select("doc_id", *sel))
+        frames.append(removed.where(F.col("stage") == "filter").select("doc_id", F.lit(True).alias("_removed"), *sel))
     both = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-    pdf = both.orderBy(seeded_order(cfg.run.seed)).limit(cfg.report.hist_sample_rows).select(*[f"`{c}`" for c in cols]).toPandas()
-    values = {c: [float(x) for x in pdf[c].dropna().tolist()] for c in cols}
+    pdf = (both.orderBy(seeded_order(cfg.run.seed)).limit(cfg.report.hist_sample_rows)
+           .select("_removed", *[f"`{c}`" for c in cols]).toPandas())
+    gone = pdf["_removed"].astype(bool)
+    values = {c: {"kept": [float(x) for x in pdf[c][~gone].dropna().tolist()],
+                  "removed": [float(x) for x in pdf[c][gone].dropna().tolist()]} for c in cols}
     return values, {c: profile_thresholds(cfg.filter, c) for c in cols}
 
 

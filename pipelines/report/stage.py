@@ -210,14 +210,18 @@ def removals(spark: SparkSession, cfg: WinnowConfig, totals: dict[str, list[dict
     return sorted(out, key=lambda r: (STAGES.index(r["stage"]) if r["stage"] in STAGES else 99, r["reason"]))
 
 
-def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
-    """Everything the report shows, as one JSON-serialisable dict (the content of ``stats.json``)."""
+def collect_stats(spark: SparkSession, cfg: WinnowConfig, signals: tuple[Any, Any] | None = None) -> dict[str, Any]:
+    """Everything the report shows, as one JSON-serialisable dict (the content of ``stats.json``).
+
+    Args:
+        signals: :func:`signal_sample` of this run when the caller has it (else queried here).
+    """
     from pipelines.decontam.report import contamination  # imports pyspark-heavy stage code; only here
 
     manifest = read_manifest(spark, cfg)
     totals, removed, groups = table_totals(spark, cfg), removed_totals(spark, cfg), filter_groups(spark, cfg)
     documents = (totals.get("documents") or [{}])[0]
-    values, thr = signal_sample(spark, cfg)
+    values, thr = signals if signals is not None else signal_sample(spark, cfg)
     records = stage_records(spark, cfg)
     tokenized = read_if_exists(spark, cfg, "tokenized")
     tok_props = tables.table_properties(spark, cfg.table_path("tokenized")) if tokenized is not None else {}
@@ -227,8 +231,7 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
         "funnel": funnel(spark, cfg, manifest, totals),
         "removals": removals(spark, cfg, totals, removed),
         "filter_breakdown": filter_breakdown(spark, cfg, documents.get("flagged"), groups),
-        "signals": {c: {"n": len(v), "thresholds": thr[c]} for c, v in values.items()},
-        "signal_values": values,
+        **signal_part(values, thr),
         "language_mix": language_mix(spark, cfg, groups),
         "cluster_sizes": cluster_sizes(spark, cfg),
         "broken_refs": broken_refs(spark, cfg),
@@ -249,6 +252,12 @@ def collect_stats(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
     if taken:
         raise ValueError(f"report_part hooks of {taken} would replace the report's own parts of the same names")
     return {**stats, **parts}
+
+
+def signal_part(values: dict[str, Any], thr: dict[str, Any]) -> dict[str, Any]:
+    """The ``signals`` and ``signal_values`` parts of ``stats.json`` from :func:`signal_sample`."""
+    return {"signals": {c: {"n": len(v["kept"]) + len(v["removed"]), "thresholds": thr[c]} for c, v in values.items()},
+            "signal_values": values}
 
 
 def package_parts(spark: SparkSession, cfg: WinnowConfig) -> dict[str, Any]:
@@ -273,7 +282,9 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         tables.MissingTableError: no ``documents`` table under ``run.root`` (ingest never ran there,
             or the root is mistyped): an empty report would look like a run that kept nothing.
     """
-    from pipelines.report.html import render_html
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pipelines.report.html import render_html, signals_section
 
     if not tables.table_exists(spark, cfg.table_path("documents")):
         raise tables.MissingTableError(
@@ -282,11 +293,17 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         )
     for name in REREAD_TABLES:
         read_if_exists(spark, cfg, name, cache_under_bytes=tables.SMALL_TABLE_BYTES)
-    try:
-        stats = collect_stats(spark, cfg)
-    finally:
-        tables.release_cached(spark)
-    html = render_html(stats, cfg)
+    # The signal histograms (most of the page's drawing: ~50 ms of matplotlib each, dozens of them) are
+    # drawn on a thread while the driver waits on the other parts' Spark queries.
+    with ThreadPoolExecutor(1, thread_name_prefix="winnow-report-draw") as pool:
+        try:
+            signals = signal_sample(spark, cfg)
+            fmt, bins = cfg.report.plot_format, cfg.report.hist_bins
+            drawing = pool.submit(signals_section, signal_part(*signals), fmt, bins)
+            stats = collect_stats(spark, cfg, signals)
+        finally:
+            tables.release_cached(spark)
+        html = render_html(stats, cfg, {"signals_section": drawing.result()})
     stats_path = marker_files(cfg, "report")[f"report/{chain.STATS}"]
     html_path = f"{cfg.report_path}/report.html"
     tables.write_text(spark, html_path, html)

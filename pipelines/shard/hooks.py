@@ -45,3 +45,13 @@ def check_upstream(cfg: WinnowConfig, stage: str, extra: Callable[[], dict[str, 
     from pipelines.shard.mix_check import check_ingested_sources
 
     return check_ingested_sources(cfg.shard.mix, extra())
+
+
+def clear_outputs(cfg: WinnowConfig) -> None:
+    """When the stage does not run because an earlier stage of the run left no document: retract the shards,
+    MDS indexes, blend files and ``manifest.json`` an earlier run published under the shard root, so no
+    stale shard set looks like this run's (``verify`` then finds no manifest)."""
+    from pipelines.shard.stage import _output_dirs, _retract_previous
+
+    root, local, remote = _output_dirs(cfg)
+    _retract_previous(cfg, root, local, remote)

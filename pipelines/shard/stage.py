@@ -161,7 +161,26 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
                "shuffle_quality": manifest["shuffle_quality"], "upload": upload_stats,
                "shards_requested": sum(written.requested.values()), **({"mix": mix} if mix is not None else {})},
         notes=mix_notes(mix),
+        detail=split_figures(manifest),
     )
+
+
+def split_figures(manifest: dict[str, Any]) -> str:
+    """The shard stage's end-line figures: shards, tokens and MDS samples per split of ``manifest``.
+
+    >>> split_figures({"splits": {"train": {"shards": 2, "tokens": 99985, "mds_samples": 194},
+    ...                           "validation": {"shards": 1, "tokens": 5023, "mds_samples": 1}}})
+    'train: 2 shards, 99,985 tokens, 194 samples; validation: 1 shard, 5,023 tokens, 1 sample'
+    """
+    from pipelines.core.words import plural
+
+    parts = []
+    for name, s in (manifest.get("splits") or {}).items():
+        figures = [plural(int(s["shards"]), "shard"), plural(int(s["tokens"]), "token")]
+        if s.get("mds_samples") is not None:
+            figures.append(plural(int(s["mds_samples"]), "sample"))
+        parts.append(f"{name}: {', '.join(figures)}")
+    return "; ".join(parts)
 
 
 def _retract_previous(cfg: WinnowConfig, root: str, local: Path, remote: bool) -> None:

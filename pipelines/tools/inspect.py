@@ -16,11 +16,12 @@ from pipelines.core import chain, tables
 from pipelines.core.chain import STAGES
 from pipelines.core.config import WinnowConfig
 from pipelines.core.samples import printable, reason_matches, row_signals, seeded_order, truncate
-from pipelines.core.tables import read_if_exists
 from pipelines.pii.inspect import (  # noqa: F401  (re-exported: callers use pipelines.tools.inspect)
     mark_pii,
     sample_pii,
 )
+from pipelines.tools.doc_path import doc_path  # noqa: F401  (re-exported: callers use pipelines.tools.inspect)
+from pipelines.tools.doc_path import shard_place as _shard_place  # noqa: F401  (re-exported, as above)
 
 
 def sample(
@@ -124,71 +125,6 @@ def _sample_quarantine(spark: SparkSession, cfg: WinnowConfig, reason: str | Non
         "signals": {"detail": r["detail"]} if r["detail"] else {},
         "text": truncate(r["excerpt"] or "", text_chars), "n_chars": len(r["excerpt"] or ""),
     } for r in rows]
-
-
-def doc_path(spark: SparkSession, cfg: WinnowConfig, doc_id: str) -> list[dict[str, Any]]:
-    """Where document ``doc_id`` went at each stage whose table exists.
-
-    Returns:
-        One row per stage in chain order: ``{stage, status, detail}`` with status ``kept`` (in the
-        stage's output table), ``removed`` (reasons and ``duplicate_of`` in detail), ``absent`` (in
-        neither: removed earlier, or not in this run) or ``not run`` (no table).
-    """
-    removed = read_if_exists(spark, cfg, "removed")
-    removals = {}
-    if removed is not None:
-        for r in removed.where(F.col("doc_id") == doc_id).select("stage", "reason", "duplicate_of").collect():
-            removals[r["stage"]] = r
-    out = []
-    for stage, table in chain.main_tables():
-        names = (table,)
-        df = read_if_exists(spark, cfg, table)
-        if stage in removals:
-            r = removals[stage]
-            detail = ", ".join(r["reason"] or []) + (f"; duplicate of {r['duplicate_of']}" if r["duplicate_of"] else "")
-            out.append({"stage": stage, "status": "removed", "detail": detail})
-        elif df is None:
-            out.append({"stage": stage, "status": "not run", "detail": f"no {names[0]} table"})
-        elif df.where(F.col("doc_id") == doc_id).limit(1).count():
-            out.append({"stage": stage, "status": "kept", "detail": names[0]})
-        else:
-            out.append({"stage": stage, "status": "absent", "detail": f"not in {names[0]}"})
-    if out and out[-1]["status"] == "kept":
-        source = df.where(F.col("doc_id") == doc_id).select("source").first()["source"] if df is not None else None
-        out.append(_shard_place(cfg, doc_id, source))
-    return out
-
-
-def _shard_place(cfg: WinnowConfig, doc_id: str, source: str | None = None) -> dict[str, Any]:
-    """The shard set a tokenized document went to, from the manifest's split cut and its ``mix`` block.
-
-    Status: ``validation``; ``train`` (one copy); ``repeated`` (n copies in train, n in detail);
-    ``not selected`` (downsampled away by ``shard.mix``).
-    """
-    import hashlib
-    import json
-
-    from pipelines.core import storage
-
-    try:
-        manifest = json.loads(storage.get_bytes(cfg.shard_root, chain.MANIFEST, cfg.shard.storage))
-    except Exception as e:
-        if storage.is_not_found(e):
-            return {"stage": "shard", "status": "not run", "detail": f"no {chain.MANIFEST} under {cfg.shard_root}"}
-        raise
-    cut = (manifest.get("split") or {}).get("cut")
-    key = hashlib.sha256(f"{manifest['seed']}:validation:{doc_id}".encode()).hexdigest()
-    held = cut is not None and key < cut
-    mix = (manifest.get("mix") or {}).get(source or "")
-    if mix is not None and not held:
-        from pipelines.shard.mix import copies
-
-        n = copies(int(manifest["seed"]), doc_id, int(mix["full_passes"]), int(mix["pick_cut"]))
-        status = "not selected" if n == 0 else "repeated" if n > 1 else "train"
-        return {"stage": "shard", "status": status,
-                "detail": f"train/ shard set: {n} copies (source {source!r}, epochs {mix['epochs_asked']:.6g})"}
-    return {"stage": "shard", "status": "validation" if held else "train",
-            "detail": f"{'validation' if held else 'train'}/ shard set (split key {key[:12]}..., cut {str(cut)[:12]}...)"}
 
 
 def format_sample(rows: list[dict[str, Any]], header: str) -> str:

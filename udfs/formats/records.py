@@ -282,15 +282,40 @@ def sectioned_text(obj: Any, text_path: str, heading_path: str) -> Any:
     return out
 
 
+BINARY_MAGIC = {b"PK\x03\x04": "a zip archive", b"%PDF-": "a PDF document", b"\x89PNG": "a PNG image",
+                b"\xff\xd8\xff": "a JPEG image", b"\x7fELF": "an executable",
+                b"SQLite format 3": "an SQLite database"}
+"""Magic numbers of binary files that end up under a text name (file(1)'s magic database)."""
+
+MAX_UNDECODABLE_SHARE = 0.1
+"""Share of the first bytes that are not UTF-8 (or are control bytes other than whitespace and ESC) above
+which a file without NUL bytes is still called binary; legacy 8-bit text stays well under it."""
+
+
 def looks_like(head: bytes) -> str:
     """What the first bytes of a file look like, for messages about a file read with the wrong
-    format (magic numbers: gzip RFC 1952, zstd RFC 8878, bzip2, xz, Parquet ``PAR1``, WARC)."""
+    format (magic numbers: gzip RFC 1952, zstd RFC 8878, bzip2, xz, Parquet ``PAR1``, WARC, and
+    :data:`BINARY_MAGIC`).
+
+    A NUL byte in the first 8,000 bytes makes a file binary, as git decides (``buffer_is_binary``); so
+    does a share of undecodable or control bytes over :data:`MAX_UNDECODABLE_SHARE`.
+
+    >>> looks_like(bytes(range(256)))
+    'binary data (not text)'
+    >>> looks_like(b"PK\x03\x04rest")
+    'binary data (a zip archive)'
+    """
     magic = {b"\x1f\x8b": "gzip-compressed data", b"\x28\xb5\x2f\xfd": "zstd-compressed data",
              b"BZh": "bzip2-compressed data", b"\xfd7zXZ": "xz-compressed data", b"PAR1": "parquet",
              b"WARC/": "warc"}
     for m, name in magic.items():
         if head.startswith(m):
             return name
+    for m, name in BINARY_MAGIC.items():
+        if head.startswith(m):
+            return f"binary data ({name})"
+    if _is_binary(head):
+        return "binary data (not text)"
     s = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:4096].decode("utf-8", "replace")
     first = s.split("\n", 1)[0].strip()
     if s.startswith("["):
@@ -313,3 +338,16 @@ def looks_like(head: bytes) -> str:
         if len(lines) > 1 and len({x.count(sep) for x in lines[:-1]}) == 1 and lines[0].count(sep):
             return name
     return "plain text"
+
+
+def _is_binary(head: bytes) -> bool:
+    """A NUL byte in the first 8,000 bytes, or more than :data:`MAX_UNDECODABLE_SHARE` of the first
+    4,096 bytes undecodable as UTF-8 or control bytes other than tab, newlines, form feed and ESC."""
+    if b"\x00" in head[:8000]:
+        return True
+    sample = head[:4096]
+    if not sample:
+        return False
+    text = sample.decode("utf-8", "replace")
+    bad = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\f\x1b"))
+    return bad > MAX_UNDECODABLE_SHARE * len(text)
