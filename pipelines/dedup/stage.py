@@ -406,7 +406,8 @@ def _near_components(
     result.cached.append(scored)
     result.n_edges = scored.where("keep").count()
     edges = scored.where("keep").select("src", "dst")
-    comp = connected_components(edges, max_iterations=d.max_cc_iterations, checkpoint_dir=checkpoint_dir)
+    comp = connected_components(edges, max_iterations=d.max_cc_iterations, checkpoint_dir=checkpoint_dir,
+                                local_max_edges=BROADCAST_MAX_ROWS)
     if reference is None:
         comp = comp.withColumn("is_ref", F.lit(False))
     else:
