@@ -8,7 +8,8 @@ from pyspark.testing import assertDataFrameEqual
 from pipelines.dedup.components import ComponentsDidNotConverge, connected_components
 
 
-def test_components_of_chain_star_cycle_and_pair(spark):
+@pytest.mark.parametrize("local_max_edges", [0, 100])
+def test_components_of_chain_star_cycle_and_pair(spark, local_max_edges):
     edges = [
         # a long chain in scrambled order: needs several rounds
         ("n5", "n3"), ("n3", "n9"), ("n9", "n1"), ("n1", "n7"), ("n7", "n2"), ("n2", "n8"),
@@ -22,7 +23,15 @@ def test_components_of_chain_star_cycle_and_pair(spark):
     expected = [(n, "n1") for n in ("n1", "n2", "n3", "n5", "n7", "n8", "n9")]
     expected += [(n, "s1") for n in ("s1", "s2", "s3", "s5")]
     expected += [(n, "c1") for n in ("c1", "c2", "c3")] + [("p1", "p1"), ("p2", "p1")]
-    assertDataFrameEqual(connected_components(df), expected, checkRowOrder=False)
+    got = connected_components(df, local_max_edges=local_max_edges)
+    assertDataFrameEqual(got, expected, checkRowOrder=False)
+
+
+def test_local_limit_one_below_the_edge_count_runs_distributed(spark):
+    df = spark.createDataFrame([("b", "a"), ("c", "b")], "src string, dst string")
+    expected = [("a", "a"), ("b", "a"), ("c", "a")]
+    assertDataFrameEqual(connected_components(df, local_max_edges=1), expected, checkRowOrder=False)
+    assertDataFrameEqual(connected_components(df, local_max_edges=2), expected, checkRowOrder=False)
 
 
 def test_not_converged_and_missing_columns(spark):

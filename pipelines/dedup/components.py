@@ -11,14 +11,16 @@ Kiveris, Lattanzi, Mirrokni, Rastogi, Vassilvitskii, "Connected Components in Ma
 until the edge set stops changing. The graph is then a forest of stars whose centres are the smallest
 node of each component, i.e. every edge is ``(node, component_id)``. O(log² n) rounds in theory, a
 handful in practice. Everything is DataFrame joins and aggregations: no collect to the driver, no
-single-task union-find. Each round's edges are checkpointed (``checkpoint`` into a reliable folder,
-or ``localCheckpoint``) so the lineage, and so the query plan, stays one round deep.
+single-task union-find, except for an edge set small enough to collect (``local_max_edges``), which a
+union-find on the driver joins in one pass. Each round's edges are checkpointed (``checkpoint`` into a
+reliable folder, or ``localCheckpoint``) so the lineage, and so the query plan, stays one round deep.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from pipelines.core.chain import require_columns
 
@@ -62,8 +64,29 @@ def _small_star(directed: DataFrame) -> DataFrame:
     return out.select(F.greatest("x", "y").alias("a"), F.least("x", "y").alias("b")).distinct()
 
 
+def _local_components(pairs: list[tuple], dtype: T.DataType, spark: SparkSession) -> DataFrame:
+    """Union-find over a few edges on the driver; same output as the distributed rounds."""
+    parent: dict = {}
+
+    def find(x):
+        root = x
+        while parent.setdefault(root, root) != root:
+            root = parent[root]
+        while parent[x] != root:  # path compression
+            parent[x], x = root, parent[x]
+        return root
+
+    for a, b in pairs:
+        ra, rb = find(a), find(b)
+        if ra != rb:  # the smaller root wins, so every root ends as its component's smallest node
+            parent[max(ra, rb)] = min(ra, rb)
+    rows = sorted((node, find(node)) for node in parent)
+    schema = T.StructType([T.StructField("node", dtype), T.StructField("component", dtype)])
+    return spark.createDataFrame(rows, schema)
+
+
 def connected_components(
-    edges: DataFrame, *, max_iterations: int = 40, checkpoint_dir: str | None = None
+    edges: DataFrame, *, max_iterations: int = 40, checkpoint_dir: str | None = None, local_max_edges: int = 0
 ) -> DataFrame:
     """Connected components of an undirected graph given as an edge list.
 
@@ -72,6 +95,9 @@ def connected_components(
             duplicates and self-loops are ignored. Nodes without edges are not in the output.
         max_iterations: rounds (one large-star + one small-star each) before giving up.
         checkpoint_dir: reliable checkpoint folder; None = ``localCheckpoint`` (executor storage).
+        local_max_edges: when the distinct edges number at most this many, they are collected and
+            joined with a union-find on the driver (one Spark job instead of two per round, and no
+            checkpoints); 0 = always distributed.
 
     Returns:
         DataFrame ``node``, ``component``: one row per node that has an edge, ``component`` = the
@@ -89,6 +115,10 @@ def connected_components(
         .select(F.greatest("src", "dst").alias("a"), F.least("src", "dst").alias("b"))
         .distinct()
     )
+    if local_max_edges > 0:
+        few = cur.limit(local_max_edges + 1).collect()
+        if len(few) <= local_max_edges:
+            return _local_components([(r["a"], r["b"]) for r in few], cur.schema["a"].dataType, edges.sparkSession)
     cur = _checkpoint(cur, checkpoint_dir)
     prev = _fingerprint(cur)
     for _ in range(max_iterations):

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from pipelines.core import chain, tables
 from pipelines.core.config import ConfigError, WinnowConfig
@@ -119,14 +120,16 @@ def _signature_batches(batches: Iterator[pa.RecordBatch], s: SignatureSettings) 
         sig_bytes = sig.astype("<u4").tobytes()
         width = s.num_perm * 4
         sig_arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(np.arange(0, (n + 1) * width, width, dtype=np.int32).tobytes()), pa.py_buffer(sig_bytes)])
-        yield pa.record_batch([batch.column("doc_id"), band_arr, sig_arr], names=list(BAND_COLUMNS))
+        kept = [name for name in batch.schema.names if name != "text"]
+        yield pa.record_batch([batch.column(name) for name in kept] + [band_arr, sig_arr], names=[*kept, "bands", "signature"])
 
 
 def signatures(df: DataFrame, s: SignatureSettings) -> DataFrame:
-    """``doc_id, text`` -> ``doc_id, bands array<bigint>, signature binary`` (one ``mapInArrow`` pass)."""
-    return df.select("doc_id", "text").mapInArrow(
-        lambda it: _signature_batches(it, s), "doc_id string, bands array<bigint>, signature binary"
-    )
+    """``doc_id, text`` (+ any other columns) -> the same columns without ``text``, plus ``bands
+    array<bigint>`` and ``signature binary`` (one ``mapInArrow`` pass; other columns pass through)."""
+    kept = [f for f in df.schema.fields if f.name != "text"]
+    schema = T.StructType([*kept, T.StructField("bands", T.ArrayType(T.LongType())), T.StructField("signature", T.BinaryType())])
+    return df.mapInArrow(lambda it: _signature_batches(it, s), schema)
 
 
 def _sig_matrix(col: pa.Array, num_perm: int) -> np.ndarray:
@@ -138,7 +141,11 @@ def _sig_matrix(col: pa.Array, num_perm: int) -> np.ndarray:
 
 def _jaccard_batches(batches: Iterator[pa.RecordBatch], s: SignatureSettings, exact: bool) -> Iterator[pa.RecordBatch]:
     for batch in batches:
-        est = minhash.estimated_jaccard(_sig_matrix(batch.column("sig_a"), s.num_perm), _sig_matrix(batch.column("sig_b"), s.num_perm))
+        names = batch.schema.names
+        if "sig_a" in names:
+            est = minhash.estimated_jaccard(_sig_matrix(batch.column("sig_a"), s.num_perm), _sig_matrix(batch.column("sig_b"), s.num_perm))
+        else:  # exact check without reference documents: every pair has both texts
+            est = np.full(batch.num_rows, np.nan)
         if exact:
             ta, tb = batch.column("text_a"), batch.column("text_b")
             both = np.asarray(pc.and_(ta.is_valid(), tb.is_valid()).to_numpy(zero_copy_only=False))
@@ -182,6 +189,12 @@ def exact_key(d: DedupConfig) -> Column:
 
 
 # ------------------------------------------------------------------------------------- transform
+BROADCAST_MAX_ROWS = 200_000
+"""Largest number of rows of a small side (clustered documents, candidate documents) that is broadcast
+to the tasks that scan the documents, so the full texts are never shuffled; above it, a shuffle join.
+About 150 bytes a row: 200,000 rows stay near Spark's 10 MB ``autoBroadcastJoinThreshold`` x 3."""
+
+
 @dataclass
 class NearResult:
     """Byproducts of :func:`annotate` that :func:`run` writes or reports."""
@@ -190,6 +203,8 @@ class NearResult:
     large_buckets: list[dict] | None = None
     n_candidate_edges: int = 0
     n_edges: int = 0
+    clustered: DataFrame | None = None
+    n_clustered: int = 0
     cached: list[DataFrame] = field(default_factory=list)
 
     def unpersist(self) -> None:
@@ -197,6 +212,19 @@ class NearResult:
         for df in self.cached:
             df.unpersist()
         self.cached.clear()
+
+
+def _small(df: DataFrame, n_rows: int) -> DataFrame:
+    """``df`` with a broadcast hint when it holds at most :data:`BROADCAST_MAX_ROWS` rows."""
+    return F.broadcast(df) if n_rows <= BROADCAST_MAX_ROWS else df
+
+
+def _policy_columns(d: DedupConfig) -> list[str]:
+    if d.representative == "longest":
+        return ["n_chars"]
+    if d.representative.startswith("max:"):
+        return [d.representative[4:]]
+    return []
 
 
 def annotate(
@@ -209,6 +237,11 @@ def annotate(
     result: NearResult | None = None,
 ) -> DataFrame:
     """Mark every document with its duplicate cluster (exact and near).
+
+    The texts are read in one pass (exact key and signatures together); everything after it (exact
+    groups, LSH buckets, connected components, representatives) works on narrow rows without texts; the
+    false-positive check reads back the texts of candidate documents only, and the annotation is joined
+    to the documents once, from the clustered documents alone.
 
     Args:
         df: documents; needs ``doc_id`` (unique), ``text`` (+ the policy column).
@@ -232,20 +265,30 @@ def annotate(
     settings = SignatureSettings.from_config(d, seed)
     result = result if result is not None else NearResult()
     order = policy_order(d.representative)
+    pol = [c for c in _policy_columns(d) if c != "doc_id"]
 
+    key = exact_key(d) if d.exact else F.col("doc_id")
+    narrow = df.select("doc_id", key.alias("_xkey"), *pol, *(["text"] if d.near else []))
+    if d.near:
+        narrow = signatures(narrow, settings).persist(StorageLevel.MEMORY_AND_DISK)
+        result.signatures = narrow.select(*BAND_COLUMNS)
+        result.cached.append(narrow)
+    cols = ["doc_id", "_xkey", *pol, *(["bands"] if d.near else [])]
     if d.exact:
-        w = Window.partitionBy("_xkey").orderBy(*order)
-        keyed = df.withColumn("_xkey", exact_key(d)).withColumn("_xrep", F.first("doc_id").over(w))
+        keyed = narrow.select(*cols).withColumn("_xrep", F.first("doc_id").over(Window.partitionBy("_xkey").orderBy(*order)))
     else:
-        keyed = df.withColumn("_xkey", F.col("doc_id")).withColumn("_xrep", F.col("doc_id"))
-    keyed = keyed.persist(tables.TEXT_CACHE)
+        keyed = narrow.select(*cols).withColumn("_xrep", F.col("doc_id"))
+    keyed = keyed.persist(StorageLevel.MEMORY_AND_DISK)
     result.cached.append(keyed)
 
     if d.near:
-        comp = _near_components(keyed.where(F.col("doc_id") == F.col("_xrep")), d, settings, reference, checkpoint_dir, result)
+        reps = keyed.where(F.col("doc_id") == F.col("_xrep")).select("doc_id", "bands")
+        sig_of = narrow.select("doc_id", "signature")
+        comp = _near_components(reps, sig_of, df, d, settings, reference, checkpoint_dir, result)
     else:
         comp = None
 
+    keyed = keyed.select("doc_id", "_xkey", "_xrep", *pol)
     if comp is None:
         grouped = keyed.withColumn("_ckey", F.col("_xrep")).withColumn("_refrep", F.lit(None).cast("string")).withColumn("_nref", F.lit(0))
     else:
@@ -260,8 +303,9 @@ def annotate(
         )
     cw = Window.partitionBy("_ckey")
     cwo = Window.partitionBy("_ckey").orderBy(*order)
-    out = (
+    clustered = (
         grouped.withColumn("_size", (F.count(F.lit(1)).over(cw) + F.col("_nref")).cast("int"))
+        .where(F.col("_size") > 1)
         .withColumn("_min", F.min("doc_id").over(cw))
         .withColumn("_polrep", F.first("doc_id").over(cwo))
         .withColumn("_repkey", F.first("_xkey").over(cwo))
@@ -271,31 +315,52 @@ def annotate(
         .withColumn("is_representative", F.col("doc_id") == F.col("_rep"))
         .withColumn(
             "kind",
-            F.when(F.col("_size") == 1, F.lit(None).cast("string"))
-            .when(F.col("is_representative"), F.lit("representative"))
+            F.when(F.col("is_representative"), F.lit("representative"))
             .when(F.col("_refrep").isNull() & (F.col("_xkey") == F.col("_repkey")) & F.lit(d.exact), F.lit("exact"))
             .otherwise(F.lit("near")),
         )
         .withColumn("duplicate_of", F.when(~F.col("is_representative"), F.col("_rep")))
+        .select("doc_id", *ANNOTATION_COLUMNS)
+        .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    return out.select(*df.columns, *ANNOTATION_COLUMNS)
+    result.cached.append(clustered)
+    result.clustered = clustered
+    result.n_clustered = clustered.count()
+    joined = df.join(_small(clustered, result.n_clustered).withColumnRenamed("doc_id", "_cdoc"),
+                     F.col("doc_id") == F.col("_cdoc"), "left")
+    found = F.col("_cdoc").isNotNull()
+    out = joined.select(
+        *df.columns,
+        F.coalesce("cluster_id", "doc_id").alias("cluster_id"),
+        F.when(found, F.col("cluster_size")).otherwise(F.lit(1)).alias("cluster_size"),
+        F.when(found, F.col("is_representative")).otherwise(F.lit(True)).alias("is_representative"),
+        F.col("kind"),
+        F.col("duplicate_of"),
+    )
+    return out
 
 
 def _near_components(
     reps: DataFrame,
+    sig_of: DataFrame,
+    texts: DataFrame,
     d: DedupConfig,
     s: SignatureSettings,
     reference: DataFrame | None,
     checkpoint_dir: str | None,
     result: NearResult,
 ) -> DataFrame:
-    """Connected components (``node``, ``component``, ``is_ref``) of near-duplicate edges among ``reps``."""
-    sigs = signatures(reps, s).persist(StorageLevel.MEMORY_AND_DISK)
-    result.signatures = sigs
-    result.cached.append(sigs)
-    nodes = sigs.withColumn("is_ref", F.lit(False))
+    """Connected components (``node``, ``component``, ``is_ref``) of near-duplicate edges among ``reps``.
+
+    Args:
+        reps: ``doc_id, bands`` of the exact-group representatives.
+        sig_of: ``doc_id, signature`` of at least every document of ``reps``.
+        texts: the documents (``doc_id, text``), read for the candidate documents of the exact check.
+    """
+    nodes = reps.select("doc_id", "bands", F.lit(False).alias("is_ref"))
     if reference is not None:
-        nodes = nodes.unionByName(reference.select(*BAND_COLUMNS).withColumn("is_ref", F.lit(True)))
+        nodes = nodes.unionByName(reference.select("doc_id", "bands", F.lit(True).alias("is_ref")))
+        sig_of = sig_of.unionByName(reference.select("doc_id", "signature"))
     members = nodes.select("doc_id", "is_ref", F.posexplode("bands").alias("band", "key"))
     buckets = (
         members.groupBy("band", "key")
@@ -315,31 +380,39 @@ def _near_components(
         .where((F.col("doc_id") != F.col("centre.doc_id")) & ~(F.col("is_ref") & F.col("centre.is_ref")))
         .select(F.col("doc_id").alias("src"), F.col("centre.doc_id").alias("dst"))
         .distinct()
+        .persist(StorageLevel.MEMORY_AND_DISK)
     )
+    result.cached.append(candidates)
+    result.n_candidate_edges = candidates.count()
     if d.fp_check is None:
         scored = candidates.withColumn("jaccard", F.lit(None).cast("double"))
     else:
-        sig_of = nodes.select("doc_id", "signature")
-        text_of = reps.select("doc_id", "text")
-        pairs = (
-            candidates.join(sig_of.toDF("src", "sig_a"), "src")
-            .join(sig_of.toDF("dst", "sig_b"), "dst")
-            .join(text_of.toDF("src", "text_a"), "src", "left")
-            .join(text_of.toDF("dst", "text_b"), "dst", "left")
-        )
         exact = d.fp_check == "exact"
-        scored = pairs.select("src", "dst", "sig_a", "sig_b", "text_a", "text_b").mapInArrow(
+        pairs = candidates
+        if not exact or reference is not None:  # estimates from signatures (reference documents have no text here)
+            sig_small = _small(sig_of, 2 * result.n_candidate_edges)
+            pairs = pairs.join(sig_small.toDF("src", "sig_a"), "src").join(sig_small.toDF("dst", "sig_b"), "dst")
+        if exact:
+            ends = candidates.select(F.col("src").alias("doc_id")).union(candidates.select(F.col("dst").alias("doc_id"))).distinct()
+            text_of = texts.select("doc_id", F.coalesce("text", F.lit("")).alias("text")).join(
+                _small(ends, 2 * result.n_candidate_edges), "doc_id", "left_semi")
+            pairs = pairs.join(text_of.toDF("src", "text_a"), "src", "left").join(text_of.toDF("dst", "text_b"), "dst", "left")
+        cols = ["src", "dst", *(["sig_a", "sig_b"] if "sig_a" in pairs.columns else []), *(["text_a", "text_b"] if exact else [])]
+        scored = pairs.select(*cols).mapInArrow(
             lambda it: _jaccard_batches(it, s, exact), "src string, dst string, jaccard double"
         )
     scored = scored.withColumn("keep", F.col("jaccard").isNull() | (F.col("jaccard") >= F.lit(d.threshold)))
     scored = scored.persist(StorageLevel.MEMORY_AND_DISK)
     result.cached.append(scored)
-    counts = scored.agg(F.count(F.lit(1)).alias("n"), F.count_if("keep").alias("kept")).collect()[0]
-    result.n_candidate_edges, result.n_edges = int(counts["n"]), int(counts["kept"] or 0)
+    result.n_edges = scored.where("keep").count()
     edges = scored.where("keep").select("src", "dst")
-    comp = connected_components(edges, max_iterations=d.max_cc_iterations, checkpoint_dir=checkpoint_dir)
-    is_ref = nodes.select(F.col("doc_id").alias("node"), "is_ref")
-    comp = comp.join(is_ref, "node").persist(StorageLevel.MEMORY_AND_DISK)
+    comp = connected_components(edges, max_iterations=d.max_cc_iterations, checkpoint_dir=checkpoint_dir,
+                                local_max_edges=BROADCAST_MAX_ROWS)
+    if reference is None:
+        comp = comp.withColumn("is_ref", F.lit(False))
+    else:
+        comp = comp.join(nodes.select(F.col("doc_id").alias("node"), "is_ref"), "node")
+    comp = comp.persist(StorageLevel.MEMORY_AND_DISK)
     result.cached.append(comp)
     return comp
 
@@ -387,34 +460,29 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
              ", ".join(f"{k}: {v}" for k, v in curve.items()))
     reference = _read_reference(spark, d.reference, s) if d.reference else None
     near = NearResult()
-    docs = docs.persist(tables.TEXT_CACHE)
     ann = annotate(docs, d, cfg.run.seed, reference=reference, checkpoint_dir=d.checkpoint_dir, result=near)
-    ann = ann.persist(tables.TEXT_CACHE)
-
-    stats = ann.groupBy("is_representative", "kind").count().collect()
-    report.rows_in = sum(r["count"] for r in stats)
-    report.rows_out = sum(r["count"] for r in stats if r["is_representative"])
-    for r in stats:
-        if not r["is_representative"]:
-            report.removed[f"dedup.{r['kind']}"] = report.removed.get(f"dedup.{r['kind']}", 0) + r["count"]
+    clustered = near.clustered
+    report.rows_in = docs.count()
+    stats = clustered.where(~F.col("is_representative")).groupBy("kind").count().collect()
+    report.rows_out = report.rows_in - sum(r["count"] for r in stats)
+    for r in sorted(stats, key=lambda r: r["kind"]):
+        report.removed[f"dedup.{r['kind']}"] = r["count"]
 
     props = {"signature": s.to_dict(), "threshold": d.threshold, "s_curve": curve, "fp_check": d.fp_check or "none",
              "representative": d.representative, "exact_key": d.exact_key if d.exact else "none"}
-    survivors = ann.where("is_representative")
-    outputs = {"deduped": survivors.select(*docs.columns), "dup_clusters": ann.where("cluster_size > 1").select(*CLUSTER_COLUMNS)}
+    outputs = {"deduped": ann.where("is_representative").select(*docs.columns), "dup_clusters": clustered.select(*CLUSTER_COLUMNS)}
     removed = ann.where(~F.col("is_representative")).select(
         *docs.columns, F.array(F.concat(F.lit("dedup."), F.col("kind"))).alias("reason"), "duplicate_of"
     )
     bands = None
     if near.signatures is not None:
-        bands = near.signatures.join(survivors.select("doc_id"), "doc_id").select(*BAND_COLUMNS)
+        gone = clustered.where(~F.col("is_representative")).select("doc_id")
+        bands = near.signatures.join(_small(gone, near.n_clustered), "doc_id", "left_anti").select(*BAND_COLUMNS)
         outputs["dedup_bands"] = bands
     report.outputs = tables.publish(spark, cfg, STAGE, outputs, removed=removed, properties=props)
     if bands is not None and d.reference and d.reference_append:
         tables.append(bands, d.reference)
     report.extra = {"signature": s.to_dict(), "s_curve": curve, "candidate_edges": near.n_candidate_edges,
                     "edges": near.n_edges, "large_buckets": near.large_buckets or []}
-    for df in (ann, docs):
-        df.unpersist()
     near.unpersist()
     return report
