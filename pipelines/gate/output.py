@@ -122,7 +122,7 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
             f"(smallest detectable difference {mdd:.4f} bits/byte; proxy tier: "
             f"{VERDICT_TEXT[proxy] if proxy else 'off'})"
         )
-    if result["agreement"].get("pairs"):
+    if result.get("agreement", {}).get("pairs"):
         lines.append(f"[gate] {agreement_sentence(result['agreement'])}")
     for variant, w in result.get("wavy", {}).items():
         share = w["order_share"]
