@@ -370,6 +370,12 @@ def render_markdown(results: dict[str, Any], notes: Path | None = None) -> str:
     sc = results["parts"].get("scaling")
     if sc and sc["status"] != "skipped":
         lines += _scaling_md(sc)
+    gate = results["parts"].get("gate")
+    if gate and gate.get("figures"):
+        from bench.gate import render_markdown as gate_md
+
+        lines += [f"## Gate calibration ({gate['status']}, {gate['measured_at']})", "",
+                  f"Measured by: {gate.get('measured_by') or 'python -m bench.gate'}.", "", *gate_md(gate["figures"])]
     profiled = {k: v["profile"] for k, v in results["parts"].items() if v.get("profile")}
     if profiled:
         lines += ["## Profiles (py-spy, all Python processes of the part)", "",

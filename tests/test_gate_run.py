@@ -49,7 +49,7 @@ def test_tiny_gate_writes_every_figure_and_is_deterministic(runs, capsys):
     assert main(args(runs, "g1")) == 0
     out = capsys.readouterr().out
     assert "[gate] base seed 1/2: step 8/8, loss" in out and "tokens/s" in out
-    assert "[gate] other vs base:" in out and "[gate] wrote" in out
+    assert "[gate] other vs base:" in out and "[gate] wrote" in out and "[gate] The bigram proxy agreed" in out
     r = json.loads((runs / "g1" / "gate.json").read_text())
     sets = {s["name"] for s in r["eval_sets"]}
     assert sets == {"eval:quiz", "validation:base", "validation:other", "reference"}
