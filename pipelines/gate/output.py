@@ -133,7 +133,9 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         state = "no order-driven oscillation"
         if w["flagged"]:
             state = "WAVY: shard order makes the loss oscillate"
-        lines.append(f"[gate] {variant} loss curve: {state} (order share of residual variance {share:.2f})")
+        paired = w.get("paired_order_share")
+        lines.append(f"[gate] {variant} loss curve: {state} (order share of residual variance {share:.2f}"
+                     + (f", paired with the random order {paired:.2f})" if paired is not None else ")"))
     return lines
 
 
@@ -180,7 +182,8 @@ def render(result: dict[str, Any], fmt: str = "svg") -> str:
             "variant": k,
             **{
                 c: v.get(c)
-                for c in ("order_share", "flagged", "residual_var_shard_order", "residual_var_random_order")
+                for c in ("order_share", "paired_order_share", "flagged", "residual_var_shard_order",
+                          "residual_var_random_order")
             },
         }
         for k, v in result.get("wavy", {}).items()
@@ -223,6 +226,7 @@ def render(result: dict[str, Any], fmt: str = "svg") -> str:
                     [
                         "variant",
                         "order_share",
+                        "paired_order_share",
                         "flagged",
                         "residual_var_shard_order",
                         "residual_var_random_order",
