@@ -16,7 +16,10 @@ share the trend (same documents, initialisation and schedule), so the step-by-st
 random-order run's residual variance scaled back to the noise's (a centred moving average over ``w``
 steps keeps ``(w - 1) / w`` of white noise's variance). The order's variance is ``max(0, var(diff) -
 2 s2)`` and its share of the shard-order run's wobble ``order / (order + s2)``. The set is flagged when
-either share reaches ``gate.wavy_max_order_share``.
+the residual share reaches ``gate.wavy_max_order_share``; the paired share is reported beside it, not
+flagged on: the noise estimate assumes batch noise independent from step to step, and a long document
+(many consecutive samples) makes slow noise in either order, so on real web text a shuffled set reached
+a paired share of 0.49 (64 x 2 model, 32 steps) while source blocks reached 0.00 and 0.35.
 
 Source: the "wavy" loss curves of poorly shuffled data are a known pre-training failure (e.g. the
 BLOOM and OLMo training logs); the measure here is a plain variance decomposition, not from a paper.
@@ -82,7 +85,7 @@ def check(
         "residual_var_random_order": vr,
         "order_share": share,
         "paired_order_share": paired,
-        "flagged": max(share, paired) >= max_order_share,
+        "flagged": share >= max_order_share,
     }
 
 
