@@ -18,8 +18,8 @@ steps keeps ``(w - 1) / w`` of white noise's variance). The order's variance is 
 2 s2)`` and its share of the shard-order run's wobble ``order / (order + s2)``. The set is flagged when
 the residual share reaches ``gate.wavy_max_order_share``; the paired share is reported beside it, not
 flagged on: the noise estimate assumes batch noise independent from step to step, and a long document
-(many consecutive samples) makes slow noise in either order, so on real web text a shuffled set reached
-a paired share of 0.49 (64 x 2 model, 32 steps) while source blocks reached 0.00 and 0.35.
+(many consecutive samples) makes slow noise in either order: on real web text (64 x 2 model, 32 steps,
+two seeds each) a shuffled set reached paired shares of 0.49 and 0.00, source blocks 0.00 and 0.35.
 
 Source: the "wavy" loss curves of poorly shuffled data are a known pre-training failure (e.g. the
 BLOOM and OLMo training logs); the measure here is a plain variance decomposition, not from a paper.
