@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -474,9 +475,13 @@ def render_markdown(figures: dict) -> list[str]:
         sp = f["speed"]
         m = sp["model"]
         row = {"model": f"{m['d_model']} x {m['n_layers']} ({sp['params'] / 1e6:.2f} M)", "tokens": sp["tokens"],
-               "tokens/s per core": sp["tokens_per_s_per_core"], "MFU (wall)": sp["mfu"],
-               "MFU (CPU time)": sp.get("mfu_cpu"), "overhead vs plain JAX": sp["overhead_vs_plain_jax"],
-               "matmul GFLOP/s": sp["matmul_flops_per_s"] / 1e9, "load1": sp["load1"]}
+               "tokens/s per core": sp["tokens_per_s_per_core"], "tokens per CPU s": sp.get("tokens_per_cpu_s"),
+               "MFU (wall)": sp["mfu"], "MFU (CPU s)": sp.get("mfu_cpu"),
+               "overhead vs plain JAX (wall)": sp["overhead_vs_plain_jax"],
+               "overhead (CPU s)": sp.get("overhead_vs_plain_jax_cpu"),
+               "default gate min (idle)": sp.get("default_gate_minutes_estimate_idle"),
+               "matmul GFLOP/s (wall)": sp["matmul_flops_per_s"] / 1e9,
+               "matmul GFLOP per CPU s": (sp.get("matmul_flops_per_cpu_s") or math.nan) / 1e9, "load1": sp["load1"]}
         lines += [format_table([row]), ""]
     return lines
 
