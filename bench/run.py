@@ -135,11 +135,11 @@ def _goals(parts: list[str]) -> list[Goal]:
              "(bench/mediawiki.py)", "mediawiki", (r"^goals\.mediawiki_kernel_mb_per_cpu_s$",), ">=", 2.0),
         Goal("ingest_mb_per_cpu_s", "ingest alone of 1 GB of JSONL on local[2], MB of input per CPU-second of the process tree, session start apart (20 MB/s per core; bench/ingest_scale.py)", "scale",
              (r"^goals\.ingest_mb_per_cpu_s$",), ">=", 20.0),
-        Goal("gate_overhead_vs_plain_jax", "winnow gate: plain JAX loop tokens/s / the gate's training loop tokens/s, same model and arrays",
+        Goal("gate_overhead_vs_plain_jax", "winnow gate: the gate's training loop CPU seconds / a plain JAX loop's, same model and arrays",
              "gate", (r"^goals\.gate_overhead_vs_plain_jax$",), "<=", 1.1),
-        Goal("gate_mfu", "winnow gate: model FLOP utilisation against the CPU's measured float32 matmul rate", "gate",
+        Goal("gate_mfu", "winnow gate: model FLOP utilisation against the CPU's measured float32 matmul rate (both per CPU second)", "gate",
              (r"^goals\.gate_mfu$",), ">=", 0.3),
-        Goal("gate_default_minutes", "winnow gate: default gate (2 variants x 3 seeds + wavy check), minutes on this machine",
+        Goal("gate_default_minutes", "winnow gate: default gate (2 variants x 3 seeds + wavy check), training minutes on this machine idle (CPU rate x cores)",
              "gate", (r"^goals\.gate_default_minutes$",), "<=", 15.0),
     ]
     goals += [Goal(f"spark_overhead.{p}", f"{p}: Spark stage core-seconds / plain Arrow batch core-seconds", p,
@@ -379,6 +379,12 @@ def render_markdown(results: dict[str, Any], notes: Path | None = None) -> str:
     sc = results["parts"].get("scaling")
     if sc and sc["status"] != "skipped":
         lines += _scaling_md(sc)
+    gate = results["parts"].get("gate")
+    if gate and gate.get("figures"):
+        from bench.gate import render_markdown as gate_md
+
+        lines += [f"## Gate calibration ({gate['status']}, {gate['measured_at']})", "",
+                  f"Measured by: {gate.get('measured_by') or 'python -m bench.gate'}.", "", *gate_md(gate["figures"])]
     profiled = {k: v["profile"] for k, v in results["parts"].items() if v.get("profile")}
     if profiled:
         lines += ["## Profiles (py-spy, all Python processes of the part)", "",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -46,7 +49,7 @@ def test_tiny_gate_writes_every_figure_and_is_deterministic(runs, capsys):
     assert main(args(runs, "g1")) == 0
     out = capsys.readouterr().out
     assert "[gate] base seed 1/2: step 8/8, loss" in out and "tokens/s" in out
-    assert "[gate] other vs base:" in out and "[gate] wrote" in out
+    assert "[gate] other vs base:" in out and "[gate] wrote" in out and "[gate] The bigram proxy agreed" in out
     r = json.loads((runs / "g1" / "gate.json").read_text())
     sets = {s["name"] for s in r["eval_sets"]}
     assert sets == {"eval:quiz", "validation:base", "validation:other", "reference"}
@@ -59,7 +62,14 @@ def test_tiny_gate_writes_every_figure_and_is_deterministic(runs, capsys):
     assert set(r["wavy"]) == {"base", "other"} and r["agreement"]["pairs"] == 4
     assert r["vocab"]["compact_size"] == 64 and 0 < r["speed"]["mfu"]
     assert "<svg" in (runs / "g1" / "gate.html").read_text() or "data:image" in (runs / "g1" / "gate.html").read_text()
-    assert main(args(runs, "g2")) == 0
+    html = (runs / "g1" / "gate.html").read_text()
+    assert "The bigram proxy agreed with the transformer tier on the sign of the difference in" in html
+    assert "{&#x27;pairs&#x27;" not in html and "{'pairs'" not in html
+    assert not (runs / "g1" / "_lock.json").exists()  # the gate root's lock is released
+    # the same gate in another process: byte-identical figures (timings apart)
+    r2 = subprocess.run([sys.executable, str(REPO / "jobs" / "gate.py"), *args(runs, "g2")], capture_output=True,
+                        text=True, cwd=REPO, timeout=300)
+    assert r2.returncode == 0, r2.stderr
     assert figures(runs / "g1" / "gate.json") == figures(runs / "g2" / "gate.json")
 
 
@@ -94,6 +104,36 @@ def test_variant_without_shards_exits_1_without_traceback(tmp_path):
                         "--variant", str(tmp_path)], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 1 and "no manifest.json in" in r.stderr and "Traceback" not in r.stderr
     assert r.stderr.count("\n") == 1
+
+
+def _one_line_exit_2(argv: list[str], capsys, *fragments: str) -> None:
+    assert main(argv) == 2
+    cap = capsys.readouterr()
+    assert all(f in cap.err for f in fragments), cap.err
+    assert cap.err.count("\n") == 1 and "Traceback" not in cap.err and "step" not in cap.out
+
+
+def test_fewer_than_two_variants_is_a_usage_error(runs, capsys):
+    _one_line_exit_2(["--variant", str(runs / "base"), "--out", str(runs / "one")], capsys,
+                     "gate.variants: give two or more variants")
+    assert not (runs / "one").exists()
+
+
+def test_one_variant_given_twice_is_a_usage_error(runs, capsys):
+    _one_line_exit_2(["--variant", str(runs / "base"), "--variant", str(runs / "base" / "shards"), "--out",
+                      str(runs / "twice")], capsys, "are the same shard set", "give each variant once")
+
+
+def test_gate_root_held_by_another_gate_exits_2_naming_it(runs, capsys):
+    held = runs / "held"
+    held.mkdir()
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+    (held / "_lock.json").write_text(json.dumps({"owner": "ana", "host": socket.gethostname(), "pid": os.getpid(),
+                                                 "started_at": now, "heartbeat_at": now, "token": "t",
+                                                 "command": "gate.py --out held"}))
+    _one_line_exit_2(args(runs, "held"), capsys, f"gate root {held} is in use by another gate: pid {os.getpid()}",
+                     "gate.py --out held", "--force-unlock")
+    assert json.loads((held / "_lock.json").read_text())["token"] == "t"  # the other gate's lock is kept
 
 
 def test_bad_gate_config_exits_2_naming_the_key(capsys):

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import os
+import socket
+
 import numpy as np
 import pytest
 
+from pipelines.core.lock import RunLockedError
 from pipelines.gate import shards
 from pipelines.gate.runner import open_variants
-from pipelines.gate.shards import GateInputError
+from pipelines.gate.shards import GateInputError, GateUsageError
 from tests.gate_shards import make_variant, random_docs
 
 
@@ -56,13 +62,61 @@ def test_variants_of_two_tokenizers_are_refused_naming_both(tmp_path):
 
 def test_one_variant_is_not_a_gate(tmp_path):
     make_variant(tmp_path / "a", random_docs(5, seed=4))
-    with pytest.raises(GateInputError, match="two or more variants"):
+    with pytest.raises(GateUsageError, match="two or more variants"):
         open_variants([str(tmp_path / "a")])
 
 
-def test_same_folder_twice_gets_two_labels(tmp_path):
+def test_one_shard_set_given_twice_is_refused_under_any_path(tmp_path):
     make_variant(tmp_path / "a", random_docs(5, seed=4))
-    assert [v.name for v in open_variants([str(tmp_path / "a"), str(tmp_path / "a")])] == ["a", "a_1"]
+    for second in (tmp_path / "a", tmp_path / "a" / "shards"):
+        with pytest.raises(GateUsageError, match=r"gate.variants: '.*a' and '.*' are the same shard set"):
+            open_variants([str(tmp_path / "a"), str(second)])
+
+
+def test_two_folders_of_one_name_get_two_labels(tmp_path):
+    make_variant(tmp_path / "x" / "a", random_docs(5, seed=4))
+    make_variant(tmp_path / "y" / "a", random_docs(5, seed=5))
+    assert [v.name for v in open_variants([str(tmp_path / "x" / "a"), str(tmp_path / "y" / "a")])] == ["a", "a_1"]
+
+
+def test_budget_error_names_every_variant_too_short(tmp_path):
+    make_variant(tmp_path / "a", random_docs(5, seed=3))
+    make_variant(tmp_path / "b", random_docs(60, seed=3))
+    make_variant(tmp_path / "c", random_docs(4, seed=4))
+    vs = open_variants([str(tmp_path / x) for x in "abc"])
+    with pytest.raises(GateInputError) as e:
+        shards.check_budget(vs, 1000, 16)
+    msg = str(e.value)
+    assert f"variant {str(tmp_path / 'a')!r} holds {vs[0].tokens('train')} train tokens" in msg
+    assert f"variant {str(tmp_path / 'c')!r} holds {vs[2].tokens('train')} train tokens" in msg
+    assert str(tmp_path / "b") not in msg and "\n" not in msg
+    assert f"lower gate.tokens to at most {min(vs[0].tokens('train'), vs[2].tokens('train')) - 1}" in msg
+    shards.check_budget(vs, min(v.tokens("train") for v in vs) - 1, 16)  # the largest budget all hold
+
+
+def _lock(root, pid: int, beat: str | None = None) -> None:
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+    (root / "_lock.json").write_text(json.dumps({"owner": "ana", "host": socket.gethostname(), "pid": pid,
+                                                 "started_at": now, "heartbeat_at": beat or now,
+                                                 "command": "pipeline.py --set run.root=x", "token": "t"}))
+
+
+def test_variant_of_a_run_in_progress_is_refused_naming_the_owner(tmp_path):
+    make_variant(tmp_path / "a", random_docs(5, seed=4))
+    make_variant(tmp_path / "b", random_docs(5, seed=5))
+    _lock(tmp_path / "b", os.getpid())
+    for given in (tmp_path / "b", tmp_path / "b" / "shards"):
+        with pytest.raises(RunLockedError, match=rf"variant '.*b.*': its run is in progress \(pid {os.getpid()} on "
+                                                 r"host .* \(user ana\).*; lock .*_lock.json\)"):
+            open_variants([str(tmp_path / "a"), str(given)])
+    assert not (tmp_path / "a" / "_lock.json").exists()  # the gate only reads: it takes no variant's lock
+
+
+def test_stale_lock_of_a_variant_does_not_stop_the_gate(tmp_path):
+    make_variant(tmp_path / "a", random_docs(5, seed=4))
+    make_variant(tmp_path / "b", random_docs(5, seed=5))
+    _lock(tmp_path / "b", 2**22 + 12345)  # no such process on this host: a crashed run
+    assert [v.name for v in open_variants([str(tmp_path / "a"), str(tmp_path / "b")])] == ["a", "b"]
 
 
 def test_wavy_control_draw_holds_the_same_documents_in_another_order(tmp_path):

@@ -62,6 +62,21 @@ def test_wavy_flags_oscillation_that_the_random_order_lacks():
     assert not same["flagged"] and same["order_share"] < 0.5
 
 
+def test_paired_share_sees_swings_slower_than_the_window_that_the_residual_share_misses():
+    steps = np.arange(96)
+    trend = 6.0 * np.exp(-steps / 30) + 3.0
+    swing = 0.1 * np.sin(2 * np.pi * steps / 64)  # a slow swing: sources alternating every 32 steps
+    flags = []
+    for seed in range(20):
+        noise = 0.03 * np.random.default_rng(seed).standard_normal((3, 96))
+        blocky = wavy.check((trend + swing + noise[0]).tolist(), (trend + noise[1]).tolist(), 9, 0.5)
+        assert blocky["order_share"] < 0.5 < blocky["paired_order_share"]
+        assert not blocky["flagged"]  # the flag reads the residual share only
+        same = wavy.check((trend + noise[2]).tolist(), (trend + noise[1]).tolist(), 9, 0.5)
+        flags.append(same["paired_order_share"] >= 0.5)
+    assert sum(flags) <= 1  # independent batch noise alone: at most one in 20 reaches 0.5
+
+
 def test_wavy_curve_shorter_than_the_window_is_not_judged():
     r = wavy.check([1.0, 2.0], [1.0, 2.0], 9, 0.5)
     assert r["order_share"] is None and r["flagged"] is False

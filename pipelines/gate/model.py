@@ -148,5 +148,7 @@ def token_nll(params: dict, inputs: jax.Array, targets: jax.Array, n_heads: int)
     Returns:
         float32 [batch, T], ``-ln p(target | inputs up to the position)``.
     """
-    logp = jax.nn.log_softmax(logits(params, inputs, n_heads), axis=-1)
-    return -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
+    # logsumexp minus the target's logit: the same value as -log_softmax at the target, without the
+    # [batch, T, vocab] log-probabilities and their gradient (about 7 % of a CPU training step)
+    z = logits(params, inputs, n_heads)
+    return jax.nn.logsumexp(z, axis=-1) - jnp.take_along_axis(z, targets[..., None], axis=-1)[..., 0]

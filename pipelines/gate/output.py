@@ -63,6 +63,49 @@ def verdict_rows(result: dict[str, Any], key: str = "comparisons") -> list[dict[
     return rows
 
 
+def agreement_sentence(agreement: dict[str, Any]) -> str:
+    """The agreement of the proxy tier with the transformer tier (:func:`pipelines.gate.scoring.agreement`)
+    in words.
+
+    >>> agreement_sentence({"pairs": 4, "same_sign": 3, "same_verdict": 4})[-77:]
+    'difference in 3 of 4 comparisons (75 %) and on the verdict in 4 of 4 (100 %).'
+    >>> agreement_sentence({"pairs": 0, "same_sign": 0, "same_verdict": 0})
+    'The proxy tier was not run (gate.ngram: false): nothing to compare.'
+    """
+    n = agreement.get("pairs") or 0
+    if not n:
+        return "The proxy tier was not run (gate.ngram: false): nothing to compare."
+    sign, verdict = agreement["same_sign"], agreement["same_verdict"]
+    return (
+        f"The bigram proxy agreed with the transformer tier on the sign of the difference in {sign} of {n} "
+        f"comparisons ({100 * sign / n:.0f} %) and on the verdict in {verdict} of {n} "
+        f"({100 * verdict / n:.0f} %)."
+    )
+
+
+def agreement_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (variant, evaluation set) scored by both tiers: each tier's mean difference and verdict."""
+    rows = []
+    for variant, per_set in result["comparisons"].items():
+        for s, full in per_set.items():
+            proxy = result["proxy_comparisons"].get(variant, {}).get(s)
+            if proxy is None:
+                continue
+            rows.append(
+                {
+                    "variant": variant,
+                    "set": s,
+                    "proxy_diff_bpb": proxy["mean"],
+                    "proxy_verdict": proxy["verdict"],
+                    "transformer_diff_bpb": full["mean"],
+                    "transformer_verdict": full["verdict"],
+                    "same_sign": "yes" if (proxy["mean"] < 0) == (full["mean"] < 0) else "no",
+                    "same_verdict": "yes" if proxy["verdict"] == full["verdict"] else "no",
+                }
+            )
+    return rows
+
+
 def summary_lines(result: dict[str, Any]) -> list[str]:
     """The console summary: one line per variant against the baseline."""
     lines = []
@@ -79,6 +122,8 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
             f"(smallest detectable difference {mdd:.4f} bits/byte; proxy tier: "
             f"{VERDICT_TEXT[proxy] if proxy else 'off'})"
         )
+    if result.get("agreement", {}).get("pairs"):
+        lines.append(f"[gate] {agreement_sentence(result['agreement'])}")
     for variant, w in result.get("wavy", {}).items():
         share = w["order_share"]
         if share is None:  # the curves were shorter than the smoothing window: nothing was measured
@@ -88,7 +133,9 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         state = "no order-driven oscillation"
         if w["flagged"]:
             state = "WAVY: shard order makes the loss oscillate"
-        lines.append(f"[gate] {variant} loss curve: {state} (order share of residual variance {share:.2f})")
+        paired = w.get("paired_order_share")
+        lines.append(f"[gate] {variant} loss curve: {state} (order share of residual variance {share:.2f}"
+                     + (f", paired with the random order {paired:.2f})" if paired is not None else ")"))
     return lines
 
 
@@ -135,7 +182,8 @@ def render(result: dict[str, Any], fmt: str = "svg") -> str:
             "variant": k,
             **{
                 c: v.get(c)
-                for c in ("order_share", "flagged", "residual_var_shard_order", "residual_var_random_order")
+                for c in ("order_share", "paired_order_share", "flagged", "residual_var_shard_order",
+                          "residual_var_random_order")
             },
         }
         for k, v in result.get("wavy", {}).items()
@@ -160,7 +208,14 @@ def render(result: dict[str, Any], fmt: str = "svg") -> str:
                     cols,
                     left=("variant", "set", "ci95", "verdict"),
                 )
-                + f"<p>agreement with the transformer tier: {rh.esc(result['agreement'])}</p>",
+                + f"<p>{rh.esc(agreement_sentence(result['agreement']))}</p>"
+                + rh.table(
+                    agreement_rows(result),
+                    ["variant", "set", "proxy_diff_bpb", "proxy_verdict", "transformer_diff_bpb",
+                     "transformer_verdict", "same_sign", "same_verdict"],
+                    left=("variant", "set", "proxy_verdict", "transformer_verdict", "same_sign",
+                          "same_verdict"),
+                ),
             ),
             rh.section("Evaluation sets", sets),
             rh.section("Loss curves", _curves(result, fmt)),
@@ -171,6 +226,7 @@ def render(result: dict[str, Any], fmt: str = "svg") -> str:
                     [
                         "variant",
                         "order_share",
+                        "paired_order_share",
                         "flagged",
                         "residual_var_shard_order",
                         "residual_var_random_order",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,25 +17,37 @@ from pipelines.gate import evals, shards, stats, wavy
 from pipelines.gate.config import ACCELERATOR_MODEL, CPU_MODEL, GateConfig
 from pipelines.gate.model import ModelShape
 from pipelines.gate.scoring import Scorer, agreement, mark_ranked, overall, proxy_tier
-from pipelines.gate.shards import GateInputError, Variant
+from pipelines.gate.shards import GateInputError, GateUsageError, Variant
 from pipelines.gate.vocab import CompactVocab, build
 
 Log = Callable[[str], None]
 
 
 def open_variants(paths: list[str]) -> list[Variant]:
-    """Open every variant (labels made unique) and check they share one tokenizer.
+    """Open every variant (labels made unique) and check they make a gate: two or more shard sets, each
+    given once, none of a run in progress, one tokenizer.
 
     Raises:
-        GateInputError: fewer than two variants, or any variant that cannot be used.
+        GateUsageError: fewer than two variants, or one shard set given twice (under any path).
+        pipelines.core.lock.RunLockedError: a variant whose run is in progress (a live run lock).
+        GateInputError: any variant that cannot be used.
     """
     if len(paths) < 2:
-        raise GateInputError(
+        raise GateUsageError(
             f"gate.variants: give two or more variants (--variant PATH, repeatable); got {paths}"
         )
     out: list[Variant] = []
+    seen: dict[Path, str] = {}
     for p in paths:
         v = shards.open_variant(p)
+        root = v.root.resolve()
+        if root in seen:
+            raise GateUsageError(
+                f"gate.variants: {seen[root]!r} and {p!r} are the same shard set ({root}); give each "
+                "variant once (the same data twice trains identical models)"
+            )
+        seen[root] = p
+        shards.check_not_in_progress(v)
         names = {x.name for x in out}
         v.name = v.name if v.name not in names else f"{v.name}_{len(out)}"
         out.append(v)
@@ -124,18 +137,20 @@ def _progress(
     return say
 
 
-def run_gate(cfg: WinnowConfig, log: Log = print) -> dict[str, Any]:
+def run_gate(cfg: WinnowConfig, log: Log = print, variants: list[Variant] | None = None) -> dict[str, Any]:
     """Run the gate described by ``cfg.gate`` (variants, budget, model, evaluations, seeds).
 
     Args:
         cfg: the whole config (``gate``, ``decontam.eval_sets``, ``run.seed``: seed k is ``run.seed + k``).
         log: receives progress lines.
+        variants: ``gate.variants`` already opened and checked (:func:`open_variants`); None opens them.
 
     Returns:
         The content of ``gate.json`` (see :mod:`pipelines.gate.output`), loss curves included.
 
     Raises:
-        GateInputError: a variant or evaluation input that cannot be used (names the key or path).
+        GateInputError: a variant or evaluation input that cannot be used (names the key or path); the
+            budget error names every variant that holds too few tokens.
     """
     import jax
 
@@ -143,7 +158,8 @@ def run_gate(cfg: WinnowConfig, log: Log = print) -> dict[str, Any]:
     from udfs.tokenize import load_tokenizer
 
     g = cfg.gate
-    variants = open_variants(g.variants)
+    variants = variants if variants is not None else open_variants(g.variants)
+    shards.check_budget(variants, g.tokens, g.seq_len)
     tk = variants[0].tokenizer
     eos, full = int(tk["eos_id"]), int(tk["vocab_size"])
     tokenizer = load_tokenizer(tk["spec"]).tokenizer

@@ -27,6 +27,11 @@ class GateInputError(UserError, ValueError):
     """A variant or an evaluation input cannot be used; the message names the path or key."""
 
 
+class GateUsageError(GateInputError):
+    """The variants given do not make a gate (fewer than two, or one shard set given twice): a usage
+    error, exit status 2 like a bad config."""
+
+
 @dataclass
 class Variant:
     """One variant of a gate: a shard set and what its manifest says.
@@ -124,6 +129,54 @@ def check_same_tokenizer(variants: list[Variant]) -> None:
                 )
 
 
+def check_budget(variants: list[Variant], tokens: int, seq_len: int) -> None:
+    """Every variant must hold the budget: ``tokens`` rounded down to whole samples, plus the one token the
+    last sample's target needs.
+
+    Args:
+        variants: the variants of the gate.
+        tokens: ``gate.tokens``.
+        seq_len: ``gate.seq_len``.
+
+    Raises:
+        GateInputError: one line naming every variant that holds too few train tokens, and the largest
+            budget all of them hold.
+    """
+    need = tokens // seq_len * seq_len + 1
+    short = [v for v in variants if v.tokens("train") < need]
+    if short:
+        held = ", ".join(f"variant {v.path!r} holds {v.tokens('train')} train tokens" for v in short)
+        least = min(v.tokens("train") for v in short)
+        raise GateInputError(
+            f"gate.tokens={tokens}: {held}, fewer than the {need} the budget needs; lower gate.tokens to "
+            f"at most {least - 1}"
+        )
+
+
+def check_not_in_progress(v: Variant) -> None:
+    """Refuse a variant whose run is in progress: a live run lock (:mod:`pipelines.core.lock`) in the path
+    given or in the run root above its shard folder means its shards may still be written.
+
+    The gate only reads a variant, so it never takes the variant's lock; a stale lock (its owner is gone)
+    does not stop it.
+
+    Raises:
+        pipelines.core.lock.RunLockedError: one line naming the lock's owner.
+    """
+    from pipelines.core import lock
+
+    for path in dict.fromkeys([Path(v.path) / lock.LOCK_NAME, v.root.parent / lock.LOCK_NAME]):
+        try:
+            info = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue  # no lock, or one being written or removed: nothing to wait for
+        if isinstance(info, dict) and lock.stale_reason(info) is None:
+            raise lock.RunLockedError(
+                f"variant {v.path!r}: its run is in progress ({lock.describe(info)}; lock {path}); wait "
+                "for it to end before gating its shards"
+            )
+
+
 def documents(v: Variant, split: str) -> list[np.ndarray]:
     """The documents of a split, in manifest order, as read-only memory-mapped arrays (EOS included).
 
@@ -172,14 +225,9 @@ def draw(v: Variant, tokens: int, seq_len: int, seed: int, doc_order_seed: int |
     Raises:
         GateInputError: the variant holds fewer train tokens than the budget needs (names the key).
     """
+    check_budget([v], tokens, seq_len)
     n = tokens // seq_len
     need = n * seq_len + 1
-    held = v.tokens("train")
-    if held < need:
-        raise GateInputError(
-            f"gate.tokens={tokens}: variant {v.path!r} holds {held} train tokens, fewer than the "
-            f"{need} the budget needs; lower gate.tokens to at most {held - 1}"
-        )
     docs = documents(v, "train")
     first = int(np.random.default_rng(seed).integers(len(docs)))
     parts, have = [], 0
