@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from pipelines.audit.config import AuditConfig
@@ -111,6 +112,26 @@ def test_partials_merge_to_the_whole_in_any_order():
         for name in g.__dataclass_fields__:
             assert np.array_equal(getattr(merged.groups[key], name), getattr(g, name)), (key, name)
     assert merged.roundtrip == whole.roundtrip
+
+
+def test_watched_ids_count_what_follows_them_as_the_full_histogram_does():
+    tok, tables = gpt2()
+    texts = english()[:40]
+    ids = tok_udfs.encode_ids(tok, texts)
+    lengths = np.array([len(i) for i in ids], dtype=np.int64)
+    flat = np.concatenate([np.asarray(i, dtype=np.int64) for i in ids])
+    watched = (13, 11, int(flat[-1]), int(flat[0]))  # ".", ",", a document's last id, the batch's first
+    kw = {"doc_ids": pa.array([f"{i}" for i in range(40)]), "sources": pa.array(["s"] * 40)}
+    text = pa.array(texts)
+    full, _ = ta.audit_batch(tok, tables, text, lengths, flat, **kw)
+    part, _ = ta.audit_batch(tok, tables, text, lengths, flat, watch=ta.watch_table(tables.vocab_size, watched), **kw)
+    assert np.array_equal(part.id_counts, full.id_counts)
+    assert np.array_equal(part.follow[list(watched)], full.follow[list(watched)]) and full.follow[13].sum() > 0
+    assert part.follow.sum() == full.follow[list(set(watched))].sum()  # nothing else is counted
+    with pytest.raises(ValueError, match="ids outside"):
+        ta.audit_batch(tok, tables, text, lengths, np.where(flat == 13, tables.vocab_size, flat), **kw)
+    with pytest.raises(ValueError, match="ids outside"):
+        ta.audit_batch(tok, tables, text, lengths, np.where(flat == 13, -1, flat), **kw)
 
 
 def test_roundtrip_kinds():

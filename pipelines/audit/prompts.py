@@ -88,3 +88,18 @@ def configured_prompt_sets(
     sets += [(f"audit.prompt_sets[{i}]", es) for i, es in enumerate(cfg.audit.prompt_sets)]
     sets += [("--prompts", es) for es in extra or []]
     return [read_prompts(es, key, spark) for key, es in sets]
+
+
+def boundary_ids(tok: Any, sets: list[Prompts]) -> tuple[int, ...]:
+    """The distinct last ids of every prompt of ``sets``, sorted: the ids whose next token the audit's pass
+    counts (:attr:`udfs.tokenizer_audit.Partial.follow`), encoded as :func:`udfs.tokenizer_prompts.
+    prompt_boundaries` encodes them.
+
+    Args:
+        tok: the run's tokenizer (:class:`udfs.tokenize.LoadedTokenizer`).
+        sets: the prompt sets the audit checks.
+    """
+    from udfs.tokenize import encode_ids
+
+    prompts = [p for s in sets for p in s.prompts]
+    return tuple(sorted({int(ids[-1]) for ids in encode_ids(tok, prompts) if len(ids)}))
