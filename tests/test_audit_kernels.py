@@ -296,3 +296,18 @@ def test_framed_batches_and_the_accumulator_param_give_the_texts_partial():
     assert np.array_equal(acc.id_counts, want.id_counts) and np.array_equal(acc.follow, want.follow)
     assert np.array_equal(acc.groups[("source", "s")].totals, want.groups[("source", "s")].totals)
     assert acc.roundtrip == want.roundtrip
+
+
+def test_tokenizer_facts_are_built_once_per_tokenizer_hash(monkeypatch):
+    from pipelines.audit import findings
+
+    tok, _ = gpt2()
+    calls = []
+    real = ta.token_texts
+    monkeypatch.setattr(findings, "_VOCAB_FACTS", {})
+    monkeypatch.setattr(ta, "token_texts", lambda t: calls.append(t.spec) or real(t))
+    first = _facts(tok)
+    again = _facts(tok_udfs.LoadedTokenizer(tok.tokenizer, "another:spec", tok.vocab_size))  # same hash
+    other, _ = _word_level(["a b c"])
+    assert calls == [tok.spec] and again.token_texts is first.token_texts
+    assert _facts(other).vocab_size == other.vocab_size and calls == [tok.spec, "test:wordlevel"]
