@@ -23,6 +23,11 @@ nothing. The hooks a stage may define:
     What ``jobs/inspect.py --stage <stage>`` shows when the stage has its own view (a whole text) or its
     own sample (rows); ``INSPECT_WHAT`` names what that sample holds. Either returns None for options
     it has no view of its own for (the generic sample is shown).
+``fingerprint_keys(config) -> dict``
+    Settings outside the stage's own section that change its output, from the config's plain data
+    (``WinnowConfig.model_dump(mode="json")``), nested as in it (``{"audit": {...}}``): they join the
+    stage fingerprint (:meth:`pipelines.core.config.WinnowConfigBase.stage_fingerprint`), so changing one
+    reruns the stage, and the "config changed" line names them (:mod:`pipelines.core.provenance`).
 ``EMPTY_HINT: str``
     What to change when the stage kept no document, for the closing line of the run
     (:mod:`pipelines.core.outcome`).
@@ -67,6 +72,16 @@ def hook(stage: str, name: str) -> Any:
     """
     module = _hooks_module(stage)
     return None if module is None else getattr(module, name, None)
+
+
+def fingerprint_keys(stage: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The settings outside ``stage``'s section that its ``fingerprint_keys`` hook names ({} without one).
+
+    Args:
+        config: the whole config's plain data (``model_dump(mode="json")``, or a recorded config).
+    """
+    found = hook(stage, "fingerprint_keys")
+    return {} if found is None else found(config)
 
 
 def late_config_errors() -> tuple[type[Exception], ...]:
