@@ -91,7 +91,7 @@ def test_the_command_checks_a_prompt_file_and_flags_trailing_spaces(audited, tmp
     out = capsys.readouterr().out
     assert "audit: 0 errors, 1 warnings" in out and "end on an unseen boundary" in out
     doc = json.loads((Path(cfg.run.root) / "audit" / "audit.json").read_text())
-    flagged = next(r for r in doc["prompts"] if r["set"] == "prompts_0")
+    flagged = next(r for r in doc["prompts"] if r["set"] == "qa")  # named by the file stem
     assert flagged["affected"] == 3 and flagged["last_tokens"] == [[" ", 3]]
 
 
