@@ -237,6 +237,9 @@ def test_prompts_ending_in_a_bare_space_are_flagged_with_gpt2():
     report = summarize(part, _facts(tok), AuditConfig(), [PromptSet("qa", [i["id"] for i in items], prompts, signals)])
     row = report["prompts"][0]
     assert row["affected"] == len(items) and row["last_tokens"] == [[" ", len(items)]]
+    assert row["endings"] == [["'Answer:' + ' '", len(items)]]
+    detail = next(f["detail"] for f in report["findings"] if f["id"] == "audit.prompt_boundary")
+    assert detail.endswith(f"they end in 'Answer:' + ' ' ({len(items)} prompts)")
     assert "strip the trailing whitespace" in row["fix"]
     assert _flags(report) == ["audit.prompt_boundary"]
     fixed = [p.rstrip() for p in prompts]
