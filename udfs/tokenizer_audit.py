@@ -386,7 +386,17 @@ def _id_and_follow_counts(
     if len(counts) != n:
         raise ValueError(f"audit_batch: ids outside [0, {n})")
     part.id_counts += counts
-    pos = np.arange(len(ids)) if watch is None else np.flatnonzero(watch.take(ids))
+    if watch is None:
+        pos = np.arange(len(ids))
+    else:
+        watched = np.flatnonzero(watch)
+        if len(watched) <= 2:  # the usual prompt set ends on one or two ids: compare, no gather
+            hit = ids == watched[0] if len(watched) else np.zeros(len(ids), dtype=bool)
+            if len(watched) == 2:
+                hit |= ids == watched[1]
+        else:
+            hit = watch.take(ids)
+        pos = np.flatnonzero(hit)
     if not len(pos):
         return
     is_last = np.zeros(len(ids), dtype=bool)

@@ -57,16 +57,17 @@ def content_ids(tokens: pa.Array, bos: bool) -> tuple[np.ndarray, np.ndarray]:
 
     Returns:
         ``(lengths, flat)``: int64 [documents] content tokens, and the content ids in order (int64).
+
+    One slice per document, concatenated and widened to int64 in the same copy (no mask over the batch).
     """
     lengths, flat = tok_udfs.token_ids(tokens)
     frame = 1 + int(bos)
-    keep = np.ones(len(flat), dtype=bool)
     ends = np.cumsum(lengths)
     has = lengths > 0
-    keep[ends[has] - 1] = False
-    if bos:
-        keep[(ends - lengths)[has]] = False
-    return np.maximum(lengths - frame, 0), flat[keep].astype(np.int64)
+    spans = zip((ends - lengths + int(bos))[has].tolist(), (ends - 1)[has].tolist(), strict=True)
+    content = [flat[a:b] for a, b in spans]
+    out = np.concatenate(content, dtype=np.int64) if content else np.zeros(0, dtype=np.int64)
+    return np.maximum(lengths - frame, 0), out
 
 
 def audit_record_batch(
