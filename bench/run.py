@@ -41,10 +41,11 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "decontam", "pii", "tokenize", "shard")
 """``bench/<name>.py`` modules the harness looks for, in chain order."""
-PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "passages", "scale", "skew", "gate")
+PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "passages", "audit", "scale", "skew",
+                          "gate")
 """Everything the harness runs, in order: the references alone (:mod:`bench.references`), each stage
 module, the whole-pipeline scaling (:mod:`bench.scaling`)."""
-OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "passages", "scale", "skew", "gate"})
+OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "passages", "audit", "scale", "skew", "gate"})
 """Parts that do not read the synthetic corpus cache (tokenize measures real text, bench/tokenize_corpus.py;
 neardup and scale generate their own files)."""
 DEFAULT_DOCS = 60_000
@@ -124,6 +125,9 @@ def _goals(parts: list[str]) -> list[Goal]:
         Goal("passages_per_core_vs_datatrove", "passages stage (exact + near) documents per CPU-second vs datatrove's "
              "sentence dedup, whole process trees, at equal or better recall and precision", "passages",
              (r"^goals\.winnow_per_core_vs_datatrove$",), ">=", 3.0),
+        Goal("audit_share_of_stage", "tokenizer audit filled inline: the stage worker's audit CPU per batch / the "
+             "tokenize stage's per-batch CPU (tiktoken engine, shared real text; bench/audit.py)", "audit",
+             (r"^goals\.audit_share_of_stage\.tiktoken$",), "<=", 0.05),
         Goal("ingest_mb_per_cpu_s", "ingest alone of 1 GB of JSONL on local[2], MB of input per CPU-second of the process tree, session start apart (20 MB/s per core; bench/ingest_scale.py)", "scale",
              (r"^goals\.ingest_mb_per_cpu_s$",), ">=", 20.0),
         Goal("gate_overhead_vs_plain_jax", "winnow gate: plain JAX loop tokens/s / the gate's training loop tokens/s, same model and arrays",
