@@ -64,7 +64,7 @@ def test_the_clean_run_is_audited_and_flags_nothing(audited):
     assert doc["roundtrip"]["checked"] == n and doc["roundtrip"]["ok"] == n
     assert [r["group"] for r in doc["cost"]["source"]] == ["web_a", "web_b"]
     assert [r["group"] for r in doc["cost"]["lang"]] == ["en"] and doc["cost"]["lang"][0]["docs"] == n
-    sampled = doc["cost"]["lang"][0]["text_docs"]  # audit.text_sample_fraction = 0.1 of the documents
+    sampled = doc["cost"]["lang"][0]["text_docs"]  # audit.text_sample_fraction = 0.05 of the documents
     assert 0 < sampled < n / 4 and doc["cost"]["lang"][0]["words"] > 0
     assert doc["prompts"][0]["set"] == "trivia" and doc["prompts"][0]["affected"] == 0
     assert doc["tokenizer"]["tiktoken_possible"] is True

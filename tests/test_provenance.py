@@ -29,7 +29,7 @@ def test_a_changed_audit_key_is_named_as_a_change_of_the_tokenize_stage():
     old = load_config()
     new = load_config(overrides=["audit.text_sample_fraction=0.5"])
     recorded = {"config": old.model_dump(mode="json")}
-    assert provenance.config_changes(new, "tokenize", recorded) == [("audit.text_sample_fraction", 0.1, 0.5)]
+    assert provenance.config_changes(new, "tokenize", recorded) == [("audit.text_sample_fraction", 0.05, 0.5)]
     assert provenance.config_changes(new, "shard", recorded) == []
 
 

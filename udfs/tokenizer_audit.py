@@ -277,7 +277,9 @@ def audit_batch(
     lengths = np.asarray(lengths, dtype=np.int64)
     if int(lengths.sum()) != len(flat):
         raise ValueError(f"audit_batch: lengths sum to {int(lengths.sum())} but {len(flat)} ids were given")
-    ids = np.asarray(flat).astype(np.int64, copy=False)
+    ids = np.asarray(flat)
+    if not (ids.dtype == np.int64 or ids.dtype.kind == "u" and ids.dtype.itemsize <= 4):
+        ids = ids.astype(np.int64)  # uint32 (as stored) is read as is: half the bytes per pass
     part = Partial.empty(tables.vocab_size, keep)
     _id_and_follow_counts(part, ids, lengths, tables, watch)  # checks the id range on the way
 
@@ -399,11 +401,11 @@ def _id_and_follow_counts(
         pos = np.flatnonzero(hit)
     if not len(pos):
         return
-    is_last = np.zeros(len(ids), dtype=bool)
-    is_last[np.cumsum(lengths)[lengths > 0] - 1] = True
+    last = np.cumsum(lengths)[lengths > 0] - 1  # each document's last position, ascending
+    at = np.minimum(np.searchsorted(last, pos), len(last) - 1)
     kind = tables.next_kind.take(ids.take(np.minimum(pos + 1, len(ids) - 1))).astype(np.int64)
-    kind[is_last.take(pos)] = 3
-    both = np.bincount(ids.take(pos) * 4 + kind, minlength=4 * n).reshape(-1, 4)
+    kind[last.take(at) == pos] = 3
+    both = np.bincount(ids.take(pos).astype(np.int64) * 4 + kind, minlength=4 * n).reshape(-1, 4)
     part.follow += both[:, :3]
 
 

@@ -56,9 +56,10 @@ def content_ids(tokens: pa.Array, bos: bool) -> tuple[np.ndarray, np.ndarray]:
     """Content lengths and ids of a ``tokens`` column written as ``[BOS] content EOS``.
 
     Returns:
-        ``(lengths, flat)``: int64 [documents] content tokens, and the content ids in order (int64).
+        ``(lengths, flat)``: int64 [documents] content tokens, and the content ids in order (the stored
+        integer type: uint32 for the binary layout).
 
-    One slice per document, concatenated and widened to int64 in the same copy (no mask over the batch).
+    One slice per document, concatenated in one copy (no mask over the batch).
     """
     lengths, flat = tok_udfs.token_ids(tokens)
     frame = 1 + int(bos)
@@ -66,7 +67,7 @@ def content_ids(tokens: pa.Array, bos: bool) -> tuple[np.ndarray, np.ndarray]:
     has = lengths > 0
     spans = zip((ends - lengths + int(bos))[has].tolist(), (ends - 1)[has].tolist(), strict=True)
     content = [flat[a:b] for a, b in spans]
-    out = np.concatenate(content, dtype=np.int64) if content else np.zeros(0, dtype=np.int64)
+    out = np.concatenate(content) if content else flat[:0]
     return np.maximum(lengths - frame, 0), out
 
 

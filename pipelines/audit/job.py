@@ -133,12 +133,12 @@ def finish(
         The audit document plus ``path``.
     """
     vocab = tab.cached_vocab_tables(tok)
-    prompt_sets = []
+    checked = []
     for p in prompt_sets:
         signals = prompt_boundaries(tok, vocab, p.prompts, p.answers, total.id_counts, total.follow)
-        prompt_sets.append(PromptSet(p.name, p.ids, p.prompts, signals))
-    doc = summarize(total, facts, cfg.audit, prompt_sets)
-    doc["inputs"] = {**inputs, "prompt_sets": [p.name for p in prompt_sets]}
+        checked.append(PromptSet(p.name, p.ids, p.prompts, signals))
+    doc = summarize(total, facts, cfg.audit, checked)
+    doc["inputs"] = {**inputs, "prompt_sets": [p.name for p in checked]}
     path = audit_path(cfg)
     tables.write_text(spark, path, json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
     doc["path"] = path
