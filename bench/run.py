@@ -355,7 +355,7 @@ def render_markdown(results: dict[str, Any], notes: Path | None = None) -> str:
     lines += ["## Per part", "",
               "`references` measures the peers alone, one thread, CPU time (bench/references.py): a calibration "
               "for the reference figures each stage module measures side by side with its stage.", ""]
-    for name in ("references", *STAGE_MODULES, "passages"):
+    for name in ("references", *STAGE_MODULES, "passages", "audit"):
         part = results["parts"].get(name)
         if part is None or part["status"] == "skipped":
             continue
