@@ -41,13 +41,13 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "decontam", "pii", "tokenize", "shard")
 """``bench/<name>.py`` modules the harness looks for, in chain order."""
-PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "passages", "scale", "skew", "gate",
-                          "mediawiki")
+PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "passages", "audit", "scale", "skew",
+                          "gate", "mediawiki")
 """Everything the harness runs, in order: the references alone (:mod:`bench.references`), each stage
 module, the whole-pipeline scaling (:mod:`bench.scaling`)."""
-OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "passages", "scale", "skew", "gate",
+OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "passages", "audit", "scale", "skew", "gate",
                                         "mediawiki"})
-"""Parts that do not read the synthetic corpus cache (tokenize and mediawiki measure real text,
+"""Parts that do not read the synthetic corpus cache (tokenize, audit and mediawiki measure real text,
 bench/tokenize_corpus.py and the shared Wikipedia sample; neardup and scale generate their own files)."""
 DEFAULT_DOCS = 60_000
 """Default N: ~190 MB of text. The fastest stage at its goal (filter + LID, 5 MB/s per core) then runs
@@ -133,6 +133,9 @@ def _goals(parts: list[str]) -> list[Goal]:
              (r"^goals\.winnow_per_core_vs_datatrove$",), ">=", 3.0),
         Goal("mediawiki_mb_per_cpu_s", "MediaWiki reader: MB of wikitext per CPU-second on the shared Wikipedia sample "
              "(bench/mediawiki.py)", "mediawiki", (r"^goals\.mediawiki_kernel_mb_per_cpu_s$",), ">=", 2.0),
+        Goal("audit_share_of_stage", "tokenizer audit filled inline: the stage worker's audit CPU per batch / the "
+             "tokenize stage's per-batch CPU (tiktoken engine, shared real text; bench/audit.py)", "audit",
+             (r"^goals\.audit_share_of_stage\.tiktoken$",), "<=", 0.05),
         Goal("ingest_mb_per_cpu_s", "ingest alone of 1 GB of JSONL on local[2], MB of input per CPU-second of the process tree, session start apart (20 MB/s per core; bench/ingest_scale.py)", "scale",
              (r"^goals\.ingest_mb_per_cpu_s$",), ">=", 20.0),
         Goal("gate_overhead_vs_plain_jax", "winnow gate: the gate's training loop CPU seconds / a plain JAX loop's, same model and arrays",
@@ -360,7 +363,7 @@ def render_markdown(results: dict[str, Any], notes: Path | None = None) -> str:
     lines += ["## Per part", "",
               "`references` measures the peers alone, one thread, CPU time (bench/references.py): a calibration "
               "for the reference figures each stage module measures side by side with its stage.", ""]
-    for name in ("references", *STAGE_MODULES, "passages"):
+    for name in ("references", *STAGE_MODULES, "passages", "audit"):
         part = results["parts"].get(name)
         if part is None or part["status"] == "skipped":
             continue

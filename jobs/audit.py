@@ -18,20 +18,29 @@ from jobs._cli import base_parser, parse_config, spark_config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse, build the session, audit, print the summary; returns the exit status (0)."""
+    """Parse, build the session, audit, print the summary; returns the exit status (0; 2 when a prompt
+    file is missing, unreadable or has no ``prompt`` field)."""
     from pipelines.audit.job import run, summary_lines
-    from pipelines.core.config import EvalSetConfig
+    from pipelines.audit.prompts import prompt_file_sets, read_prompts
+    from pipelines.core.eval_sets import EvalSetError
+    from pipelines.core.preflight import local_path
     from pipelines.core.session import get_spark
 
     p = base_parser("audit.py", "Winnow tokenizer audit: does the run's tokenizer fit its data?")
     p.add_argument("--prompts", action="append", default=[], metavar="FILE",
-                   help="JSONL of evaluation prompts ({prompt, answer} per line) to check besides "
-                        "decontam.eval_sets and audit.prompt_sets; repeatable")
+                   help="JSONL of evaluation prompts ({prompt, answer} per line; local, s3:// or a Hadoop "
+                        "URI) to check besides decontam.eval_sets and audit.prompt_sets, named by the file's "
+                        "stem; repeatable")
     args, cfg = parse_config(p, argv)
-    extra = [EvalSetConfig(name=f"prompts_{i}", paths=[path], fields=["prompt", "answer"])
-             for i, path in enumerate(args.prompts)]
-    spark = get_spark("winnow-audit", spark_config(cfg, args.quiet))
-    doc = run(spark, cfg, extra)
+    extra = prompt_file_sets(args.prompts)
+    try:
+        for es in extra:  # local files are checked before Spark starts
+            if all(local_path(path) is not None for path in es.paths):
+                read_prompts(es, "--prompts")
+        spark = get_spark("winnow-audit", spark_config(cfg, args.quiet))
+        doc = run(spark, cfg, extra)
+    except EvalSetError as e:
+        p.exit(2, f"{p.prog}: error: {e}\n")
     print("\n".join(summary_lines(doc, top=3 if args.quiet else 8)), flush=True)
     return 0
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pipelines.audit.config import AuditConfig
 from pipelines.audit.findings import summarize
 from pipelines.audit.html import render_section, report_stats
@@ -47,6 +49,50 @@ def test_a_missing_prompt_file_names_its_key():
         read_prompts(es, "audit.prompt_sets[2]")
     with pytest.raises(EvalSetError, match=r"^--prompts paths: "):
         read_prompts(es, "--prompts")
+
+
+def test_a_prompt_file_without_the_prompt_field_fails_naming_the_file_and_its_fields(tmp_path):
+    import pytest
+
+    from pipelines.audit.prompts import prompt_file_sets, read_prompts
+    from pipelines.core.eval_sets import EvalSetError
+
+    path = tmp_path / "trivia.jsonl"
+    path.write_text('{"question": "Who?", "answer": "x"}\n{"question": "Where?", "id": 2}\n')
+    (es,) = prompt_file_sets([str(path)])
+    assert es.name == "trivia"
+    with pytest.raises(EvalSetError, match=r"^--prompts fields: '.*trivia.jsonl' has no record with the prompt "
+                                           r"field 'prompt'; its records have: answer, id, question$"):
+        read_prompts(es, "--prompts")
+
+
+def test_the_command_exits_2_on_a_prompt_file_without_prompts(tmp_path, capsys):
+    from jobs.audit import main
+
+    path = tmp_path / "qa.jsonl"
+    path.write_text('{"q": "Who?"}\n')
+    with pytest.raises(SystemExit) as e:
+        main(["--conf", "conf/local.yaml", "--prompts", str(path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1 and "has no record with the prompt field 'prompt'" in err[0]
+
+
+def test_a_prompt_file_on_s3_is_read_through_the_storage_layer(monkeypatch):
+    from pipelines.audit.prompts import prompt_file_sets, read_prompts
+    from pipelines.core import storage
+    from pipelines.core.config import load_config
+
+    asked = []
+
+    def get_bytes(root, rel, scfg):
+        asked.append((root, rel))
+        return b'{"prompt": "Question: Who?\\nAnswer: ", "answer": "Tamsin"}\n'
+
+    monkeypatch.setattr(storage, "get_bytes", get_bytes)
+    (es,) = prompt_file_sets(["s3://bucket/evals/qa.jsonl"])
+    got = read_prompts(es, "--prompts", None, load_config())
+    assert asked == [("s3://bucket/evals", "qa.jsonl")]
+    assert got.name == "qa" and got.prompts == ["Question: Who?\nAnswer: "] and got.answers == ["Tamsin"]
 
 
 def test_the_stats_part_draws_the_whole_section():

@@ -64,7 +64,7 @@ def test_the_clean_run_is_audited_and_flags_nothing(audited):
     assert doc["roundtrip"]["checked"] == n and doc["roundtrip"]["ok"] == n
     assert [r["group"] for r in doc["cost"]["source"]] == ["web_a", "web_b"]
     assert [r["group"] for r in doc["cost"]["lang"]] == ["en"] and doc["cost"]["lang"][0]["docs"] == n
-    sampled = doc["cost"]["lang"][0]["text_docs"]  # audit.text_sample_fraction = 0.1 of the documents
+    sampled = doc["cost"]["lang"][0]["text_docs"]  # audit.text_sample_fraction = 0.05 of the documents
     assert 0 < sampled < n / 4 and doc["cost"]["lang"][0]["words"] > 0
     assert doc["prompts"][0]["set"] == "trivia" and doc["prompts"][0]["affected"] == 0
     assert doc["tokenizer"]["tiktoken_possible"] is True
@@ -91,7 +91,7 @@ def test_the_command_checks_a_prompt_file_and_flags_trailing_spaces(audited, tmp
     out = capsys.readouterr().out
     assert "audit: 0 errors, 1 warnings" in out and "end on an unseen boundary" in out
     doc = json.loads((Path(cfg.run.root) / "audit" / "audit.json").read_text())
-    flagged = next(r for r in doc["prompts"] if r["set"] == "prompts_0")
+    flagged = next(r for r in doc["prompts"] if r["set"] == "qa")  # named by the file stem
     assert flagged["affected"] == 3 and flagged["last_tokens"] == [[" ", 3]]
 
 

@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from pipelines.audit.config import AuditConfig
@@ -113,6 +114,26 @@ def test_partials_merge_to_the_whole_in_any_order():
     assert merged.roundtrip == whole.roundtrip
 
 
+def test_watched_ids_count_what_follows_them_as_the_full_histogram_does():
+    tok, tables = gpt2()
+    texts = english()[:40]
+    ids = tok_udfs.encode_ids(tok, texts)
+    lengths = np.array([len(i) for i in ids], dtype=np.int64)
+    flat = np.concatenate([np.asarray(i, dtype=np.int64) for i in ids])
+    watched = (13, 11, int(flat[-1]), int(flat[0]))  # ".", ",", a document's last id, the batch's first
+    kw = {"doc_ids": pa.array([f"{i}" for i in range(40)]), "sources": pa.array(["s"] * 40)}
+    text = pa.array(texts)
+    full, _ = ta.audit_batch(tok, tables, text, lengths, flat, **kw)
+    part, _ = ta.audit_batch(tok, tables, text, lengths, flat, watch=ta.watch_table(tables.vocab_size, watched), **kw)
+    assert np.array_equal(part.id_counts, full.id_counts)
+    assert np.array_equal(part.follow[list(watched)], full.follow[list(watched)]) and full.follow[13].sum() > 0
+    assert part.follow.sum() == full.follow[list(set(watched))].sum()  # nothing else is counted
+    with pytest.raises(ValueError, match="ids outside"):
+        ta.audit_batch(tok, tables, text, lengths, np.where(flat == 13, tables.vocab_size, flat), **kw)
+    with pytest.raises(ValueError, match="ids outside"):
+        ta.audit_batch(tok, tables, text, lengths, np.where(flat == 13, -1, flat), **kw)
+
+
 def test_roundtrip_kinds():
     assert ta.roundtrip_kind("x", "x") == "ok"
     assert ta.roundtrip_kind("a, b", "a , b") == "whitespace"
@@ -216,6 +237,9 @@ def test_prompts_ending_in_a_bare_space_are_flagged_with_gpt2():
     report = summarize(part, _facts(tok), AuditConfig(), [PromptSet("qa", [i["id"] for i in items], prompts, signals)])
     row = report["prompts"][0]
     assert row["affected"] == len(items) and row["last_tokens"] == [[" ", len(items)]]
+    assert row["endings"] == [["'Answer:' + ' '", len(items)]]
+    detail = next(f["detail"] for f in report["findings"] if f["id"] == "audit.prompt_boundary")
+    assert detail.endswith(f"they end in 'Answer:' + ' ' ({len(items)} prompts)")
     assert "strip the trailing whitespace" in row["fix"]
     assert _flags(report) == ["audit.prompt_boundary"]
     fixed = [p.rstrip() for p in prompts]
@@ -275,3 +299,18 @@ def test_framed_batches_and_the_accumulator_param_give_the_texts_partial():
     assert np.array_equal(acc.id_counts, want.id_counts) and np.array_equal(acc.follow, want.follow)
     assert np.array_equal(acc.groups[("source", "s")].totals, want.groups[("source", "s")].totals)
     assert acc.roundtrip == want.roundtrip
+
+
+def test_tokenizer_facts_are_built_once_per_tokenizer_hash(monkeypatch):
+    from pipelines.audit import findings
+
+    tok, _ = gpt2()
+    calls = []
+    real = ta.token_texts
+    monkeypatch.setattr(findings, "_VOCAB_FACTS", {})
+    monkeypatch.setattr(ta, "token_texts", lambda t: calls.append(t.spec) or real(t))
+    first = _facts(tok)
+    again = _facts(tok_udfs.LoadedTokenizer(tok.tokenizer, "another:spec", tok.vocab_size))  # same hash
+    other, _ = _word_level(["a b c"])
+    assert calls == [tok.spec] and again.token_texts is first.token_texts
+    assert _facts(other).vocab_size == other.vocab_size and calls == [tok.spec, "test:wordlevel"]

@@ -168,6 +168,18 @@ def test_fingerprints_are_stable_and_sensitive():
     assert d.stage_fingerprint("shard") != a.stage_fingerprint("shard")
 
 
+def test_audit_keys_join_the_tokenize_fingerprint_while_it_fills_the_audit():
+    a = load_config()
+    threshold = load_config(overrides=["audit.min_count=9"])
+    assert threshold.stage_fingerprint("tokenize") != a.stage_fingerprint("tokenize")
+    assert threshold.stage_fingerprint("shard") == a.stage_fingerprint("shard")
+    off = load_config(overrides=["audit.inline=false"])
+    assert off.stage_fingerprint("tokenize") != a.stage_fingerprint("tokenize")
+    # without the inline audit, the other audit keys change nothing the stage writes
+    off_threshold = load_config(overrides=["audit.inline=false", "audit.min_count=9"])
+    assert off_threshold.stage_fingerprint("tokenize") == off.stage_fingerprint("tokenize")
+
+
 def test_layout_paths_keep_uris():
     cfg = load_config(overrides=["run.root=s3://bucket/prefix/"])
     assert cfg.table_path("documents") == "s3://bucket/prefix/tables/documents"

@@ -25,6 +25,14 @@ def test_config_changes_name_each_key_from_what_to_what():
     assert "new run.root" in msg and "--replace" in msg
 
 
+def test_a_changed_audit_key_is_named_as_a_change_of_the_tokenize_stage():
+    old = load_config()
+    new = load_config(overrides=["audit.text_sample_fraction=0.5"])
+    recorded = {"config": old.model_dump(mode="json")}
+    assert provenance.config_changes(new, "tokenize", recorded) == [("audit.text_sample_fraction", 0.05, 0.5)]
+    assert provenance.config_changes(new, "shard", recorded) == []
+
+
 def test_versions_name_the_libraries_and_the_language_model():
     v = versions(load_config())
     assert {"ftfy", "pyspark", "delta-spark", "tokenizers"} <= set(v["libraries"])

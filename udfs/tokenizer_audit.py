@@ -14,6 +14,8 @@ What is counted:
   candidates for under-trained ("glitch") tokens (Land & Bartolo 2024, "Fishing for Magikarp");
 * what follows each id: how often the next token starts a word with no leading space (``LETTER``) or
   with one leading space (``SPACE_LETTER``), for the prompt-boundary check of :mod:`udfs.tokenizer_prompts`;
+  counted for the ids that check reads (the prompts' last ids, ``watch``), so the per-token work is one
+  gather and one ``bincount`` over the vocabulary;
 * round trip: ``decode(ids) == text`` on the caller's sample, mismatches classified by kind
   (:mod:`udfs.tokenizer_roundtrip`);
 * literal special-token strings in the text (``<|endoftext|>``);
@@ -27,6 +29,7 @@ round-trip and text modules are re-exported here.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +48,7 @@ from udfs.tokenizer_vocab import LETTER as LETTER
 from udfs.tokenizer_vocab import OTHER as OTHER
 from udfs.tokenizer_vocab import SPACE_LETTER as SPACE_LETTER
 from udfs.tokenizer_vocab import VocabTables as VocabTables
+from udfs.tokenizer_vocab import ids_of_docs
 from udfs.tokenizer_vocab import token_texts as token_texts
 from udfs.tokenizer_vocab import vocab_tables as vocab_tables
 
@@ -113,7 +117,8 @@ class Partial:
     Attributes:
         id_counts: int64 [vocab]: occurrences of each id in the content.
         follow: int64 [vocab, 3]: times each id is followed, in the same document, by a token of kind
-            :data:`OTHER` / :data:`LETTER` / :data:`SPACE_LETTER`.
+            :data:`OTHER` / :data:`LETTER` / :data:`SPACE_LETTER`; filled for the watched ids only (the
+            last ids of the prompts the audit checks, ``audit_batch``'s ``watch``), zero elsewhere.
         groups: ``{(dimension, value): GroupAgg}``, dimension ``source`` or ``lang``.
         roundtrip: documents ``checked``, then per kind of :data:`RT_KINDS`, and ``invalid_utf8``.
         rt_examples: ``(doc_id, source, kind)`` of mismatches, the ``keep`` smallest doc_ids.
@@ -173,6 +178,21 @@ def merge(a: Partial, b: Partial) -> Partial:
 
 
 # ------------------------------------------------------------------------------------------ text side
+def watch_table(vocab_size: int, ids: tuple[int, ...] | None) -> np.ndarray | None:
+    """bool [vocab_size]: True at ``ids`` (those outside the vocabulary are ignored); None for None
+    (every id watched).
+
+    >>> watch_table(4, (1, 3, 9)).tolist(), watch_table(4, None)
+    ([False, True, False, True], None)
+    """
+    if ids is None:
+        return None
+    table = np.zeros(vocab_size, dtype=bool)
+    picked = np.array([i for i in ids if 0 <= i < vocab_size], dtype=np.int64)
+    table[picked] = True
+    return table
+
+
 def _per_doc(marks: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per document, how many ``True`` of ``marks`` (over the flat token ids) fall inside it (int64)."""
     doc = np.searchsorted(offsets, np.flatnonzero(marks), side="right") - 1
@@ -226,6 +246,7 @@ def audit_batch(
     text_sample: np.ndarray | None = None,
     specials: tuple[str, ...] = (),
     keep: int = 5,
+    watch: np.ndarray | None = None,
 ) -> tuple[Partial, DocSignals]:
     """Audit one batch of documents and their content ids.
 
@@ -243,6 +264,8 @@ def audit_batch(
             counted (a scan of their bytes); None = every document.
         specials: literal special-token strings to count in the text (``<|endoftext|>``).
         keep: round-trip examples kept (smallest doc_ids).
+        watch: bool [vocab]: the ids whose next token's kind is counted (:attr:`Partial.follow`): the last
+            ids of the evaluation prompts the audit checks (:func:`watch_table`); None = every id.
 
     Returns:
         ``(partial, docs)``: the batch's :class:`Partial` and :class:`DocSignals`.
@@ -254,11 +277,11 @@ def audit_batch(
     lengths = np.asarray(lengths, dtype=np.int64)
     if int(lengths.sum()) != len(flat):
         raise ValueError(f"audit_batch: lengths sum to {int(lengths.sum())} but {len(flat)} ids were given")
-    ids = np.asarray(flat).astype(np.int64, copy=False)
-    if len(ids) and (int(ids.max()) >= tables.vocab_size or int(ids.min()) < 0):
-        raise ValueError(f"audit_batch: ids outside [0, {tables.vocab_size})")
+    ids = np.asarray(flat)
+    if not (ids.dtype == np.int64 or ids.dtype.kind == "u" and ids.dtype.itemsize <= 4):
+        ids = ids.astype(np.int64)  # uint32 (as stored) is read as is: half the bytes per pass
     part = Partial.empty(tables.vocab_size, keep)
-    _id_and_follow_counts(part, ids, lengths, tables)
+    _id_and_follow_counts(part, ids, lengths, tables, watch)  # checks the id range on the way
 
     n_bytes = pc.binary_length(pc.fill_null(texts, "")).to_numpy(zero_copy_only=False).astype(np.int64)
     sampled = np.ones(n, dtype=bool) if text_sample is None else np.asarray(text_sample, dtype=bool)
@@ -269,8 +292,7 @@ def audit_batch(
     words[picked] = tc["words"]
     run_doc, run_kind, run_bucket = tc["runs"]
     runs = (picked[run_doc], run_kind, run_bucket)
-    tok_ends = np.cumsum(lengths)
-    bounds = np.concatenate([[0], tok_ends])
+    bounds = np.concatenate([[0], np.cumsum(lengths)])
     unknown = _per_doc(tables.unknown[ids], bounds) if tables.unknown.any() else np.zeros(n, np.int64)
     fallback = (
         _per_doc(tables.byte_fallback[ids], bounds) if tables.byte_fallback.any() else np.zeros(n, np.int64)
@@ -283,12 +305,7 @@ def audit_batch(
     if langs is not None:
         lang_codes, lang_names = _codes(langs, n)
         dims.append(("lang", lang_codes, lang_names))
-    dl = tables.digit_len[ids]
-    digit_pos = np.flatnonzero(dl)
-    digit_doc = np.searchsorted(tok_ends, digit_pos, side="right")
-    keep_digits = sampled[digit_doc]
-    digit_doc = digit_doc[keep_digits]
-    digit_bucket = np.minimum(dl[digit_pos[keep_digits]], 4).astype(np.int64) - 1
+    digit_doc, digit_bucket = _digit_tokens(ids, lengths, picked, tables)
     on = sampled.astype(np.int64)
     cols = np.stack(
         [np.ones(n, np.int64), n_bytes, lengths, unknown, fallback, on, lengths * on, np.maximum(words, 0)],
@@ -325,32 +342,70 @@ def audit_batch(
     return part, DocSignals(words, n_bytes, lengths, unknown + fallback, kinds)
 
 
+def _digit_tokens(
+    ids: np.ndarray, lengths: np.ndarray, picked: np.ndarray, tables: VocabTables
+) -> tuple[np.ndarray, np.ndarray]:
+    """Document (int64, a position in the batch) and digits bucket (int64, :data:`DIGIT_TOKEN_BUCKETS`) of
+    every all-digit token of the documents ``picked`` (the text sample): their ids are gathered first
+    (:func:`udfs.tokenizer_vocab.ids_of_docs`), so the per-token table lookup touches the sample only."""
+    dl = tables.digit_len.take(ids_of_docs(ids, lengths, picked))
+    pos = np.flatnonzero(dl)
+    doc = picked[np.searchsorted(np.cumsum(lengths[picked]), pos, side="right")]
+    return doc, np.minimum(dl[pos], 4).astype(np.int64) - 1
+
+
 def _count_specials(part: Partial, texts: pa.Array, specials: tuple[str, ...]) -> None:
-    """Documents and occurrences of each literal special-token string; one ``bytes.count`` over the
-    batch's buffer first (memchr speed), the per-document count only when the string occurs."""
+    """Documents and occurrences of each literal special-token string; one literal search over the
+    batch's buffer first (no copy of it), the per-document count only when the string occurs."""
     if not specials:
         return
     data, _ = text_buffer(texts)
-    raw = data.tobytes()
+    raw = memoryview(data)
     for s in specials:
-        if raw.count(s.encode("utf-8")):
+        if re.search(re.escape(s.encode("utf-8")), raw):
             occ = pc.count_substring(pc.fill_null(texts, ""), s).to_numpy(zero_copy_only=False)
             if occ.any():
                 part.specials[s] = [int((occ > 0).sum()), int(occ.sum())]
 
 
-def _id_and_follow_counts(part: Partial, ids: np.ndarray, lengths: np.ndarray, tables: VocabTables) -> None:
-    """Add each id's occurrences and the kind of the token after it in the same document, in one
-    ``bincount``: a document's last token counts under a fourth kind, "end", dropped after counting."""
+def _id_and_follow_counts(
+    part: Partial, ids: np.ndarray, lengths: np.ndarray, tables: VocabTables, watch: np.ndarray | None
+) -> None:
+    """Add each id's occurrences (one ``bincount`` over the vocabulary) and, for the occurrences of the
+    watched ids (every id when ``watch`` is None), the kind of the token after it in the same document:
+    a document's last token counts under a fourth kind, "end", dropped after counting.
+
+    Raises:
+        ValueError: an id is outside ``[0, vocab)``.
+    """
     if not len(ids):
         return
-    key = ids * 4
-    key[:-1] += tables.next_kind.take(ids[1:])
-    ends = np.cumsum(lengths)
-    last = ends[lengths > 0] - 1
-    key[last] = ids[last] * 4 + 3
-    both = np.bincount(key, minlength=4 * tables.vocab_size).reshape(-1, 4)
-    part.id_counts += both.sum(axis=1)
+    n = tables.vocab_size
+    try:
+        counts = np.bincount(ids, minlength=n)
+    except ValueError:  # a negative id
+        counts = part.id_counts[:0]
+    if len(counts) != n:
+        raise ValueError(f"audit_batch: ids outside [0, {n})")
+    part.id_counts += counts
+    if watch is None:
+        pos = np.arange(len(ids))
+    else:
+        watched = np.flatnonzero(watch)
+        if len(watched) <= 2:  # the usual prompt set ends on one or two ids: compare, no gather
+            hit = ids == watched[0] if len(watched) else np.zeros(len(ids), dtype=bool)
+            if len(watched) == 2:
+                hit |= ids == watched[1]
+        else:
+            hit = watch.take(ids)
+        pos = np.flatnonzero(hit)
+    if not len(pos):
+        return
+    last = np.cumsum(lengths)[lengths > 0] - 1  # each document's last position, ascending
+    at = np.minimum(np.searchsorted(last, pos), len(last) - 1)
+    kind = tables.next_kind.take(ids.take(np.minimum(pos + 1, len(ids) - 1))).astype(np.int64)
+    kind[last.take(at) == pos] = 3
+    both = np.bincount(ids.take(pos).astype(np.int64) * 4 + kind, minlength=4 * n).reshape(-1, 4)
     part.follow += both[:, :3]
 
 

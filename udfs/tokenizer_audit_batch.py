@@ -39,6 +39,8 @@ class AuditSpec:
         specials: literal special-token strings to count in the text.
         keep: examples kept.
         engines: compare the Hugging Face tokenizer with tiktoken on the ``_engine_sample`` rows.
+        watch: the ids whose next token's kind is counted: the last ids of the prompts the audit checks
+            (:func:`pipelines.audit.prompts.boundary_ids`); None = every id.
     """
 
     tokenizer: str
@@ -47,23 +49,26 @@ class AuditSpec:
     specials: tuple[str, ...]
     keep: int
     engines: bool
+    watch: tuple[int, ...] | None = None
 
 
 def content_ids(tokens: pa.Array, bos: bool) -> tuple[np.ndarray, np.ndarray]:
     """Content lengths and ids of a ``tokens`` column written as ``[BOS] content EOS``.
 
     Returns:
-        ``(lengths, flat)``: int64 [documents] content tokens, and the content ids in order (int64).
+        ``(lengths, flat)``: int64 [documents] content tokens, and the content ids in order (the stored
+        integer type: uint32 for the binary layout).
+
+    One slice per document, concatenated in one copy (no mask over the batch).
     """
     lengths, flat = tok_udfs.token_ids(tokens)
     frame = 1 + int(bos)
-    keep = np.ones(len(flat), dtype=bool)
     ends = np.cumsum(lengths)
     has = lengths > 0
-    keep[ends[has] - 1] = False
-    if bos:
-        keep[(ends - lengths)[has]] = False
-    return np.maximum(lengths - frame, 0), flat[keep].astype(np.int64)
+    spans = zip((ends - lengths + int(bos))[has].tolist(), (ends - 1)[has].tolist(), strict=True)
+    content = [flat[a:b] for a, b in spans]
+    out = np.concatenate(content) if content else flat[:0]
+    return np.maximum(lengths - frame, 0), out
 
 
 def audit_record_batch(
@@ -89,6 +94,26 @@ def audit_record_batch(
         The batch's :class:`udfs.tokenizer_audit.Partial`.
     """
     lengths, flat = content_ids(batch.column("tokens") if tokens is None else tokens, spec.bos)
+    part = _audit_content(batch, spec, tok, tables, lengths, flat)
+    if fast is not None:
+        picked = np.flatnonzero(batch.column("_engine_sample").to_numpy(zero_copy_only=False))
+        if len(picked):
+            texts = tok_udfs.batch_texts(batch.column("text").take(pa.array(picked)))
+            _add_engines(part, spec, batch.column("doc_id"), picked, ta.engines_differ(tok, fast, texts))
+    return part
+
+
+def _add_engines(part: ta.Partial, spec: AuditSpec, doc_ids: pa.Array, picked: np.ndarray,
+                 differ: np.ndarray) -> None:
+    """Count the documents ``picked`` as compared across engines, those where ``differ`` as differing."""
+    part.engines["checked"] += len(picked)
+    part.engines["differ"] += int(differ.sum())
+    part.engine_examples = sorted(doc_ids[int(i)].as_py() for i in picked[differ])[: spec.keep]
+
+
+def _audit_content(batch: pa.RecordBatch, spec: AuditSpec, tok: tok_udfs.LoadedTokenizer,
+                   tables: ta.VocabTables, lengths: np.ndarray, flat: np.ndarray) -> ta.Partial:
+    """:func:`udfs.tokenizer_audit.audit_batch` of a batch's content ids, its sample flags read from it."""
     names = batch.schema.names
     part, _ = ta.audit_batch(
         tok,
@@ -103,16 +128,8 @@ def audit_record_batch(
         text_sample=batch.column("_text_sample").to_numpy(zero_copy_only=False),
         specials=spec.specials,
         keep=spec.keep,
+        watch=_watch(spec, tables.vocab_size),
     )
-    if fast is not None:
-        picked = np.flatnonzero(batch.column("_engine_sample").to_numpy(zero_copy_only=False))
-        if len(picked):
-            texts = tok_udfs.batch_texts(batch.column("text").take(pa.array(picked)))
-            differ = ta.engines_differ(tok, fast, texts)
-            part.engines["checked"] += len(picked)
-            part.engines["differ"] += int(differ.sum())
-            ids = batch.column("doc_id")
-            part.engine_examples = sorted(ids[int(i)].as_py() for i in picked[differ])[: spec.keep]
     return part
 
 
@@ -133,14 +150,21 @@ def audit_encoded(
     Documents without content tokens are left out, as the ``tokenized`` table leaves them out, so the
     inline audit counts what :func:`make_auditor` counts on the written table.
 
+    Engines (with ``spec.engines``): the engine sample's ids as written are compared with the other
+    engine's (tiktoken's when the stage encoded with the Hugging Face tokenizer, and the other way
+    round). The documents of the stage's own round-trip sample (``_rt_sample``) are not encoded again
+    when the stage encoded with tiktoken: the stage compared them with the Hugging Face tokenizer itself
+    and fails on any difference (:func:`udfs.tokenize_batch.encode_batch`); the two samples are drawn
+    from one hash, so with the default fractions the engine sample is the round-trip sample and the
+    comparison costs nothing more.
+
     Args:
-        batch: the encoder's input: ``doc_id``, ``text``, ``source``, the audit's sample flags
-            (:data:`ROUNDTRIP_SAMPLE`, ``_text_sample``, ``_engine_sample``), optionally ``lang``.
+        batch: the encoder's input: ``doc_id``, ``text``, ``source``, ``_rt_sample``, the audit's sample
+            flags (:data:`ROUNDTRIP_SAMPLE`, ``_text_sample``, ``_engine_sample``), optionally ``lang``.
         encoded: the encoder's output for ``batch`` (``tokens``, ``n_content_tokens``, row for row).
         spec: the audit settings.
         tok: the tokenizer that encoded the batch.
-        fast: the tiktoken encoding the stage encoded with, or None; with ``spec.engines`` and None, the
-            worker's cached :func:`udfs.tokenize_tiktoken.encoding_for` is used for the engine sample.
+        fast: the tiktoken encoding the stage encoded with, or None (the Hugging Face tokenizer).
 
     Returns:
         The batch's partial with ``seconds`` set, or None when no document of the batch has content.
@@ -153,14 +177,38 @@ def audit_encoded(
         batch, tokens = batch.filter(keep), tokens.filter(keep)
     if not batch.num_rows:
         return None
-    if spec.engines and fast is None:
-        from udfs.tokenize_tiktoken import encoding_for
-
-        fast = encoding_for(tok)
-    part = audit_record_batch(batch, spec, tok, cached_vocab_tables(tok), fast if spec.engines else None,
-                              tokens=tokens)
+    lengths, flat = content_ids(tokens, spec.bos)
+    part = _audit_content(batch, spec, tok, cached_vocab_tables(tok), lengths, flat)
+    if spec.engines:
+        _engines_inline(part, batch, spec, tok, fast, lengths, flat)
     part.seconds = time.perf_counter() - start
     return part
+
+
+def _engines_inline(part: ta.Partial, batch: pa.RecordBatch, spec: AuditSpec, tok: tok_udfs.LoadedTokenizer,
+                    fast: object | None, lengths: np.ndarray, flat: np.ndarray) -> None:
+    """The engine comparison of :func:`audit_encoded`: the written ids against the other engine's."""
+    sample = batch.column("_engine_sample").to_numpy(zero_copy_only=False)
+    picked = np.flatnonzero(sample)
+    if not len(picked):
+        return
+    todo = sample.copy()
+    if fast is not None:  # the stage compared its round-trip sample with the Hugging Face tokenizer
+        todo &= ~batch.column("_rt_sample").to_numpy(zero_copy_only=False)
+    differ = np.zeros(len(sample), dtype=bool)
+    redo = np.flatnonzero(todo)
+    if len(redo):
+        if fast is None:
+            from udfs.tokenize_tiktoken import encoding_for
+
+            other = tok_udfs.encode_ids(tok, tok_udfs.batch_texts(batch.column("text").take(pa.array(redo))),
+                                        encoding_for(tok))
+        else:
+            other = tok_udfs.encode_ids(tok, tok_udfs.batch_texts(batch.column("text").take(pa.array(redo))))
+        ends = np.cumsum(lengths)
+        for i, ids in zip(redo.tolist(), other, strict=True):
+            differ[i] = not np.array_equal(np.asarray(ids), flat[ends[i] - lengths[i] : ends[i]])
+    _add_engines(part, spec, batch.column("doc_id"), picked, differ[picked])
 
 
 class PartialParam:
@@ -181,6 +229,16 @@ class PartialParam:
 
 
 _TABLES: dict[tuple[str, int], ta.VocabTables] = {}
+_WATCH: dict[tuple[tuple[int, ...] | None, int], object] = {}
+
+
+def _watch(spec: AuditSpec, vocab_size: int) -> object:
+    """:func:`udfs.tokenizer_audit.watch_table` of ``spec.watch``, built once per process."""
+    key = (spec.watch, vocab_size)
+    if key not in _WATCH:
+        _WATCH.clear()
+        _WATCH[key] = ta.watch_table(vocab_size, spec.watch)
+    return _WATCH[key]
 
 
 def cached_vocab_tables(tok: tok_udfs.LoadedTokenizer) -> ta.VocabTables:

@@ -20,6 +20,7 @@ harness would: unchanged after a prompt that ends in whitespace, after one space
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,9 @@ class PromptSignal:
         seen_then_kind: occurrences of ``last_id`` followed by a token of ``next_kind``.
         canonical: the separately encoded ids equal the ids of the joined text.
         ends_in_space: the prompt's last character is whitespace.
+        ending: how the prompt ends, for a reader: the last word before its last token (with the
+            whitespace after it; at most 30 characters), then the last token's text (() for an empty
+            prompt): ``("Answer:", " ")``.
     """
 
     last_id: int
@@ -50,6 +54,7 @@ class PromptSignal:
     seen_then_kind: int
     canonical: bool
     ends_in_space: bool
+    ending: tuple[str, ...] = ()
 
 
 def continuation(prompt: str, answer: str | None) -> str:
@@ -60,6 +65,26 @@ def continuation(prompt: str, answer: str | None) -> str:
     """
     text = (answer if answer is not None and answer.strip() else PROBE_ANSWER).lstrip()
     return text if prompt[-1:].isspace() else " " + text
+
+
+def _ending(tok: tok_udfs.LoadedTokenizer, ids: list[int]) -> tuple[str, ...]:
+    """:attr:`PromptSignal.ending` of a prompt's ids."""
+    if not ids:
+        return ()
+    decode = tok.tokenizer.decode  # type: ignore[attr-defined]
+    before = decode(ids[:-1], skip_special_tokens=False)
+    word = re.search(r"(\S+\s*|\s+)$", before)
+    return ((word.group(0)[-30:],) if word else ()) + (decode(ids[-1:], skip_special_tokens=False),)
+
+
+def ending_text(texts: list[str]) -> str:
+    """How a prompt ends, token by token, for a reader: each token's text as a Python string literal
+    (spaces, tabs and newlines visible), joined by ``+``.
+
+    >>> print(ending_text(["Answer:", " "]), ending_text(["\\n", "Q"]))
+    'Answer:' + ' ' '\\n' + 'Q'
+    """
+    return " + ".join(repr(t) for t in texts)
 
 
 def prompt_boundaries(
@@ -94,5 +119,5 @@ def prompt_boundaries(
         kind = int(tables.next_kind[ci[0]]) if ci else 0
         seen = int(id_counts[last]) if last >= 0 else 0
         then = int(follow[last, kind]) if last >= 0 else 0
-        out.append(PromptSignal(last, kind, seen, then, pi + ci == ji, p[-1:].isspace()))
+        out.append(PromptSignal(last, kind, seen, then, pi + ci == ji, p[-1:].isspace(), _ending(tok, pi)))
     return out

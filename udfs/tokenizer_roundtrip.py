@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from udfs import tokenize as tok_udfs
-from udfs.tokenizer_vocab import VocabTables
+from udfs.tokenizer_vocab import VocabTables, ids_of_docs
 
 RT_KINDS: tuple[str, ...] = ("ok", "lost_bytes", "whitespace", "normalisation", "other")
 """Round-trip kinds, first match wins: ``lost_bytes`` (the decoded text has more U+FFFD or unknown-token
@@ -102,7 +102,7 @@ def check_roundtrip(
     if len(picked) < n:  # decode the checked documents only
         sub_lengths, sub_ids, sub_texts = (
             lengths[picked],
-            flat[np.repeat(check, lengths)],
+            ids_of_docs(flat, lengths, picked),
             texts.take(pa.array(picked)),
         )
     else:

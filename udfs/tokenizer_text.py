@@ -38,8 +38,12 @@ def text_buffer(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return data[offsets[0] : offsets[-1]], offsets - offsets[0]
 
 
+_BUCKET_OF_LEN = np.searchsorted(_RUN_EDGES, np.arange(_RUN_EDGES[-1] + 1), side="right")
+"""Length bucket of a run of 0..17 characters (longer runs are clipped to 17: the last bucket)."""
+
+
 def _bucket(lengths: np.ndarray) -> np.ndarray:
-    return np.searchsorted(_RUN_EDGES, lengths, side="right")
+    return _BUCKET_OF_LEN.take(np.minimum(lengths, _RUN_EDGES[-1]))
 
 
 _OTHER, _SPACE, _TAB, _NEWLINE, _WS, _DIGIT, _CJK = range(7)
@@ -69,7 +73,7 @@ def text_counts(data: np.ndarray, offsets: np.ndarray) -> dict[str, object]:
     lens = np.diff(offsets)
     if not len(data):
         return {"words": np.zeros(n, np.int64), "bytes": lens, "runs": (np.zeros(0, np.int64),) * 3}
-    cls = _BYTE_CLASS[data]
+    cls = _BYTE_CLASS.take(data)  # np.take: no intp copy of the uint8 index, unlike fancy indexing
     brk = np.empty(len(cls) + 1, dtype=bool)
     brk[0] = brk[-1] = True
     np.not_equal(cls[1:], cls[:-1], out=brk[1:-1])
@@ -78,11 +82,11 @@ def text_counts(data: np.ndarray, offsets: np.ndarray) -> dict[str, object]:
     brk[doc_starts] = True
     bounds = np.flatnonzero(brk)  # run starts, then the end of the buffer
     starts = bounds[:-1]
-    run_cls = cls[starts]
+    run_cls = cls.take(starts)
     run_len = np.diff(bounds)
     first = np.zeros(len(starts), dtype=bool)
     first[np.searchsorted(starts, doc_starts)] = True
-    run_doc = nonempty[np.cumsum(first, dtype=np.int32) - 1]
+    run_doc = nonempty.take(np.cumsum(first, dtype=np.int64) - 1)
     ws = (run_cls >= _SPACE) & (run_cls <= _WS)
     prev_ws = np.empty_like(ws)
     prev_ws[0] = True
@@ -92,6 +96,7 @@ def text_counts(data: np.ndarray, offsets: np.ndarray) -> dict[str, object]:
     words = np.bincount(run_doc[word_start], minlength=n) + np.bincount(
         run_doc[cjk], weights=run_len[cjk], minlength=n
     ).astype(np.int64)
-    sel = np.flatnonzero(_RUN_KIND[run_cls] >= 0)
-    runs = (run_doc[sel], _RUN_KIND[run_cls[sel]], _bucket(run_len[sel]))
+    kind = _RUN_KIND.take(run_cls)
+    sel = np.flatnonzero(kind >= 0)
+    runs = (run_doc.take(sel), kind.take(sel), _bucket(run_len.take(sel)))
     return {"words": words.astype(np.int64), "bytes": lens, "runs": runs}

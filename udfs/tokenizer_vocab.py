@@ -121,3 +121,30 @@ def vocab_tables(tok: tok_udfs.LoadedTokenizer) -> VocabTables:
     )
     byte_tokens = pa.array(raw, pa.large_binary()) if raw is not None else None
     return VocabTables(n, unknown, fallback, special, kinds, digit_len, byte_tokens, tuple(unk_strings))
+
+
+def ids_of_docs(flat: np.ndarray, lengths: np.ndarray, picked: np.ndarray) -> np.ndarray:
+    """The ids of the documents ``picked`` (int64 positions, ascending), concatenated in order.
+
+    One slice per picked document: on a sample (a few percent of a batch's documents) this touches the
+    sampled ids only, where a boolean mask over every token would read and allocate the whole batch.
+
+    Args:
+        flat: the content ids of the batch in order.
+        lengths: int64 [documents] ids per document.
+        picked: int64 positions of the documents to keep.
+
+    Returns:
+        The picked documents' ids, ``lengths[picked].sum()`` of them, ``flat``'s dtype.
+
+    >>> ids_of_docs(np.arange(6), np.array([2, 1, 3]), np.array([0, 2])).tolist()
+    [0, 1, 3, 4, 5]
+    """
+    if len(picked) == len(lengths):
+        return flat
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    if not len(picked):
+        return flat[:0]
+    spans = zip(starts[picked].tolist(), ends[picked].tolist(), strict=True)
+    return np.concatenate([flat[a:b] for a, b in spans])

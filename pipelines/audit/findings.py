@@ -22,7 +22,7 @@ from pipelines.audit.finding import SEVERITIES as SEVERITIES
 from pipelines.audit.finding import finding, rank, share
 from udfs import tokenizer_audit as ta
 from udfs.tokenize import LoadedTokenizer, encode_ids
-from udfs.tokenizer_prompts import PromptSignal
+from udfs.tokenizer_prompts import PromptSignal, ending_text
 
 UINT16_IDS = 1 << 16
 """Ids a ``uint16`` shard can hold (0 .. 65535)."""
@@ -68,6 +68,23 @@ class PromptSet:
     signals: list[PromptSignal]
 
 
+_VOCAB_FACTS: dict[str, tuple[list[str], dict[int, str]]] = {}
+
+
+def _vocab_facts(tok: LoadedTokenizer) -> tuple[list[str], dict[int, str]]:
+    """Each id's text (:func:`udfs.tokenizer_audit.token_texts`) and the added special tokens by id (the
+    unknown token left out: it is counted apart), once per process per tokenizer hash
+    (:attr:`udfs.tokenize.LoadedTokenizer.fingerprint`)."""
+    key = tok.fingerprint
+    if key not in _VOCAB_FACTS:
+        texts, _ = ta.token_texts(tok)
+        model = json.loads(tok.tokenizer.to_str()).get("model") or {}  # type: ignore[attr-defined]
+        unk = tok.token_id(model["unk_token"]) if isinstance(model.get("unk_token"), str) else None
+        decoder = tok.tokenizer.get_added_tokens_decoder()  # type: ignore[attr-defined]
+        _VOCAB_FACTS[key] = (texts, {i: t.content for i, t in decoder.items() if t.special and i != unk})
+    return _VOCAB_FACTS[key]
+
+
 def tokenizer_facts(
     tok: LoadedTokenizer,
     *,
@@ -87,14 +104,12 @@ def tokenizer_facts(
             tokenizer's added special tokens are added.
         shard_dtype: ``shard.dtype``.
         engine: engine facts to report (``engine``, ``tiktoken_possible``, ...).
+
+    The part that depends on the tokenizer alone (each id's text, its special tokens: ~0.2-0.3 s for
+    GPT-2's 50,257 ids) is built once per process and tokenizer (:func:`_vocab_facts`, keyed by the
+    tokenizer's hash), so a second audit or tokenize stage in the same process does not pay it again.
     """
-    texts, _ = ta.token_texts(tok)
-    model = json.loads(tok.tokenizer.to_str()).get("model") or {}  # type: ignore[attr-defined]
-    unk = tok.token_id(model["unk_token"]) if isinstance(model.get("unk_token"), str) else None
-    decoder = tok.tokenizer.get_added_tokens_decoder()  # type: ignore[attr-defined]
-    added = {
-        i: t.content for i, t in decoder.items() if t.special and i != unk
-    }  # the unknown token is counted apart
+    texts, added = _vocab_facts(tok)
     strings = tuple(dict.fromkeys([*literals, *added.values()]))
     ids = tuple(sorted({eos_id, *([bos_id] if bos_id is not None else []), *added}))
     encodings = {
@@ -241,7 +256,7 @@ def prompt_rows(
     """Per prompt set: prompts, affected prompts and why, the last tokens involved, and the fix."""
     rows = []
     for ps in sets:
-        affected, last = [], {}
+        affected, last, endings = [], {}, {}
         for pid, sig in zip(ps.ids, ps.signals, strict=True):
             rare = (
                 acfg.min_follow_share is not None
@@ -252,6 +267,8 @@ def prompt_rows(
                 affected.append(pid)
                 key = facts.token_texts[sig.last_id] if sig.last_id >= 0 else ""
                 last[key] = last.get(key, 0) + 1
+                ending = ending_text(list(sig.ending))
+                endings[ending] = endings.get(ending, 0) + 1
         spaces = sum(s.ends_in_space for s in ps.signals)
         rows.append(
             {
@@ -260,7 +277,8 @@ def prompt_rows(
                 "affected": len(affected),
                 "ending_in_whitespace": spaces,
                 "examples": affected[: acfg.examples],
-                "last_tokens": sorted(([k, v] for k, v in last.items()), key=lambda kv: (-kv[1], kv[0]))[:5],
+                "last_tokens": _top(last),
+                "endings": _top(endings),
                 "fix": (
                     "strip the trailing whitespace from the prompts and start each answer with it "
                     "(prompt 'Answer:' + continuation ' Paris')"
@@ -272,6 +290,18 @@ def prompt_rows(
     return rows
 
 
+def _top(counts: dict[str, int], n: int = 5) -> list[list[Any]]:
+    """The ``n`` most frequent ``[key, count]``, ties by key."""
+    return sorted(([k, v] for k, v in counts.items()), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+
+def _endings_line(row: dict[str, Any]) -> str:
+    """``'Answer:' + ' ' (3 prompts), ...``: how the affected prompts end (token by token), most first."""
+    if "endings" not in row:  # an audit.json written before the endings were kept
+        return ", ".join(f"{t!r} ({n} prompts)" for t, n in row["last_tokens"])
+    return ", ".join(f"{e} ({n} prompt{'s' if n != 1 else ''})" for e, n in row["endings"])
+
+
 def _prompt_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         finding(
@@ -279,7 +309,7 @@ def _prompt_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "warn",
             f"prompts of {r['set']!r} end on an unseen boundary",
             f"{r['affected']:,} of {r['prompts']:,} prompts end on a token the training data does not "
-            f"continue into the answer that way (last tokens {r['last_tokens']})",
+            f"continue into the answer that way; they end in {_endings_line(r)}",
             r["fix"],
             share(r["affected"], r["prompts"]),
             r["examples"],

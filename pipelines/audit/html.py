@@ -129,7 +129,8 @@ def render_section(audit: dict[str, Any]) -> str:
     )
     if audit["prompts"]:
         rows = [
-            {**r, "last tokens": ", ".join(f"{t!r} ({n})" for t, n in r["last_tokens"])}
+            {**r, "last tokens": ", ".join(f"{t} ({n})" for t, n in r["endings"]) if "endings" in r
+             else ", ".join(f"{t!r} ({n})" for t, n in r["last_tokens"])}
             for r in audit["prompts"]
         ]
         out.append(

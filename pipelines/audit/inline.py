@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from pipelines.audit.findings import TokenizerFacts
 from pipelines.audit.job import finish, prepare, run, sample_columns
+from pipelines.audit.prompts import Prompts, configured_prompt_sets
 from pipelines.core import tables
 from pipelines.core.config import WinnowConfig
 from udfs import tokenize as tok_udfs
@@ -42,6 +43,7 @@ class InlineAudit:
         partials: the accumulator (:class:`udfs.tokenizer_audit_batch.PartialParam`) the encoder adds to.
         facts: the tokenizer facts (driver side).
         tok: the tokenizer that encodes.
+        prompt_sets: the evaluation prompts the audit checks (read before the pass).
     """
 
     spec: tab.AuditSpec
@@ -49,6 +51,7 @@ class InlineAudit:
     partials: Accumulator
     facts: TokenizerFacts
     tok: tok_udfs.LoadedTokenizer
+    prompt_sets: list[Prompts]
 
 
 def begin(
@@ -72,11 +75,13 @@ def begin(
     """
     if not cfg.audit.inline:
         return None
-    facts, spec = prepare(cfg, tok, eos_id, bos_id, engine)
+    prompt_sets = configured_prompt_sets(cfg, None, spark)
+    facts, spec = prepare(cfg, tok, eos_id, bos_id, engine, prompt_sets)
     lang = (F.col("lang"),) if "lang" in input_columns else ()
     partials = spark.sparkContext.accumulator(ta.Partial.empty(tok.vocab_size, cfg.audit.examples),
                                               tab.PartialParam())
-    return InlineAudit(spec, (*sample_columns(cfg.run.seed, cfg.audit), *lang), partials, facts, tok)
+    columns = (*sample_columns(cfg.run.seed, cfg.audit), *lang)
+    return InlineAudit(spec, columns, partials, facts, tok, prompt_sets)
 
 
 def end(
@@ -106,7 +111,7 @@ def end(
     if mode == "inline":
         inputs = {"tokenized": tokenized, "documents": cfg.table_path(documents),
                   "documents_version": version, "tokenizer": audit.tok.spec}
-        doc = finish(spark, cfg, audit.tok, audit.facts, total, inputs)
+        doc = finish(spark, cfg, audit.tok, audit.facts, total, inputs, audit.prompt_sets)
     else:
         doc = run(spark, cfg)
     findings = doc["findings"]

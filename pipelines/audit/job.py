@@ -19,9 +19,10 @@ from pyspark.sql import types as T
 
 from pipelines.audit.config import AuditConfig
 from pipelines.audit.findings import PromptSet, TokenizerFacts, summarize, tokenizer_facts
-from pipelines.audit.prompts import configured_prompt_sets
+from pipelines.audit.prompts import Prompts, boundary_ids, configured_prompt_sets
 from pipelines.core import tables
 from pipelines.core.config import EvalSetConfig, WinnowConfig
+from pipelines.core.samples import in_seeded_sample
 from udfs import tokenize as tok_udfs
 from udfs import tokenizer_audit as ta
 from udfs import tokenizer_audit_batch as tab
@@ -41,7 +42,10 @@ def audit_path(cfg: WinnowConfig) -> str:
 def sample_columns(seed: int, acfg: AuditConfig) -> list[Column]:
     """The audit's seeded sample flags ``_audit_rt_sample``, ``_engine_sample`` and ``_text_sample``: a keyed
     hash of ``run.seed``, a per-sample salt and ``doc_id`` below each fraction (independent of
-    partitioning)."""
+    partitioning). The engine sample has no salt: it is drawn from the hash of the tokenize stage's
+    round-trip sample (:func:`pipelines.core.samples.in_seeded_sample`), so the two are nested and the
+    documents the stage already compared across engines are not encoded again
+    (:func:`udfs.tokenizer_audit_batch.audit_encoded`)."""
 
     def below(salt: str, fraction: float) -> Column:
         h = F.pmod(F.xxhash64(F.lit(seed), F.lit(salt), F.col("doc_id")), F.lit(_BUCKETS))
@@ -49,7 +53,7 @@ def sample_columns(seed: int, acfg: AuditConfig) -> list[Column]:
 
     return [
         below("audit.roundtrip", acfg.roundtrip_sample_fraction).alias(tab.ROUNDTRIP_SAMPLE),
-        below("audit.engines", acfg.engine_sample_fraction).alias("_engine_sample"),
+        in_seeded_sample(seed, acfg.engine_sample_fraction).alias("_engine_sample"),
         below("audit.text", acfg.text_sample_fraction).alias("_text_sample"),
     ]
 
@@ -68,12 +72,18 @@ def prepare(
     eos_id: int,
     bos_id: int | None,
     engine_written: str | None,
+    prompt_sets: list[Prompts],
 ) -> tuple[TokenizerFacts, tab.AuditSpec]:
     """The tokenizer facts (driver) and the worker settings of an audit of ids written by ``tok``.
 
     Used by :func:`run` and by a caller that fills the audit while it encodes (the tokenize stage): pass
     the spec to :func:`udfs.tokenizer_audit_batch.audit_record_batch` per batch, add the partials to an
-    accumulator of :class:`udfs.tokenizer_audit_batch.PartialParam`, then call :func:`finish`.
+    accumulator of :class:`udfs.tokenizer_audit_batch.PartialParam`, then call :func:`finish` with the
+    same ``prompt_sets``.
+
+    Args:
+        prompt_sets: the prompts the audit will check (:func:`pipelines.audit.prompts.
+            configured_prompt_sets`): the pass counts what follows their last ids.
     """
     from udfs.tokenize_tiktoken import resolve_engine
 
@@ -98,6 +108,7 @@ def prepare(
         specials=tuple(facts.special_encodings),
         keep=cfg.audit.examples,
         engines=engine == "tiktoken",
+        watch=boundary_ids(tok, prompt_sets),
     )
     return facts, spec
 
@@ -109,25 +120,25 @@ def finish(
     facts: TokenizerFacts,
     total: ta.Partial,
     inputs: dict[str, Any],
-    extra_prompt_sets: list[EvalSetConfig] | None = None,
+    prompt_sets: list[Prompts],
 ) -> dict[str, Any]:
     """Check the prompts against the merged counters, rank the findings and write ``audit.json``.
 
     Args:
         total: the merged partial of every batch.
         inputs: what was audited (tables, versions, tokenizer), recorded under ``inputs``.
-        extra_prompt_sets: prompt sets besides the configured ones.
+        prompt_sets: the prompt sets given to :func:`prepare`.
 
     Returns:
         The audit document plus ``path``.
     """
     vocab = tab.cached_vocab_tables(tok)
-    prompt_sets = []
-    for p in configured_prompt_sets(cfg, extra_prompt_sets, spark):
+    checked = []
+    for p in prompt_sets:
         signals = prompt_boundaries(tok, vocab, p.prompts, p.answers, total.id_counts, total.follow)
-        prompt_sets.append(PromptSet(p.name, p.ids, p.prompts, signals))
-    doc = summarize(total, facts, cfg.audit, prompt_sets)
-    doc["inputs"] = {**inputs, "prompt_sets": [p.name for p in prompt_sets]}
+        checked.append(PromptSet(p.name, p.ids, p.prompts, signals))
+    doc = summarize(total, facts, cfg.audit, checked)
+    doc["inputs"] = {**inputs, "prompt_sets": [p.name for p in checked]}
     path = audit_path(cfg)
     tables.write_text(spark, path, json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
     doc["path"] = path
@@ -158,8 +169,10 @@ def run(
     eos = json.loads(props.get("eos_id", "null"))  # recorded as JSON by tokenize (null: none)
     if eos is None:
         eos = tok.token_id(tcfg.eos_token)
+    # Read before the pass: a bad prompt file fails before any work.
+    prompt_sets = configured_prompt_sets(cfg, extra_prompt_sets, spark)
     facts, spec = prepare(
-        cfg, tok, int(eos or 0), json.loads(props.get("bos_id", "null")), props.get("engine")
+        cfg, tok, int(eos or 0), json.loads(props.get("bos_id", "null")), props.get("engine"), prompt_sets
     )
     lang = ["lang"] if "lang" in docs.columns else []
     joined = (
@@ -177,7 +190,7 @@ def run(
         "documents_version": doc_version,
         "tokenizer": tok.spec,
     }
-    return finish(spark, cfg, tok, facts, total, inputs, extra_prompt_sets)
+    return finish(spark, cfg, tok, facts, total, inputs, prompt_sets)
 
 
 def summary_lines(doc: dict[str, Any], top: int = 5) -> list[str]:

@@ -139,14 +139,21 @@ class WinnowConfigBase(Section):
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()
 
     def stage_fingerprint(self, stage: str) -> str:
-        """sha256 hex over what decides one stage's output: its own section plus ``run.seed``.
+        """sha256 hex over what decides one stage's output: its own section plus ``run.seed``, plus the
+        settings of other sections its ``fingerprint_keys`` hook names (:mod:`pipelines.core.hooks`; the
+        tokenize stage: ``audit.*`` while it fills the audit).
 
         Raises:
             ValueError: ``stage`` is not one of :data:`STAGES`.
         """
+        from pipelines.core.hooks import fingerprint_keys
+
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage!r}; allowed: {list(STAGES)}")
         payload = {"stage": stage, "seed": self.run.seed, stage: getattr(self, stage).model_dump(mode="json")}
+        extra = fingerprint_keys(stage, self.model_dump(mode="json"))
+        if extra:  # absent when none: the fingerprints of the other stages stay as they were
+            payload["beside"] = extra
         return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 

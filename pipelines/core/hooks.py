@@ -33,6 +33,11 @@ nothing. The hooks a stage may define:
 ``clear_outputs(cfg) -> None``
     Called instead of the stage when it is not run because an earlier stage left no document: retracts
     files an earlier run published that would otherwise look current (shards and their manifest).
+``fingerprint_keys(config) -> dict``
+    Settings outside the stage's own section that change its output, from the config's plain data
+    (``WinnowConfig.model_dump(mode="json")``), nested as in it (``{"audit": {...}}``): they join the
+    stage fingerprint (:meth:`pipelines.core.config.WinnowConfigBase.stage_fingerprint`), so changing one
+    reruns the stage, and the "config changed" line names them (:mod:`pipelines.core.provenance`).
 ``EMPTY_HINT: str``
     What to change when the stage kept no document, for the closing line of the run
     (:mod:`pipelines.core.outcome`).
@@ -77,6 +82,16 @@ def hook(stage: str, name: str) -> Any:
     """
     module = _hooks_module(stage)
     return None if module is None else getattr(module, name, None)
+
+
+def fingerprint_keys(stage: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The settings outside ``stage``'s section that its ``fingerprint_keys`` hook names ({} without one).
+
+    Args:
+        config: the whole config's plain data (``model_dump(mode="json")``, or a recorded config).
+    """
+    found = hook(stage, "fingerprint_keys")
+    return {} if found is None else found(config)
 
 
 def late_config_errors() -> tuple[type[Exception], ...]:

@@ -70,8 +70,12 @@ def recorded_config(spark: Any, cfg: WinnowConfig, stage: str,
 
 
 def _stage_view(config: dict[str, Any], stage: str) -> dict[str, Any]:
-    # What the stage fingerprint covers (WinnowConfig.stage_fingerprint): its section and run.seed.
-    return {"run.seed": config.get("run", {}).get("seed"), **flatten(config.get(stage, {}), f"{stage}.")}
+    # What the stage fingerprint covers (WinnowConfig.stage_fingerprint): its section, run.seed and the
+    # settings of other sections its fingerprint_keys hook names.
+    from pipelines.core.hooks import fingerprint_keys
+
+    return {"run.seed": config.get("run", {}).get("seed"), **flatten(config.get(stage, {}), f"{stage}."),
+            **flatten(fingerprint_keys(stage, config))}
 
 
 def config_changes(cfg: WinnowConfig, stage: str, recorded: dict[str, Any]) -> list[tuple[str, Any, Any]]:

@@ -26,6 +26,15 @@ def seeded_order(seed: int, key: str = "doc_id") -> Column:
     return F.xxhash64(F.lit(seed), F.col(key))
 
 
+def in_seeded_sample(seed: int, fraction: float, key: str = "doc_id") -> Column:
+    """Column predicate: the row is in the seeded sample of ``fraction`` (resolution 1e-6): a keyed hash of
+    ``(seed, key)`` below the fraction, so the same rows on any partitioning, and the samples of two
+    fractions are nested (the smaller is part of the larger)."""
+    buckets = 1_000_000
+    h = F.pmod(F.xxhash64(F.lit(seed), F.col(key)), F.lit(buckets))
+    return h < F.lit(int(round(fraction * buckets)))
+
+
 def row_signals(row: dict[str, Any], reasons: list[str] | None = None) -> dict[str, Any]:
     """The signals of one collected row: scalar non-text columns, plus the fields of struct columns
     named by a reason's family (``gopher_repetition.dup_5gram`` -> the ``gopher_repetition`` struct),

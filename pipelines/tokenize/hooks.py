@@ -1,7 +1,9 @@
 """What the tokenize stage adds to the framework (:mod:`pipelines.core.hooks`): its preflight check that
-the tokenizer loads."""
+the tokenizer loads, and the ``audit`` settings that join its fingerprint."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from pipelines.core.config import WinnowConfig
 from pipelines.core.preflight import PreflightError, when_running
@@ -29,3 +31,21 @@ def check_tokenizer(cfg: WinnowConfig) -> None:
 
 preflight = when_running("tokenize", check_tokenizer)
 """The preflight hook: :func:`check_tokenizer` when tokenize runs."""
+
+
+def fingerprint_keys(config: dict[str, Any]) -> dict[str, Any]:
+    """The ``audit`` settings that change what the tokenize stage writes: with ``audit.inline`` (the
+    default) the stage writes ``audit.json``, and every ``audit.*`` key changes it (what is sampled and
+    counted, the thresholds of the findings, the prompt sets); without it, only ``audit.inline`` itself
+    (turning it on makes the stage write the audit).
+
+    Args:
+        config: the whole config's plain data (``model_dump(mode="json")``, or a recorded config; a config
+            recorded before the ``audit`` section has the defaults).
+    """
+    from pipelines.audit.config import AuditConfig
+
+    audit = config.get("audit")
+    if not isinstance(audit, dict):
+        audit = AuditConfig().model_dump(mode="json")
+    return {"audit": audit if audit.get("inline", True) else {"inline": False}}

@@ -32,6 +32,7 @@ from pipelines import audit as audit_pkg
 from pipelines.core import chain, tables
 from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import StageReport
+from pipelines.core.samples import in_seeded_sample
 from pipelines.tokenize.config import TokenizeConfig
 from udfs import tokenize as tok_udfs
 from udfs import tokenize_batch as tok_batch
@@ -42,7 +43,6 @@ OUTPUT_COLUMNS: tuple[str, ...] = ("doc_id", "source", "tokens", "n_tokens")
 SIGNAL_COLUMNS: tuple[str, ...] = ("n_content_tokens", "roundtrip_checked", "roundtrip_mismatch", "roundtrip_error")
 REASON_ZERO_TOKENS = "tokenize.zero_tokens"
 OUTPUT_TABLE = chain.stage(STAGE).main_table
-_RT_BUCKETS = 1_000_000  # round-trip sample resolution: fraction is honoured to 1e-6
 
 
 def input_table_name(cfg: WinnowConfig, spark: SparkSession | None = None) -> str:
@@ -160,9 +160,9 @@ def tokenize(df: DataFrame, tcfg: TokenizeConfig, seed: int = 0, *, engine: str 
 
 
 def _in_sample(seed: int, fraction: float) -> Column:
-    """True for the audit sample: a keyed hash of ``run.seed`` and ``doc_id`` (partitioning-independent)."""
-    threshold = int(round(fraction * _RT_BUCKETS))
-    return F.pmod(F.xxhash64(F.lit(seed), F.col("doc_id")), F.lit(_RT_BUCKETS)) < F.lit(threshold)
+    """True for the round-trip sample (:func:`pipelines.core.samples.in_seeded_sample`: partitioning-
+    independent; the tokenizer audit's engine sample is drawn from the same hash, so the two are nested)."""
+    return in_seeded_sample(seed, fraction)
 
 
 def _arrow_type(dt: T.DataType) -> pa.DataType:
