@@ -105,10 +105,58 @@ _EXCLUDED_GATE = ("```", "\\begin{", "\\bibitem", "<ref", "{{", "[http", "`")
 _QUOTES = {'"': '"', "“": "”", "'": "'", "‘": "’"}
 
 
-def _excluded_spans(text: str) -> list[tuple[int, int]]:
-    if not any(g in text for g in _EXCLUDED_GATE):
-        return []
-    return [(mt.start(), mt.end()) for mt in _EXCLUDED.finditer(text)]
+_MATH = re.compile(
+    r"(?<![\\$])\$\$(?!\$).{1,20000}?(?:(?<=\\\\)|(?<!\\))\$\$"
+    r"|(?<![\\$\w])\$(?=[^\s$])(?:\\\$|[^$\n]|\n(?![ \t]*\n)){1,2000}?(?:(?<=\\\\)|(?<![\s\\]))\$(?![\d$])",
+    re.DOTALL,
+)
+"""TeX math: ``$$...$$`` (display, may span lines) and ``$...$`` (inline, within a paragraph). Pandoc's
+rule tells math from money: an opening ``$`` has a non-space character right after it, a closing one a
+non-space character right before it and no digit after it ("$5 and $10" is no formula); ``\\$`` is an
+escaped dollar, ``\\\\$`` a line break that ends a formula. A formula's
+``\\cite[Theorem 14.16]`` or ``(1)`` is TeX, not a mention of the document's parts.
+Source: Pandoc User's Guide, extension ``tex_math_dollars``."""
+_ENTRY_START = re.compile(
+    r"[ \t]*(?:\[\d{1,4}\]|\d{1,4}[.)][ \t]|[\^↑*•\-–][ \t]?"
+    r"|(?-i:[A-Z])[\w'’\-]+,[ \t]+(?-i:[A-Z])\.)"
+)
+"""How a line of a reference list starts: ``[12]``, ``12.``, a wiki back-link or a bullet, or an author
+("Smith, J.")."""
+
+
+def _bibliography_entries(text: str, m: Matcher) -> list[tuple[int, int]]:
+    """The entry lines of every reference list: after a bibliography heading ("References",
+    "Bibliography", ...), the lines that start like an entry (:data:`_ENTRY_START`) and the lines that
+    continue one (no blank line between, not a heading or caption), up to the first other line. A
+    cited work's "Table 3" or "optimization algorithm (2014)" in an entry is not a mention."""
+    out: list[tuple[int, int]] = []
+    for head in m.bib_heading.finditer(text):
+        pos, entry, prev_blank = head.end(), False, True
+        while pos < len(text):
+            nl = text.find("\n", pos + 1)
+            line_start = pos + 1 if text[pos : pos + 1] == "\n" else pos
+            line_end = len(text) if nl < 0 else nl
+            line = text[line_start:line_end]
+            if not line.strip():
+                prev_blank = True
+            elif _ENTRY_START.match(line):
+                out.append((line_start, line_end))
+                entry, prev_blank = True, False
+            elif entry and not prev_blank and not m.heading.match(line) and not m.caption.match(line):
+                out.append((line_start, line_end))
+            else:
+                break
+            pos = line_end
+    return out
+
+
+def _excluded_spans(text: str, m: Matcher) -> list[tuple[int, int]]:
+    """Spans whose mentions are examples, entries or TeX, not references (see :data:`_EXCLUDED`,
+    :data:`_MATH`, :func:`_bibliography_entries`)."""
+    spans = [(mt.start(), mt.end()) for mt in _EXCLUDED.finditer(text)] if any(g in text for g in _EXCLUDED_GATE) else []
+    if "$" in text:
+        spans += [(mt.start(), mt.end()) for mt in _MATH.finditer(text)]
+    return spans + _bibliography_entries(text, m)
 
 
 def _quoted(text: str, start: int, end: int) -> bool:
@@ -223,6 +271,8 @@ def _not_a_keyword(text: str, kw_start: int, kind: str, kw_text: str) -> bool:
 def _not_a_first_label(text: str, m: Matcher, kw_text: str, core: str, lab: str, refish: bool, label_end: int,
                        match_end: int) -> bool:
     """The first label after a keyword is prose, not a label (the keyword then yields no mention)."""
+    if _is_year(core) and text[label_end - 1 : label_end] == ")":
+        return True  # "an optimization algorithm (2014)": a year in parentheses, not a label
     if not core[:1].isdigit() and lab not in PLACEHOLDERS and not core.startswith("\\") and not refish:
         return True  # "I figure I can", "figure one out": non-numeric labels need a capitalised keyword
     if not core[:1].isdigit() and lab not in PLACEHOLDERS and _sentence_end(kw_text, m):
@@ -234,6 +284,11 @@ def _not_a_first_label(text: str, m: Matcher, kw_text: str, core: str, lab: str,
     plural = kw_text.rstrip(" .~\u00a0").lower().endswith("s")
     # "the algorithms one wants": a plural keyword before a lone spelled number
     return core.lower() in m.numbers and plural and label_end == match_end
+
+
+def _is_year(core: str) -> bool:
+    """``core`` is a year (1800..2100): no document numbers its parts that high."""
+    return len(core) == 4 and core.isdigit() and 1800 <= int(core) <= 2100
 
 
 def _sentence_end(kw_text: str, m: Matcher) -> bool:
@@ -364,7 +419,7 @@ def _analyse(text: str, m: Matcher, held: Collection[str] = ()) -> list[Mention]
     raw = keyword + _ordinal_mentions(text, m, ord_matches) + _citation_mentions(text) + _bare_refs(text, keyword)
     if not raw:
         return []
-    excluded = _excluded_spans(text)
+    excluded = _excluded_spans(text, m)
     raw = [r for r in raw if not _quoted(text, r.start, r.end) and not any(a <= r.start < b for a, b in excluded)]
     targets = _Targets(text, m)
     out: list[Mention] = []

@@ -132,6 +132,12 @@ def _whitespace_tables(text: str) -> int:
     return blocks + (run >= 3)
 
 
+_ROMAN_LETTERS = {"I": 1, "V": 5, "X": 10}
+"""Section labels that are both a letter (kept as written: "Section A" may be an appendix) and a roman
+number: "Section V" names section 5 where the document numbers its headings in arabic (a converter
+renumbers, the author wrote the number by hand)."""
+
+
 def _split_range(label: str, entries: set[int]) -> bool:
     """"[1113]" in a list of 20 entries is "[11-13]" whose dash the HTML extraction lost: the label read as
     two entry numbers a < b (at most :data:`MAX_RANGE` apart) that both exist."""
@@ -247,6 +253,8 @@ class _Targets:
             labels = self.labels["section"] | self.labels["appendix"]
             if label in labels or any(x.startswith(label + ".") for x in labels):
                 return True
+            if kind == "section" and label in _ROMAN_LETTERS and label not in labels and str(_ROMAN_LETTERS[label]) in labels:
+                return True  # "Section V" (a roman number the author wrote) on the heading "5 Results"
             major = re.match(r"\d+", label)  # "2.3" under heading 2, "2a" / "2(a)" a sub-clause of clause 2
             return kind == "section" and major is not None and major.group() != label and major.group() in labels
         if label in labels:
