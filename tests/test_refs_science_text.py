@@ -111,3 +111,27 @@ def test_a_roman_section_number_resolves_on_an_arabic_heading():
     text = BODY + "5 Scans\n\nThe scans.\n\nAs for the first pair in Section V, the second is symmetric.\n"
     assert [x for x in dangling(text) if x[0] == "section"] == []
     assert ("section", "X") in dangling(text.replace("Section V", "Section X"))
+
+
+# ------------------------------------------------------------------------------------------ equations
+def test_an_equation_number_resolves_on_display_formulas_without_numbers():
+    text = BODY + "The loss is\n$$L = \\sum_i (y_i - f(x_i))^2$$\n\nAs in Eq. (1), the error is squared.\n"
+    assert dangling(text) == []
+    assert ("equation", "2") in dangling(text + "Eq. (2) adds a penalty.\n")
+    assert ("equation", "1") in dangling(BODY + "As in Eq. (1), the error is squared.\n")
+
+
+# ------------------------------------------------------------------------------------------ reply letters
+LETTER = ("1 Reviewer 1\n\nThe discussion of Tables 3 and 4 misses points, and Appendix B is unclear.\n\n"
+          "Response:\n\nTables 3 and 4 are now Tables 1 and 2 of the revised manuscript; see Figure 2.\n\n"
+          "The quoted sentence \"models [7, 8] are fast\" is unclear.\n\nResponse:\n\nCorrected.\n")
+
+
+def test_a_reply_to_reviewers_names_the_manuscripts_parts():
+    assert dangling(LETTER) == []
+    assert ("table", "3") in dangling(LETTER.replace("Response:", "Summary:"))
+
+
+def test_one_response_line_in_a_paper_is_no_letter():
+    text = BODY + "Response:\n\nThe reviewer asked for Figure 4, which shows the response time.\n"
+    assert ("figure", "4") in dangling(text)

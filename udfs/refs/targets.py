@@ -22,6 +22,9 @@ _EQ_LINE = re.compile(
     r"^(?=[^\n]*[=<>≤≥±∑∫√∂∇≈≠∈\\^_])[^\n]*?[^\w\n ][^\n]*?\((?P<label>\d{1,3}(?:\.\d{1,3})*[a-z]?)\)[ \t]*$",
     re.MULTILINE,
 )
+_DISPLAY_MATH = re.compile(r"^[ \t]*\$\$(?!\$).{1,20000}?\$\$", re.MULTILINE | re.DOTALL)
+"""A display formula on its own line (``$$...$$``, as TeX and ingest's record readers write it): an equation
+whose number the text does not show, counted like an unlabelled table."""
 _TAG = re.compile(r"\\tag\{(?P<label>[^{}\n]{1,20})\}")
 _LATEX_LABEL = re.compile(r"\\label\{(?P<key>[^{}\n]{1,80})\}")
 _ALGORITHM_STRUCT = re.compile(r"\\begin\{algorithm\*?\}|\\begin\{algorithmic\}")
@@ -210,7 +213,7 @@ class _Targets:
         return {
             "table": tables + (_whitespace_tables(t) if "  " in t or "\t" in t else 0),
             "figure": figures,
-            "equation": len(_EQ_ENV.findall(t)),
+            "equation": len(_EQ_ENV.findall(t)) + (len(_DISPLAY_MATH.findall(t)) if "$$" in t else 0),
             "algorithm": len(_ALGORITHM_STRUCT.findall(t)),
             "listing": len(_LISTING_STRUCT.findall(t)) // 2 if "```" in t else len(_LISTING_STRUCT.findall(t)),
             "theorem": len(_THEOREM_ENV.findall(t)),
