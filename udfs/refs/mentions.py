@@ -5,6 +5,7 @@ each marked dangling when no target of the document resolves it (see :mod:`udfs.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -107,13 +108,13 @@ _QUOTES = {'"': '"', "“": "”", "'": "'", "‘": "’"}
 
 _MATH = re.compile(
     r"(?<![\\$])\$\$(?!\$).{1,20000}?(?:(?<=\\\\)|(?<!\\))\$\$"
-    r"|(?<![\\$\w])\$(?=[^\s$])(?:\\\$|[^$\n]|\n(?![ \t]*\n)){1,2000}?(?:(?<=\\\\)|(?<![\s\\]))\$(?![\d$])",
+    r"|(?<![\\$\w])\$(?=[^\s$])(?:[^$\\\n]++|\\.|\n(?![ \t]*\n)){1,2000}?(?:(?<=\\\\)|(?<![\s\\]))\$(?![\d$])",
     re.DOTALL,
 )
-"""TeX math: ``$$...$$`` (display, may span lines) and ``$...$`` (inline, within a paragraph). Pandoc's
-rule tells math from money: an opening ``$`` has a non-space character right after it, a closing one a
-non-space character right before it and no digit after it ("$5 and $10" is no formula); ``\\$`` is an
-escaped dollar, ``\\\\$`` a line break that ends a formula. A formula's
+"""TeX math: ``$$...$$`` (display, may span lines; at most 20,000 characters) and ``$...$`` (inline, within
+a paragraph). Pandoc's rule tells math from money: an opening ``$`` has a non-space character right after
+it, a closing one a non-space character right before it and no digit after it ("$5 and $10" is no
+formula); ``\\$`` is an escaped dollar, ``\\\\$`` a line break that ends a formula. A formula's
 ``\\cite[Theorem 14.16]`` or ``(1)`` is TeX, not a mention of the document's parts.
 Source: Pandoc User's Guide, extension ``tex_math_dollars``."""
 _ENTRY_START = re.compile(
@@ -124,13 +125,13 @@ _ENTRY_START = re.compile(
 ("Smith, J.")."""
 
 
-def _bibliography_entries(text: str, m: Matcher) -> list[tuple[int, int]]:
+def _bibliography_entries(text: str, m: Matcher, heads: Sequence[re.Match[str]]) -> list[tuple[int, int]]:
     """The entry lines of every reference list: after a bibliography heading ("References",
     "Bibliography", ...), the lines that start like an entry (:data:`_ENTRY_START`) and the lines that
     continue one (no blank line between, not a heading or caption), up to the first other line. A
     cited work's "Table 3" or "optimization algorithm (2014)" in an entry is not a mention."""
     out: list[tuple[int, int]] = []
-    for head in m.bib_heading.finditer(text):
+    for head in heads:
         pos, entry, prev_blank = head.end(), False, True
         while pos < len(text):
             nl = text.find("\n", pos + 1)
@@ -150,13 +151,31 @@ def _bibliography_entries(text: str, m: Matcher) -> list[tuple[int, int]]:
     return out
 
 
-def _excluded_spans(text: str, m: Matcher) -> list[tuple[int, int]]:
+def _inside(spans: list[tuple[int, int]]):
+    """A test ``pos -> bool``: ``pos`` lies in one of ``spans`` (``[start, end)``), by binary search over the
+    merged spans (a paper has thousands of formulas and hundreds of mentions)."""
+    merged: list[list[int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    starts = [a for a, _ in merged]
+
+    def test(pos: int) -> bool:
+        i = bisect_right(starts, pos) - 1
+        return i >= 0 and pos < merged[i][1]
+
+    return test
+
+
+def _excluded_spans(text: str, m: Matcher, bib_heads: Sequence[re.Match[str]]) -> list[tuple[int, int]]:
     """Spans whose mentions are examples, entries or TeX, not references (see :data:`_EXCLUDED`,
-    :data:`_MATH`, :func:`_bibliography_entries`)."""
+    :data:`_MATH`, :func:`_bibliography_entries` after the headings ``bib_heads``)."""
     spans = [(mt.start(), mt.end()) for mt in _EXCLUDED.finditer(text)] if any(g in text for g in _EXCLUDED_GATE) else []
     if "$" in text:
         spans += [(mt.start(), mt.end()) for mt in _MATH.finditer(text)]
-    return spans + _bibliography_entries(text, m)
+    return spans + _bibliography_entries(text, m, bib_heads)
 
 
 def _quoted(text: str, start: int, end: int) -> bool:
@@ -431,9 +450,9 @@ def _analyse(text: str, m: Matcher, held: Collection[str] = ()) -> list[Mention]
     raw = keyword + _ordinal_mentions(text, m, ord_matches) + _citation_mentions(text) + _bare_refs(text, keyword)
     if not raw:
         return []
-    excluded = _excluded_spans(text, m)
-    raw = [r for r in raw if not _quoted(text, r.start, r.end) and not any(a <= r.start < b for a, b in excluded)]
     targets = _Targets(text, m)
+    inside = _inside(_excluded_spans(text, m, targets.bib_heads))
+    raw = [r for r in raw if not _quoted(text, r.start, r.end) and not inside(r.start)]
     out: list[Mention] = []
     seen: set[tuple[str, str, int]] = set()
     captions = targets.caption_starts

@@ -189,7 +189,7 @@ class _Targets:
                 lab = normalise_label(raw, "section", self.m.numbers)
                 if lab:
                     labels["section"].add(lab)
-            bib = self.m.bib_heading.search(self.text)
+            bib = self.bib_heads[0] if self.bib_heads else None
             for mt in _CLAUSE.finditer(self.text, 0, bib.start() if bib else len(self.text)):
                 labels["section"].add(mt.group("n"))
             for mt in _EQ_LINE.finditer(self.text):
@@ -200,6 +200,11 @@ class _Targets:
                 labels["footnote"].add(mt.group("n").lower())
             self._labels = labels
         return self._labels
+
+    @cached_property
+    def bib_heads(self) -> list[re.Match[str]]:
+        """The bibliography headings ("References", "Bibliography", ...) in text order."""
+        return list(self.m.bib_heading.finditer(self.text))
 
     @cached_property
     def latex_labels(self) -> set[str]:
@@ -223,7 +228,7 @@ class _Targets:
     def bibliography(self) -> tuple[bool, set[int], int]:
         """(has a bibliography, numbered entries, non-empty lines after the bibliography heading)."""
         entries = {int(mt.group("n")) for mt in _REF_ENTRY.finditer(self.text)}
-        heads = list(self.m.bib_heading.finditer(self.text))
+        heads = self.bib_heads
         after = 0
         if heads:
             tail = self.text[heads[-1].end():]
