@@ -135,3 +135,9 @@ def test_a_reply_to_reviewers_names_the_manuscripts_parts():
 def test_one_response_line_in_a_paper_is_no_letter():
     text = BODY + "Response:\n\nThe reviewer asked for Figure 4, which shows the response time.\n"
     assert ("figure", "4") in dangling(text)
+
+
+def test_a_table_of_contents_ending_in_references_does_not_hide_the_body():
+    text = ("Contents\n1. Introduction\n2. Method\nReferences\n\n"
+            "1. Introduction\nThe runs are listed in Table 3, which the text lost.\n\n2. Method\nWe sample.\n")
+    assert dangling(text) == [("table", "3")]

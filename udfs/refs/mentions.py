@@ -128,8 +128,9 @@ _ENTRY_START = re.compile(
 def _bibliography_entries(text: str, m: Matcher, heads: Sequence[re.Match[str]]) -> list[tuple[int, int]]:
     """The entry lines of every reference list: after a bibliography heading ("References",
     "Bibliography", ...), the lines that start like an entry (:data:`_ENTRY_START`) and the lines that
-    continue one (no blank line between, not a heading or caption), up to the first other line. A
-    cited work's "Table 3" or "optimization algorithm (2014)" in an entry is not a mention."""
+    continue one (no blank line between, not a heading or caption), up to the first other line; a
+    numbered heading ("1. Introduction" after a table of contents ending in "References") ends the list.
+    A cited work's "Table 3" or "optimization algorithm (2014)" in an entry is not a mention."""
     out: list[tuple[int, int]] = []
     for head in heads:
         pos, entry, prev_blank = head.end(), False, True
@@ -140,7 +141,7 @@ def _bibliography_entries(text: str, m: Matcher, heads: Sequence[re.Match[str]])
             line = text[line_start:line_end]
             if not line.strip():
                 prev_blank = True
-            elif _ENTRY_START.match(line):
+            elif _ENTRY_START.match(line) and not m.heading.match(line):
                 out.append((line_start, line_end))
                 entry, prev_blank = True, False
             elif entry and not prev_blank and not m.heading.match(line) and not m.caption.match(line):
