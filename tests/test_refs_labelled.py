@@ -78,6 +78,16 @@ def test_real_nonscience_flags_are_all_judged_and_precise(shared_data):
     assert flags["all"]["precision"] >= 0.9, [w for name, s in flags.items() if name != "all" for w in s["wrong"]]
 
 
+def test_real_science_flags_are_all_judged_and_precise(shared_data):
+    """Papers as ingest resolves them (unarXive records, PMC through the JATS reader): every flag that is no
+    converter placeholder was read and judged; reference lists, formulas and statement headers add none."""
+    from bench.refs import science_flags
+
+    flags = science_flags(shared_data / "scientific")
+    assert [k for name, s in flags.items() if name != "all" for k in s["unjudged"]] == []
+    assert flags["all"]["precision"] >= 0.9, [w for name, s in flags.items() if name != "all" for w in s["wrong"]]
+
+
 @pytest.mark.parametrize("paper", ["pmc_ehp-116-1694.nxml"])
 def test_supplementary_table_mentions_are_external(shared_data, paper):
     from bench.refs import pmc_views

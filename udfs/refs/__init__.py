@@ -42,9 +42,15 @@ Rules (each one tested in ``tests/test_refs_udf.py`` and ``tests/test_refs_struc
   paper", "chap. 2, sect. 22" and mentions followed by a page ("…, p. 61").
 * Not mentions: a keyword right after a capitalised abbreviation or a code name (law reporters "45 Cal.
   App. 3d 123", statutes "Wis. Stat. § 19.35"); anything inside code blocks, inline code, verbatim /
-  listing environments, ``thebibliography`` / ``\\bibitem`` lines, wiki ``<ref>`` notes, citation
-  templates and external-link labels; a quoted mention ('"[1]"', an example string); ``[1]`` after
-  ``}`` (``\\newcommand{\\x}[1]``) or after "p." (a page), or followed by a digit.
+  listing environments, ``thebibliography`` / ``\\bibitem`` lines, the entries of a reference list
+  under a bibliography heading (a cited work's "algorithm (2014)" or "Table 3"), TeX math ``$...$`` /
+  ``$$...$$``, wiki ``<ref>`` notes, citation templates and external-link labels; a quoted mention
+  ('"[1]"', an example string); ``[1]`` after ``}`` (``\\newcommand{\\x}[1]``) or after "p." (a page),
+  or followed by a digit; a year in parentheses after a keyword ("algorithm (2014)").
+* A statement header followed by its sources ("Proposition A.1 [41, 40, 13]" on its own line) is the
+  document's own statement, a target; "\\cite[Theorem 14.16]{key}" names a place in the cited work; a
+  reply to reviewers (two or more "Response:" lines, a reviewer named) names the manuscript's parts: only
+  its converter placeholders can be dangling.
 * Not mentions at all: "one table", "Figure skating", "[citation needed]", years in brackets
   ("[2019]"), array indices (``a[1]``), markdown links (``[1](url)``) and link definitions (``[1]: url``),
   page navigation ("[1] [2] [3] Next"), "Chapter 11 bankruptcy" / "Section 8 housing".
@@ -56,7 +62,9 @@ Rules (each one tested in ``tests/test_refs_udf.py`` and ``tests/test_refs_struc
   (author-year citations), a LaTeX
   ``\\label`` for a ``\\ref``, or -- when the document has no labelled target of that kind -- enough
   unlabelled structures of the kind: markdown pipe tables, LaTeX ``tabular``/``table``, runs of >= 3
-  lines with a consistent tab / multi-space column count, images, LaTeX equation environments.
+  lines with a consistent tab / multi-space column count, images, LaTeX equation environments and
+  ``$$...$$`` display formulas on their own line. "Section V" resolves on the heading "5 ..." when the
+  document numbers its headings in arabic.
 
 Offsets are 0-based code-point offsets into the text, end exclusive (Python ``str`` indices; Spark's
 ``substring`` is 1-based over the same code points).

@@ -62,6 +62,12 @@ _LEGAL_NOUNS = r"(?:bankruptcy|housing|vouchers?|visas?|benefits?|status|protect
 """Words after "Chapter 11" / "Section 8" that make it a statute's chapter, not the document's."""
 
 
+_CITED_HEADER = r"[ \t]*\[[^\[\]\n]{1,80}\][ \t]*(?:[:.]|$|(?-i:[ \t]+[A-Z]))"
+"""A statement's header with the works it comes from: "Proposition A.1 [41, 40, 13]" on its own line,
+"Theorem 3 [Smith 2019]. Let ..." (amsthm prints an optional note in brackets after the number): the
+document's own statement, a target, not a mention."""
+
+
 _CJK_CAPTION = r"(?:[\u2e80-\u9fff\uac00-\ud7af][^\n。.!?]{0,60}?[ \t])?"
 """A caption in Chinese, Japanese or Korean before the English one on the same line ("图 1 转子截面 Fig. 1
 Rotor section"), as bilingual journals print them."""
@@ -187,7 +193,7 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
         re.IGNORECASE,
     )
     caption = re.compile(
-        rf"^[ \t>*_#|•\-–]*{_CJK_CAPTION}(?:{kw})\.?{_SP}(?P<label>{item})[ \t]*(?:\*\*|__|\*|_)?[ \t]*(?:[:.|](?!\d)|[—–\-][ \t]|$|(?-i:[ \t]+[A-Z(]))",
+        rf"^[ \t>*_#|•\-–]*{_CJK_CAPTION}(?:{kw})\.?{_SP}(?P<label>{item})[ \t]*(?:\*\*|__|\*|_)?[ \t]*(?:[:.|](?!\d)|[—–\-][ \t]|$|(?-i:[ \t]+[A-Z(])|{_CITED_HEADER})",
         re.IGNORECASE | re.MULTILINE,
     )
     heading = re.compile(
@@ -229,7 +235,8 @@ def _compile(vocab: Mapping[str, Sequence[str]]) -> Matcher:
         r"|\b(?:chap(?:ter)?|ch|vol(?:ume)?|book|part|pt)\.?[ \t]*[\dIVXivx]+[a-z]?,[ \t]*$"  # "chap. 2, sect. 22"
         r"|(?:\b(?:test|unit|lesson|module|paper|exam|form|question|problem|level|grade|season|episode|issue|"
         r"article|title|act|rule|no\.?)|\#)[ \t]*\d{1,3}[a-z]?,[ \t]*$"  # "Test 6, Section 9", "(#1, section 1"
-        r"|[\"”],[ \t]*$",  # '"The Making of a Book", Appendix B': a part of the quoted work
+        r"|[\"”],[ \t]*$"  # '"The Making of a Book", Appendix B': a part of the quoted work
+        r"|\\cite[a-z]*\*?[ \t]*\[[ \t]*$",  # "\cite[Theorem 14.16]{key}": a place in the cited work
         re.IGNORECASE,
     )
     stems = sorted({t.lower().rstrip(".") for k in kinds for t in vocab[k]}, key=len)

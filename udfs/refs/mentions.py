@@ -5,6 +5,7 @@ each marked dangling when no target of the document resolves it (see :mod:`udfs.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -105,10 +106,77 @@ _EXCLUDED_GATE = ("```", "\\begin{", "\\bibitem", "<ref", "{{", "[http", "`")
 _QUOTES = {'"': '"', "“": "”", "'": "'", "‘": "’"}
 
 
-def _excluded_spans(text: str) -> list[tuple[int, int]]:
-    if not any(g in text for g in _EXCLUDED_GATE):
-        return []
-    return [(mt.start(), mt.end()) for mt in _EXCLUDED.finditer(text)]
+_MATH = re.compile(
+    r"(?<![\\$])\$\$(?!\$).{1,20000}?(?:(?<=\\\\)|(?<!\\))\$\$"
+    r"|(?<![\\$\w])\$(?=[^\s$])(?:[^$\\\n]++|\\.|\n(?![ \t]*\n)){1,2000}?(?:(?<=\\\\)|(?<![\s\\]))\$(?![\d$])",
+    re.DOTALL,
+)
+"""TeX math: ``$$...$$`` (display, may span lines; at most 20,000 characters) and ``$...$`` (inline, within
+a paragraph). Pandoc's rule tells math from money: an opening ``$`` has a non-space character right after
+it, a closing one a non-space character right before it and no digit after it ("$5 and $10" is no
+formula); ``\\$`` is an escaped dollar, ``\\\\$`` a line break that ends a formula. A formula's
+``\\cite[Theorem 14.16]`` or ``(1)`` is TeX, not a mention of the document's parts.
+Source: Pandoc User's Guide, extension ``tex_math_dollars``."""
+_ENTRY_START = re.compile(
+    r"[ \t]*(?:\[\d{1,4}\]|\d{1,4}[.)][ \t]|[\^↑*•\-–][ \t]?"
+    r"|(?-i:[A-Z])[\w'’\-]+,[ \t]+(?-i:[A-Z])\.)"
+)
+"""How a line of a reference list starts: ``[12]``, ``12.``, a wiki back-link or a bullet, or an author
+("Smith, J.")."""
+
+
+def _bibliography_entries(text: str, m: Matcher, heads: Sequence[re.Match[str]]) -> list[tuple[int, int]]:
+    """The entry lines of every reference list: after a bibliography heading ("References",
+    "Bibliography", ...), the lines that start like an entry (:data:`_ENTRY_START`) and the lines that
+    continue one (no blank line between, not a heading or caption), up to the first other line; a
+    numbered heading ("1. Introduction" after a table of contents ending in "References") ends the list.
+    A cited work's "Table 3" or "optimization algorithm (2014)" in an entry is not a mention."""
+    out: list[tuple[int, int]] = []
+    for head in heads:
+        pos, entry, prev_blank = head.end(), False, True
+        while pos < len(text):
+            nl = text.find("\n", pos + 1)
+            line_start = pos + 1 if text[pos : pos + 1] == "\n" else pos
+            line_end = len(text) if nl < 0 else nl
+            line = text[line_start:line_end]
+            if not line.strip():
+                prev_blank = True
+            elif _ENTRY_START.match(line) and not m.heading.match(line):
+                out.append((line_start, line_end))
+                entry, prev_blank = True, False
+            elif entry and not prev_blank and not m.heading.match(line) and not m.caption.match(line):
+                out.append((line_start, line_end))
+            else:
+                break
+            pos = line_end
+    return out
+
+
+def _inside(spans: list[tuple[int, int]]):
+    """A test ``pos -> bool``: ``pos`` lies in one of ``spans`` (``[start, end)``), by binary search over the
+    merged spans (a paper has thousands of formulas and hundreds of mentions)."""
+    merged: list[list[int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    starts = [a for a, _ in merged]
+
+    def test(pos: int) -> bool:
+        i = bisect_right(starts, pos) - 1
+        return i >= 0 and pos < merged[i][1]
+
+    return test
+
+
+def _excluded_spans(text: str, m: Matcher, bib_heads: Sequence[re.Match[str]]) -> list[tuple[int, int]]:
+    """Spans whose mentions are examples, entries or TeX, not references (see :data:`_EXCLUDED`,
+    :data:`_MATH`, :func:`_bibliography_entries` after the headings ``bib_heads``)."""
+    spans = [(mt.start(), mt.end()) for mt in _EXCLUDED.finditer(text)] if any(g in text for g in _EXCLUDED_GATE) else []
+    if "$" in text:
+        spans += [(mt.start(), mt.end()) for mt in _MATH.finditer(text)]
+    return spans + _bibliography_entries(text, m, bib_heads)
 
 
 def _quoted(text: str, start: int, end: int) -> bool:
@@ -223,6 +291,8 @@ def _not_a_keyword(text: str, kw_start: int, kind: str, kw_text: str) -> bool:
 def _not_a_first_label(text: str, m: Matcher, kw_text: str, core: str, lab: str, refish: bool, label_end: int,
                        match_end: int) -> bool:
     """The first label after a keyword is prose, not a label (the keyword then yields no mention)."""
+    if _is_year(core) and text[label_end - 1 : label_end] == ")":
+        return True  # "an optimization algorithm (2014)": a year in parentheses, not a label
     if not core[:1].isdigit() and lab not in PLACEHOLDERS and not core.startswith("\\") and not refish:
         return True  # "I figure I can", "figure one out": non-numeric labels need a capitalised keyword
     if not core[:1].isdigit() and lab not in PLACEHOLDERS and _sentence_end(kw_text, m):
@@ -234,6 +304,11 @@ def _not_a_first_label(text: str, m: Matcher, kw_text: str, core: str, lab: str,
     plural = kw_text.rstrip(" .~\u00a0").lower().endswith("s")
     # "the algorithms one wants": a plural keyword before a lone spelled number
     return core.lower() in m.numbers and plural and label_end == match_end
+
+
+def _is_year(core: str) -> bool:
+    """``core`` is a year (1800..2100): no document numbers its parts that high."""
+    return len(core) == 4 and core.isdigit() and 1800 <= int(core) <= 2100
 
 
 def _sentence_end(kw_text: str, m: Matcher) -> bool:
@@ -337,6 +412,18 @@ def _external(text: str, kind: str, start: int, end: int, m: Matcher) -> bool:
     return False
 
 
+_RESPONSE_LINE = re.compile(r"^[ \t*#]*(?:author(?:s'|'s)?[ \t]+)?(?:response|reply|answer)[ \t*]*(?::|$)",
+                            re.IGNORECASE | re.MULTILINE)
+_REVIEWER = re.compile(r"\breviewers?\b|\breferees?\b", re.IGNORECASE)
+_MIN_RESPONSES = 2
+
+
+def _is_reply_letter(text: str) -> bool:
+    """The document answers reviewers: two or more "Response:" lines and a reviewer or referee named. Its
+    "Table 4 (now Table 2)" and "Appendix B" are the manuscript's, which the letter does not hold."""
+    return len(_RESPONSE_LINE.findall(text)) >= _MIN_RESPONSES and bool(_REVIEWER.search(text))
+
+
 def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None,
                   held: Collection[str] = ()) -> list[Mention]:
     """All mentions of one document, in text order, each marked dangling or not.
@@ -364,9 +451,9 @@ def _analyse(text: str, m: Matcher, held: Collection[str] = ()) -> list[Mention]
     raw = keyword + _ordinal_mentions(text, m, ord_matches) + _citation_mentions(text) + _bare_refs(text, keyword)
     if not raw:
         return []
-    excluded = _excluded_spans(text)
-    raw = [r for r in raw if not _quoted(text, r.start, r.end) and not any(a <= r.start < b for a, b in excluded)]
     targets = _Targets(text, m)
+    inside = _inside(_excluded_spans(text, m, targets.bib_heads))
+    raw = [r for r in raw if not _quoted(text, r.start, r.end) and not inside(r.start)]
     out: list[Mention] = []
     seen: set[tuple[str, str, int]] = set()
     captions = targets.caption_starts
@@ -374,6 +461,13 @@ def _analyse(text: str, m: Matcher, held: Collection[str] = ()) -> list[Mention]
 
     def paper_like() -> bool:  # asked only for unresolved sections and author-year citations
         return paper_kinds or bool(captions) or bool(_SCHOLARLY_SECTION.search(text))
+
+    letter: list[bool] = []
+
+    def reply_letter() -> bool:  # asked only for mentions nothing in the document resolves
+        if not letter:
+            letter.append(_is_reply_letter(text))
+        return letter[0]
 
     for kind, label, start, end, is_ordinal in sorted(raw, key=lambda r: (r.start, r.end, r.kind, r.label)):
         if (kind, label, start) in seen or start in captions:
@@ -383,7 +477,7 @@ def _analyse(text: str, m: Matcher, held: Collection[str] = ()) -> list[Mention]
             dangling = not targets.bibliography[0]  # a citation marker: its entry is any of the bibliography
         elif label in PLACEHOLDERS:
             dangling = True
-        elif targets.resolves(kind, label, is_ordinal):
+        elif targets.resolves(kind, label, is_ordinal) or reply_letter():
             dangling = False
         elif kind == "citation":
             # author-year without any bibliography: dangling in a paper, or where ingest dropped the list

@@ -22,6 +22,9 @@ _EQ_LINE = re.compile(
     r"^(?=[^\n]*[=<>≤≥±∑∫√∂∇≈≠∈\\^_])[^\n]*?[^\w\n ][^\n]*?\((?P<label>\d{1,3}(?:\.\d{1,3})*[a-z]?)\)[ \t]*$",
     re.MULTILINE,
 )
+_DISPLAY_MATH = re.compile(r"^[ \t]*\$\$(?!\$).{1,20000}?\$\$", re.MULTILINE | re.DOTALL)
+"""A display formula on its own line (``$$...$$``, as TeX and ingest's record readers write it): an equation
+whose number the text does not show, counted like an unlabelled table."""
 _TAG = re.compile(r"\\tag\{(?P<label>[^{}\n]{1,20})\}")
 _LATEX_LABEL = re.compile(r"\\label\{(?P<key>[^{}\n]{1,80})\}")
 _ALGORITHM_STRUCT = re.compile(r"\\begin\{algorithm\*?\}|\\begin\{algorithmic\}")
@@ -132,6 +135,12 @@ def _whitespace_tables(text: str) -> int:
     return blocks + (run >= 3)
 
 
+_ROMAN_LETTERS = {"I": 1, "V": 5, "X": 10}
+"""Section labels that are both a letter (kept as written: "Section A" may be an appendix) and a roman
+number: "Section V" names section 5 where the document numbers its headings in arabic (a converter
+renumbers, the author wrote the number by hand)."""
+
+
 def _split_range(label: str, entries: set[int]) -> bool:
     """"[1113]" in a list of 20 entries is "[11-13]" whose dash the HTML extraction lost: the label read as
     two entry numbers a < b (at most :data:`MAX_RANGE` apart) that both exist."""
@@ -180,7 +189,7 @@ class _Targets:
                 lab = normalise_label(raw, "section", self.m.numbers)
                 if lab:
                     labels["section"].add(lab)
-            bib = self.m.bib_heading.search(self.text)
+            bib = self.bib_heads[0] if self.bib_heads else None
             for mt in _CLAUSE.finditer(self.text, 0, bib.start() if bib else len(self.text)):
                 labels["section"].add(mt.group("n"))
             for mt in _EQ_LINE.finditer(self.text):
@@ -191,6 +200,11 @@ class _Targets:
                 labels["footnote"].add(mt.group("n").lower())
             self._labels = labels
         return self._labels
+
+    @cached_property
+    def bib_heads(self) -> list[re.Match[str]]:
+        """The bibliography headings ("References", "Bibliography", ...) in text order."""
+        return list(self.m.bib_heading.finditer(self.text))
 
     @cached_property
     def latex_labels(self) -> set[str]:
@@ -204,7 +218,7 @@ class _Targets:
         return {
             "table": tables + (_whitespace_tables(t) if "  " in t or "\t" in t else 0),
             "figure": figures,
-            "equation": len(_EQ_ENV.findall(t)),
+            "equation": len(_EQ_ENV.findall(t)) + (len(_DISPLAY_MATH.findall(t)) if "$$" in t else 0),
             "algorithm": len(_ALGORITHM_STRUCT.findall(t)),
             "listing": len(_LISTING_STRUCT.findall(t)) // 2 if "```" in t else len(_LISTING_STRUCT.findall(t)),
             "theorem": len(_THEOREM_ENV.findall(t)),
@@ -214,7 +228,7 @@ class _Targets:
     def bibliography(self) -> tuple[bool, set[int], int]:
         """(has a bibliography, numbered entries, non-empty lines after the bibliography heading)."""
         entries = {int(mt.group("n")) for mt in _REF_ENTRY.finditer(self.text)}
-        heads = list(self.m.bib_heading.finditer(self.text))
+        heads = self.bib_heads
         after = 0
         if heads:
             tail = self.text[heads[-1].end():]
@@ -247,6 +261,8 @@ class _Targets:
             labels = self.labels["section"] | self.labels["appendix"]
             if label in labels or any(x.startswith(label + ".") for x in labels):
                 return True
+            if kind == "section" and label in _ROMAN_LETTERS and label not in labels and str(_ROMAN_LETTERS[label]) in labels:
+                return True  # "Section V" (a roman number the author wrote) on the heading "5 Results"
             major = re.match(r"\d+", label)  # "2.3" under heading 2, "2a" / "2(a)" a sub-clause of clause 2
             return kind == "section" and major is not None and major.group() != label and major.group() in labels
         if label in labels:
