@@ -121,18 +121,18 @@ def test_an_equation_number_resolves_on_display_formulas_without_numbers():
     assert ("equation", "1") in dangling(BODY + "As in Eq. (1), the error is squared.\n")
 
 
-# ------------------------------------------------------------------------------------------ reply letters
+# ------------------------------------------------------------------------------------------ replies
 LETTER = ("1 Reviewer 1\n\nThe discussion of Tables 3 and 4 misses points, and Appendix B is unclear.\n\n"
           "Response:\n\nTables 3 and 4 are now Tables 1 and 2 of the revised manuscript; see Figure 2.\n\n"
-          "The quoted sentence \"models [7, 8] are fast\" is unclear.\n\nResponse:\n\nCorrected.\n")
+          "Response:\n\nCorrected.\n")
 
 
-def test_a_reply_to_reviewers_names_the_manuscripts_parts():
-    assert dangling(LETTER) == []
-    assert ("table", "3") in dangling(LETTER.replace("Response:", "Summary:"))
+def test_a_reply_to_reviewers_keeps_its_dangling_tables():
+    """A letter that points at tables it does not hold teaches the same dangling text as a stripped paper."""
+    assert ("table", "3") in dangling(LETTER)
 
 
-def test_one_response_line_in_a_paper_is_no_letter():
+def test_one_response_line_in_a_paper_changes_nothing():
     text = BODY + "Response:\n\nThe reviewer asked for Figure 4, which shows the response time.\n"
     assert ("figure", "4") in dangling(text)
 

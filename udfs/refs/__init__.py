@@ -48,9 +48,7 @@ Rules (each one tested in ``tests/test_refs_udf.py`` and ``tests/test_refs_struc
   ('"[1]"', an example string); ``[1]`` after ``}`` (``\\newcommand{\\x}[1]``) or after "p." (a page),
   or followed by a digit; a year in parentheses after a keyword ("algorithm (2014)").
 * A statement header followed by its sources ("Proposition A.1 [41, 40, 13]" on its own line) is the
-  document's own statement, a target; "\\cite[Theorem 14.16]{key}" names a place in the cited work; a
-  reply to reviewers (two or more "Response:" lines, a reviewer named) names the manuscript's parts: only
-  its converter placeholders can be dangling.
+  document's own statement, a target; "\\cite[Theorem 14.16]{key}" names a place in the cited work.
 * Not mentions at all: "one table", "Figure skating", "[citation needed]", years in brackets
   ("[2019]"), array indices (``a[1]``), markdown links (``[1](url)``) and link definitions (``[1]: url``),
   page navigation ("[1] [2] [3] Next"), "Chapter 11 bankruptcy" / "Section 8 housing".

@@ -412,18 +412,6 @@ def _external(text: str, kind: str, start: int, end: int, m: Matcher) -> bool:
     return False
 
 
-_RESPONSE_LINE = re.compile(r"^[ \t*#]*(?:author(?:s'|'s)?[ \t]+)?(?:response|reply|answer)[ \t*]*(?::|$)",
-                            re.IGNORECASE | re.MULTILINE)
-_REVIEWER = re.compile(r"\breviewers?\b|\breferees?\b", re.IGNORECASE)
-_MIN_RESPONSES = 2
-
-
-def _is_reply_letter(text: str) -> bool:
-    """The document answers reviewers: two or more "Response:" lines and a reviewer or referee named. Its
-    "Table 4 (now Table 2)" and "Appendix B" are the manuscript's, which the letter does not hold."""
-    return len(_RESPONSE_LINE.findall(text)) >= _MIN_RESPONSES and bool(_REVIEWER.search(text))
-
-
 def find_mentions(text: str, vocab: Mapping[str, Sequence[str]] | None = None,
                   held: Collection[str] = ()) -> list[Mention]:
     """All mentions of one document, in text order, each marked dangling or not.
@@ -462,13 +450,6 @@ def _analyse(text: str, m: Matcher, held: Collection[str] = ()) -> list[Mention]
     def paper_like() -> bool:  # asked only for unresolved sections and author-year citations
         return paper_kinds or bool(captions) or bool(_SCHOLARLY_SECTION.search(text))
 
-    letter: list[bool] = []
-
-    def reply_letter() -> bool:  # asked only for mentions nothing in the document resolves
-        if not letter:
-            letter.append(_is_reply_letter(text))
-        return letter[0]
-
     for kind, label, start, end, is_ordinal in sorted(raw, key=lambda r: (r.start, r.end, r.kind, r.label)):
         if (kind, label, start) in seen or start in captions:
             continue
@@ -477,7 +458,7 @@ def _analyse(text: str, m: Matcher, held: Collection[str] = ()) -> list[Mention]
             dangling = not targets.bibliography[0]  # a citation marker: its entry is any of the bibliography
         elif label in PLACEHOLDERS:
             dangling = True
-        elif targets.resolves(kind, label, is_ordinal) or reply_letter():
+        elif targets.resolves(kind, label, is_ordinal):
             dangling = False
         elif kind == "citation":
             # author-year without any bibliography: dangling in a paper, or where ingest dropped the list
