@@ -151,21 +151,31 @@ def removed_mask(before: str, after: str | None) -> np.ndarray:
     return mask
 
 
+def _doc_counts(text: str, spans: list[tuple[int, int]], after: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(removed, truth)`` bool masks over the code points of ``text`` (truth: non-space characters only)."""
+    pred = removed_mask(text, after)
+    t = np.zeros(len(text), dtype=bool)
+    for s, e in spans:
+        t[s:e] = True
+    t &= np.array([not c.isspace() for c in text], dtype=bool) if text else t
+    return pred, t
+
+
+def _ratios(hit: int, removed: int, should: int) -> dict:
+    return {"truth_chars": should, "removed_chars": removed, "correct_chars": hit,
+            "recall": round(hit / should, 4) if should else None,
+            "precision": round(hit / removed, 4) if removed else None}
+
+
 def score(docs: list[tuple[str, str]], truth: dict[str, list[tuple[int, int]]], outputs: dict[str, str]) -> dict:
     """Character-level recall and precision of a tool's output texts (a missing doc_id = dropped whole)."""
     hit = removed = should = 0
     for doc_id, text in docs:
-        pred = removed_mask(text, outputs.get(doc_id))
-        t = np.zeros(len(text), dtype=bool)
-        for s, e in truth[doc_id]:
-            t[s:e] = True
-        t &= np.array([not c.isspace() for c in text], dtype=bool) if text else t
+        pred, t = _doc_counts(text, truth[doc_id], outputs.get(doc_id))
         hit += int((pred & t).sum())
         removed += int(pred.sum())
         should += int(t.sum())
-    return {"truth_chars": should, "removed_chars": removed, "correct_chars": hit,
-            "recall": round(hit / should, 4) if should else None,
-            "precision": round(hit / removed, 4) if removed else None}
+    return _ratios(hit, removed, should)
 
 
 def write_jsonl(folder: Path, docs: list[tuple[str, str]]) -> None:
@@ -178,11 +188,12 @@ def write_jsonl(folder: Path, docs: list[tuple[str, str]]) -> None:
                 f.write(json.dumps({"id": doc_id, "text": text}) + "\n")
 
 
-def _cfg(root: Path, workers: int, spans: bool):
+def _cfg(root: Path, workers: int, spans: bool, extra: tuple[str, ...] = ()):
     from pipelines.core.config import load_config
 
     return load_config([], [f"run.root={root}", f"spark.master=local[{workers}]", f"spark.shuffle_partitions={2 * workers}",
-                            "spark.log_level=ERROR", "passages.enabled=true", f"passages.spans={str(spans).lower()}"])
+                            "spark.log_level=ERROR", "passages.enabled=true", f"passages.spans={str(spans).lower()}",
+                            *extra])
 
 
 def _prepare_child(corpus: Path, root: Path, workers: int) -> None:
@@ -293,6 +304,254 @@ def run(n_docs: int, seed: int = 0, workers: int = 2) -> dict:
         raise
 
 
+# ------------------------------------------------------------------------------------------- real text
+REUSE_WORDS = 8
+"""A word of a Clough & Stevenson answer is reused text when it lies in a run of at least this many
+consecutive normalised words that also occurs in the answer's source text (the corpus labels reuse per
+answer, not per character; 8 words is well above chance phrase overlap between answers on one topic)."""
+LEVELS = ("cut", "light", "heavy", "non")
+"""The corpus's labels of how an answer reuses its source, from near copy to independently written."""
+REAL_VARIANTS: dict[str, tuple[bool, tuple[str, ...]]] = {
+    "winnow_line": (False, ()),
+    "winnow_blank_line": (False, ("passages.unit=blank_line",)),
+    "winnow_blank_line_spans": (True, ("passages.unit=blank_line",)),
+}
+"""Winnow settings measured on real text: ``(passages.spans, other overrides)`` on top of the defaults."""
+TOP_SHOWN = 15
+"""Most repeated units of the web sample kept in the figures."""
+DOLMA = Path(os.environ.get("BENCH_DOLMA", "/tmp/dolma-venv/bin/dolma"))
+"""dolma's CLI (PyPI ``dolma``, installed in a throwaway virtualenv, not the project's)."""
+
+
+def _shared() -> Path:
+    from bench.references import SHARED
+
+    return SHARED
+
+
+def _norm_tokens(text: str) -> list[tuple[str, int, int]]:
+    """Whitespace tokens of ``text`` lowercased with everything but letters and digits dropped (empty ones skipped)."""
+    import re
+
+    out = []
+    for tok, s, e in _tokens(text):
+        w = re.sub(r"[\W_]+", "", tok.lower())
+        if w:
+            out.append((w, s, e))
+    return out
+
+
+def reuse_spans(answer: str, source: str, k: int = REUSE_WORDS) -> list[tuple[int, int]]:
+    """Code-point spans of the tokens of ``answer`` inside a run of ``k`` or more normalised words that also
+    occurs in ``source`` (one span per token)."""
+    src = [w for w, _, _ in _norm_tokens(source)]
+    grams = {tuple(src[i:i + k]) for i in range(len(src) - k + 1)}
+    toks = _norm_tokens(answer)
+    words = [w for w, _, _ in toks]
+    mark = np.zeros(len(toks), dtype=bool)
+    for i in range(len(words) - k + 1):
+        if tuple(words[i:i + k]) in grams:
+            mark[i:i + k] = True
+    return [(s, e) for (_, s, e), m in zip(toks, mark, strict=True) if m]
+
+
+def load_clough(path: Path) -> tuple[list[tuple[str, str]], dict[str, list[tuple[int, int]]], dict[str, str]]:
+    """The Clough & Stevenson corpus as ``(docs, truth, level)``.
+
+    ``doc_id`` puts the 5 source texts first (``0-orig_task*``, then ``1-<answer>``), so every tool's "first"
+    occurrence of source text is the source. ``truth``: the reused-text spans of each answer
+    (:func:`reuse_spans` against its task's source; none in sources). ``level``: the corpus label
+    (``orig``, ``cut``, ``light``, ``heavy``, ``non``).
+    """
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    sources = {r["id"]: r["text"] for r in rows if r["category"] == "orig"}
+    docs, truth, level = [], {}, {}
+    for r in rows:
+        orig = r["category"] == "orig"
+        doc_id = ("0-" if orig else "1-") + r["id"]
+        docs.append((doc_id, r["text"]))
+        truth[doc_id] = [] if orig else reuse_spans(r["text"], sources[r["source_id"]])
+        level[doc_id] = r["category"]
+    return sorted(docs), truth, level
+
+
+def load_web(path: Path) -> list[tuple[str, str]]:
+    """The Dolma Common Crawl sample as ``[(id, text)]`` in ``id`` order."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return sorted((d["id"], d["text"]) for d in map(json.loads, f))
+
+
+def score_levels(docs: list[tuple[str, str]], truth: dict[str, list[tuple[int, int]]], level: dict[str, str],
+                 outputs: dict[str, str]) -> dict:
+    """Per corpus label: recall of reused characters, share of all characters removed, documents dropped
+    whole; and ``all``: recall and precision over every document (removed characters that are not reused
+    text, in sources or answers, count against precision)."""
+    acc: dict[str, list[int]] = {}
+    for doc_id, text in docs:
+        pred, t = _doc_counts(text, truth[doc_id], outputs.get(doc_id))
+        nonspace = sum(1 for c in text if not c.isspace())
+        row = acc.setdefault(level[doc_id], [0, 0, 0, 0, 0, 0])
+        for i, v in enumerate((int((pred & t).sum()), int(pred.sum()), int(t.sum()), nonspace,
+                               int(doc_id not in outputs), 1)):
+            row[i] += v
+    out: dict = {}
+    for name in ("orig", *LEVELS):
+        hit, removed, should, chars, dropped, n = acc.get(name, [0] * 6)
+        out[name] = {"documents": n, "reuse_share": round(should / chars, 3) if chars else None,
+                     "recall": round(hit / should, 3) if should else None,
+                     "removed_share": round(removed / chars, 3) if chars else None, "dropped_whole": dropped}
+    tot = [sum(v[i] for v in acc.values()) for i in range(3)]
+    out["all"] = _ratios(*tot)
+    return out
+
+
+def removal_figures(docs: list[tuple[str, str]], outputs: dict[str, str]) -> tuple[dict, dict[str, np.ndarray]]:
+    """What a tool removed from an unlabelled corpus: characters (non-space) and documents cut or dropped;
+    and the removed mask of each document (for agreement between tools)."""
+    masks, removed, chars, cut, dropped = {}, 0, 0, 0, 0
+    for doc_id, text in docs:
+        after = outputs.get(doc_id)
+        masks[doc_id] = m = removed_mask(text, after)
+        removed += int(m.sum())
+        chars += sum(1 for c in text if not c.isspace())
+        dropped += after is None
+        cut += after is not None and bool(m.any())
+    return {"chars": chars, "removed_chars": removed, "removed_share": round(removed / chars, 4),
+            "docs_cut": cut, "docs_dropped": dropped}, masks
+
+
+def _agreement(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict:
+    both = sum(int((a[k] & b[k]).sum()) for k in a)
+    either = sum(int((a[k] | b[k]).sum()) for k in a)
+    only_a = sum(int((a[k] & ~b[k]).sum()) for k in a)
+    only_b = sum(int((b[k] & ~a[k]).sum()) for k in a)
+    return {"both_chars": both, "only_first_chars": only_a, "only_second_chars": only_b,
+            "jaccard": round(both / either, 3) if either else None}
+
+
+def _write_deduped(spark, corpus: Path, cfg) -> None:
+    from pyspark.sql import functions as F
+
+    from pipelines.core import tables
+
+    docs = spark.read.json(str(corpus / "*.jsonl")).select(F.col("id").alias("doc_id"), "text", F.lit("bench").alias("source"))
+    tables.write_table(docs, cfg, "deduped")
+
+
+def _winnow_real_child(work: Path, workers: int, out: Path) -> None:
+    from pipelines.core import tables
+    from pipelines.core.runner import run_stage
+    from pipelines.core.session import get_spark
+
+    spark = None
+    res: dict = {}
+    for corpus in ("clough", "web"):
+        for name, (spans, extra) in REAL_VARIANTS.items():
+            cfg = _cfg(work / f"run-{corpus}-{name}", workers, spans, extra)
+            spark = spark or get_spark("winnow-bench-passages-real", cfg.spark)
+            _write_deduped(spark, work / corpus, cfg)
+            report = run_stage(spark, cfg, "passages")
+            kept = {r["doc_id"]: r["text"] for r in tables.read_table(spark, cfg, "passages_deduped").select("doc_id", "text").collect()}
+            res.setdefault(corpus, {})[name] = {"outputs": kept, "removed": report.removed,
+                                                "top_units": report.extra["top_units"][:TOP_SHOWN]}
+    out.write_text(json.dumps(res))
+    if spark is not None:
+        spark.stop()
+
+
+def _dolma_child(corpus: Path, work: Path, out: Path) -> None:
+    """dolma's paragraph dedup (exact paragraphs = lines, Bloom filter, first occurrence kept), one process
+    over one file in ``id`` order; the duplicate spans it reports are cut from the text."""
+    docs = [json.loads(line) for p in sorted(corpus.glob("*.jsonl")) for line in p.read_text(encoding="utf-8").splitlines()]
+    src = work / "documents"
+    src.mkdir(parents=True)
+    with gzip.open(src / "part-0.jsonl.gz", "wt", encoding="utf-8") as f:
+        for d in docs:
+            f.write(json.dumps({"id": d["id"], "text": d["text"], "source": "bench"}) + "\n")
+    subprocess.run([str(DOLMA), "dedupe", "--documents", str(src / "*.jsonl.gz"), "--dedupe.name", "dups",
+                    "--dedupe.paragraphs.attribute_name", "dup_paragraphs", "--dedupe.skip_empty", "true",
+                    "--bloom_filter.file", str(work / "bloom.bin"), "--bloom_filter.read_only", "false",
+                    "--bloom_filter.estimated_doc_count", str(10 * sum(d["text"].count("\n") + 1 for d in docs)),
+                    "--bloom_filter.desired_false_positive_rate", "1e-9", "--processes", "1"],
+                   check=True, stdout=subprocess.DEVNULL)
+    spans: dict[str, list] = {}
+    for p in (work / "attributes" / "dups").rglob("*.jsonl.gz"):
+        with gzip.open(p, "rt", encoding="utf-8") as f:
+            for d in map(json.loads, f):
+                spans[d["id"]] = d["attributes"].get("dup_paragraphs") or []
+    kept = {}
+    for d in docs:
+        text = d["text"]
+        for s, e, _ in sorted(spans.get(d["id"], []), reverse=True):
+            text = text[:int(s)] + text[int(e):]
+        kept[d["id"]] = text
+    out.write_text(json.dumps({"outputs": kept}))
+
+
+def run_real(workers: int = 2) -> dict:
+    """Winnow (:data:`REAL_VARIANTS`), datatrove's sentence dedup and dolma's paragraph dedup (when
+    :data:`DOLMA` exists) on the Clough & Stevenson corpus (scored by label, :func:`score_levels`) and on
+    the Dolma Common Crawl sample (what each removes, agreement with Winnow's defaults, the most repeated
+    units). Needs ``$WINNOW_SHARED_DATA``.
+
+    Returns:
+        ``{"clough": {tool: figures}, "web": {tool: figures, "top_units": [...]}, "dolma": status}``.
+
+    Raises:
+        FileNotFoundError: the shared samples are missing.
+    """
+    shared = _shared()
+    clough_path = shared / "near_duplicates" / "clough_stevenson_short_answer_plagiarism.jsonl"
+    web_path = shared / "web_crawl" / "dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
+    for p in (clough_path, web_path):
+        if not p.is_file():
+            raise FileNotFoundError(f"{p} not found: set WINNOW_SHARED_DATA to the shared data folder")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    work = Path(tempfile.mkdtemp(prefix="winnow-passages-real-"))
+    clough, truth, level = load_clough(clough_path)
+    corpora = {"clough": clough, "web": load_web(web_path)}
+    for name, docs in corpora.items():
+        write_jsonl(work / name, docs)
+    res: dict = {"reuse_words": REUSE_WORDS, "clough": {}, "web": {}}
+    res["clough"]["documents"] = {lv: sum(1 for v in level.values() if v == lv) for lv in ("orig", *LEVELS)}
+    res["web"]["documents"] = len(corpora["web"])
+    outputs: dict[str, dict[str, dict[str, str]]] = {c: {} for c in corpora}
+    m = _measure(["winnow-real", str(work), str(workers)], work, "winnow_real")
+    for corpus in corpora:
+        for name in REAL_VARIANTS:
+            r = m[corpus][name]
+            outputs[corpus][name] = r["outputs"]
+            res[corpus][name] = {"removed": r["removed"]}
+        res[corpus]["top_units"] = m[corpus]["winnow_line"]["top_units"]
+    res["winnow_cpu_s_all_runs"] = m["cpu_s"]
+    tools = ["datatrove_sentence"]
+    for corpus in corpora:
+        d = _measure(["datatrove", str(work / corpus), str(work / f"dt-{corpus}"), str(workers)], work, f"dt_{corpus}")
+        outputs[corpus]["datatrove_sentence"] = d["outputs"]
+        res[corpus]["datatrove_sentence"] = {"cpu_s": d["cpu_s"]}
+    if DOLMA.is_file():
+        tools.append("dolma_paragraph")
+        for corpus in corpora:
+            d = _measure(["dolma", str(work / corpus), str(work / f"dolma-{corpus}")], work, f"dolma_{corpus}")
+            outputs[corpus]["dolma_paragraph"] = d["outputs"]
+            res[corpus]["dolma_paragraph"] = {"cpu_s": d["cpu_s"]}
+        res["dolma"] = "measured"
+    else:
+        res["dolma"] = f"not measured: {DOLMA} not found (BENCH_DOLMA names dolma's CLI)"
+    for name in (*REAL_VARIANTS, *tools):
+        res["clough"][name].update(score_levels(clough, truth, level, outputs["clough"][name]))
+    masks = {}
+    for name in (*REAL_VARIANTS, *tools):
+        figs, masks[name] = removal_figures(corpora["web"], outputs["web"][name])
+        res["web"][name].update(figs)
+    for name in (*REAL_VARIANTS, *tools):
+        if name != "winnow_line":
+            res["web"][name]["agreement_with_winnow_line"] = _agreement(masks["winnow_line"], masks[name])
+    shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
 def main(argv: list[str]) -> None:
     if argv and argv[0] == "--child":
         kind, rest = argv[1], argv[2:]
@@ -300,8 +559,15 @@ def main(argv: list[str]) -> None:
             _prepare_child(Path(rest[0]), Path(rest[1]), int(rest[2]))
         elif kind == "winnow":
             _winnow_child(Path(rest[0]), int(rest[1]), rest[2] == "true", Path(rest[3]))
+        elif kind == "winnow-real":
+            _winnow_real_child(Path(rest[0]), int(rest[1]), Path(rest[2]))
+        elif kind == "dolma":
+            _dolma_child(Path(rest[0]), Path(rest[1]), Path(rest[2]))
         else:
             _datatrove_child(Path(rest[0]), Path(rest[1]), int(rest[2]), Path(rest[3]))
+        return
+    if argv and argv[0] == "--real":
+        print(json.dumps(run_real(int(argv[1]) if len(argv) > 1 else 2), indent=1))
         return
     n = int(argv[0]) if argv else 4000
     workers = int(argv[1]) if len(argv) > 1 else 2
