@@ -2,7 +2,8 @@
 corpus with known repeated paragraphs and reused passages: character-level recall and precision, CPU
 seconds per document of each whole process tree.
 
-``python -m bench.passages [n_docs] [workers]``; :func:`run` is the ``make bench`` part ``passages``.
+``python -m bench.passages [n_docs] [workers]``; :func:`run` is the ``make bench`` part ``passages``;
+``python -m bench.passages --real [workers]`` measures real text only (:func:`run_real`, below).
 
 * **Corpus** (seeded): ``n_docs`` documents of :mod:`bench.corpus` prose (Zipf words, sentences of 8-24
   words, paragraphs of 3-6 sentences on their own lines). Inserted into them:
@@ -26,9 +27,21 @@ seconds per document of each whole process tree.
 * **datatrove** (its ``examples/sentence_deduplication.py``): ``SentenceDedupSignature``,
   ``SentenceFindDedups``, ``SentenceDedupFilter`` with its default ``SentDedupConfig`` (3-sentence
   spans, C4's rule), ``LocalPipelineExecutor(workers=workers)``, JSONL in and out.
-* dolma's paragraph dedup (PyPI ``dolma``) is not measured: the package is not installed in this
-  environment (it ships a Rust extension built per platform).
+* dolma's paragraph dedup (PyPI ``dolma``) is measured on real text only (below), from a throwaway
+  virtualenv (``BENCH_DOLMA``): it is not a dependency of the project.
 * CPU seconds: every process of each tool's tree, sampled from ``/proc`` plus what was reaped.
+
+Real text (``$WINNOW_SHARED_DATA``, :func:`run_real`):
+
+* **Clough & Stevenson** short-answer plagiarism corpus (5 Wikipedia source texts, 95 answers labelled
+  ``cut``, ``light``, ``heavy`` revision of the source or ``non``: written independently). Sources come
+  first in ``doc_id`` order. Reused text is judged per word (:func:`reuse_spans`: a word in a run of
+  :data:`REUSE_WORDS` words that also occurs in the answer's source); recall per label, precision over all
+  removed characters.
+* **Dolma Common Crawl sample** (697 pages of one WARC file, no labels): characters and documents each tool
+  removes, character agreement with Winnow's defaults, the stage's most repeated units.
+* Tools: Winnow with :data:`REAL_VARIANTS`, datatrove's sentence dedup as above, dolma's paragraph dedup
+  (``dolma dedupe``, its defaults) when its CLI is at ``$BENCH_DOLMA``.
 """
 
 from __future__ import annotations
@@ -276,7 +289,8 @@ def _measure(args: list[str], work: Path, name: str) -> dict:
 
 
 def run(n_docs: int, seed: int = 0, workers: int = 2) -> dict:
-    """Both tools on one corpus of ``min(n_docs, 20000)`` documents (``BENCH_PASSAGES_DOCS`` overrides it)."""
+    """Both tools on one corpus of ``min(n_docs, 20000)`` documents (``BENCH_PASSAGES_DOCS`` overrides it),
+    then :func:`run_real` (key ``real``) when the shared samples are there."""
     n_docs = int(os.environ.get("BENCH_PASSAGES_DOCS", min(n_docs, 20_000)))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -298,6 +312,8 @@ def run(n_docs: int, seed: int = 0, workers: int = 2) -> dict:
         d = res["datatrove_sentence"]
         res["goals"] = {f"{w}_per_core_vs_datatrove": round(d["cpu_s"] / res[w]["cpu_s"], 2) for w in ("winnow", "winnow_spans")}
         shutil.rmtree(work, ignore_errors=True)
+        if (_shared() / "near_duplicates").is_dir():
+            res["real"] = run_real(workers)
         return res
     except Exception:
         print(f"kept {work} for its logs", file=sys.stderr)
@@ -459,9 +475,18 @@ def _winnow_real_child(work: Path, workers: int, out: Path) -> None:
         spark.stop()
 
 
+def cut_byte_spans(text: str, spans: list[list[float]]) -> str:
+    """``text`` without dolma's ``[start, end, score]`` spans, which are UTF-8 byte offsets."""
+    raw = text.encode("utf-8")
+    for s, e, _ in sorted(spans, reverse=True):
+        raw = raw[:int(s)] + raw[int(e):]
+    return raw.decode("utf-8", errors="replace")
+
+
 def _dolma_child(corpus: Path, work: Path, out: Path) -> None:
-    """dolma's paragraph dedup (exact paragraphs = lines, Bloom filter, first occurrence kept), one process
-    over one file in ``id`` order; the duplicate spans it reports are cut from the text."""
+    """dolma's paragraph dedup with its defaults (exact paragraphs = lines, any length, Bloom filter, first
+    occurrence kept), one process over one file in ``id`` order; the duplicate spans it reports are cut from
+    the text."""
     docs = [json.loads(line) for p in sorted(corpus.glob("*.jsonl")) for line in p.read_text(encoding="utf-8").splitlines()]
     src = work / "documents"
     src.mkdir(parents=True)
@@ -469,8 +494,8 @@ def _dolma_child(corpus: Path, work: Path, out: Path) -> None:
         for d in docs:
             f.write(json.dumps({"id": d["id"], "text": d["text"], "source": "bench"}) + "\n")
     subprocess.run([str(DOLMA), "dedupe", "--documents", str(src / "*.jsonl.gz"), "--dedupe.name", "dups",
-                    "--dedupe.paragraphs.attribute_name", "dup_paragraphs", "--dedupe.skip_empty", "true",
-                    "--bloom_filter.file", str(work / "bloom.bin"), "--bloom_filter.read_only", "false",
+                    "--dedupe.paragraphs.attribute_name", "dup_paragraphs", "--dedupe.skip_empty",
+                    "--bloom_filter.file", str(work / "bloom.bin"), "--no-bloom_filter.read_only",
                     "--bloom_filter.estimated_doc_count", str(10 * sum(d["text"].count("\n") + 1 for d in docs)),
                     "--bloom_filter.desired_false_positive_rate", "1e-9", "--processes", "1"],
                    check=True, stdout=subprocess.DEVNULL)
@@ -481,10 +506,7 @@ def _dolma_child(corpus: Path, work: Path, out: Path) -> None:
                 spans[d["id"]] = d["attributes"].get("dup_paragraphs") or []
     kept = {}
     for d in docs:
-        text = d["text"]
-        for s, e, _ in sorted(spans.get(d["id"], []), reverse=True):
-            text = text[:int(s)] + text[int(e):]
-        kept[d["id"]] = text
+        kept[d["id"]] = cut_byte_spans(d["text"], spans.get(d["id"], []))
     out.write_text(json.dumps({"outputs": kept}))
 
 
@@ -530,15 +552,17 @@ def run_real(workers: int = 2) -> dict:
         d = _measure(["datatrove", str(work / corpus), str(work / f"dt-{corpus}"), str(workers)], work, f"dt_{corpus}")
         outputs[corpus]["datatrove_sentence"] = d["outputs"]
         res[corpus]["datatrove_sentence"] = {"cpu_s": d["cpu_s"]}
+    res["dolma"] = f"not measured: {DOLMA} not found (BENCH_DOLMA names dolma's CLI)"
     if DOLMA.is_file():
-        tools.append("dolma_paragraph")
-        for corpus in corpora:
-            d = _measure(["dolma", str(work / corpus), str(work / f"dolma-{corpus}")], work, f"dolma_{corpus}")
-            outputs[corpus]["dolma_paragraph"] = d["outputs"]
-            res[corpus]["dolma_paragraph"] = {"cpu_s": d["cpu_s"]}
-        res["dolma"] = "measured"
-    else:
-        res["dolma"] = f"not measured: {DOLMA} not found (BENCH_DOLMA names dolma's CLI)"
+        try:
+            for corpus in corpora:
+                d = _measure(["dolma", str(work / corpus), str(work / f"dolma-{corpus}")], work, f"dolma_{corpus}")
+                outputs[corpus]["dolma_paragraph"] = d["outputs"]
+                res[corpus]["dolma_paragraph"] = {"cpu_s": d["cpu_s"]}
+            tools.append("dolma_paragraph")
+            res["dolma"] = "measured"
+        except RuntimeError as e:
+            res["dolma"] = f"not measured: {e}"
     for name in (*REAL_VARIANTS, *tools):
         res["clough"][name].update(score_levels(clough, truth, level, outputs["clough"][name]))
     masks = {}
