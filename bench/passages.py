@@ -3,7 +3,8 @@ corpus with known repeated paragraphs and reused passages: character-level recal
 seconds per document of each whole process tree.
 
 ``python -m bench.passages [n_docs] [workers]``; :func:`run` is the ``make bench`` part ``passages``;
-``python -m bench.passages --real [workers]`` measures real text only (:func:`run_real`, below).
+``python -m bench.passages --real [workers]`` measures real text only (:func:`run_real`, below) and
+``python -m bench.passages --real-tables FILE`` prints its figures (or a whole part's) as Markdown tables.
 
 * **Corpus** (seeded): ``n_docs`` documents of :mod:`bench.corpus` prose (Zipf words, sentences of 8-24
   words, paragraphs of 3-6 sentences on their own lines). Inserted into them:
@@ -42,6 +43,7 @@ Real text (``$WINNOW_SHARED_DATA``, :func:`run_real`):
   removes, character agreement with Winnow's defaults, the stage's most repeated units.
 * Tools: Winnow with :data:`REAL_VARIANTS`, datatrove's sentence dedup as above, dolma's paragraph dedup
   (``dolma dedupe``, its defaults) when its CLI is at ``$BENCH_DOLMA``.
+  ``$BENCH_PASSAGES_OUTPUTS`` names a file for every tool's output texts (to read the removals).
 """
 
 from __future__ import annotations
@@ -330,7 +332,9 @@ LEVELS = ("cut", "light", "heavy", "non")
 REAL_VARIANTS: dict[str, tuple[bool, tuple[str, ...]]] = {
     "winnow_line": (False, ()),
     "winnow_blank_line": (False, ("passages.unit=blank_line",)),
+    "winnow_sentence": (False, ("passages.unit=sentence",)),
     "winnow_blank_line_spans": (True, ("passages.unit=blank_line",)),
+    "winnow_blank_line_spans_20": (True, ("passages.unit=blank_line", "passages.min_span_words=20")),
 }
 """Winnow settings measured on real text: ``(passages.spans, other overrides)`` on top of the defaults."""
 TOP_SHOWN = 15
@@ -572,8 +576,35 @@ def run_real(workers: int = 2) -> dict:
     for name in (*REAL_VARIANTS, *tools):
         if name != "winnow_line":
             res["web"][name]["agreement_with_winnow_line"] = _agreement(masks["winnow_line"], masks[name])
+    if os.environ.get("BENCH_PASSAGES_OUTPUTS"):  # every tool's output texts, to read removals by eye
+        Path(os.environ["BENCH_PASSAGES_OUTPUTS"]).write_text(json.dumps(outputs))
     shutil.rmtree(work, ignore_errors=True)
     return res
+
+
+def real_markdown(res: dict) -> str:
+    """Markdown tables of :func:`run_real`'s figures: Clough & Stevenson scores per label, what each tool
+    removes from the web sample, the web sample's most repeated units."""
+    tools = [k for k in (*REAL_VARIANTS, "datatrove_sentence", "dolma_paragraph") if k in res["clough"]]
+    lines = ["| tool | recall cut | recall light | recall heavy | removed share of non | precision | "
+             "answers dropped whole |", "|---|---|---|---|---|---|---|"]
+    for t in tools:
+        c = res["clough"][t]
+        dropped = sum(c[lv]["dropped_whole"] for lv in LEVELS)
+        lines.append(f"| {t} | {c['cut']['recall']} | {c['light']['recall']} | {c['heavy']['recall']} | "
+                     f"{c['non']['removed_share']} | {c['all']['precision']} | {dropped} |")
+    lines += ["", "| tool | characters removed | share | pages cut | pages dropped whole | "
+              "agreement with winnow_line (Jaccard) |", "|---|---|---|---|---|---|"]
+    for t in tools:
+        w = res["web"][t]
+        agree = w.get("agreement_with_winnow_line", {}).get("jaccard", "–")
+        lines.append(f"| {t} | {w['removed_chars']:,} | {w['removed_share']} | {w['docs_cut']} | "
+                     f"{w['docs_dropped']} | {agree} |")
+    lines += ["", "| occurrences | first seen in | unit |", "|---|---|---|"]
+    for u in res["web"]["top_units"]:
+        text = " ".join(u["excerpt"].split())[:90].replace("|", "\\|")
+        lines.append(f"| {u['occurrences']} | {u['first_seen_in']} | {text} |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str]) -> None:
@@ -592,6 +623,10 @@ def main(argv: list[str]) -> None:
         return
     if argv and argv[0] == "--real":
         print(json.dumps(run_real(int(argv[1]) if len(argv) > 1 else 2), indent=1))
+        return
+    if argv and argv[0] == "--real-tables":
+        res = json.loads(Path(argv[1]).read_text())
+        print(real_markdown(res.get("real", res)))
         return
     n = int(argv[0]) if argv else 4000
     workers = int(argv[1]) if len(argv) > 1 else 2
