@@ -425,6 +425,15 @@ def score_levels(docs: list[tuple[str, str]], truth: dict[str, list[tuple[int, i
     return out
 
 
+def compact_levels(levels: dict) -> dict:
+    """The figures of :func:`score_levels` that the tables show: recall per reuse label, share of characters
+    removed from sources and from independent answers, overall recall and precision, answers dropped whole."""
+    return {**{f"recall_{lv}": levels[lv]["recall"] for lv in LEVELS[:3]},
+            "removed_share_orig": levels["orig"]["removed_share"], "removed_share_non": levels["non"]["removed_share"],
+            "recall": levels["all"]["recall"], "precision": levels["all"]["precision"],
+            "dropped_whole": sum(levels[lv]["dropped_whole"] for lv in LEVELS)}
+
+
 def removal_figures(docs: list[tuple[str, str]], outputs: dict[str, str]) -> tuple[dict, dict[str, np.ndarray]]:
     """What a tool removed from an unlabelled corpus: characters (non-space) and documents cut or dropped;
     and the removed mask of each document (for agreement between tools)."""
@@ -568,7 +577,9 @@ def run_real(workers: int = 2) -> dict:
         except RuntimeError as e:
             res["dolma"] = f"not measured: {e}"
     for name in (*REAL_VARIANTS, *tools):
-        res["clough"][name].update(score_levels(clough, truth, level, outputs["clough"][name]))
+        levels = score_levels(clough, truth, level, outputs["clough"][name])
+        res["clough"]["reuse_share"] = {lv: levels[lv]["reuse_share"] for lv in ("orig", *LEVELS)}
+        res["clough"][name].update(compact_levels(levels))
     masks = {}
     for name in (*REAL_VARIANTS, *tools):
         figs, masks[name] = removal_figures(corpora["web"], outputs["web"][name])
@@ -586,13 +597,14 @@ def real_markdown(res: dict) -> str:
     """Markdown tables of :func:`run_real`'s figures: Clough & Stevenson scores per label, what each tool
     removes from the web sample, the web sample's most repeated units."""
     tools = [k for k in (*REAL_VARIANTS, "datatrove_sentence", "dolma_paragraph") if k in res["clough"]]
-    lines = ["| tool | recall cut | recall light | recall heavy | removed share of non | precision | "
-             "answers dropped whole |", "|---|---|---|---|---|---|---|"]
+    share = res["clough"]["reuse_share"]
+    lines = [f"| tool | recall cut ({share['cut']}) | recall light ({share['light']}) | recall heavy "
+             f"({share['heavy']}) | recall all | precision | removed share of non | answers dropped whole |",
+             "|---|---|---|---|---|---|---|---|"]
     for t in tools:
         c = res["clough"][t]
-        dropped = sum(c[lv]["dropped_whole"] for lv in LEVELS)
-        lines.append(f"| {t} | {c['cut']['recall']} | {c['light']['recall']} | {c['heavy']['recall']} | "
-                     f"{c['non']['removed_share']} | {c['all']['precision']} | {dropped} |")
+        lines.append(f"| {t} | {c['recall_cut']} | {c['recall_light']} | {c['recall_heavy']} | {c['recall']} | "
+                     f"{c['precision']} | {c['removed_share_non']} | {c['dropped_whole']} |")
     lines += ["", "| tool | characters removed | share | pages cut | pages dropped whole | "
               "agreement with winnow_line (Jaccard) |", "|---|---|---|---|---|---|"]
     for t in tools:
