@@ -58,6 +58,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -449,6 +450,31 @@ def removal_figures(docs: list[tuple[str, str]], outputs: dict[str, str]) -> tup
             "docs_cut": cut, "docs_dropped": dropped}, masks
 
 
+def removed_line_origin(docs: list[tuple[str, str]], masks: dict[str, np.ndarray]) -> dict:
+    """Where the removed lines of an unlabelled corpus were seen before, in characters: ``other_page`` (the
+    line, whitespace collapsed, is in an earlier document), ``same_page`` (held twice or more by its own
+    document and by no earlier one: which copy a word diff calls removed is arbitrary), ``other`` (removed characters of lines not removed to 80 % or more, and lines seen nowhere
+    before: near repeats and spans)."""
+    first: dict[str, int] = {}
+    for i, (_, text) in enumerate(docs):
+        for line in text.split("\n"):
+            first.setdefault(" ".join(line.split()), i)
+    out = {"other_page": 0, "same_page": 0, "other": 0}
+    for i, (doc_id, text) in enumerate(docs):
+        m, pos = masks[doc_id], 0
+        lines = text.split("\n")
+        count = Counter(" ".join(line.split()) for line in lines)
+        for line in lines:
+            key, n = " ".join(line.split()), int(m[pos:pos + len(line)].sum())
+            pos += len(line) + 1
+            if not n:
+                continue
+            whole = n >= 0.8 * sum(1 for c in line if not c.isspace())
+            kind = ("other_page" if first[key] < i else "same_page" if count[key] > 1 else "other") if whole else "other"
+            out[kind] += n
+    return out
+
+
 def _agreement(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict:
     both = sum(int((a[k] & b[k]).sum()) for k in a)
     either = sum(int((a[k] | b[k]).sum()) for k in a)
@@ -583,7 +609,7 @@ def run_real(workers: int = 2) -> dict:
     masks = {}
     for name in (*REAL_VARIANTS, *tools):
         figs, masks[name] = removal_figures(corpora["web"], outputs["web"][name])
-        res["web"][name].update(figs)
+        res["web"][name].update(figs, removed_chars_seen_in=removed_line_origin(corpora["web"], masks[name]))
     for name in (*REAL_VARIANTS, *tools):
         if name != "winnow_line":
             res["web"][name]["agreement_with_winnow_line"] = _agreement(masks["winnow_line"], masks[name])
@@ -605,13 +631,16 @@ def real_markdown(res: dict) -> str:
         c = res["clough"][t]
         lines.append(f"| {t} | {c['recall_cut']} | {c['recall_light']} | {c['recall_heavy']} | {c['recall']} | "
                      f"{c['precision']} | {c['removed_share_non']} | {c['dropped_whole']} |")
-    lines += ["", "| tool | characters removed | share | pages cut | pages dropped whole | "
-              "agreement with winnow_line (Jaccard) |", "|---|---|---|---|---|---|"]
+    lines += ["", "| tool | characters removed | share | pages cut | pages dropped whole | whole lines seen on an "
+              "earlier page / earlier on the same page / other | agreement with winnow_line (Jaccard) |",
+              "|---|---|---|---|---|---|---|"]
     for t in tools:
         w = res["web"][t]
         agree = w.get("agreement_with_winnow_line", {}).get("jaccard", "–")
+        seen = w.get("removed_chars_seen_in")
+        where = " / ".join(f"{seen[k]:,}" for k in ("other_page", "same_page", "other")) if seen else "–"
         lines.append(f"| {t} | {w['removed_chars']:,} | {w['removed_share']} | {w['docs_cut']} | "
-                     f"{w['docs_dropped']} | {agree} |")
+                     f"{w['docs_dropped']} | {where} | {agree} |")
     lines += ["", "| occurrences | first seen in | unit |", "|---|---|---|"]
     for u in res["web"]["top_units"]:
         text = " ".join(u["excerpt"].split())[:90].replace("|", "\\|")

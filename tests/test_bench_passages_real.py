@@ -3,7 +3,7 @@ scores per label, dolma's byte offsets."""
 
 from __future__ import annotations
 
-from bench.passages import cut_byte_spans, removal_figures, reuse_spans, score_levels
+from bench.passages import cut_byte_spans, removal_figures, removed_line_origin, reuse_spans, score_levels
 
 SOURCE = "Alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu."
 COPY = "Intro words here. Alpha beta gamma delta epsilon zeta eta theta iota kappa! Own ending."
@@ -40,3 +40,10 @@ def test_dolma_spans_are_cut_as_utf8_byte_offsets():
     text = "Ünïcode line\nrepeated line\nend"
     start = len("Ünïcode line\n".encode())
     assert cut_byte_spans(text, [[start, start + len("repeated line\n"), 1.0]]) == "Ünïcode line\nend"
+
+
+def test_removed_line_origin_tells_earlier_pages_from_repeats_within_a_page():
+    docs = [("a", "banner line here\nown text"), ("b", "chorus\nbanner line here\nchorus\nmore")]
+    _, masks = removal_figures(docs, {"a": "banner line here\nown text", "b": "chorus\nmore"})
+    seen = removed_line_origin(docs, masks)
+    assert seen == {"other_page": len("bannerlinehere"), "same_page": len("chorus"), "other": 0}
