@@ -632,7 +632,7 @@ def real_markdown(res: dict) -> str:
         lines.append(f"| {t} | {c['recall_cut']} | {c['recall_light']} | {c['recall_heavy']} | {c['recall']} | "
                      f"{c['precision']} | {c['removed_share_non']} | {c['dropped_whole']} |")
     lines += ["", "| tool | characters removed | share | pages cut | pages dropped whole | whole lines seen on an "
-              "earlier page / earlier on the same page / other | agreement with winnow_line (Jaccard) |",
+              "earlier page / elsewhere on the same page / other | agreement with winnow_line (Jaccard) |",
               "|---|---|---|---|---|---|---|"]
     for t in tools:
         w = res["web"][t]
