@@ -28,8 +28,9 @@ seconds per document of each whole process tree.
 * **datatrove** (its ``examples/sentence_deduplication.py``): ``SentenceDedupSignature``,
   ``SentenceFindDedups``, ``SentenceDedupFilter`` with its default ``SentDedupConfig`` (3-sentence
   spans, C4's rule), ``LocalPipelineExecutor(workers=workers)``, JSONL in and out.
-* dolma's paragraph dedup (PyPI ``dolma``) is measured on real text only (below), from a throwaway
-  virtualenv (``BENCH_DOLMA``): it is not a dependency of the project.
+* **dolma** (PyPI ``dolma``, when its CLI is at ``$BENCH_DOLMA``: a throwaway virtualenv, not a
+  dependency of the project): ``dolma dedupe`` paragraph dedup with its defaults, one process
+  (:func:`_dolma_child`).
 * CPU seconds: every process of each tool's tree, sampled from ``/proc`` plus what was reaped.
 
 Real text (``$WINNOW_SHARED_DATA``, :func:`run_real`):
@@ -307,6 +308,8 @@ def run(n_docs: int, seed: int = 0, workers: int = 2) -> dict:
         runs = {"datatrove_sentence": ["datatrove", str(work / "corpus"), str(work / "dt"), str(workers)],
                 "winnow": ["winnow", str(work / "run"), str(workers), "false"],
                 "winnow_spans": ["winnow", str(work / "run"), str(workers), "true"]}
+        if DOLMA.is_file():
+            runs["dolma_paragraph"] = ["dolma", str(work / "corpus"), str(work / "dolma")]
         for name, args in runs.items():
             m = _measure(args, work, name)
             outputs = m.pop("outputs")
