@@ -241,6 +241,11 @@ def test_parquet_rows_are_read_the_same():
     (doc,) = [r for b in explode_file("p.parquet", buf.getvalue(), ParseOptions(id_field="paper_id"))
               for r in b.to_pylist() if r["kind"] == "doc"]
     assert doc["text"].startswith("Abstract\n\nShort abstract.\n\n1 Intro\n\nPrior work")
+    buf = io.BytesIO()  # the annotated shape: content is a struct column, its span lists JSON strings
+    pq.write_table(pa.Table.from_pylist([ANNOTATED]), buf)
+    (doc,) = [r for b in explode_file("a.parquet", buf.getvalue(), ParseOptions(id_field="corpusid"))
+              for r in b.to_pylist() if r["kind"] == "doc"]
+    assert doc["text"] == ANNOTATED_TEXT and doc["record_format"] == "s2orc"
 
 
 # ------------------------------------------------------------------------------------ config
