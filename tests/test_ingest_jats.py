@@ -69,6 +69,32 @@ def test_dropping_tables_figures_references_is_recorded_for_the_refs_stage():
     assert dict(caption["meta"])["dropped_structures"] == "table"
 
 
+FLOATS_APART = """<article><front><article-meta><title-group><article-title>Crumb</article-title></title-group>
+</article-meta></front>
+<body><p>Holes grow (<xref ref-type="fig" rid="f1">Figure 1</xref>, <xref ref-type="table" rid="t1">Table 1</xref>).</p>
+</body>
+<back><ref-list><ref id="r1"><label>1</label><mixed-citation>Baker A. Crumb. 2003.</mixed-citation></ref></ref-list></back>
+<floats-group>
+  <fig-group><fig id="f1"><label>Figure 1</label><caption><p>Open crumb.</p></caption><graphic/></fig></fig-group>
+  <table-wrap id="t1"><label>Table 1</label><caption><p>Hole size.</p></caption>
+    <table><tr><th>Flour</th><th>mm</th></tr><tr><td>Rye</td><td>2</td></tr></table></table-wrap>
+</floats-group></article>"""
+
+
+def test_floats_group_is_rendered_like_body_floats_before_the_references():
+    doc = _rows("f.nxml", FLOATS_APART.encode())[0]
+    assert doc["text"] == (
+        "Crumb\n\nHoles grow (Figure 1, Table 1).\n\nFigure 1: Open crumb.\n\n"
+        "Table 1: Hole size.\n\nFlour\tmm\nRye\t2\n\nReferences\n\n[1] Baker A. Crumb. 2003."
+    )
+    assert "dropped_structures" not in dict(doc["meta"])
+    opts = ParseOptions(jats_tables="caption", jats_figures="drop")
+    dropped = _rows("f.nxml", FLOATS_APART.encode(), opts)[0]
+    assert "Open crumb" not in dropped["text"] and "Rye" not in dropped["text"]
+    assert "Table 1: Hole size." in dropped["text"]
+    assert dict(dropped["meta"])["dropped_structures"] == "figure,table"
+
+
 def test_article_set_in_xml_bz2_gives_one_document_per_article():
     one = ARTICLE.split("\n", 2)[2]  # without the XML declaration and doctype
     data = "<pmc-articleset>" + one.format(pmc="PMC1") + one.format(pmc="PMC2") + "</pmc-articleset>"
@@ -109,3 +135,5 @@ def test_real_pmc_files(shared_data):
             assert "\n\nTable " in docs[0]["text"], p.name
             dropped = _rows(p.name, raw, ParseOptions(jats_tables="drop"))[0]
             assert "table" in dict(dropped["meta"])["dropped_structures"].split(","), p.name
+        if b"<floats-group>" in raw and b"<fig " in raw:  # figures kept apart from the body are read too
+            assert "\n\nFigure 1: " in docs[0]["text"], p.name

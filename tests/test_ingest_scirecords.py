@@ -1,6 +1,6 @@
 """udfs/formats/scirecords.py through the ingest reader, ``ingest.fields_by_input`` and skipped input files.
 
-Invented records only, in the S2ORC and unarXive shapes; one Spark test (the ingest stage over two globs).
+Invented records only, in the S2ORC (paragraph and annotated) and unarXive shapes; one Spark test (the ingest stage over two globs).
 """
 
 from __future__ import annotations
@@ -113,6 +113,80 @@ def test_resolved_text_gives_the_refs_stage_its_targets():
     assert dict(sig["mentions_by_kind"])["citation"] >= 3
 
 
+def _annotated() -> dict:
+    """An invented record in the annotated S2ORC shape: one text, spans per kind as JSON strings."""
+    parts: list[str] = []
+
+    def add(piece: str) -> tuple[int, int]:
+        start = sum(map(len, parts))
+        parts.append(piece)
+        return start, start + len(piece)
+
+    title = add("Bread Under Pressure\n")
+    add("Ann Baker\nBakery Institute\n")
+    abstract = add("Abstract\nWe press dough hard.\n\n")
+    h1 = add("Introduction\n")
+    p1 = add("Dough rises [4] and, as Smith et al. (2019) show, falls (see Fig. 1, Table 2).\n")
+    eq = add("E = m c^2 (1)\n")
+    h2 = add("Results\n")
+    p2 = add("It held, unlike [9].\n")
+    fig = add("Figure 1: Crumb under\na lens.\n")
+    tab = add("Table 2: Heights. ")
+    cells = add("rye 2 wheat 3\n")
+    add("References\n")
+    b1 = add("[4] A. Smith. Prior loaves. 2001.\n")
+    b2 = add("B. Jones. Rye. 2019.\n")
+    text = "".join(parts)
+
+    def at(span: tuple[int, int], sub: str = "", **attrs: str) -> dict:
+        start = span[0] + (text[span[0]:span[1]].index(sub) if sub else 0)
+        end = start + len(sub) if sub else span[1]
+        return {"start": start, "end": end, **({"attributes": attrs} if attrs else {})}
+
+    ann = {
+        "title": [at(title, "Bread Under Pressure")], "abstract": [at(abstract)],
+        "section_header": [at(h1, "Introduction", n="1"), at(h2, "Results", n="2")],
+        "paragraph": [at(p1), at(p2)], "formula": [at(eq, id="formula_0")],
+        "bib_ref": [at(p1, "[4]", ref_id="b0"), at(p1, "(2019)", ref_id="b1"), at(p2, "[9]")],
+        "figureref": [at(p1, "Fig. 1", ref_id="fig_0")], "tableref": [at(p1, "Table 2", ref_id="tab_0")],
+        "figure": [at(fig, id="fig_0"), {"start": tab[0], "end": cells[1], "attributes": {"id": "tab_0"}}],
+        "table": [at(cells)], "bib_entry": [at(b1, id="b0"), at(b2, id="b1")], "venue": None,
+    }
+    return {"corpusid": 7, "content": {"source": {"pdfsha": "x"}, "text": text,
+                                       "annotations": {k: json.dumps(v) for k, v in ann.items()}}}
+
+
+ANNOTATED = _annotated()
+ANNOTATED_TEXT = (
+    "Bread Under Pressure\n\nAbstract\n\nWe press dough hard.\n\n1 Introduction\n\n"
+    "Dough rises [1] and, as Smith et al. (2019) show, falls (see Fig. 1, Table 2).\n\nE = m c^2 (1)\n\n"
+    "2 Results\n\nIt held, unlike [9].\n\nFigure 1: Crumb under a lens.\n\nTable 2: Heights.\nrye 2 wheat 3\n\n"
+    "References\n\n[1] A. Smith. Prior loaves. 2001.\n[2] B. Jones. Rye. 2019."
+)
+
+
+def test_annotated_s2orc_read_as_paragraphs_headings_citations_floats():
+    """Numbered citations renumbered in citation order (a year and an unlinked one stay as written),
+    the display formula kept in place, floats after the body, the bibliography as References."""
+    (doc,) = _rows([ANNOTATED], ParseOptions(id_field="corpusid"))
+    assert doc["text"] == ANNOTATED_TEXT
+    assert doc["record_format"] == "s2orc" and doc["src_id"] == "7"
+    assert dict(doc["markers_resolved"]) == {"cite": 2, "figure": 1, "formula": 1, "table": 1}
+    sig = refs_signals(pa.array([doc["text"]])).to_pylist()[0]
+    # the figure, the table and the linked citation have their targets; the unlinked "[9]" has none
+    assert [(m["kind"], m["label"]) for m in sig["ref_mentions"] if m["dangling"]] == [("citation", "9")]
+
+
+def test_annotated_spans_may_be_lists_and_odd_ones_are_left_out():
+    rec = json.loads(json.dumps(ANNOTATED))
+    ann = rec["content"]["annotations"]
+    ann.update({k: json.loads(v) for k, v in ann.items() if v})
+    assert S.render(rec) == S.render(ANNOTATED)
+    ann.update({"paragraph": "[{\"start\": 5", "figure": 3, "bibref": [{"start": -1, "end": 2}, "x"]})
+    text, counts = S.render(rec)  # no paragraph span left: the text as it is, nothing added to it
+    assert text == ANNOTATED["content"]["text"].strip() and counts == {}
+
+
 @pytest.mark.parametrize("record, text_field, expected", [
     (UNARXIVE, "text", "unarxive"),
     (UNARXIVE, "body_text[].text", "unarxive"),
@@ -123,6 +197,10 @@ def test_resolved_text_gives_the_refs_stage_its_targets():
     ({"body_text": [{"section": "A", "text": "no spans"}]}, "text", None),
     ({"body_text": "not a list"}, "text", None),
     ({"text": "web page"}, "text", None),
+    (ANNOTATED, "text", "s2orc"),
+    (ANNOTATED, "content.text", "s2orc"),
+    ({"content": {"text": "no annotations"}}, "text", None),
+    ({"text": "own text", "content": ANNOTATED["content"]}, "text", None),
 ])
 def test_detect(record, text_field, expected):
     assert S.detect(record, text_field) == expected
@@ -142,6 +220,9 @@ def test_flat_keeps_the_record_as_it_is_and_forcing_a_shape_quarantines_what_lac
     {"body_text": [None, 3, {"text": None, "cite_spans": None}], "bib_entries": [], "ref_entries": "x"},
     {"body_text": [{"text": "{{cite:x}} {{figure:y}} {{formula:z}} {{weird:}}", "cite_spans": [{"start": 99}],
                     "ref_spans": [], "sec_number": 3, "section": 5}], "ref_entries": {"y": 1, "z": {"latex": None}}},
+    {"content": {"text": "", "annotations": {"paragraph": "[[[", "title": [{"start": 0, "end": 9}]}}},
+    {"content": {"text": "abc", "annotations": {"paragraph": [{"start": 0, "end": 3}], "sectionheader": "{}",
+                                               "figure": [{"start": 1, "end": 2, "attributes": {"id": 5}}]}}},
 ])
 def test_odd_records_never_raise(broken):
     rows = _rows([broken], ParseOptions(record_format="s2orc"))
@@ -160,6 +241,11 @@ def test_parquet_rows_are_read_the_same():
     (doc,) = [r for b in explode_file("p.parquet", buf.getvalue(), ParseOptions(id_field="paper_id"))
               for r in b.to_pylist() if r["kind"] == "doc"]
     assert doc["text"].startswith("Abstract\n\nShort abstract.\n\n1 Intro\n\nPrior work")
+    buf = io.BytesIO()  # the annotated shape: content is a struct column, its span lists JSON strings
+    pq.write_table(pa.Table.from_pylist([ANNOTATED]), buf)
+    (doc,) = [r for b in explode_file("a.parquet", buf.getvalue(), ParseOptions(id_field="corpusid"))
+              for r in b.to_pylist() if r["kind"] == "doc"]
+    assert doc["text"] == ANNOTATED_TEXT and doc["record_format"] == "s2orc"
 
 
 # ------------------------------------------------------------------------------------ config

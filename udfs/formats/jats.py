@@ -1,9 +1,12 @@
 """JATS / PMC NXML reader: one document per ``<article>``, streamed with lxml ``iterparse``.
 
-The text is the article title, the abstract and the body, each ``<sec>`` title as its own line
+The text is the article title, the abstract, the body, the floats kept apart from the body
+(``<floats-group>``, where many PMC articles hold every figure and table) and the back matter, each
+``<sec>`` title as its own line
 (with its ``<label>``: ``2.1 Methods``), paragraphs separated by blank lines. Inline cross references
 (``<xref>``) stay as their text, so "see Table 1" is still there for the refs stage. What happens to
-the targets of such mentions is the user's choice (``ParseOptions.jats_*``):
+the targets of such mentions is the user's choice (``ParseOptions.jats_*``), the same for floats in
+the body and in ``<floats-group>``:
 
 * tables (``<table-wrap>``): ``keep`` = the caption line ``Table 1: ...`` then the rows, cells
   separated by tabs (a structure the refs stage resolves); ``caption`` = the caption line only;
@@ -76,7 +79,8 @@ class _Writer:
 
     def block(self, el: Any) -> None:
         name = local_name(el)
-        if name in ("sec", "abstract", "body", "app", "app-group", "boxed-text", "list", "list-item", "back"):
+        if name in ("sec", "abstract", "body", "app", "app-group", "boxed-text", "list", "list-item", "back",
+                    "floats-group", "fig-group", "table-wrap-group"):
             for ch in el:
                 self.block(ch)
         elif name == "title":
@@ -169,7 +173,7 @@ def article_text(article: Any, opts: Any) -> tuple[str, dict[str, str], str | No
                 if _child(ab, "title") is None:
                     w.out.append("Abstract")
                 w.block(ab)
-    for part in ("body", "back"):
+    for part in ("body", "floats-group", "back"):  # floats before the reference list, which closes the text
         el = _child(article, part)
         if el is not None:
             w.block(el)

@@ -28,17 +28,32 @@ paper the way a reader sees it:
 * a marker without a target (an id missing from its entries, an empty formula) is removed and
   counted as ``unresolved``: no ``{{kind:id}}`` marker is left in the text.
 
+The newer S2ORC shape (the Semantic Scholar datasets API, 2023 on) holds the whole paper as one string,
+``content.text``, and lists what each part is in ``content.annotations``: per kind a JSON-encoded list
+(or a list) of spans ``{start, end, attributes?}`` over that string (``title``, ``abstract``,
+``paragraph``, ``sectionheader`` with its number ``n``, ``bibentry`` with its ``id``, ``bibref`` /
+``figureref`` / ``tableref`` with the ``ref_id`` they point at, ``figure`` / ``table`` with their ``id``,
+``figurecaption``, ``formula``; ``section_header``, ``bib_ref``... are read the same). It is turned
+into the paragraph shape above (:func:`from_annotations`) and rendered the same way, as ``s2orc``:
+paragraphs under their numbered headings, display formulas (those outside a paragraph) as paragraphs
+of their own, numeric citations ``[n]`` with the References built from the bibliography entries, and
+the figures and tables as caption lines after the body. A record whose annotations hold no paragraph
+keeps its whole text as it is.
+
 Which shape a record has is read from its keys (:func:`detect`); the per-kind counts of what was
 resolved are returned beside the text (the ``documents`` columns ``record_format`` and ``markers_resolved``).
 
 Source: S2ORC (Lo et al., ACL 2020) and its ``doc2json`` output schema (allenai/s2orc-doc2json: paragraph,
 span, ``ref_entries`` and ``bib_entries`` keys); unarXive 2022 (Saier, Krause & Faerber, JCDL 2023:
-markers and ``ref_entries`` of types formula / figure / table, ``bib_entry_raw``). peS2o ships plain
+markers and ``ref_entries`` of types formula / figure / table, ``bib_entry_raw``); the Semantic Scholar
+datasets API's ``s2orc`` dataset (Kinney et al., arXiv:2301.10140, 2023: ``content.text`` and
+``content.annotations`` as JSON-encoded span lists with ``attributes``). peS2o ships plain
 ``text`` records: they are read as any JSONL text, no structure is needed.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from typing import Any
@@ -54,7 +69,7 @@ STRUCTURED = ("s2orc", "unarxive")
 """The record formats :func:`render` reads."""
 
 COLUMNS = ("body_text", "abstract", "metadata", "title", "bib_entries", "ref_entries", "back_matter",
-           "pdf_parse", "latex_parse")
+           "pdf_parse", "latex_parse", "content")
 """Top-level fields :func:`render` may read (a columnar reader loads these columns)."""
 
 MARKER = re.compile(r"\{\{(\w+):([^{}\s]*)\}\}")
@@ -62,6 +77,7 @@ MARKER = re.compile(r"\{\{(\w+):([^{}\s]*)\}\}")
 _CITE_RUN = re.compile(r"\{\{cite:[^{}\s]*\}\}(?:[ \t]*[,;]?[ \t]*\{\{cite:[^{}\s]*\}\})*")
 _CITE_ID = re.compile(r"\{\{cite:([^{}\s]*)\}\}")
 _NUMERIC_CITE = re.compile(r"[\[(]?\s*\d{1,4}\s*[\])]?")
+_YEAR = re.compile(r"\D*(?:1[89]|20)\d\d\D*")  # "(2019)": the year of an author-year citation, not a number
 _FLOAT_LABEL = re.compile(r"(?i)\b(?:fig(?:ure)?s?|tab(?:le)?s?)\.?\s*([0-9]+[a-z]?|[IVXLC]+)\b")
 _CAPTIONED = re.compile(r"(?i)\s*(?:fig(?:ure)?|tab(?:le)?)\.?\s*[0-9IVXLC]+[a-z]?\b")
 _WS = re.compile(r"\s+")
@@ -71,13 +87,17 @@ _UNNUMBERED = {"", "-1", "none", "null"}
 _APPENDIX = re.compile(r"[A-Z]")
 _FLOAT_KINDS = {"figure": "Figure", "table": "Table"}
 _SUBLEVEL = {"subsection": "section", "subsubsection": "subsection", "paragraph": "subsubsection"}
+_STRUCTURED_TOPS = ("body_text", "pdf_parse", "latex_parse", "content")
 
 
 def container(obj: Any) -> dict[str, Any] | None:
     """The object that holds the paper's ``body_text`` list: the record itself, or its ``pdf_parse`` /
-    ``latex_parse`` object (S2ORC ``doc2json`` output); ``None`` when there is none."""
+    ``latex_parse`` object (S2ORC ``doc2json`` output), or the paragraph shape built from an annotated
+    record (:func:`from_annotations`); ``None`` when there is none."""
     if not isinstance(obj, dict):
         return None
+    if _annotated(obj):
+        return from_annotations(obj["content"])
     for c in (obj, obj.get("pdf_parse"), obj.get("latex_parse")):
         if isinstance(c, dict) and isinstance(c.get("body_text"), list):
             return c
@@ -88,11 +108,12 @@ def detect(obj: Any, text_field: str = "text") -> str | None:
     """The structured shape of a record, from its keys: ``unarxive``, ``s2orc`` or ``None`` (read flat).
 
     A record is structured when it holds a ``body_text`` list of paragraph objects (``text`` plus
-    ``cite_spans`` or ``ref_spans``) and the configured text field is absent from it or points into
-    ``body_text`` (a record with its own ``text``, such as peS2o, stays flat). It is ``unarxive`` when
-    the record has a ``_source_hash`` (of its LaTeX source), a paragraph holds a converter marker, an
-    entry of ``ref_entries`` has a ``caption`` or one of ``bib_entries`` a ``bib_entry_raw``; ``s2orc``
-    otherwise.
+    ``cite_spans`` or ``ref_spans``), or a ``content`` object with a ``text`` string and an
+    ``annotations`` object (the newer S2ORC shape), and the configured text field is absent from it or
+    points into ``body_text`` / ``content`` (a record with its own ``text``, such as peS2o, stays
+    flat). It is ``unarxive`` when the record has a ``_source_hash`` (of its LaTeX source), a paragraph
+    holds a converter marker, an entry of ``ref_entries`` has a ``caption`` or one of ``bib_entries`` a
+    ``bib_entry_raw``; ``s2orc`` otherwise (the annotated shape always).
 
     Args:
         obj: the parsed record.
@@ -101,11 +122,13 @@ def detect(obj: Any, text_field: str = "text") -> str | None:
     Returns:
         ``"unarxive"``, ``"s2orc"`` or ``None``.
     """
+    top = re.split(r"[.\[]", text_field, maxsplit=1)[0]
+    if top not in _STRUCTURED_TOPS and lookup(obj, text_field) is not MISSING:
+        return None
+    if _annotated(obj):
+        return "s2orc"
     c = container(obj)
     if c is None:
-        return None
-    top = re.split(r"[.\[]", text_field, maxsplit=1)[0]
-    if top not in ("body_text", "pdf_parse", "latex_parse") and lookup(obj, text_field) is not MISSING:
         return None
     paras = [p for p in c["body_text"][:8] if isinstance(p, dict)]
     if not paras or not all("text" in p and ("cite_spans" in p or "ref_spans" in p) for p in paras):
@@ -139,6 +162,142 @@ def render(obj: Any) -> tuple[str, dict[str, int]] | None:
     if c is None:
         return None
     return _Paper(obj, c).text()
+
+
+# ---------------------------------------------------------------------- annotated S2ORC (2023 shape)
+_SPAN_KEY = re.compile(r"[_\s-]")
+_BIB_LABEL = re.compile(r"^\s*\[\d{1,4}\]\s*")
+_SAME_LENGTH_WS = re.compile(r"\s")
+_Span = tuple[int, int, dict[str, Any]]
+_ABSTRACT_WORD = re.compile(r"(?i)^\s*abstract\b[\s.:\-\u2014]*")  # a PDF abstract span may open with it
+
+
+def _annotated(obj: dict[str, Any]) -> bool:
+    """True when ``obj`` is the annotated S2ORC shape: ``content.text`` and ``content.annotations``."""
+    content = obj.get("content")
+    return isinstance(content, dict) and isinstance(content.get("text"), str) \
+        and isinstance(content.get("annotations"), dict)
+
+
+def _span_lists(annotations: dict[str, Any], n: int) -> dict[str, list[_Span]]:
+    """Per kind (key lower-cased, ``_`` removed: ``bib_ref`` is ``bibref``) the spans ``(start, end,
+    attributes)`` that lie inside a text of ``n`` characters, sorted by start; a value that is not a list
+    or a JSON-encoded list, and a span without integer bounds, are left out."""
+    out: dict[str, list[_Span]] = {}
+    for key, value in annotations.items():
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except (ValueError, RecursionError):
+                continue
+        spans = []
+        for sp in _dicts(value if isinstance(value, list) else []):
+            st, en = sp.get("start"), sp.get("end")
+            if isinstance(st, int) and isinstance(en, int) and 0 <= st < en <= n:
+                attrs = sp.get("attributes")
+                spans.append((st, en, attrs if isinstance(attrs, dict) else {}))
+        out.setdefault(_SPAN_KEY.sub("", str(key).lower()), []).extend(spans)
+    return {k: sorted(v, key=lambda x: (x[0], x[1])) for k, v in out.items()}
+
+
+def _inside(spans: list[_Span], st: int, en: int) -> list[_Span]:
+    return [x for x in spans if st <= x[0] and x[1] <= en]
+
+
+def _joined(spans: list[_Span], cut: Any) -> str:
+    return " ".join(cut(x[0], x[1]).strip() for x in spans)
+
+
+def _attr(attrs: dict[str, Any], key: str) -> str | None:
+    v = attrs.get(key)
+    return str(v) if isinstance(v, str | int) and str(v) else None
+
+
+def from_annotations(content: dict[str, Any]) -> dict[str, Any]:
+    """The annotated S2ORC shape (``content.text`` + ``content.annotations``) as the paragraph shape.
+
+    Args:
+        content: the record's ``content`` object: ``text`` (string) and ``annotations`` (kind -> spans,
+            a list or a JSON-encoded list; offsets in characters of ``text``).
+
+    Returns:
+        An object with ``title``, ``abstract`` (paragraph list), ``body_text`` (paragraphs with
+        ``section``, ``sec_num``, ``cite_spans``, ``ref_spans``, ``eq_spans``; offsets relative to the
+        paragraph), ``bib_entries`` (id -> ``{raw_text}``) and ``ref_entries`` (id -> ``{type, text,
+        content?, num?}``), as :func:`render` reads them. Spans outside the text are ignored; a text
+        with no paragraph span is one paragraph, as it is (nothing else is taken from its spans).
+
+    Source: Semantic Scholar datasets API, ``s2orc`` dataset (Kinney et al., arXiv:2301.10140, 2023).
+    """
+    text = content["text"]
+    a = _span_lists(content["annotations"], len(text))
+    if not a.get("paragraph"):  # nothing says where the body is: the text as it is, nothing added
+        return {"body_text": [{"text": text, "cite_spans": [], "ref_spans": []}]}
+
+    def cut(st: int, en: int) -> str:
+        return _SAME_LENGTH_WS.sub(" ", text[st:en])  # offsets inside stay valid
+
+    bib: dict[str, dict[str, str]] = {}
+    for i, (st, en, at) in enumerate(a.get("bibentry", [])):
+        bib[_attr(at, "id") or f"b{i}"] = {"raw_text": _BIB_LABEL.sub("", cut(st, en))}
+    refs = _float_entries(a, cut)
+    abstract_spans = a.get("abstract", [])[:1]
+    in_abstract = [p for p in a.get("paragraph", []) if abstract_spans
+                   and abstract_spans[0][0] <= p[0] and p[1] <= abstract_spans[0][1]]
+    after = abstract_spans[0][1] if abstract_spans else 0
+    headers = [h for h in a.get("sectionheader", []) if h[0] >= after]  # not an "Abstract" header
+    blocks = [p for p in a.get("paragraph", []) if p not in in_abstract]
+    in_para = {f[:2] for p in blocks for f in _inside(a.get("formula", []), p[0], p[1])}
+    blocks += [("formula", f) for f in a.get("formula", []) if f[:2] not in in_para]  # display formulas
+    body = []
+    for b in sorted(blocks, key=lambda x: x[1][0] if x[0] == "formula" else x[0]):
+        is_formula = b[0] == "formula"
+        st, en, _ = b[1] if is_formula else b
+        head = next((h for h in reversed(headers) if h[1] <= st), None)
+        para: dict[str, Any] = {"text": cut(st, en), "cite_spans": [], "ref_spans": [], "eq_spans": [],
+                                "section": cut(head[0], head[1]) if head else "",
+                                "sec_num": _attr(head[2], "n") if head else None}
+        if is_formula:
+            para["eq_spans"].append({"start": 0, "end": en - st, "latex": para["text"].strip()})
+        for kind, key in (("bibref", "cite_spans"), ("figureref", "ref_spans"), ("tableref", "ref_spans")):
+            for s0, e0, at in _inside(a.get(kind, []), st, en):
+                para[key].append({"start": s0 - st, "end": e0 - st, "text": cut(s0, e0),
+                                  "ref_id": _attr(at, "ref_id")})
+        body.append(para)
+    title = a.get("title", [])
+    abstract = [{"text": _ABSTRACT_WORD.sub("", cut(st, en))} for st, en, _ in in_abstract or abstract_spans]
+    return {"title": cut(title[0][0], title[0][1]) if title else "",
+            "abstract": abstract,
+            "body_text": body, "bib_entries": bib, "ref_entries": refs}
+
+
+def _float_entries(a: dict[str, list[_Span]], cut: Any) -> dict[str, dict[str, Any]]:
+    """``ref_entries`` from the ``figure`` and ``table`` spans: a figure span whose id or ``type`` says
+    table is a table; its caption is the span's text when that starts with its label (``Table 2 ...``),
+    else its ``figurecaption`` / ``tablecaption`` span; a ``table`` span inside it is its content."""
+    refs: dict[str, dict[str, Any]] = {}
+    tables = a.get("table", [])
+    captions = a.get("figurecaption", []) + a.get("tablecaption", [])
+    placed = set()
+    for i, (st, en, at) in enumerate(a.get("figure", [])):
+        rid = _attr(at, "id") or f"fig_{i}"
+        kind = "table" if rid.lower().startswith("tab") or _attr(at, "type") == "table" else "figure"
+        inner = _inside(tables, st, en)
+        placed.update(t[:2] for t in inner)
+        whole = cut(st, inner[0][0] if inner else en).strip()
+        cap = _inside(captions, st, en)
+        caption = whole if _CAPTIONED.match(whole) or not cap else _joined(cap, cut)
+        e: dict[str, Any] = {"type": kind, "text": caption}
+        if m := _FLOAT_LABEL.match(whole):
+            e["num"] = m.group(1)
+        if inner:
+            e["content"] = "\n".join(cut(t[0], t[1]).strip() for t in inner)
+        refs[rid] = e
+    for i, (st, en, at) in enumerate(t for t in tables if t[:2] not in placed):
+        caption = _joined(_inside(captions, st, en), cut)
+        refs[_attr(at, "id") or f"tab_{i}"] = {"type": "table", "text": caption,
+                                             "content": cut(st, en).strip()}
+    return refs
 
 
 def _s(v: Any) -> str:
@@ -270,7 +429,7 @@ class _Paper:
             if MARKER.fullmatch(surface) or not isinstance(rid, str) or rid not in self.bib:
                 continue
             n = self._cite(rid)
-            if _NUMERIC_CITE.fullmatch(surface):
+            if _NUMERIC_CITE.fullmatch(surface) and not _YEAR.fullmatch(surface):
                 edits.append((st, en, re.sub(r"\d+", str(n), surface, count=1)))
         for s in _dicts(p.get("eq_spans")):
             st, en = s.get("start"), s.get("end")
