@@ -129,3 +129,21 @@ def test_bad_input_types_and_families():
         q.quality_signals(pa.array([1, 2]))
     with pytest.raises(ValueError, match="unknown signal families"):
         q.quality_signals(pa.array(["a"]), families=("gopher",))
+
+
+def test_letter_and_repeat_helpers_match_their_plain_definitions():
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from udfs.quality.parse import _has_letter, _repeated_groups
+
+    words = ["", "a", "1", "é", "日本", "@[\\]^_`{", "(1)", "x=2", "\u00a0", "١٢", "Ω", "²", "ǅ"] * 3
+    for arr in (pa.array(words), pa.array(words).slice(5, 20), pa.array(words, pa.large_string()).slice(3)):
+        plain = np.asarray(pc.match_substring_regex(arr, r"\pL").to_numpy(zero_copy_only=False), bool)
+        assert _has_letter(arr).tolist() == plain.tolist()
+    keys = np.array([5, 3, 5, 9, 3, 5, 7], dtype=np.uint64)
+    g = _repeated_groups(keys)
+    assert g.repeated.tolist() == [True, True, True, False, True, True, False]
+    assert sorted(zip(g.first.tolist(), g.count.tolist(), strict=True)) == [(0, 3), (1, 2)]
+    assert g.later.tolist() == [2, 4, 5]
+    assert not _repeated_groups(np.array([1, 2], dtype=np.uint64)).repeated.any()

@@ -28,6 +28,33 @@ def _np(a: pa.Array | pa.ChunkedArray, dtype=None) -> np.ndarray:
     return out.astype(dtype) if dtype is not None else out
 
 
+def _bytes_of(t: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes of a string array without nulls and its offsets rebased to 0 (int64[n + 1])."""
+    off_type = np.int64 if pa.types.is_large_string(t.type) else np.int32
+    offsets = np.frombuffer(t.buffers()[1], dtype=off_type)[t.offset : t.offset + len(t) + 1].astype(np.int64)
+    buf = t.buffers()[2]
+    data = np.frombuffer(buf, dtype=np.uint8)[offsets[0] : offsets[-1]] if buf is not None else np.zeros(0, np.uint8)
+    return data, offsets - offsets[0]
+
+
+def _has_letter(t: pa.Array) -> np.ndarray:
+    """bool[n]: the string holds a letter (``\\pL``).
+
+    An ASCII letter byte answers for most strings with numpy on the UTF-8 buffer; only strings without
+    one that hold non-ASCII bytes go through the Unicode regex (exact: an ASCII byte is never part of
+    a multi-byte character).
+    """
+    data, offsets = _bytes_of(t)
+    folded = data | np.uint8(0x20)
+    cum_ascii = np.concatenate([[0], np.cumsum((folded >= 97) & (folded <= 122), dtype=np.int64)])
+    cum_high = np.concatenate([[0], np.cumsum(data >= 128, dtype=np.int64)])
+    out = (cum_ascii[offsets[1:]] - cum_ascii[offsets[:-1]]) > 0
+    unsure = np.flatnonzero(~out & ((cum_high[offsets[1:]] - cum_high[offsets[:-1]]) > 0))
+    if len(unsure):
+        out[unsure] = _np(pc.match_substring_regex(t.take(pa.array(unsure)), r"\pL"), bool)
+    return out
+
+
 def _per_doc(parent: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
     return np.bincount(parent, weights=weights, minlength=n)[:n]
 
@@ -66,7 +93,7 @@ class _Groups:
 def _repeated_groups(keys: np.ndarray) -> _Groups:
     """Which keys repeat, each repeated key's first index and count, and the later occurrences.
 
-    One argsort answers what :func:`_repeated`, ``np.unique(..., return_index=True,
+    One argsort answers what a repeat mask, ``np.unique(..., return_index=True,
     return_counts=True)`` and :func:`_not_first` answer with three; a plain sort first answers "no
     repeats" cheaply (most long n-gram sets).
     """
@@ -255,7 +282,7 @@ def parse(texts: pa.Array | pa.ChunkedArray) -> Parsed:
     # Per-word properties are computed once per distinct word of the batch (a few times fewer regex
     # calls than words) and gathered back through the ids.
     symbol = _np(pc.match_substring_regex(word_dict, r"^[\p{P}\p{S}]+$"), bool)[word_ids]
-    alpha = _np(pc.match_substring_regex(word_dict, r"\pL"), bool)[word_ids]
+    alpha = _has_letter(word_dict)[word_ids]
     symbol_words = _per_doc(word_doc[symbol], n).astype(np.int64)
     sym_idx = np.flatnonzero(symbol)
     sym_tokens = _np(pc.utf8_length(pc.replace_substring_regex(words.take(pa.array(sym_idx)), r"\.\.+", "."))) if len(sym_idx) else sym_idx
