@@ -98,10 +98,14 @@ def agreement(base: dict, new: dict) -> dict:
     return out
 
 
-def _run_tree(pythonpath: str, what: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": pythonpath}
-    res = subprocess.run([sys.executable, os.path.abspath(__file__), what], env=env, check=True,
-                         capture_output=True, text=True)
+def _run_tree(pythonpath: str, what: str, cwd: str) -> dict:
+    # run from a neutral folder, by path but not as a script (its folder would come first on sys.path
+    # and bench/tokenize.py would shadow the standard library's tokenize)
+    from bench.references import SHARED
+
+    env = {**os.environ, "PYTHONPATH": pythonpath, "WINNOW_SHARED_DATA": str(SHARED)}
+    code = f"import runpy, sys; sys.argv = ['filter_speed', {what!r}]; runpy.run_path({__file__!r}, run_name='__main__')"
+    res = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True, cwd=cwd)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -112,12 +116,13 @@ def compare(base_commit: str, rounds: int = 3) -> dict:
         archive = subprocess.run(["git", "-C", str(repo), "archive", base_commit, *_TREE_DIRS], check=True,
                                  capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        tmp_cwd = tempfile.mkdtemp(dir=tmp)
         trees = {"base": f"{tmp}{os.pathsep}{repo}", "new": str(repo)}
         runs: dict[str, list[dict]] = {"base": [], "new": []}
         for _ in range(rounds):
             for name, path in trees.items():
-                runs[name].append(_run_tree(path, "kernels"))
-        decided = {name: _run_tree(path, "decisions") for name, path in trees.items()}
+                runs[name].append(_run_tree(path, "kernels", tmp_cwd))
+        decided = {name: _run_tree(path, "decisions", tmp_cwd) for name, path in trees.items()}
     out: dict = {"base_commit": base_commit, "rounds": rounds, "load_avg_1m": os.getloadavg()[0]}
     for name, rs in runs.items():
         sig, lid = min(r["signals"] for r in rs), min(r["lid"] for r in rs)

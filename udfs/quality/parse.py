@@ -55,6 +55,24 @@ def _has_letter(t: pa.Array) -> np.ndarray:
     return out
 
 
+def _whitespace_runs(t: pa.Array) -> np.ndarray:
+    """int64[n]: runs of non-whitespace per string, whitespace as RE2's ``\\s`` (``[\\t\\n\\f\\r ]``).
+
+    What ``count_substring_regex(t, r"\\S+")`` counts, with numpy on the UTF-8 buffer (a byte of a
+    multi-byte character is never one of those five).
+    """
+    data, offsets = _bytes_of(t)
+    ws = np.zeros(256, dtype=bool)
+    ws[[9, 10, 12, 13, 32]] = True
+    solid = ~ws[data]
+    start = solid.copy()
+    start[1:] &= ~solid[:-1]
+    heads = offsets[:-1][offsets[:-1] < offsets[1:]]  # the first byte of each non-empty string
+    start[heads] = solid[heads]
+    cum = np.concatenate([[0], np.cumsum(start, dtype=np.int64)])
+    return cum[offsets[1:]] - cum[offsets[:-1]]
+
+
 def _per_doc(parent: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
     return np.bincount(parent, weights=weights, minlength=n)[:n]
 
