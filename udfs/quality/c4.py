@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.quality.parse import Parsed, _np, _per_doc, _struct, _whitespace_runs
+from udfs.quality.parse import Parsed, _np, _per_doc, _struct
 
 C4_END_PUNCTUATION = ".?!\"'"
 """Terminal punctuation of datatrove's ``C4QualityFilter`` (the ``web`` reading): a line must end with one
@@ -105,8 +105,8 @@ def _line_rules(p: Parsed, o: C4Options) -> _Lines:
     last = pc.utf8_slice_codeunits(line, -1)
     terminal = _np(pc.is_in(last, value_set=pa.array(list(o.end_marks))), bool) & ~_np(pc.ends_with(line, "..."), bool)
     k = o.min_words_per_line
-    # fewer than k words <=> fewer than k whitespace-separated runs
-    few_words = _whitespace_runs(line) < k if k >= 2 else np.zeros(len(line), bool)
+    # fewer than k words <=> no k whitespace-separated runs; the match stops at the first hit
+    few_words = ~_np(pc.match_substring_regex(line, r"\S+" + r"\s+\S+" * (k - 1)), bool) if k >= 2 else np.zeros(len(line), bool)
     javascript = _np(pc.match_substring(lower, "javascript"), bool)
     policy = _np(pc.match_substring_regex(lower, "|".join(C4_POLICY_SUBSTRINGS)), bool)
     lorem = _np(pc.match_substring(lower, "lorem ipsum"), bool)

@@ -11,9 +11,7 @@ import pyarrow.compute as pc
 from udfs.quality.parse import (
     _MIX,
     Parsed,
-    _bytes_of,
     _duplicates,
-    _has_letter,
     _np,
     _per_doc,
     _ratio,
@@ -58,8 +56,8 @@ def whitespace_alpha_ratio(texts: pa.Array) -> np.ndarray:
     lists = pc.utf8_split_whitespace(texts)
     words = pc.list_flatten(lists)
     doc = _np(pc.list_parent_indices(lists), np.int64)
-    nonempty = np.diff(_bytes_of(words)[1]) > 0
-    alpha = _has_letter(words) & nonempty
+    nonempty = _np(pc.utf8_length(words), np.int64) > 0
+    alpha = _np(pc.match_substring_regex(words, r"\pL"), bool) & nonempty
     return _ratio(_per_doc(doc[alpha], len(texts)), _per_doc(doc[nonempty], len(texts)))
 
 

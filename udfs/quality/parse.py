@@ -28,51 +28,6 @@ def _np(a: pa.Array | pa.ChunkedArray, dtype=None) -> np.ndarray:
     return out.astype(dtype) if dtype is not None else out
 
 
-def _bytes_of(t: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """The UTF-8 bytes of a string array without nulls and its offsets rebased to 0 (int64[n + 1])."""
-    off_type = np.int64 if pa.types.is_large_string(t.type) else np.int32
-    offsets = np.frombuffer(t.buffers()[1], dtype=off_type)[t.offset : t.offset + len(t) + 1].astype(np.int64)
-    buf = t.buffers()[2]
-    data = np.frombuffer(buf, dtype=np.uint8)[offsets[0] : offsets[-1]] if buf is not None else np.zeros(0, np.uint8)
-    return data, offsets - offsets[0]
-
-
-def _has_letter(t: pa.Array) -> np.ndarray:
-    """bool[n]: the string holds a letter (``\\pL``).
-
-    An ASCII letter byte answers for most strings with numpy on the UTF-8 buffer; only strings without
-    one that hold non-ASCII bytes go through the Unicode regex (exact: an ASCII byte is never part of
-    a multi-byte character).
-    """
-    data, offsets = _bytes_of(t)
-    folded = data | np.uint8(0x20)
-    cum_ascii = np.concatenate([[0], np.cumsum((folded >= 97) & (folded <= 122), dtype=np.int64)])
-    cum_high = np.concatenate([[0], np.cumsum(data >= 128, dtype=np.int64)])
-    out = (cum_ascii[offsets[1:]] - cum_ascii[offsets[:-1]]) > 0
-    unsure = np.flatnonzero(~out & ((cum_high[offsets[1:]] - cum_high[offsets[:-1]]) > 0))
-    if len(unsure):
-        out[unsure] = _np(pc.match_substring_regex(t.take(pa.array(unsure)), r"\pL"), bool)
-    return out
-
-
-def _whitespace_runs(t: pa.Array) -> np.ndarray:
-    """int64[n]: runs of non-whitespace per string, whitespace as RE2's ``\\s`` (``[\\t\\n\\f\\r ]``).
-
-    What ``count_substring_regex(t, r"\\S+")`` counts, with numpy on the UTF-8 buffer (a byte of a
-    multi-byte character is never one of those five).
-    """
-    data, offsets = _bytes_of(t)
-    ws = np.zeros(256, dtype=bool)
-    ws[[9, 10, 12, 13, 32]] = True
-    solid = ~ws[data]
-    start = solid.copy()
-    start[1:] &= ~solid[:-1]
-    heads = offsets[:-1][offsets[:-1] < offsets[1:]]  # the first byte of each non-empty string
-    start[heads] = solid[heads]
-    cum = np.concatenate([[0], np.cumsum(start, dtype=np.int64)])
-    return cum[offsets[1:]] - cum[offsets[:-1]]
-
-
 def _per_doc(parent: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
     return np.bincount(parent, weights=weights, minlength=n)[:n]
 
@@ -300,7 +255,7 @@ def parse(texts: pa.Array | pa.ChunkedArray) -> Parsed:
     # Per-word properties are computed once per distinct word of the batch (a few times fewer regex
     # calls than words) and gathered back through the ids.
     symbol = _np(pc.match_substring_regex(word_dict, r"^[\p{P}\p{S}]+$"), bool)[word_ids]
-    alpha = _has_letter(word_dict)[word_ids]
+    alpha = _np(pc.match_substring_regex(word_dict, r"\pL"), bool)[word_ids]
     symbol_words = _per_doc(word_doc[symbol], n).astype(np.int64)
     sym_idx = np.flatnonzero(symbol)
     sym_tokens = _np(pc.utf8_length(pc.replace_substring_regex(words.take(pa.array(sym_idx)), r"\.\.+", "."))) if len(sym_idx) else sym_idx
