@@ -250,10 +250,11 @@ def identify(
     slices (:func:`udfs.langid_prose.spread_windows`, then this module's upper-case rule);
     ``lang_topk`` holds the document's top ``k`` languages with their share of the sample's characters,
     each slice judged alone after the same upper-case rule (:func:`udfs.langid_prose.window_shares`);
-    with ``topk_max_chars`` set, their share of the prose instead, every line of up to
-    ``topk_max_chars`` characters judged (:func:`udfs.langid_prose.language_shares`, several times the
-    cost). Where no slice or line is judged (a text no longer than the sample, or one slice) it is the
-    sample's fastText top-k. A document without prose (all code or markup) is judged on its raw head.
+    a prose no longer than the sample (one slice) has each of its lines judged instead
+    (:func:`udfs.langid_prose.language_shares`), so either way the model reads at most the sample's
+    characters twice. With ``topk_max_chars`` set, every prose line of up to ``topk_max_chars``
+    characters is judged for every document (several times the cost). Where no slice or line is judged
+    (no line of 20 characters) it is the sample's fastText top-k. A document without prose (all code or markup) is judged on its raw head.
 
     ``lang`` agrees with ``lang_topk``: when the language with the largest share is not the sample's
     top language (a bilingual page whose sample fell mostly on its minority language), ``lang`` is that
@@ -296,6 +297,13 @@ def identify(
     if topk_max_chars is None:
         shares = langid_prose.window_shares(model, pieces, lang.to_pylist(), k, code,
                                             prepare=lambda s: preprocess(s, max_chars))
+        whole = [i for i, w in enumerate(pieces) if len(w) == 1]
+        if whole:  # the sample holds the whole prose: its lines are judged, as many characters again
+            sub = clean.take(pa.array(whole))
+            longest = int(pc.max(pc.utf8_length(sub)).as_py() or 1)
+            for i, s in zip(whole, langid_prose.language_shares(
+                    model, sub, longest, k, code, prepare=lambda lines: preprocess(lines, longest)), strict=True):
+                shares[i] = s
     else:
         shares = langid_prose.language_shares(model, clean, topk_max_chars, k, code,
                                               prepare=lambda lines: preprocess(lines, topk_max_chars))

@@ -15,11 +15,12 @@ on prose; code, math and markup are noise to them.
 * :func:`spread_sample` takes ``max_chars`` characters as ``windows`` equal slices spread evenly over
   the prose (start, middle, end), not only its head.
 * :func:`window_shares` predicts each slice of that sample alone and returns the top languages with
-  the share of the sample's characters each holds (the default ``lang_topk``: the model reads the
-  sample twice, never the whole document).
+  the share of the sample's characters each holds (the default ``lang_topk`` of a document longer than
+  the sample: the model reads the sample twice, never the whole document).
 * :func:`language_shares` predicts each prose line of the whole document (up to ``max_chars``) and
-  returns the top languages with the share of prose characters each holds (``lang_topk`` when
-  ``filter.langid.topk_max_chars`` is set; it reads every line, several times the sample's cost).
+  returns the top languages with the share of prose characters each holds (``lang_topk`` of a document
+  no longer than the sample, and of every document when ``filter.langid.topk_max_chars`` is set: then
+  it reads every line, several times the sample's cost).
 
 Scores are clamped to [0, 1]: fastText's softmax output can exceed 1.0 by float error (``1.00001``).
 """
