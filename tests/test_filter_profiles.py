@@ -135,6 +135,40 @@ def test_lid_reads_prose_not_preamble_or_code():
     assert sum(s["score"] for s in shares) == pytest.approx(1.0)
 
 
+def test_lid_topk_from_the_sample_slices():
+    from udfs import langid
+
+    model = langid.load_model(langid.default_model_path())
+    german = ("Die Stadt hat eine lange Geschichte und viele alte Häuser. Die Menschen arbeiten gern "
+              "zusammen und bauen Schulen, Straßen und Parks für die ganze Region. ")
+    english = ("The town has a long history and many old houses. People like to work together and build "
+               "schools, roads and parks for the whole region. ")
+    long_mixed = pa.array([german * 6 + "\n" + english * 20, english * 3])
+    lang, score, topk = langid.identify(model, long_mixed, 1000, 4, None, 3)
+    shares = topk.to_pylist()[0]
+    assert shares[0]["lang"] == "en" and lang.to_pylist()[0] == "en"  # three of four slices are English
+    assert {s["lang"] for s in shares} == {"de", "en"}
+    assert sum(s["score"] for s in shares) == pytest.approx(1.0)
+    # a text no longer than the sample is one slice: its lines are judged, each language by its share
+    assert topk.to_pylist()[1] == [{"lang": "en", "score": 1.0}]
+    two_lines = pa.array([german + "\n" + english + "\n" + english])
+    assert [s["lang"] for s in langid.identify(model, two_lines, 1000, 4, None, 3)[2].to_pylist()[0]] == ["en", "de"]
+
+
+def test_window_shares_tie_keeps_the_sample_language():
+    from udfs import langid, langid_prose
+
+    model = langid.load_model(langid.default_model_path())
+    de = "Die Menschen arbeiten gern zusammen und bauen Schulen"
+    en = "People like to work together and they build schools!!"  # as long as de: a tie
+    got = langid_prose.window_shares(model, [[en, de, de, en], ["kurz"]], ["de", "en"], 3,
+                                     langid.canonical_code)
+    assert [s["lang"] for s in got[0]] == ["de", "en"]
+    assert got[1] == []
+    got = langid_prose.window_shares(model, [[en, de, de, en]], ["en"], 3, langid.canonical_code)
+    assert [s["lang"] for s in got[0]] == ["en", "de"]
+
+
 # --------------------------------------------------------------------------------- through Spark
 @pytest.mark.slow
 def test_profiles_by_source_decide_the_invented_documents(spark, make_cfg):

@@ -129,3 +129,16 @@ def test_bad_input_types_and_families():
         q.quality_signals(pa.array([1, 2]))
     with pytest.raises(ValueError, match="unknown signal families"):
         q.quality_signals(pa.array(["a"]), families=("gopher",))
+
+
+def test_repeat_groups_match_their_plain_definition():
+    import numpy as np
+
+    from udfs.quality.parse import _repeated_groups
+
+    keys = np.array([5, 3, 5, 9, 3, 5, 7], dtype=np.uint64)
+    g = _repeated_groups(keys)
+    assert g.repeated.tolist() == [True, True, True, False, True, True, False]
+    assert sorted(zip(g.first.tolist(), g.count.tolist(), strict=True)) == [(0, 3), (1, 2)]
+    assert g.later.tolist() == [2, 4, 5]
+    assert not _repeated_groups(np.array([1, 2], dtype=np.uint64)).repeated.any()

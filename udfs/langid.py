@@ -237,43 +237,76 @@ def identify(
     texts: pa.Array,
     max_chars: int,
     windows: int,
-    topk_max_chars: int,
+    topk_max_chars: int | None = None,
     k: int = 3,
     prefix: str = "__label__",
     aliases: Mapping[str, str] = LID176_ALIASES,
     agree: bool = True,
+    clean: pa.Array | None = None,
 ) -> tuple[pa.Array, pa.Array, pa.Array]:
     """Language of each document from its prose (:mod:`udfs.langid_prose`).
 
     ``lang`` and ``lang_score`` come from a ``max_chars`` sample spread over the prose in ``windows``
-    slices (:func:`udfs.langid_prose.spread_sample`, then this module's upper-case rule);
-    ``lang_topk`` holds the document's top ``k`` languages with their share of its prose characters,
-    every line of up to ``topk_max_chars`` characters judged after the same upper-case rule (the
-    sample's top-k when no line is long enough). A document without prose (all code or markup) is judged on its raw head instead.
+    slices (:func:`udfs.langid_prose.spread_windows`, then this module's upper-case rule);
+    ``lang_topk`` holds the document's top ``k`` languages with their share of the sample's characters,
+    each slice judged alone after the same upper-case rule (:func:`udfs.langid_prose.window_shares`);
+    a prose no longer than the sample (one slice) has each of its lines judged instead
+    (:func:`udfs.langid_prose.language_shares`), so either way the model reads at most the sample's
+    characters twice. With ``topk_max_chars`` set, every prose line of up to ``topk_max_chars``
+    characters is judged for every document (several times the cost). Where no slice or line is judged
+    (no line of 20 characters) it is the sample's fastText top-k. A document without prose (all code or markup) is judged on its raw head.
 
-    ``lang`` agrees with ``lang_topk``: when the language with the largest share of the prose is not
-    the sample's top language (a bilingual page whose sample windows fell on its minority language),
-    ``lang`` is that language and ``lang_score`` its share, so a page mostly in an allowed language is
-    never removed as another one (``agree=False``: the sample's language, as measured against).
+    ``lang`` agrees with ``lang_topk``: when the language with the largest share is not the sample's
+    top language (a bilingual page whose sample fell mostly on its minority language), ``lang`` is that
+    language and ``lang_score`` its share, so a page mostly in an allowed language is never removed as
+    another one (``agree=False``: the sample's language, as measured against). Among equal shares the
+    sample's language comes first.
+
+    Args:
+        model: a loaded fastText model (:func:`load_model`).
+        texts: string array of ``n`` documents.
+        max_chars: characters of the sample (>= 1).
+        windows: slices of the sample (>= 1).
+        topk_max_chars: None (default): shares from the sample's slices; else characters of prose
+            judged line by line per document.
+        k / prefix / aliases: see :func:`predict`.
+        agree: make ``lang`` agree with the largest share (see above).
+        clean: ``langid_prose.prose(texts)`` when the caller already has it (saves its RE2 passes).
 
     Returns:
         ``lang`` string[n], ``lang_score`` float64[n] in [0, 1], ``lang_topk``
-        list<struct<lang string, score float64>>[n] (score: share of prose characters, or probability
+        list<struct<lang string, score float64>>[n] (score: share of characters, or probability
         in the fallback).
     """
     from udfs import langid_prose
 
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
-    clean = langid_prose.prose(texts)
+    if clean is None:
+        clean = langid_prose.prose(texts)
     empty = np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(clean)), 0).to_numpy(zero_copy_only=False), bool)
     if empty.any():
         clean = pc.if_else(pa.array(empty), pc.fill_null(texts, ""), clean)
-    sample = pa.array(langid_prose.spread_sample(clean, max_chars, windows), pa.string())
+    pieces = langid_prose.spread_windows(clean, max_chars, windows)
+    sample = pa.array([" ".join(w) for w in pieces], pa.string())
     lang, score, topk = predict(model, preprocess(sample, max_chars), k, prefix, aliases)
-    shares = langid_prose.language_shares(model, clean, topk_max_chars, k,
-                                          lambda lab: canonical_code(lab, prefix, aliases),
-                                          prepare=lambda lines: preprocess(lines, topk_max_chars))
+
+    def code(label: str) -> str:
+        return canonical_code(label, prefix, aliases)
+
+    if topk_max_chars is None:
+        shares = langid_prose.window_shares(model, pieces, lang.to_pylist(), k, code,
+                                            prepare=lambda s: preprocess(s, max_chars))
+        whole = [i for i, w in enumerate(pieces) if len(w) == 1]
+        if whole:  # the sample holds the whole prose: its lines are judged, as many characters again
+            sub = clean.take(pa.array(whole))
+            longest = int(pc.max(pc.utf8_length(sub)).as_py() or 1)
+            for i, s in zip(whole, langid_prose.language_shares(
+                    model, sub, longest, k, code, prepare=lambda lines: preprocess(lines, longest)), strict=True):
+                shares[i] = s
+    else:
+        shares = langid_prose.language_shares(model, clean, topk_max_chars, k, code,
+                                              prepare=lambda lines: preprocess(lines, topk_max_chars))
     merged = langid_prose.topk_or_fallback(shares, topk.to_pylist())
     if agree:
         lang, score = agree_with_shares(lang, score, shares)

@@ -14,8 +14,13 @@ on prose; code, math and markup are noise to them.
   ``{`` or ``}``, start with a comment marker or a common keyword).
 * :func:`spread_sample` takes ``max_chars`` characters as ``windows`` equal slices spread evenly over
   the prose (start, middle, end), not only its head.
+* :func:`window_shares` predicts each slice of that sample alone and returns the top languages with
+  the share of the sample's characters each holds (the default ``lang_topk`` of a document longer than
+  the sample: the model reads the sample twice, never the whole document).
 * :func:`language_shares` predicts each prose line of the whole document (up to ``max_chars``) and
-  returns the top languages with the share of prose characters each holds.
+  returns the top languages with the share of prose characters each holds (``lang_topk`` of a document
+  no longer than the sample, and of every document when ``filter.langid.topk_max_chars`` is set: then
+  it reads every line, several times the sample's cost).
 
 Scores are clamped to [0, 1]: fastText's softmax output can exceed 1.0 by float error (``1.00001``).
 """
@@ -76,11 +81,48 @@ def prose(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     return out
 
 
+def spread_windows(texts: pa.Array, max_chars: int, windows: int) -> list[list[str]]:
+    """The slices of each text's ``max_chars`` sample: ``windows`` equal slices spread evenly over it.
+
+    Whitespace runs (newlines included) become one space first; a text no longer than ``max_chars``
+    is one slice, kept whole. Slices are stripped.
+
+    Args:
+        texts: string array of ``n`` texts (from :func:`prose`).
+        max_chars: characters per text handed to the model (>= 1).
+        windows: slices per text (>= 1).
+
+    Returns:
+        ``n`` lists of Python strings without ``\\n`` (one or ``windows`` strings each).
+
+    Raises:
+        ValueError: ``max_chars`` or ``windows`` < 1.
+
+    >>> spread_windows(pa.array(["aaaa bbbb cccc dddd", "short"]), 8, 2)
+    [['aaaa', 'dddd'], ['short']]
+    """
+    if max_chars < 1 or windows < 1:
+        raise ValueError(f"max_chars and windows must be >= 1; got {max_chars}, {windows}")
+    # every whitespace run becomes one space; a lone space already is one, so only longer runs and
+    # other whitespace characters are matched (as r"\s+" -> " ", a fifth of its cost)
+    flat = pc.replace_substring_regex(pc.fill_null(texts, ""), r"\s\s+|[\t\n\f\r]", " ")
+    flat = pc.utf8_trim_whitespace(flat)
+    out = []
+    width = max_chars // windows
+    for t in flat.to_pylist():  # string slicing only; the model call dominates
+        if len(t) <= max_chars:
+            out.append([t])
+            continue
+        starts = np.linspace(0, len(t) - width, windows).astype(int).tolist() if windows > 1 else [0]
+        out.append([t[s : s + width].strip() for s in starts])
+    return out
+
+
 def spread_sample(texts: pa.Array, max_chars: int, windows: int) -> list[str]:
     """``max_chars`` characters of each text, as ``windows`` equal slices spread evenly over it.
 
-    Whitespace runs (newlines included) become one space first; a text no longer than ``max_chars``
-    is kept whole. Slices are joined with a space.
+    The slices of :func:`spread_windows` joined with a space (a text no longer than ``max_chars`` is
+    kept whole).
 
     Args:
         texts: string array of ``n`` texts (from :func:`prose`).
@@ -93,17 +135,69 @@ def spread_sample(texts: pa.Array, max_chars: int, windows: int) -> list[str]:
     >>> spread_sample(pa.array(["aaaa bbbb cccc dddd"]), 8, 2)
     ['aaaa dddd']
     """
-    if max_chars < 1 or windows < 1:
-        raise ValueError(f"max_chars and windows must be >= 1; got {max_chars}, {windows}")
-    flat = pc.utf8_trim_whitespace(pc.replace_substring_regex(pc.fill_null(texts, ""), r"\s+", " "))
-    out = []
-    for t in flat.to_pylist():  # string slicing only; the model call dominates
-        if len(t) <= max_chars:
-            out.append(t)
+    return [" ".join(w) for w in spread_windows(texts, max_chars, windows)]
+
+
+def window_shares(
+    model,
+    windows: list[list[str]],
+    first: Sequence[str],
+    k: int,
+    code,
+    min_chars: int = 20,
+    prepare=None,
+) -> list[list[dict]]:
+    """Top ``k`` languages of each document with their share of its sample's characters.
+
+    Each slice of the sample (:func:`spread_windows`) of at least ``min_chars`` characters is predicted
+    alone; a language's share is the characters of its slices over the characters of every judged
+    slice. A document whose sample is one slice (a text no longer than the sample) is not judged again:
+    the sample's own prediction already is its language.
+
+    Args:
+        model: a loaded fastText model.
+        windows: ``n`` lists of slices (from :func:`spread_windows`).
+        first: ``n`` canonical codes, the whole sample's top language; among equal shares it comes
+            first, so a tie never moves ``lang`` off the sample's language.
+        k: languages kept per document.
+        code: label -> canonical code (:func:`udfs.langid.canonical_code` bound to prefix and aliases).
+        min_chars: shorter slices are not judged (too little evidence).
+        prepare: string array of slices -> the strings handed to the model (default: as they are);
+            :func:`udfs.langid.identify` applies the sample's upper-case rule.
+
+    Returns:
+        ``n`` lists of ``{"lang", "score"}`` (score = share in [0, 1]), largest first; empty for a
+        document with one slice or without a judged slice.
+    """
+    doc, pieces = [], []
+    for d, ws in enumerate(windows):
+        if len(ws) > 1:
+            for w in ws:
+                if len(w) >= min_chars:
+                    doc.append(d)
+                    pieces.append(w)
+    return _shares(model, doc, pieces, len(windows), k, code, first, prepare)
+
+
+def _shares(model, doc: list[int], pieces: list[str], n: int, k: int, code, first,
+            prepare) -> list[list[dict]]:
+    """Per document, the top ``k`` languages of its ``pieces`` weighted by characters (see callers)."""
+    out: list[list[dict]] = [[] for _ in range(n)]
+    if not pieces:
+        return out
+    arr = pa.array(pieces, pa.string())
+    labels, _ = model.predict(prepare(arr) if prepare else pieces, k=1)
+    per_doc: list[dict[str, int]] = [{} for _ in range(n)]
+    for d, ls, p in zip(doc, labels, pieces, strict=True):
+        c = code(ls[0])
+        per_doc[d][c] = per_doc[d].get(c, 0) + len(p)
+    for d, counts in enumerate(per_doc):
+        if not counts:
             continue
-        width = max_chars // windows
-        starts = np.linspace(0, len(t) - width, windows).astype(int) if windows > 1 else [0]
-        out.append(" ".join(t[s : s + width].strip() for s in starts))
+        total = sum(counts.values())
+        lead = first[d] if first is not None else None
+        best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0] != lead, kv[0]))[:k]
+        out[d] = [{"lang": c, "score": m / total} for c, m in best]
     return out
 
 
@@ -141,20 +235,8 @@ def language_shares(
     doc = np.asarray(pc.list_parent_indices(lines).to_numpy(zero_copy_only=False), np.int64)
     chars = np.asarray(pc.utf8_length(flat).to_numpy(zero_copy_only=False), np.int64)
     keep = np.flatnonzero(chars >= min_line_chars)
-    out: list[list[dict]] = [[] for _ in range(len(texts))]
-    if not len(keep):
-        return out
-    judged = flat.take(pa.array(keep))
-    labels, _ = model.predict(prepare(judged) if prepare else judged.to_pylist(), k=1)
-    codes = [code(ls[0]) for ls in labels]
-    per_doc: list[dict[str, int]] = [{} for _ in range(len(texts))]
-    for d, c, n in zip(doc[keep].tolist(), codes, chars[keep].tolist(), strict=True):
-        per_doc[d][c] = per_doc[d].get(c, 0) + n
-    for d, counts in enumerate(per_doc):
-        total = sum(counts.values())
-        best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-        out[d] = [{"lang": c, "score": n / total} for c, n in best]
-    return out
+    judged = flat.take(pa.array(keep)).to_pylist()
+    return _shares(model, doc[keep].tolist(), judged, len(texts), k, code, None, prepare)
 
 
 def clamp_scores(scores: Sequence[float] | np.ndarray) -> np.ndarray:

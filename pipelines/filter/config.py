@@ -136,7 +136,7 @@ class LangIdConfig(Section):
     aliases: dict[str, str] = Field(default_factory=lambda: {"no": "nb"})
     max_chars: int = Field(default=1000, ge=1)
     sample_windows: int = Field(default=4, ge=1, le=64)
-    topk_max_chars: int = Field(default=100_000, ge=1)
+    topk_max_chars: int | None = Field(default=None, ge=1)
     top_k: int = Field(default=3, ge=1, le=20)
     action: Action = "drop"
     _off = field_validator("action", mode="before")(_yaml_off)

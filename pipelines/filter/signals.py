@@ -164,8 +164,10 @@ def check_decide_only(stored: dict[str, Any] | None, cfg: FilterConfig) -> None:
                           + "\n  ".join(changed))
 
 
-def _language(text: pa.Array, locate: Any, lid_args: tuple[Any, ...]) -> tuple[pa.Array, pa.Array, pa.Array]:
-    """``lang``, ``lang_score`` and ``lang_topk`` of each text (nulls when ``locate`` is None: LID off)."""
+def _language(text: pa.Array, locate: Any, lid_args: tuple[Any, ...],
+              clean: pa.Array | None = None) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """``lang``, ``lang_score`` and ``lang_topk`` of each text (nulls when ``locate`` is None: LID off);
+    ``clean`` is the texts' prose when already computed."""
     from udfs import langid
 
     n = len(text)
@@ -173,7 +175,7 @@ def _language(text: pa.Array, locate: Any, lid_args: tuple[Any, ...]) -> tuple[p
         return pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()), pa.nulls(n, _TOPK_TYPE)
     max_chars, k, prefix, aliases, windows, topk_chars = lid_args
     model = langid.load_model(locate())
-    return langid.identify(model, text, max_chars, windows, topk_chars, k, prefix, aliases)
+    return langid.identify(model, text, max_chars, windows, topk_chars, k, prefix, aliases, clean=clean)
 
 
 def _quality_score(text: pa.Array, locate: Any, positive: str) -> pa.Array:
@@ -240,12 +242,13 @@ def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
             # "javascript" still drops the page); every other family reads the cleaned text
             c4_page = quality.c4(page, opts)
             text = cleaned
-        heur = quality.quality_signals(langid_prose.prose(text) if from_prose else text,
+        clean_prose = langid_prose.prose(text) if from_prose or lid_locate is not None else None
+        heur = quality.quality_signals(clean_prose if from_prose else text,
                                        alpha_words_reading=reading, c4_options=opts)
         fields = [heur.field(i) for i in range(heur.type.num_fields)]
         if c4_page is not None:
             fields[heur.type.get_field_index("c4")] = c4_page
-        lang, score, topk = _language(text, lid_locate, lid_args)
+        lang, score, topk = _language(text, lid_locate, lid_args, clean_prose)
         qscore = _quality_score(text, qm_locate, positive)
         return [*fields, lang, score, topk, qscore, pa.array([name] * n, pa.string()),
                 cleaning if cleaning is not None else pa.nulls(n, _CLEANING_TYPE),

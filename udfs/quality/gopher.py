@@ -12,11 +12,10 @@ from udfs.quality.parse import (
     _MIX,
     Parsed,
     _duplicates,
-    _not_first,
     _np,
     _per_doc,
     _ratio,
-    _repeated,
+    _repeated_groups,
     _splitmix64,
     _struct,
 )
@@ -177,8 +176,8 @@ def gopher_repetition(p: Parsed) -> pa.StructArray:
         valid = doc[:m] == doc[k - 1 :]
         cand = np.flatnonzero(valid & dup_prev[:m] & dup_prev[1 : m + 1])
         keys = acc[cand] * _MIX + doc[cand].astype(np.uint64)
-        rep = _repeated(keys)
-        dup_starts = cand[rep]
+        g = _repeated_groups(keys)
+        dup_starts = cand[g.repeated]
         dup_prev = np.zeros(m, dtype=bool)
         dup_prev[dup_starts] = True
         if k in GOPHER_REPETITION_TOP_N:
@@ -187,9 +186,8 @@ def gopher_repetition(p: Parsed) -> pa.StructArray:
             vs = np.flatnonzero(valid)
             first = vs[np.r_[True, doc[vs][1:] != doc[vs][:-1]]] if len(vs) else vs
             top[doc[first]] = cum[first + k] - cum[first] + (k - 1)
-            if len(dup_starts):
-                _, fidx, counts = np.unique(keys[rep], return_index=True, return_counts=True)
-                fpos = dup_starts[fidx]
+            if len(g.first):
+                fpos, counts = cand[g.first], g.count
                 dpos = doc[fpos]
                 order = np.lexsort((fpos, -counts, dpos))
                 best = order[np.r_[True, dpos[order][1:] != dpos[order][:-1]]]
@@ -198,9 +196,9 @@ def gopher_repetition(p: Parsed) -> pa.StructArray:
             out[f"top_{k}gram_char_frac"] = _ratio(top, p.n_chars)
         if k in GOPHER_REPETITION_DUP_N:
             covered_chars = np.zeros(n)
-            if len(dup_starts):
+            if len(g.later):
                 # the duplicates are the occurrences after the first (as datatrove counts them)
-                later = dup_starts[_not_first(keys[rep])]
+                later = cand[g.later]
                 delta = np.bincount(later, minlength=n_words + k + 1)
                 delta[k:] -= np.bincount(later, minlength=n_words + 1)[: len(delta) - k]
                 covered = np.cumsum(delta)[:n_words] > 0
