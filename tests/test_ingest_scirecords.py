@@ -212,3 +212,16 @@ def test_two_globs_two_field_sets_and_skipped_files_named(spark, tmp_path, capsy
 def test_skipped_line_names_the_first_ten():
     line = ingest.skipped_line([f"file:/d/_part{i}" for i in range(12)])
     assert line.startswith("ingest: skipped 12 input file(s)") and line.endswith("_part9 and 2 more")
+
+
+def test_a_float_without_caption_is_its_label_and_an_odd_num_is_not_written():
+    """unarXive writes ``NO_CAPTION`` for a float that has none: the text keeps the label alone; a
+    ``num`` that is not a string or number does not reach the text."""
+    rec = json.loads(json.dumps(UNARXIVE))
+    rec["ref_entries"][U4]["caption"] = "NO_CAPTION"
+    (doc,) = _rows([rec])
+    assert "NO_CAPTION" not in doc["text"] and "\n\nFigure 1\n\n" in doc["text"]
+    s2 = json.loads(json.dumps(S2ORC))
+    s2["ref_entries"]["FIGREF0"]["num"] = {"a": 1}
+    (doc,) = _rows([s2])
+    assert "Figure 3: Accuracy by size." in doc["text"] and "{" not in doc["text"]

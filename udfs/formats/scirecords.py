@@ -22,9 +22,10 @@ paper the way a reader sees it:
   ones (``Smith et al. (2019)``) stay as written; after the body a ``References`` heading and one
   ``[n] ...`` line per bibliography entry (cited ones first, in citation order, then the others);
 * a float marker (where the figure or table stood) becomes its caption line, ``Figure 2: ...`` /
-  ``Table 1: ...`` (numbered in order of appearance per kind), then the table's content if the record
-  has it; floats no marker placed (every S2ORC float) come after the body, labelled with their
-  ``num``, the number of the first ``Figure 3`` / ``Table 2`` span pointing at them, or their order;
+  ``Table 1: ...`` (numbered in order of appearance per kind; unarXive's ``NO_CAPTION`` placeholder
+  leaves the label alone, ``Figure 2``), then the table's content if the record has it; floats no
+  marker placed (every S2ORC float) come after the body, labelled with their ``num``, the number of
+  the first ``Figure 3`` / ``Table 2`` span pointing at them, or their order;
 * a marker without a target (an id missing from its entries, an empty formula) is removed and
   counted as ``unresolved``: no ``{{kind:id}}`` marker is left in the text.
 
@@ -70,6 +71,7 @@ _BLANKS = re.compile(r"[ \t]*\n[ \t]*(?:\n[ \t]*)+")
 _UNNUMBERED = {"", "-1", "none", "null"}
 _APPENDIX = re.compile(r"[A-Z]")
 _FLOAT_KINDS = {"figure": "Figure", "table": "Table"}
+_NO_CAPTION = "NO_CAPTION"  # what unarXive writes as the caption of a float that has none
 _SUBLEVEL = {"subsection": "section", "subsubsection": "subsection", "paragraph": "subsubsection"}
 
 
@@ -341,11 +343,13 @@ class _Paper:
     def _float(self, rid: str, e: dict[str, Any], kind: str) -> str:
         self.per_kind[kind] += 1
         num = e.get("num")
-        label = str(num).strip() if num not in (None, "") else \
-            self.span_labels.get(rid, str(self.per_kind[kind]))
+        num = str(num).strip() if isinstance(num, (str, int)) and not isinstance(num, bool) else ""
+        label = num or self.span_labels.get(rid, str(self.per_kind[kind]))
         self.float_no[rid] = label
         self.counts[kind] += 1
         raw = _WS.sub(" ", _s(e.get("caption")) or _s(e.get("text"))).strip()
+        if raw == _NO_CAPTION:
+            raw = ""
         caption = self._resolve(raw, inline_only=True)
         line = caption if _CAPTIONED.match(caption) else f"{_FLOAT_KINDS[kind]} {label}: {caption}"
         line = line.rstrip(": ")
