@@ -174,7 +174,7 @@ def test_fields_by_input_lays_keys_over_fields():
 @pytest.mark.parametrize("value, message", [
     ("{'other/*.jsonl': {'id': 'x'}}", re.escape("'other/*.jsonl' is not one of ingest.inputs; allowed: ['a/*.jsonl']")),
     ("{'a/*.jsonl': {'txt': 'x'}}", r"ingest.fields_by_input.a/\*.jsonl.txt: unknown key; allowed: \['text'"),
-    ("{'a/*.jsonl': {'record_format': 'pdf'}}", "record_format: Input should be 'auto', 'flat', 's2orc' or 'unarxive'"),
+    ("{'a/*.jsonl': {'record_format': 'pdf'}}", "record_format: Input should be 'auto', 'flat', 's2orc', 'unarxive' or 'mediawiki'"),
     ("{'a/*.jsonl': {'heading': 'x[].y'}}", "ingest.fields.heading 'x\\[\\].y' must iterate the same array"),
 ])
 def test_fields_by_input_is_validated(value, message):
