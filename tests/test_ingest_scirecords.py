@@ -47,7 +47,7 @@ UNARXIVE = {
 UNARXIVE_TEXT = (
     "A Made-up Paper\n\nAbstract\n\nWe study $x$.\n\n1 Introduction\n\n"
     "Let $x_1$ $x_1$ be small [1, 2]. See Section 2.\n$$y = x^2$$\n\n"
-    "1.1 Data\n\nTable 1 lists the data [2] and .\n\nTable 1: Counts per split.\n\n"
+    "1.1 Data\n\nTable 1 lists the data [2] and.\n\nTable 1: Counts per split.\n\n"
     "2 Method\n\nAs in [1] we plot it.\n\nFigure 1: Loss with $x_1$.\n\n"
     "Acknowledgements\n\nThanks.\n\nAppendix A: Proofs\n\nTrivial.\n\n"
     "References\n\n[1] A. Author. First work. 2001.\n[2] B. Author. Second work. 2002.\n"
@@ -225,3 +225,16 @@ def test_a_float_without_caption_is_its_label_and_an_odd_num_is_not_written():
     s2["ref_entries"]["FIGREF0"]["num"] = {"a": 1}
     (doc,) = _rows([s2])
     assert "Figure 3: Accuracy by size." in doc["text"] and "{" not in doc["text"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("See {{formula:gone}} and the rest.", "See and the rest."),
+    ("Prior work ({{cite:gone}}) agrees.", "Prior work agrees."),
+    ("We cite {{cite:gone}}, {{cite:gone2}}.", "We cite."),
+    ("Both {{cite:b1}} and {{cite:gone}}.", "Both [1] and."),
+])
+def test_a_marker_without_target_takes_the_punctuation_that_framed_it(text, expected):
+    rec = {"body_text": [{"section": "", "text": text, "cite_spans": [], "ref_spans": []}],
+           "bib_entries": {"b1": {"bib_entry_raw": "A. Author. Work."}}, "ref_entries": {}}
+    text_out, counts = S.render(rec)
+    assert text_out.split("\n\nReferences")[0] == expected and counts["unresolved"] >= 1

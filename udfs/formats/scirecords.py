@@ -26,8 +26,9 @@ paper the way a reader sees it:
   leaves the label alone, ``Figure 2``), then the table's content if the record has it; floats no
   marker placed (every S2ORC float) come after the body, labelled with their ``num``, the number of
   the first ``Figure 3`` / ``Table 2`` span pointing at them, or their order;
-* a marker without a target (an id missing from its entries, an empty formula) is removed and
-  counted as ``unresolved``: no ``{{kind:id}}`` marker is left in the text.
+* a marker without a target (an id missing from its entries, an empty formula) is removed with the
+  punctuation that framed only it, and counted as ``unresolved``: no ``{{kind:id}}`` marker is left
+  in the text.
 
 Which shape a record has is read from its keys (:func:`detect`); the per-kind counts of what was
 resolved are returned beside the text (the ``documents`` columns ``record_format`` and ``markers_resolved``).
@@ -45,6 +46,7 @@ from collections import Counter
 from typing import Any
 
 from udfs.formats.records import MISSING, lookup
+from udfs.formats.wikitemplates import HOLE, repair_holes
 
 RECORD_FORMATS = ("auto", "flat", "s2orc", "unarxive")
 """``ingest.fields.record_format``: ``auto`` recognises the shape from the record's keys
@@ -296,11 +298,15 @@ class _Paper:
         return self.cite_no[rid]
 
     def _resolve(self, text: str, inline_only: bool = False) -> str:
-        """``text`` with every ``{{kind:id}}`` marker replaced by what it stands for (or removed)."""
+        """``text`` with every ``{{kind:id}}`` marker replaced by what it stands for, or removed with
+        the punctuation that framed only it (``data [2] and {{cite:gone}}.`` -> ``data [2] and.``,
+        :func:`udfs.formats.wikitemplates.repair_holes`)."""
         if "{{" not in text:
             return text
-        text = _CITE_RUN.sub(self._cite_run, text)
+        text = _CITE_RUN.sub(self._cite_run, text.replace(HOLE, ""))
         text = MARKER.sub(lambda m: self._marker(m, inline_only), text)
+        if HOLE in text:
+            text = repair_holes(text)
         return _TOUCHING_MATH.sub("$ $", text)
 
     def _cite_run(self, m: re.Match[str]) -> str:
@@ -312,19 +318,19 @@ class _Paper:
                     nums.append(n)
             else:
                 self.counts["unresolved"] += 1
-        return f"[{', '.join(map(str, nums))}]" if nums else ""
+        return f"[{', '.join(map(str, nums))}]" if nums else HOLE
 
     def _marker(self, m: re.Match[str], inline_only: bool) -> str:
         kind, rid = m.group(1), m.group(2)
         e = self.refs.get(rid)
         if not isinstance(e, dict):
             self.counts["unresolved"] += 1
-            return ""
+            return HOLE
         if kind == "formula":
             tex = _WS.sub(" ", _s(e.get("latex"))).strip()
             if not tex:
                 self.counts["unresolved"] += 1
-                return ""
+                return HOLE
             self.counts["formula"] += 1
             s = m.string
             line_start = s.rfind("\n", 0, m.start()) + 1
@@ -337,7 +343,7 @@ class _Paper:
         if kind in _FLOAT_KINDS and not inline_only:
             return f"\n\n{self._float(rid, e, kind)}\n\n"
         self.counts["unresolved"] += 1
-        return ""
+        return HOLE
 
     # ------------------------------------------------------------------ floats and references
     def _float(self, rid: str, e: dict[str, Any], kind: str) -> str:
