@@ -120,3 +120,11 @@ def test_wikitext_field_that_is_not_a_string_is_quarantined():
     data = (json.dumps({"id": "x", "wikitext": {"a": 1}}) + "\n" + json.dumps({"id": "y"}) + "\n").encode()
     rows = _rows("pages.jsonl", data, ParseOptions(text_field="wikitext", record_format="mediawiki"))
     assert [r["reason"] for r in rows if r["kind"] == "quarantine"] == ["text_not_string", "text_missing"]
+
+
+def test_a_redirect_record_is_skipped_and_counted_as_in_a_dump():
+    data = "".join(json.dumps({"id": i, "wikitext": w}) + "\n" for i, w in
+                   (("Loaf", "#REDIRECT [[Bread]]"), ("Rye", "Rye is a grain."))).encode()
+    rows = _rows("pages.jsonl", data, ParseOptions(text_field="wikitext", record_format="mediawiki"))
+    assert [r["src_id"] for r in rows if r["kind"] == "doc"] == ["Rye"]
+    assert dict(rows[-1]["meta"])["skipped.mediawiki_redirect"] == "1"

@@ -162,9 +162,14 @@ def _wikitext(c: Collector, record: int, obj: dict[str, Any], source: str,
               raw: bytes | str | Callable[[], str], escaped: bool, decoded_with_replacement: bool) -> None:
     """A text field holding MediaWiki wikitext (``record_format: mediawiki``): rendered as a dump's
     page is (:func:`udfs.formats.mediawiki.wikitext_to_document`, ``ingest.mediawiki.*``), with
-    ``meta`` ``templates_rendered``, ``templates_dropped`` and ``dropped_structures`` as there."""
+    ``meta`` ``templates_rendered``, ``templates_dropped`` and ``dropped_structures`` as there. A
+    redirect page (``#REDIRECT [[...]]``) is skipped and counted (``skipped.mediawiki_redirect``), as
+    in a dump."""
     from udfs.formats.mediawiki import wikitext_to_document
 
+    if source.lstrip()[:9].lower() == "#redirect":
+        c.skipped["mediawiki_redirect"] += 1
+        return
     try:
         text, dropped, (rendered, removed) = wikitext_to_document(source, c.opts)
     except Exception as e:  # a parser bug on odd wikitext: this record is quarantined, the rest is read
