@@ -76,6 +76,17 @@ def test_auto_records_the_picked_profile_through_the_stage(spark):
     assert out.where(F.col("filter_profile") == "auto").count() == 0
 
 
+def test_auto_gives_pages_the_mediawiki_reader_rendered_the_wiki_profile(spark):
+    """Rendered pages hold no markup left to show that they are Wikipedia: the reader's meta says so."""
+    cfg = FilterConfig(default_profile="auto", profile_by_source={"forced": "web"})
+    text = dict((d[0], d[2]) for d in invented())["web_news"]
+    rendered = {"templates_rendered": "3", "templates_dropped": "1"}
+    rows = [(i, text, src, None, meta, "f", len(text), len(text.encode()), 0)
+            for i, src, meta in (("page", "enwiki", rendered), ("news", "news", {}), ("forced", "forced", rendered))]
+    out = fs.filter_documents(spark.createDataFrame(rows, DOCS_SCHEMA), cfg)
+    assertDataFrameEqual(out.select("doc_id", "filter_profile"), [("page", "wiki"), ("news", "web"), ("forced", "web")])
+
+
 def test_source_warning_just_inside_and_outside():
     by_source = {"half": {"in": 4, "kept": 2, "removed": {"c4.min_sentences": 2}},
                  "most": {"in": 4, "kept": 1, "removed": {"lang.allowed": 1, "c4.min_sentences": 2}},

@@ -165,6 +165,22 @@ def test_missing_glob_fails_naming_it(spark, make_cfg, tmp_path):
         ingest.run(spark, cfg)
 
 
+def test_fields_by_input_glob_whose_files_an_earlier_glob_takes_fails_naming_both(spark, make_cfg, tmp_path):
+    """The first matching glob's fields apply: an entry for a later glob that only re-matches files of an
+    earlier one would apply to nothing, so the run stops instead of reading those files with other fields."""
+    from pipelines.ingest.listing import ShadowedInputGlobError
+
+    (tmp_path / "papers-1.jsonl").write_text('{"id": "a", "body": "Text."}\n')
+    every, papers = f"{tmp_path}/*.jsonl", f"{tmp_path}/papers-*.jsonl"
+    cfg = make_cfg(f"ingest.inputs=['{every}', '{papers}']", f"ingest.fields_by_input={{'{papers}': {{'text': 'body'}}}}")
+    with pytest.raises(ShadowedInputGlobError, match=r"'.*papers-\*.jsonl' applies to no file: .* first by '.*/\*.jsonl'"):
+        ingest.list_files(spark, cfg.ingest, globs={})
+    ordered = make_cfg(f"ingest.inputs=['{papers}', '{every}']", f"ingest.fields_by_input={{'{papers}': {{'text': 'body'}}}}")
+    globs: dict[str, str] = {}
+    ingest.list_files(spark, ordered.ingest, globs=globs)
+    assert list(globs.values()) == [papers]
+
+
 def test_record_ddl_matches_the_arrow_schema(spark):
     from pyspark.sql.pandas.types import from_arrow_schema
 

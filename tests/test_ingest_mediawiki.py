@@ -98,3 +98,33 @@ def test_real_wikitext_never_crashes(shared_data):
             assert "{{" not in text and "[[" not in text
             n += 1
     assert n > 0
+
+
+def test_wikitext_in_a_record_field_is_rendered_with_record_format_mediawiki():
+    """A JSONL of pages (``id``, ``wikitext``) read with ``record_format: mediawiki`` gives the text a
+    dump's page gives, without the title line; read flat, the markup stays."""
+    wikitext = "'''Bread''' ({{lang-de|Brot}}) is food.{{citation needed}}<ref>A note.</ref>\n\n== Uses ==\n[[Toast]]."
+    data = (json.dumps({"id": "Bread", "wikitext": wikitext}) + "\n").encode()
+    opts = ParseOptions(text_field="wikitext", record_format="mediawiki")
+    (doc,) = [r for r in _rows("pages.jsonl", data, opts) if r["kind"] == "doc"]
+    expected, dropped = wikitext_to_text(wikitext, opts)
+    assert doc["text"] == expected and "{{" not in doc["text"] and "[[" not in doc["text"]
+    assert doc["record_format"] == "mediawiki" and doc["markers_resolved"] is None
+    assert doc["src_id"] == "Bread" and dict(doc["meta"])["dropped_structures"] == ",".join(sorted(dropped))
+    assert {"templates_rendered", "templates_dropped"} <= set(dict(doc["meta"]))
+    (flat,) = [r for r in _rows("pages.jsonl", data, ParseOptions(text_field="wikitext")) if r["kind"] == "doc"]
+    assert flat["text"] == wikitext and flat["record_format"] is None
+
+
+def test_wikitext_field_that_is_not_a_string_is_quarantined():
+    data = (json.dumps({"id": "x", "wikitext": {"a": 1}}) + "\n" + json.dumps({"id": "y"}) + "\n").encode()
+    rows = _rows("pages.jsonl", data, ParseOptions(text_field="wikitext", record_format="mediawiki"))
+    assert [r["reason"] for r in rows if r["kind"] == "quarantine"] == ["text_not_string", "text_missing"]
+
+
+def test_a_redirect_record_is_skipped_and_counted_as_in_a_dump():
+    data = "".join(json.dumps({"id": i, "wikitext": w}) + "\n" for i, w in
+                   (("Loaf", "#REDIRECT [[Bread]]"), ("Rye", "Rye is a grain."))).encode()
+    rows = _rows("pages.jsonl", data, ParseOptions(text_field="wikitext", record_format="mediawiki"))
+    assert [r["src_id"] for r in rows if r["kind"] == "doc"] == ["Rye"]
+    assert dict(rows[-1]["meta"])["skipped.mediawiki_redirect"] == "1"

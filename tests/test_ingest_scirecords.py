@@ -47,7 +47,7 @@ UNARXIVE = {
 UNARXIVE_TEXT = (
     "A Made-up Paper\n\nAbstract\n\nWe study $x$.\n\n1 Introduction\n\n"
     "Let $x_1$ $x_1$ be small [1, 2]. See Section 2.\n$$y = x^2$$\n\n"
-    "1.1 Data\n\nTable 1 lists the data [2] and .\n\nTable 1: Counts per split.\n\n"
+    "1.1 Data\n\nTable 1 lists the data [2] and.\n\nTable 1: Counts per split.\n\n"
     "2 Method\n\nAs in [1] we plot it.\n\nFigure 1: Loss with $x_1$.\n\n"
     "Acknowledgements\n\nThanks.\n\nAppendix A: Proofs\n\nTrivial.\n\n"
     "References\n\n[1] A. Author. First work. 2001.\n[2] B. Author. Second work. 2002.\n"
@@ -260,7 +260,7 @@ def test_fields_by_input_lays_keys_over_fields():
 @pytest.mark.parametrize("value, message", [
     ("{'other/*.jsonl': {'id': 'x'}}", re.escape("'other/*.jsonl' is not one of ingest.inputs; allowed: ['a/*.jsonl']")),
     ("{'a/*.jsonl': {'txt': 'x'}}", r"ingest.fields_by_input.a/\*.jsonl.txt: unknown key; allowed: \['text'"),
-    ("{'a/*.jsonl': {'record_format': 'pdf'}}", "record_format: Input should be 'auto', 'flat', 's2orc' or 'unarxive'"),
+    ("{'a/*.jsonl': {'record_format': 'pdf'}}", "record_format: Input should be 'auto', 'flat', 's2orc', 'unarxive' or 'mediawiki'"),
     ("{'a/*.jsonl': {'heading': 'x[].y'}}", "ingest.fields.heading 'x\\[\\].y' must iterate the same array"),
 ])
 def test_fields_by_input_is_validated(value, message):
@@ -298,3 +298,29 @@ def test_two_globs_two_field_sets_and_skipped_files_named(spark, tmp_path, capsy
 def test_skipped_line_names_the_first_ten():
     line = ingest.skipped_line([f"file:/d/_part{i}" for i in range(12)])
     assert line.startswith("ingest: skipped 12 input file(s)") and line.endswith("_part9 and 2 more")
+
+
+def test_a_float_without_caption_is_its_label_and_an_odd_num_is_not_written():
+    """unarXive writes ``NO_CAPTION`` for a float that has none: the text keeps the label alone; a
+    ``num`` that is not a string or number does not reach the text."""
+    rec = json.loads(json.dumps(UNARXIVE))
+    rec["ref_entries"][U4]["caption"] = "NO_CAPTION"
+    (doc,) = _rows([rec])
+    assert "NO_CAPTION" not in doc["text"] and "\n\nFigure 1\n\n" in doc["text"]
+    s2 = json.loads(json.dumps(S2ORC))
+    s2["ref_entries"]["FIGREF0"]["num"] = {"a": 1}
+    (doc,) = _rows([s2])
+    assert "Figure 3: Accuracy by size." in doc["text"] and "{" not in doc["text"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("See {{formula:gone}} and the rest.", "See and the rest."),
+    ("Prior work ({{cite:gone}}) agrees.", "Prior work agrees."),
+    ("We cite {{cite:gone}}, {{cite:gone2}}.", "We cite."),
+    ("Both {{cite:b1}} and {{cite:gone}}.", "Both [1] and."),
+])
+def test_a_marker_without_target_takes_the_punctuation_that_framed_it(text, expected):
+    rec = {"body_text": [{"section": "", "text": text, "cite_spans": [], "ref_spans": []}],
+           "bib_entries": {"b1": {"bib_entry_raw": "A. Author. Work."}}, "ref_entries": {}}
+    text_out, counts = S.render(rec)
+    assert text_out.split("\n\nReferences")[0] == expected and counts["unresolved"] >= 1

@@ -153,3 +153,18 @@ def test_deep_nesting_falls_back_and_reads():
     src = "a " + "{{lang|fr|" * 400 + "x" + "}}" * 400 + " b"
     text, _, _ = M.wikitext_to_document(src, ParseOptions())
     assert text.startswith("a ") and text.endswith(" b")
+
+
+@pytest.mark.parametrize("src, expected", [
+    ("{{convert|nan|mi|km}}", "nan miles"),
+    ("{{convert|inf|mi|km}}", "inf miles"),
+    ("{{convert|1e400|mi|km}}", "1e400 miles"),
+    ("{{convert|1.7e308|mi|m}}", "1.7e308 miles"),
+    ("{{convert|-1e308|F|C}}", "-1e308 degrees Fahrenheit"),
+    ("{{formatnum:" + "1" * 5000 + "}}", "11" + ",111" * 1666),
+])
+def test_numbers_a_float_cannot_hold_are_written_as_they_are(src, expected):
+    """A value that is not a finite float, or an integer longer than Python's int() reads, is written
+    as it stands (digits grouped), never an error that would quarantine the whole page."""
+    text, _ = M.wikitext_to_text(f"It is {src} long.", ParseOptions())
+    assert text == f"It is {expected} long."

@@ -54,15 +54,24 @@ def _glob_regex(glob: str) -> str:
     return "^" + "".join(out) + "$"
 
 
+RENDERED_WIKI_KEY = "templates_rendered"
+"""The ``meta`` key the MediaWiki reader sets on every page it renders (dump pages, and wikitext read
+from a record's field with ``record_format: mediawiki``): ``auto`` gives such a document ``wiki``."""
+
+
 def profile_column(df: DataFrame, cfg: FilterConfig) -> Column:
     """The rule profile of each row: the first ``profile_by_source`` glob matching ``source`` wins,
     else ``default_profile`` (also without a ``source`` column). ``auto`` is resolved per document
-    inside :func:`compute_signals`."""
+    inside :func:`compute_signals`, except for pages the MediaWiki reader rendered (``meta`` holds
+    :data:`RENDERED_WIKI_KEY`): their markup is gone, so their text no longer shows that they are
+    Wikipedia, and they get ``wiki``."""
     col = F.lit(cfg.default_profile)
-    if "source" not in df.columns:
-        return col
-    for glob, name in reversed(list(cfg.profile_by_source.items())):
-        col = F.when(F.col("source").rlike(_glob_regex(glob)), F.lit(name)).otherwise(col)
+    if "source" in df.columns:
+        for glob, name in reversed(list(cfg.profile_by_source.items())):
+            col = F.when(F.col("source").rlike(_glob_regex(glob)), F.lit(name)).otherwise(col)
+    if cfg.uses_auto() and "meta" in df.columns:
+        rendered = F.col("meta").getItem(RENDERED_WIKI_KEY).isNotNull()
+        col = F.when((col == F.lit(AUTO)) & rendered, F.lit("wiki")).otherwise(col)
     return col
 
 

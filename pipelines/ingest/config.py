@@ -18,7 +18,7 @@ class IngestFields(Section):
     source: str | None = "source"
     meta: list[str] = Field(default_factory=list)
     heading: str | None = None
-    record_format: Literal["auto", "flat", "s2orc", "unarxive"] = "auto"
+    record_format: Literal["auto", "flat", "s2orc", "unarxive", "mediawiki"] = "auto"
 
     @model_validator(mode="after")
     def _heading_shares_text_array(self) -> IngestFields:

@@ -21,7 +21,12 @@ class BadInputGlobError(UserError):
     """A glob of ``ingest.inputs`` that Hadoop cannot parse (e.g. an unclosed ``[``)."""
 
 
-INPUT_GLOB_ERRORS = (NoInputFilesError, BadInputGlobError)
+class ShadowedInputGlobError(UserError):
+    """A glob of ``ingest.fields_by_input`` whose every file an earlier glob of ``ingest.inputs`` also
+    matches: the earlier glob's fields apply to them, so the entry would apply to no file."""
+
+
+INPUT_GLOB_ERRORS = (NoInputFilesError, BadInputGlobError, ShadowedInputGlobError)
 """Configuration errors of ``ingest.inputs`` found only once Spark lists the files (remote and Hadoop-only
 globs; local ones are checked before Spark starts, :mod:`pipelines.ingest.hooks`): the jobs exit 2 on them."""
 
@@ -60,16 +65,26 @@ def list_files(
 
     Raises:
         NoInputFilesError: a glob matches no file (names the glob).
+        ShadowedInputGlobError: a glob of ``ingest.fields_by_input`` matches only files that an earlier
+            glob of ``ingest.inputs`` matches too (names both).
     """
     found: dict[str, tuple[str, int]] = {}
     hidden: set[str] = set()
+    first: dict[str, str] = {}
     for glob, base, entries in _matches(spark, cfg.inputs, hidden):
         if not entries:
             raise NoInputFilesError(f"ingest.inputs: {glob!r} matches no file; fix the glob or the path (--set 'ingest.inputs=[...]')")
         for path, size, _ in entries:
-            if path not in found and globs is not None:
-                globs[path] = glob
+            first.setdefault(path, glob)
             found.setdefault(path, (_key_path(path, base), size))
+        if glob in cfg.fields_by_input and all(first[p] != glob for p, _, _ in entries):
+            raise ShadowedInputGlobError(
+                f"ingest.fields_by_input: {glob!r} applies to no file: each file it matches is matched first "
+                f"by {first[entries[0][0]]!r}, listed before it in ingest.inputs (the first matching glob's "
+                f"fields apply); list {glob!r} first, or narrow the earlier glob"
+            )
+    if globs is not None:
+        globs.update(first)
     if skipped is not None:
         skipped += sorted(hidden)
     shared = {k for k, n in Counter(k for k, _ in found.values()).items() if n > 1}

@@ -102,7 +102,7 @@ def from_mapping(
     ``raw`` is the raw record for excerpts, or a function rendering it (called only when quarantined).
     """
     o = c.opts
-    shape = None if o.record_format == "flat" else (
+    shape = None if o.record_format in ("flat", "mediawiki") else (
         scirecords.detect(obj, o.text_field) if o.record_format == "auto" else o.record_format)
     if shape is not None:
         _structured(c, record, obj, raw, escaped, shape, decoded_with_replacement)
@@ -127,14 +127,19 @@ def from_mapping(
     if not isinstance(value, str):
         c.quarantine(record, "text_not_string", raw, f"field {o.text_field!r} holds {type(value).__name__}")
         return
+    if o.record_format == "mediawiki":
+        _wikitext(c, record, obj, value, raw, escaped, decoded_with_replacement)
+        return
     _emit(c, record, obj, value, value.count(T.REPLACEMENT) if decoded_with_replacement else 0, escaped)
 
 
 def _emit(c: Collector, record: int, obj: dict[str, Any], text: str, n_replaced: int, escaped: bool,
-          record_format: str | None = None, markers: dict[str, int] | None = None) -> None:
-    """Buffer the document ``text`` of ``obj`` with its id, url, source and ``meta`` fields."""
+          record_format: str | None = None, markers: dict[str, int] | None = None,
+          extra_meta: dict[str, str] | None = None) -> None:
+    """Buffer the document ``text`` of ``obj`` with its id, url, source and ``meta`` fields
+    (``extra_meta``: what the reader adds, such as the template counts of wikitext)."""
     o = c.opts
-    meta = {}
+    meta = dict(extra_meta or {})
     for k in o.meta_fields:
         v = lookup(obj, k)
         if v is not MISSING and v is not None:
@@ -151,6 +156,31 @@ def _emit(c: Collector, record: int, obj: dict[str, Any], text: str, n_replaced:
         record_format=record_format,
         markers=markers,
     )
+
+
+def _wikitext(c: Collector, record: int, obj: dict[str, Any], source: str,
+              raw: bytes | str | Callable[[], str], escaped: bool, decoded_with_replacement: bool) -> None:
+    """A text field holding MediaWiki wikitext (``record_format: mediawiki``): rendered as a dump's
+    page is (:func:`udfs.formats.mediawiki.wikitext_to_document`, ``ingest.mediawiki.*``), with
+    ``meta`` ``templates_rendered``, ``templates_dropped`` and ``dropped_structures`` as there. A
+    redirect page (``#REDIRECT [[...]]``) is skipped and counted (``skipped.mediawiki_redirect``), as
+    in a dump."""
+    from udfs.formats.mediawiki import wikitext_to_document
+
+    if source.lstrip()[:9].lower() == "#redirect":
+        c.skipped["mediawiki_redirect"] += 1
+        return
+    try:
+        text, dropped, (rendered, removed) = wikitext_to_document(source, c.opts)
+    except Exception as e:  # a parser bug on odd wikitext: this record is quarantined, the rest is read
+        c.quarantine(record, "invalid_record", raw() if callable(raw) else raw,
+                     f"record_format mediawiki: {type(e).__name__}: {e}")
+        return
+    meta = {"templates_rendered": str(rendered), "templates_dropped": str(removed)}
+    if dropped:
+        meta["dropped_structures"] = ",".join(sorted(dropped))
+    n_replaced = text.count(T.REPLACEMENT) if decoded_with_replacement else 0
+    _emit(c, record, obj, text, n_replaced, escaped, "mediawiki", extra_meta=meta)
 
 
 def _structured(c: Collector, record: int, obj: dict[str, Any], raw: bytes | str | Callable[[], str],

@@ -63,7 +63,7 @@ def read_parquet(
     c.file_columns = list(names)
     fields = (o.text_field, o.heading_field, o.id_field, o.url_field, o.source_field, *o.meta_fields)
     wanted = [x for x in fields if x]
-    if o.record_format != "flat":  # structured scientific records read these too
+    if o.record_format not in ("flat", "mediawiki"):  # structured scientific records read these too
         wanted += [x for x in scirecords.COLUMNS if x not in wanted]
     tops = sorted({x.split(".")[0].split("[]")[0] if x not in names else x for x in wanted} & set(names))
     columnar = is_columnar(o, pf.schema_arrow)
@@ -91,10 +91,10 @@ def is_columnar(o: ParseOptions, schema: pa.Schema) -> bool:
     with the result :func:`from_mapping` gives row by row: the text, id, url and source fields are
     plain column names (no dotted path, no ``[]``, no heading), the text column is present, every one
     present is a string column (no ``as_str`` of numbers or nested values), and neither ``meta``
-    fields, the mojibake repair nor a structured record format are asked for."""
+    fields, the mojibake repair nor a structured record format (or wikitext) are asked for."""
     names = [x for x in (o.text_field, o.id_field, o.url_field, o.source_field) if x]
     if o.heading_field or o.meta_fields or o.fix_mojibake or o.text_field not in schema.names \
-            or o.record_format in scirecords.STRUCTURED:
+            or o.record_format in (*scirecords.STRUCTURED, "mediawiki"):
         return False
     for name in names:
         if "." in name or "[]" in name:

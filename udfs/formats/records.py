@@ -93,7 +93,8 @@ class ParseOptions:
             Field paths may iterate arrays with ``[]`` (``body_text[].text``, see :func:`lookup`);
             CSV/TSV fields are column names, or 0-based column indices (``"2"``).
         record_format: ``auto`` (structured scientific records recognised from their keys), ``flat``
-            (the text field as it is), ``s2orc`` or ``unarxive`` (:mod:`udfs.formats.scirecords`).
+            (the text field as it is), ``s2orc`` or ``unarxive`` (:mod:`udfs.formats.scirecords`), or
+            ``mediawiki`` (the text field holds wikitext, rendered by :mod:`udfs.formats.mediawiki`).
         heading_field: a path naming the section heading of each element of the text path's array
             (``body_text[].section`` beside ``body_text[].text``); kept as a line before the first
             paragraph of each section. ``None``: paragraphs only.

@@ -22,11 +22,13 @@ paper the way a reader sees it:
   ones (``Smith et al. (2019)``) stay as written; after the body a ``References`` heading and one
   ``[n] ...`` line per bibliography entry (cited ones first, in citation order, then the others);
 * a float marker (where the figure or table stood) becomes its caption line, ``Figure 2: ...`` /
-  ``Table 1: ...`` (numbered in order of appearance per kind), then the table's content if the record
-  has it; floats no marker placed (every S2ORC float) come after the body, labelled with their
-  ``num``, the number of the first ``Figure 3`` / ``Table 2`` span pointing at them, or their order;
-* a marker without a target (an id missing from its entries, an empty formula) is removed and
-  counted as ``unresolved``: no ``{{kind:id}}`` marker is left in the text.
+  ``Table 1: ...`` (numbered in order of appearance per kind; unarXive's ``NO_CAPTION`` placeholder
+  leaves the label alone, ``Figure 2``), then the table's content if the record has it; floats no
+  marker placed (every S2ORC float) come after the body, labelled with their ``num``, the number of
+  the first ``Figure 3`` / ``Table 2`` span pointing at them, or their order;
+* a marker without a target (an id missing from its entries, an empty formula) is removed with the
+  punctuation that framed only it, and counted as ``unresolved``: no ``{{kind:id}}`` marker is left
+  in the text.
 
 The newer S2ORC shape (the Semantic Scholar datasets API, 2023 on) holds the whole paper as one string,
 ``content.text``, and lists what each part is in ``content.annotations``: per kind a JSON-encoded list
@@ -59,6 +61,7 @@ from collections import Counter
 from typing import Any
 
 from udfs.formats.records import MISSING, lookup
+from udfs.formats.wikitemplates import HOLE, repair_holes
 
 RECORD_FORMATS = ("auto", "flat", "s2orc", "unarxive")
 """``ingest.fields.record_format``: ``auto`` recognises the shape from the record's keys
@@ -86,6 +89,7 @@ _BLANKS = re.compile(r"[ \t]*\n[ \t]*(?:\n[ \t]*)+")
 _UNNUMBERED = {"", "-1", "none", "null"}
 _APPENDIX = re.compile(r"[A-Z]")
 _FLOAT_KINDS = {"figure": "Figure", "table": "Table"}
+_NO_CAPTION = "NO_CAPTION"  # what unarXive writes as the caption of a float that has none
 _SUBLEVEL = {"subsection": "section", "subsubsection": "subsection", "paragraph": "subsubsection"}
 _STRUCTURED_TOPS = ("body_text", "pdf_parse", "latex_parse", "content")
 
@@ -453,11 +457,15 @@ class _Paper:
         return self.cite_no[rid]
 
     def _resolve(self, text: str, inline_only: bool = False) -> str:
-        """``text`` with every ``{{kind:id}}`` marker replaced by what it stands for (or removed)."""
+        """``text`` with every ``{{kind:id}}`` marker replaced by what it stands for, or removed with
+        the punctuation that framed only it (``data [2] and {{cite:gone}}.`` -> ``data [2] and.``,
+        :func:`udfs.formats.wikitemplates.repair_holes`)."""
         if "{{" not in text:
             return text
-        text = _CITE_RUN.sub(self._cite_run, text)
+        text = _CITE_RUN.sub(self._cite_run, text.replace(HOLE, ""))
         text = MARKER.sub(lambda m: self._marker(m, inline_only), text)
+        if HOLE in text:
+            text = repair_holes(text)
         return _TOUCHING_MATH.sub("$ $", text)
 
     def _cite_run(self, m: re.Match[str]) -> str:
@@ -469,19 +477,19 @@ class _Paper:
                     nums.append(n)
             else:
                 self.counts["unresolved"] += 1
-        return f"[{', '.join(map(str, nums))}]" if nums else ""
+        return f"[{', '.join(map(str, nums))}]" if nums else HOLE
 
     def _marker(self, m: re.Match[str], inline_only: bool) -> str:
         kind, rid = m.group(1), m.group(2)
         e = self.refs.get(rid)
         if not isinstance(e, dict):
             self.counts["unresolved"] += 1
-            return ""
+            return HOLE
         if kind == "formula":
             tex = _WS.sub(" ", _s(e.get("latex"))).strip()
             if not tex:
                 self.counts["unresolved"] += 1
-                return ""
+                return HOLE
             self.counts["formula"] += 1
             s = m.string
             line_start = s.rfind("\n", 0, m.start()) + 1
@@ -494,17 +502,19 @@ class _Paper:
         if kind in _FLOAT_KINDS and not inline_only:
             return f"\n\n{self._float(rid, e, kind)}\n\n"
         self.counts["unresolved"] += 1
-        return ""
+        return HOLE
 
     # ------------------------------------------------------------------ floats and references
     def _float(self, rid: str, e: dict[str, Any], kind: str) -> str:
         self.per_kind[kind] += 1
         num = e.get("num")
-        label = str(num).strip() if num not in (None, "") else \
-            self.span_labels.get(rid, str(self.per_kind[kind]))
+        num = str(num).strip() if isinstance(num, (str, int)) and not isinstance(num, bool) else ""
+        label = num or self.span_labels.get(rid, str(self.per_kind[kind]))
         self.float_no[rid] = label
         self.counts[kind] += 1
         raw = _WS.sub(" ", _s(e.get("caption")) or _s(e.get("text"))).strip()
+        if raw == _NO_CAPTION:
+            raw = ""
         caption = self._resolve(raw, inline_only=True)
         line = caption if _CAPTIONED.match(caption) else f"{_FLOAT_KINDS[kind]} {label}: {caption}"
         line = line.rstrip(": ")

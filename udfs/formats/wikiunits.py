@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from math import isfinite
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -129,12 +130,14 @@ _RANGE = {
 
 # ------------------------------------------------------------------------------------------ numbers
 def number(s: str) -> float | None:
-    """A number as written in a template (``1,234.5``, ``−3``), or ``None`` when it is not one."""
+    """A number as written in a template (``1,234.5``, ``−3``), or ``None`` when it is not one
+    (``nan``, ``inf`` and values beyond a float's range, such as ``1e400``, are not: written as they are)."""
     s = s.replace(",", "").replace("−", "-").strip()
     try:
-        return float(s)
+        x = float(s)
     except ValueError:
         return None
+    return x if isfinite(x) else None
 
 
 def group_digits(s: str) -> str:
@@ -142,8 +145,9 @@ def group_digits(s: str) -> str:
     m = re.fullmatch(r"(-?)(\d+)(\.\d+)?", s.replace(",", "").strip())
     if not m:
         return s.strip()
-    sign, whole, frac = m.group(1), m.group(2), m.group(3) or ""
-    return f"{sign}{int(whole):,}{frac}"
+    sign, whole, frac = m.group(1), m.group(2).lstrip("0") or "0", m.group(3) or ""
+    head = len(whole) % 3 or 3  # f"{int(whole):,}" at any length (int() refuses over 4,300 digits)
+    return sign + ",".join([whole[:head], *(whole[i : i + 3] for i in range(head, len(whole), 3))]) + frac
 
 
 def _sig_round(x: float, sig: int) -> str:
@@ -177,8 +181,10 @@ def _convert_value(x: float, frm: str, to: str) -> float | None:
         return None
     if a[0] == "T":
         c = {"C": x, "F": (x - 32) * 5 / 9, "K": x - 273.15}[frm]
-        return {"C": c, "F": c * 9 / 5 + 32, "K": c + 273.15}[to]
-    return x * a[1] / b[1]
+        y = {"C": c, "F": c * 9 / 5 + 32, "K": c + 273.15}[to]
+    else:
+        y = x * a[1] / b[1]
+    return y if isfinite(y) else None
 
 
 def _convert(p: Params, abbr_default: bool) -> str | None:
