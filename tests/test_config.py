@@ -185,3 +185,11 @@ def test_layout_paths_keep_uris():
     assert cfg.table_path("documents") == "s3://bucket/prefix/tables/documents"
     assert cfg.shards_path == "s3://bucket/prefix/shards"
     assert cfg.report_path == "s3://bucket/prefix/report"
+
+
+def test_a_section_check_names_its_keys_without_the_whole_section():
+    with pytest.raises(ConfigError) as e:
+        load_config(overrides=['ingest.inputs=["a/*.jsonl"]', 'ingest.fields_by_input={"b/*.jsonl": {text: body}}'])
+    line = str(e.value).splitlines()[1].strip()
+    assert line.startswith("ingest.fields_by_input: 'b/*.jsonl' is not one of ingest.inputs"), line
+    assert "got {" not in line

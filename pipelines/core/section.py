@@ -257,6 +257,9 @@ def describe_error(e: ValidationError, root: Any, prefix: str = "") -> str:
         if err["type"] == "extra_forbidden":
             allowed = _allowed_keys(loc, root)
             lines.append(f"unknown config key {key!r}; allowed keys here: {allowed}")
+        elif err["type"] == "value_error" and isinstance(err.get("input"), dict):
+            # a section's own cross-key check: its message names the keys; the whole section adds noise
+            lines.append(err["msg"].removeprefix("Value error, "))
         else:
             lines.append(f"config key {key!r}: got {err.get('input')!r}: {err['msg']}")
     return "invalid configuration:\n  " + "\n  ".join(lines)
