@@ -98,3 +98,17 @@ def test_ascii_fast_path_equals_unicode_path():
     fast = minhash.shingle_strings(pa.array(ascii_texts), SPEC)
     slow = minhash.shingle_strings(pa.array([*ascii_texts, "é"]), SPEC)[:3]  # one non-ASCII doc: Unicode path
     assert fast == slow == [[b"hello world foo bar"], [b"a b c d 12"], [b""]]
+
+
+@pytest.mark.parametrize("scheme", ["fast", "datasketch_legacy"])
+def test_block_size_changes_speed_never_values(scheme):
+    texts = pa.array(generate_texts(60, seed=5) + ["", "one two", None])
+    h64, offsets = minhash.shingle_hashes(texts, ShingleSpec())
+    h = minhash.fmix32(((h64 >> np.uint64(32)) ^ h64).astype(np.uint32))
+    a, b = minhash.permutations(64, 7, scheme)
+    legacy = scheme == "datasketch_legacy"
+    if legacy:
+        h = h.astype(np.uint64)
+    ref = minhash._min_per_doc(h, offsets, a, b, legacy=legacy)
+    for chunk in (1, 37, 4096, 10**7):
+        assert np.array_equal(minhash._min_per_doc(h, offsets, a, b, legacy=legacy, chunk=chunk), ref)
