@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from datasketch import MinHash
 
@@ -112,3 +113,16 @@ def test_block_size_changes_speed_never_values(scheme):
     ref = minhash._min_per_doc(h, offsets, a, b, legacy=legacy)
     for chunk in (1, 37, 4096, 10**7):
         assert np.array_equal(minhash._min_per_doc(h, offsets, a, b, legacy=legacy, chunk=chunk), ref)
+
+
+def test_ascii_split_equals_unicode_split_on_every_ascii_character():
+    rng = np.random.default_rng(3)
+    alphabet = [chr(c) for c in range(128)]
+    docs = ["".join(rng.choice(alphabet, size=int(rng.integers(0, 40)))) for _ in range(300)]
+    docs += ["\x1c\x1d!!\x1e\x1f", "?\x1c?", "ab\x1fcd", "x\x1cy z"]  # raw fallbacks holding U+001C-U+001F
+    texts = pa.array(docs)
+    words, offsets = minhash._words(texts, ShingleSpec())
+    got = [words.to_pylist()[offsets[i] : offsets[i + 1]] for i in range(len(docs))]
+    norm = pc.utf8_trim_whitespace(minhash._normalized(texts, ShingleSpec())[0])
+    norm = pc.if_else(pc.equal(norm, ""), pc.utf8_trim_whitespace(texts), norm)
+    assert got == pc.utf8_split_whitespace(norm).to_pylist()
