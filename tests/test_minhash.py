@@ -115,14 +115,22 @@ def test_block_size_changes_speed_never_values(scheme):
         assert np.array_equal(minhash._min_per_doc(h, offsets, a, b, legacy=legacy, chunk=chunk), ref)
 
 
-def test_ascii_split_equals_unicode_split_on_every_ascii_character():
+@pytest.mark.parametrize("fold_digits", [False, True])
+@pytest.mark.parametrize("large", [False, True])
+def test_ascii_words_equal_the_regex_and_unicode_split_on_every_ascii_character(fold_digits, large):
+    # The ASCII path (byte table, ASCII split) against its definition: ascii_lower, the regex, the
+    # UTF-8 split, over every ASCII character, sliced arrays and raw fallbacks holding U+001C-U+001F.
     rng = np.random.default_rng(3)
-    alphabet = [chr(c) for c in range(128)]
+    alphabet = [chr(c) for c in range(128)] + ["Ab", "9", " "] * 10
     docs = ["".join(rng.choice(alphabet, size=int(rng.integers(0, 40)))) for _ in range(300)]
-    docs += ["\x1c\x1d!!\x1e\x1f", "?\x1c?", "ab\x1fcd", "x\x1cy z"]  # raw fallbacks holding U+001C-U+001F
-    texts = pa.array(docs)
-    words, offsets = minhash._words(texts, ShingleSpec())
+    docs += ["\x1c\x1d!!\x1e\x1f", "?\x1c?", "ab\x1fcd", "x\x1cy z", ""]
+    texts = pa.array(["skip"] + docs + ["skip"], pa.large_string() if large else pa.string()).slice(1, len(docs))
+    spec = ShingleSpec(fold_digits=fold_digits)
+    words, offsets = minhash._words(texts, spec)
     got = [words.to_pylist()[offsets[i] : offsets[i + 1]] for i in range(len(docs))]
-    norm = pc.utf8_trim_whitespace(minhash._normalized(texts, ShingleSpec())[0])
+    norm = pc.replace_substring_regex(pc.ascii_lower(texts), r"[^a-z0-9\s]+", " ")
+    if fold_digits:
+        norm = pc.replace_substring_regex(norm, r"[0-9]", "0")
+    norm = pc.utf8_trim_whitespace(norm)
     norm = pc.if_else(pc.equal(norm, ""), pc.utf8_trim_whitespace(texts), norm)
     assert got == pc.utf8_split_whitespace(norm).to_pylist()

@@ -80,6 +80,35 @@ class ShingleSpec:
 
 
 # ------------------------------------------------------------------------------------ normalisation
+def _ascii_table(fold_digits: bool) -> np.ndarray:
+    # Byte -> byte: what ascii_lower + replace_substring_regex("[^a-z0-9\\s]+", " ") keep (RE2's \s is
+    # [\t\n\f\r ]), every other ASCII byte -> one space. A run of punctuation becomes a run of spaces
+    # instead of one space: the same words once split on whitespace.
+    lut = np.full(128, ord(" "), dtype=np.uint8)
+    for c in b"\t\n\f\r 0123456789abcdefghijklmnopqrstuvwxyz":
+        lut[c] = c
+    lut[ord("A") : ord("Z") + 1] = np.arange(ord("a"), ord("z") + 1, dtype=np.uint8)
+    if fold_digits:
+        lut[ord("0") : ord("9") + 1] = ord("0")
+    return lut
+
+
+_ASCII_TABLES = {False: _ascii_table(False), True: _ascii_table(True)}
+
+
+def _ascii_fold(texts: pa.Array, fold_digits: bool) -> pa.Array:
+    # The ASCII fast path's normalisation as one table lookup over the value bytes (no nulls, ASCII
+    # only): 20x cheaper than the lowercase + regex pair it stands for.
+    texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    large = texts.type == pa.large_string()
+    odt = np.int64 if large else np.int32
+    bufs = texts.buffers()
+    offs = np.frombuffer(bufs[1], dtype=odt, count=len(texts) + 1, offset=texts.offset * np.dtype(odt).itemsize)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    folded = _ASCII_TABLES[fold_digits][data[offs[0] : offs[-1]]]
+    return pa.Array.from_buffers(texts.type, len(texts), [None, pa.py_buffer(offs - offs[0]), pa.py_buffer(folded)])
+
+
 def _normalized(texts: pa.Array, spec: ShingleSpec) -> tuple[pa.Array, bool]:
     # Lowercase, punctuation -> space, folds, unspaced scripts split. Runs of whitespace are left in
     # place: utf8_split_whitespace treats a run as one separator (collapsing them with a regex costs
@@ -89,6 +118,8 @@ def _normalized(texts: pa.Array, spec: ShingleSpec) -> tuple[pa.Array, bool]:
     if not spec.fold_diacritics and pc.all(pc.string_is_ascii(texts)).as_py() is not False:
         # ASCII fast path (most English web text), same output as the Unicode path below: ASCII
         # letters/digits are the only ASCII characters in \p{L}\p{N}\p{M}, and no ASCII is unspaced.
+        if texts.null_count == 0 and len(texts):
+            return _ascii_fold(texts, spec.fold_digits), True
         out = pc.replace_substring_regex(pc.ascii_lower(texts), r"[^a-z0-9\s]+", " ")
         return (pc.replace_substring_regex(out, r"[0-9]", "0") if spec.fold_digits else out), True
     out = pc.utf8_lower(texts)
