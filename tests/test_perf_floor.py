@@ -42,7 +42,7 @@ FLOORS = {
     # Measured 2026-12-03 on the 2-core development machine at load 14-16, three runs of this module
     # (85-99 s wall each): 5.43 / 5.68 / 5.53; floor about a third of the worst.
     "minhash_vs_datasketch": 1.8,
-    # 0.103 / 0.107 / 0.105 at load 13 (rensa is ~10x faster on shingles it is handed: one hash per
+    # 0.106 / 0.112 / 0.109 at load 3.3-3.5 (rensa is ~9x faster on shingles it is handed: one hash per
     # shingle against 128 permutations, docs/performance.md); the floor catches a 3x slowdown all the same.
     "minhash_vs_rensa": 0.035,
     # 4.32 / 4.25 / 4.26 (tiktoken engine, what tokenize.engine: auto picks for GPT-2).
