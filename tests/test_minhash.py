@@ -134,3 +134,12 @@ def test_ascii_words_equal_the_regex_and_unicode_split_on_every_ascii_character(
     norm = pc.utf8_trim_whitespace(norm)
     norm = pc.if_else(pc.equal(norm, ""), pc.utf8_trim_whitespace(texts), norm)
     assert got == pc.utf8_split_whitespace(norm).to_pylist()
+
+
+def test_normalize_and_signatures_take_large_strings_and_chunked_arrays():
+    texts = pa.array(["Hello, World! foo bar baz qux", "A b", None])
+    assert minhash.normalize(texts.cast(pa.large_string()), ShingleSpec()).to_pylist() == [
+        "hello world foo bar baz qux", "a b", None]
+    ref = minhash.signatures(texts, ShingleSpec(), 16, 1)
+    assert np.array_equal(minhash.signatures(texts.cast(pa.large_string()), ShingleSpec(), 16, 1), ref)
+    assert np.array_equal(minhash.signatures(pa.chunked_array([texts.slice(0, 1), texts.slice(1)]), ShingleSpec(), 16, 1), ref)

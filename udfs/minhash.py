@@ -118,7 +118,7 @@ def _normalized(texts: pa.Array, spec: ShingleSpec) -> tuple[pa.Array, bool]:
     if not spec.fold_diacritics and pc.all(pc.string_is_ascii(texts)).as_py() is not False:
         # ASCII fast path (most English web text), same output as the Unicode path below: ASCII
         # letters/digits are the only ASCII characters in \p{L}\p{N}\p{M}, and no ASCII is unspaced.
-        if texts.null_count == 0 and len(texts):
+        if texts.null_count == 0 and len(texts) and texts.type in (pa.string(), pa.large_string()):
             return _ascii_fold(texts, spec.fold_digits), True
         out = pc.replace_substring_regex(pc.ascii_lower(texts), r"[^a-z0-9\s]+", " ")
         return (pc.replace_substring_regex(out, r"[0-9]", "0") if spec.fold_digits else out), True
@@ -148,7 +148,8 @@ def normalize(texts: pa.Array, spec: ShingleSpec) -> pa.Array:
         >>> normalize(pa.array(["Hello,  World!"]), ShingleSpec()).to_pylist()
         ['hello world']
     """
-    return pc.binary_join(pc.utf8_split_whitespace(pc.utf8_trim_whitespace(_normalized(texts, spec)[0])), " ")
+    lists = pc.utf8_split_whitespace(pc.utf8_trim_whitespace(_normalized(texts, spec)[0]))
+    return pc.binary_join(lists, pa.scalar(" ", lists.type.value_type))  # string or large_string
 
 
 def _words(texts: pa.Array, spec: ShingleSpec) -> tuple[pa.Array, np.ndarray]:
