@@ -41,14 +41,15 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 STAGE_MODULES: tuple[str, ...] = ("ingest", "dedup", "filter", "refs", "decontam", "pii", "tokenize", "shard")
 """``bench/<name>.py`` modules the harness looks for, in chain order."""
-PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "scaling", "neardup", "passages", "audit", "scale", "skew",
+PARTS: tuple[str, ...] = ("references", *STAGE_MODULES, "rensa", "scaling", "neardup", "passages", "audit", "scale", "skew",
                           "gate", "mediawiki")
 """Everything the harness runs, in order: the references alone (:mod:`bench.references`), each stage
 module, the whole-pipeline scaling (:mod:`bench.scaling`)."""
 OWN_CORPUS: frozenset[str] = frozenset({"scaling", "tokenize", "neardup", "passages", "audit", "scale", "skew", "gate",
-                                        "mediawiki"})
+                                        "mediawiki", "rensa"})
 """Parts that do not read the synthetic corpus cache (tokenize, audit and mediawiki measure real text,
-bench/tokenize_corpus.py and the shared Wikipedia sample; neardup and scale generate their own files)."""
+bench/tokenize_corpus.py and the shared Wikipedia sample; neardup and scale generate their own files;
+rensa generates its own 4,096 documents)."""
 DEFAULT_DOCS = 60_000
 """Default N: ~190 MB of text. The fastest stage at its goal (filter + LID, 5 MB/s per core) then runs
 ~20 s on 2 cores, the floor the goals set so that fixed costs (Delta commits, task start) stay small.
@@ -105,6 +106,8 @@ def _goals(parts: list[str]) -> list[Goal]:
              (r"^goals\.minhash_vs_datasketch$", r"minhash.*(vs|over|ratio|speedup).*datasketch",
               r"(signature|minhash).*(vs_reference|ratio|speedup)$", r"datasketch.*(ratio|speedup)", r"^ratio_a_over_c$"),
              ">=", 5.0, 10.0),
+        Goal("minhash_vs_rensa", "MinHash kernel per core vs rensa's `RMinHash` given the same shingles (bench/rensa.py)",
+             "rensa", (r"^goals\.minhash_vs_rensa$",), ">=", 1.0),
         Goal("signals_vs_datatrove", "quality signals per core vs datatrove Gopher-quality + Gopher-repetition + C4 + FineWeb",
              "filter", (r"^goals\.signals_vs_datatrove$", r"^signals\.speedup$", r"signals?.*(vs|over|ratio|speedup).*datatrove",
                         r"datatrove.*(ratio|speedup)", r"vs_datatrove"), ">=", 10.0),
@@ -363,7 +366,7 @@ def render_markdown(results: dict[str, Any], notes: Path | None = None) -> str:
     lines += ["## Per part", "",
               "`references` measures the peers alone, one thread, CPU time (bench/references.py): a calibration "
               "for the reference figures each stage module measures side by side with its stage.", ""]
-    for name in ("references", *STAGE_MODULES, "passages", "audit"):
+    for name in ("references", *STAGE_MODULES, "rensa", "passages", "audit"):
         part = results["parts"].get(name)
         if part is None or part["status"] == "skipped":
             continue

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from datasketch import MinHash
 
@@ -98,3 +99,47 @@ def test_ascii_fast_path_equals_unicode_path():
     fast = minhash.shingle_strings(pa.array(ascii_texts), SPEC)
     slow = minhash.shingle_strings(pa.array([*ascii_texts, "é"]), SPEC)[:3]  # one non-ASCII doc: Unicode path
     assert fast == slow == [[b"hello world foo bar"], [b"a b c d 12"], [b""]]
+
+
+@pytest.mark.parametrize("scheme", ["fast", "datasketch_legacy"])
+def test_block_size_changes_speed_never_values(scheme):
+    texts = pa.array(generate_texts(60, seed=5) + ["", "one two", None])
+    h64, offsets = minhash.shingle_hashes(texts, ShingleSpec())
+    h = minhash.fmix32(((h64 >> np.uint64(32)) ^ h64).astype(np.uint32))
+    a, b = minhash.permutations(64, 7, scheme)
+    legacy = scheme == "datasketch_legacy"
+    if legacy:
+        h = h.astype(np.uint64)
+    ref = minhash._min_per_doc(h, offsets, a, b, legacy=legacy)
+    for chunk in (1, 37, 4096, 10**7):
+        assert np.array_equal(minhash._min_per_doc(h, offsets, a, b, legacy=legacy, chunk=chunk), ref)
+
+
+@pytest.mark.parametrize("fold_digits", [False, True])
+@pytest.mark.parametrize("large", [False, True])
+def test_ascii_words_equal_the_regex_and_unicode_split_on_every_ascii_character(fold_digits, large):
+    # The ASCII path (byte table, ASCII split) against its definition: ascii_lower, the regex, the
+    # UTF-8 split, over every ASCII character, sliced arrays and raw fallbacks holding U+001C-U+001F.
+    rng = np.random.default_rng(3)
+    alphabet = [chr(c) for c in range(128)] + ["Ab", "9", " "] * 10
+    docs = ["".join(rng.choice(alphabet, size=int(rng.integers(0, 40)))) for _ in range(300)]
+    docs += ["\x1c\x1d!!\x1e\x1f", "?\x1c?", "ab\x1fcd", "x\x1cy z", ""]
+    texts = pa.array(["skip"] + docs + ["skip"], pa.large_string() if large else pa.string()).slice(1, len(docs))
+    spec = ShingleSpec(fold_digits=fold_digits)
+    words, offsets = minhash._words(texts, spec)
+    got = [words.to_pylist()[offsets[i] : offsets[i + 1]] for i in range(len(docs))]
+    norm = pc.replace_substring_regex(pc.ascii_lower(texts), r"[^a-z0-9\s]+", " ")
+    if fold_digits:
+        norm = pc.replace_substring_regex(norm, r"[0-9]", "0")
+    norm = pc.utf8_trim_whitespace(norm)
+    norm = pc.if_else(pc.equal(norm, ""), pc.utf8_trim_whitespace(texts), norm)
+    assert got == pc.utf8_split_whitespace(norm).to_pylist()
+
+
+def test_normalize_and_signatures_take_large_strings_and_chunked_arrays():
+    texts = pa.array(["Hello, World! foo bar baz qux", "A b", None])
+    assert minhash.normalize(texts.cast(pa.large_string()), ShingleSpec()).to_pylist() == [
+        "hello world foo bar baz qux", "a b", None]
+    ref = minhash.signatures(texts, ShingleSpec(), 16, 1)
+    assert np.array_equal(minhash.signatures(texts.cast(pa.large_string()), ShingleSpec(), 16, 1), ref)
+    assert np.array_equal(minhash.signatures(pa.chunked_array([texts.slice(0, 1), texts.slice(1)]), ShingleSpec(), 16, 1), ref)
