@@ -32,8 +32,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from udfs.formats.chunkfile import ChunkFile
 from udfs.formats.collector import Collector
-from udfs.formats.tabular import ChunkFile
 from udfs.formats.xmlstream import free, iterparse, local_name
 
 _WS = re.compile(r"[ \t\r\n]+")

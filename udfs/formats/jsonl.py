@@ -19,10 +19,9 @@ import pyarrow as pa
 
 from udfs import text as T
 from udfs.formats import scirecords
+from udfs.formats.chunkfile import UTF8_BOM
 from udfs.formats.collector import Collector
 from udfs.formats.records import MISSING, as_str, join_text, lookup, sectioned_text
-
-UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)

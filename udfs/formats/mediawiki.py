@@ -33,8 +33,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from udfs.formats.chunkfile import ChunkFile
 from udfs.formats.collector import Collector
-from udfs.formats.tabular import ChunkFile
 from udfs.formats.wikifast import fast_render, strip_quotes
 from udfs.formats.wikitemplates import (
     HOLE,
