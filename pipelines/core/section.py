@@ -258,8 +258,10 @@ def describe_error(e: ValidationError, root: Any, prefix: str = "") -> str:
             allowed = _allowed_keys(loc, root)
             lines.append(f"unknown config key {key!r}; allowed keys here: {allowed}")
         elif err["type"] == "value_error" and isinstance(err.get("input"), dict):
-            # a section's own cross-key check: its message names the keys; the whole section adds noise
-            lines.append(err["msg"].removeprefix("Value error, "))
+            # a section's own cross-key check: the whole section it was given is noise; its message
+            # names the key when it starts with one, else the section's path does
+            msg = err["msg"].removeprefix("Value error, ")
+            lines.append(msg if msg.startswith(key.split(".")[0] + ".") else f"config key {key!r}: {msg}")
         else:
             lines.append(f"config key {key!r}: got {err.get('input')!r}: {err['msg']}")
     return "invalid configuration:\n  " + "\n  ".join(lines)
