@@ -196,7 +196,10 @@ def measure(jsonl_mb: float, parquet_mb: float, seed: int = 0, cores: int = 2, i
                         "ingest_chain_mb_per_cpu_s": per_stage.get("ingest", {}).get("mb_per_cpu_s")}
         return res
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if keep := os.environ.get("BENCH_SCALE_KEEP"):  # inputs and run root, for inspect / audit afterwards
+            shutil.move(str(work), keep)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
