@@ -198,6 +198,9 @@ def test_heading_must_share_the_text_array():
     (b"Caf\xe9 cr\xe8me, na\xefve text in Latin-1.", "plain text"),  # a few undecodable bytes: still text
     (bytes(range(256)) * 4, "binary data (not text)"),
     (b"\x89PNG\r\n\x1a\n", "binary data (a PNG image)"),
+    ('{"text": "a"}\n'.encode("utf-16"), "UTF-16 (little-endian, byte-order mark) text, not UTF-8"),
+    ('{"text": "a"}\n{"text": "b"}\n'.encode("utf-16-be"), "UTF-16BE text, not UTF-8"),
+    ('{"text": "a"}\n{"text": "b"}\n'.encode("utf-32-le"), "UTF-32LE text, not UTF-8"),
 ])
 def test_looks_like(head, expected):
     assert looks_like(head).startswith(expected)

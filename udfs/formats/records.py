@@ -293,6 +293,37 @@ MAX_UNDECODABLE_SHARE = 0.1
 which a file without NUL bytes is still called binary; legacy 8-bit text stays well under it."""
 
 
+WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32LE"), (b"\x00\x00\xfe\xff", "UTF-32BE"),
+             (b"\xff\xfe", "UTF-16LE"), (b"\xfe\xff", "UTF-16BE"))
+"""Byte-order marks of the Unicode encodings wider than a byte (Unicode 15, section 23.8), longest first."""
+
+
+def wide_encoding(head: bytes) -> str | None:
+    """The UTF-16 / UTF-32 encoding of text whose first bytes are ``head``, or ``None``.
+
+    Told by a byte-order mark, or without one by the NUL bytes of ASCII text at fixed positions (the
+    BOM-less detection of RFC 4627 section 3, over the first 64 bytes instead of 4).
+
+    >>> wide_encoding("{}".encode("utf-16"))
+    'UTF-16 (little-endian, byte-order mark)'
+    >>> wide_encoding('{"a": 1}'.encode("utf-16-be"))
+    'UTF-16BE'
+    >>> wide_encoding(b'{"a": 1}') is None
+    True
+    """
+    for bom, name in WIDE_BOMS:
+        if head.startswith(bom):
+            return f"{name[:6]} ({'little' if name.endswith('LE') else 'big'}-endian, byte-order mark)"
+    h = head[: min(64, len(head) // 4 * 4)]
+    if len(h) < 8:
+        return None
+    lanes = [h[i::4] for i in range(4)]
+    for name, text_lanes in (("UTF-32LE", (0,)), ("UTF-32BE", (3,)), ("UTF-16LE", (0, 2)), ("UTF-16BE", (1, 3))):
+        if all(all(lanes[i]) for i in text_lanes) and not any(any(lanes[i]) for i in range(4) if i not in text_lanes):
+            return name
+    return None
+
+
 def looks_like(head: bytes) -> str:
     """What the first bytes of a file look like, for messages about a file read with the wrong
     format (magic numbers: gzip RFC 1952, zstd RFC 8878, bzip2, xz, Parquet ``PAR1``, WARC, and
@@ -305,6 +336,8 @@ def looks_like(head: bytes) -> str:
     'binary data (not text)'
     >>> looks_like(b"PK\x03\x04rest")
     'binary data (a zip archive)'
+    >>> looks_like('{"id": 1}'.encode("utf-16"))
+    'UTF-16 (little-endian, byte-order mark) text, not UTF-8 (re-encode it, e.g. iconv -f UTF-16 -t UTF-8)'
     """
     magic = {b"\x1f\x8b": "gzip-compressed data", b"\x28\xb5\x2f\xfd": "zstd-compressed data",
              b"BZh": "bzip2-compressed data", b"\xfd7zXZ": "xz-compressed data", b"PAR1": "parquet",
@@ -315,6 +348,8 @@ def looks_like(head: bytes) -> str:
     for m, name in BINARY_MAGIC.items():
         if head.startswith(m):
             return f"binary data ({name})"
+    if wide := wide_encoding(head):
+        return f"{wide} text, not UTF-8 (re-encode it, e.g. iconv -f {wide.split()[0]} -t UTF-8)"
     if _is_binary(head):
         return "binary data (not text)"
     s = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:4096].decode("utf-8", "replace")
