@@ -298,6 +298,10 @@ WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32LE"), (b"\x00\x00\xfe\xff", "UTF-32BE"
 """Byte-order marks of the Unicode encodings wider than a byte (Unicode 15, section 23.8), longest first."""
 
 
+_WIDE_LANES = (("UTF-32LE", (0,)), ("UTF-32BE", (3,)), ("UTF-16LE", (0, 2)), ("UTF-16BE", (1, 3)))
+"""Encodings of ASCII text and the byte positions (mod 4) that are not NUL in them."""
+
+
 def wide_encoding(head: bytes) -> str | None:
     """The UTF-16 / UTF-32 encoding of text whose first bytes are ``head``, or ``None``.
 
@@ -318,10 +322,20 @@ def wide_encoding(head: bytes) -> str | None:
     if len(h) < 8:
         return None
     lanes = [h[i::4] for i in range(4)]
-    for name, text_lanes in (("UTF-32LE", (0,)), ("UTF-32BE", (3,)), ("UTF-16LE", (0, 2)), ("UTF-16BE", (1, 3))):
-        if all(all(lanes[i]) for i in text_lanes) and not any(any(lanes[i]) for i in range(4) if i not in text_lanes):
+    for name, text in _WIDE_LANES:
+        if all(all(lanes[i]) for i in text) and not any(any(lanes[i]) for i in range(4) if i not in text):
             return name
     return None
+
+
+def _not_text(head: bytes) -> str | None:
+    """What ``head`` is when it is not UTF-8 text: a known binary file, wide Unicode text, or binary."""
+    for m, name in BINARY_MAGIC.items():
+        if head.startswith(m):
+            return f"binary data ({name})"
+    if wide := wide_encoding(head):
+        return f"{wide} text, not UTF-8 (re-encode it, e.g. iconv -f {wide.split()[0]} -t UTF-8)"
+    return "binary data (not text)" if _is_binary(head) else None
 
 
 def looks_like(head: bytes) -> str:
@@ -345,13 +359,8 @@ def looks_like(head: bytes) -> str:
     for m, name in magic.items():
         if head.startswith(m):
             return name
-    for m, name in BINARY_MAGIC.items():
-        if head.startswith(m):
-            return f"binary data ({name})"
-    if wide := wide_encoding(head):
-        return f"{wide} text, not UTF-8 (re-encode it, e.g. iconv -f {wide.split()[0]} -t UTF-8)"
-    if _is_binary(head):
-        return "binary data (not text)"
+    if not_text := _not_text(head):
+        return not_text
     s = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:4096].decode("utf-8", "replace")
     first = s.split("\n", 1)[0].strip()
     if s.startswith("["):
