@@ -54,6 +54,7 @@ def test_gzip_parquet_and_id_field(make_cfg, tmp_path):
 @pytest.mark.parametrize("case, fragment", [
     ("missing", r"decontam.eval_sets\[0\].paths: .* matches no file"),
     ("latin1", r"decontam.eval_sets\[0\].paths: .* is not UTF-8 text"),
+    ("utf16", r"decontam.eval_sets\[0\].paths: .* is not UTF-8 text \(UTF-16 .*iconv -f UTF-16 -t UTF-8"),
     ("no_field", r"decontam.eval_sets\[0\].fields: \['answer'\] in no row"),
     ("empty", r"eval set 'qa' \(decontam.eval_sets\[0\].paths\) has no item with text"),
 ])
@@ -61,6 +62,8 @@ def test_preflight_names_the_key(make_cfg, tmp_path, case, fragment):
     path = tmp_path / "qa.jsonl"
     if case == "latin1":
         path.write_bytes('{"question": "caf\u00e9", "answer": "x"}\n'.encode("latin-1"))
+    elif case == "utf16":
+        path.write_bytes('{"question": "caf\u00e9", "answer": "x"}\n'.encode("utf-16"))
     elif case == "no_field":
         _jsonl(path, [{"question": "a question", "answers": "typo in the field name"}])
     elif case == "empty":

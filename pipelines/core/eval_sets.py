@@ -114,9 +114,12 @@ def file_records(path: str, data: bytes, fmt: str) -> list[Any]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise EvalSetError(
-            f"{path!r} is not UTF-8 text (byte {e.start}: {data[e.start : e.start + 4]!r})"
-        ) from None
+        from udfs.formats.records import wide_encoding
+
+        wide = wide_encoding(data[:64])
+        seen = (f"{wide} text; re-encode it, e.g. iconv -f {wide.split()[0]} -t UTF-8" if wide
+                else f"byte {e.start}: {data[e.start : e.start + 4]!r}")
+        raise EvalSetError(f"{path!r} is not UTF-8 text ({seen})") from None
     rows: list[Any] = []
     for line in text.removeprefix("\ufeff").splitlines():
         if not line.strip():
