@@ -53,6 +53,13 @@ def test_variant_without_shards_names_the_path(tmp_path):
         shards.open_variant(str(tmp_path / "empty"))
 
 
+@pytest.mark.parametrize("manifest, why", [("{}", "key 'tokenizer' missing"), ("\x00\x01", "Expecting value")])
+def test_variant_with_a_foreign_manifest_says_what_is_wrong(tmp_path, manifest, why):
+    (tmp_path / "manifest.json").write_text(manifest)
+    with pytest.raises(GateInputError, match=f"is not a Winnow manifest \\({why}.*re-run the shard stage"):
+        shards.open_variant(str(tmp_path))
+
+
 def test_variants_of_two_tokenizers_are_refused_naming_both(tmp_path):
     make_variant(tmp_path / "a", random_docs(5, seed=4))
     make_variant(tmp_path / "b", random_docs(5, seed=4), fingerprint="another")

@@ -87,8 +87,10 @@ def open_variant(path: str, name: str | None = None) -> Variant:
         int(tk["vocab_size"]), int(tk["eos_id"])
         listed = manifest["files"]
     except (ValueError, KeyError, TypeError) as e:
+        why = f"key {e} missing" if isinstance(e, KeyError) else str(e)
         raise GateInputError(
-            f"variant {path!r}: {root / 'manifest.json'} is not a Winnow manifest ({e})"
+            f"variant {path!r}: {root / 'manifest.json'} is not a Winnow manifest ({why}); "
+            "re-run the shard stage, or give the folder it wrote"
         ) from None
     label = p.resolve().name if p.resolve().name != "shards" else p.resolve().parent.name
     v = Variant(name or label, path, root, manifest)
