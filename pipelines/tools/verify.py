@@ -76,25 +76,29 @@ def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -
     tk = manifest["tokenizer"]
     vocab, eos, bos = int(tk["vocab_size"]), int(tk["eos_id"]), tk["bos_id"]
     seq_len = int(manifest["seq_len"])
-    blobs = _read_files(root, manifest, scfg, res)
+    blobs = _Files(root, manifest, scfg, res)
     set_of = _set_of(manifest)
     counted: dict[str | None, list[int]] = {}  # shard set (None = the splits) -> [docs, tokens, mds samples]
     sample_doc: list[np.ndarray] = []
     for f in manifest["files"]:
-        if f["format"] != "megatron" or f["kind"] != "idx" or f["path"] not in blobs:
+        if f["format"] != "megatron" or f["kind"] != "idx":
             continue
+        pair = blobs.get(f["path"]), blobs.get(f["path"][: -len(".idx")] + ".bin")
+        if pair[0] is None or pair[1] is None:
+            continue  # listed as a problem by blobs.get
         try:
-            seqs, n_tokens = _check_megatron(f, blobs, dtype, vocab, eos, bos)
+            first, n_docs, n_tokens = _check_megatron(f, *pair, dtype, vocab, eos, bos,
+                                                      keep=decode_docs - len(sample_doc))
         except Exception as e:
             res.problems.append(f"{f['path']}: {e}")
             continue
         cell = counted.setdefault(set_of(f["path"]), [0, 0, 0])
-        cell[0] += len(seqs)
+        cell[0] += n_docs
         cell[1] += n_tokens
-        if len(sample_doc) < decode_docs:
-            sample_doc.extend(seqs[: decode_docs - len(sample_doc)])
+        sample_doc.extend(first)
     if "mds" in manifest["formats"]:
         _verify_mds(manifest, blobs, dtype, seq_len, vocab, res, set_of, counted)
+    blobs.check_unread()
     _check_totals(manifest, counted, res)
     res.documents, res.tokens = counted.get(None, [0, 0, 0])[:2]
     if sample_doc:
@@ -102,54 +106,88 @@ def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -
     return res
 
 
-def _read_files(root: str, manifest: dict[str, Any], scfg: StorageConfig, res: VerifyResult) -> dict[str, bytes]:
-    """Every file the manifest lists, by path; a file that cannot be read, or whose size or sha256
-    differs, is a problem (a differing file is still returned, for the checks of its content)."""
-    blobs: dict[str, bytes] = {}
-    for f in manifest["files"]:
+class _Files:
+    """The files the manifest lists, read one at a time when a check asks for one (a run's shards can
+    outgrow memory; only the file being checked is held), each checked once against its manifest size
+    and sha256: a file that cannot be read, or whose size or sha256 differs, is a problem (a differing
+    file is still returned, for the checks of its content)."""
+
+    def __init__(self, root: str, manifest: dict[str, Any], scfg: StorageConfig, res: VerifyResult):
+        self.root, self.scfg, self.res = root, scfg, res
+        self.listed = {f["path"]: f for f in manifest["files"]}
+        self.read: set[str] = set()
+
+    def get(self, path: str) -> bytes | None:
+        """The bytes of a listed file, or None when it is not listed or cannot be read."""
+        f = self.listed.get(path)
+        if f is None:
+            return None
+        first = path not in self.read
+        self.read.add(path)
         try:
-            data = storage.get_bytes(root, f["path"], scfg)
+            data = storage.get_bytes(self.root, path, self.scfg)
         except Exception as e:
-            res.problems.append(f"{f['path']}: cannot read: {e}")
-            continue
-        res.files_checked += 1
-        if len(data) != f["bytes"] or hashlib.sha256(data).hexdigest() != f["sha256"]:
-            res.problems.append(f"{f['path']}: size/sha256 differ from the manifest")
-        blobs[f["path"]] = data
-    return blobs
+            if first:
+                self.res.problems.append(f"{path}: cannot read: {e}")
+            return None
+        if first:
+            self.res.files_checked += 1
+            if len(data) != f["bytes"] or hashlib.sha256(data).hexdigest() != f["sha256"]:
+                self.res.problems.append(f"{path}: size/sha256 differ from the manifest")
+        return data
+
+    def check_unread(self) -> None:
+        """Size and sha256 of the listed files no content check read (blend files, stray files)."""
+        for path in self.listed:
+            if path not in self.read:
+                self.get(path)
 
 
-def _check_megatron(f: dict[str, Any], blobs: dict[str, bytes], dtype: np.dtype, vocab: int, eos: int,
-                    bos: Any) -> tuple[list[np.ndarray], int]:
-    """Check one Megatron ``.idx``/``.bin`` pair against its manifest entry ``f``.
+def _check_megatron(f: dict[str, Any], idx_blob: bytes, bin_blob: bytes, dtype: np.dtype, vocab: int, eos: int,
+                    bos: Any, keep: int = 0) -> tuple[list[np.ndarray], int, int]:
+    """Check one Megatron ``.idx``/``.bin`` pair (their bytes) against the ``.idx`` manifest entry ``f``.
+
+    Memory: the ``.bin`` is read in place (no copy); the checks hold one byte per token and a few
+    integers per document, so a shard of a billion tokens is checked in about its own size.
+
+    Args:
+        keep: documents returned, from the first (copies: the ``.bin`` bytes can be freed).
 
     Returns:
-        The documents (token arrays) and their token count.
+        ``(first documents, documents, tokens)``: the first ``keep`` documents as token arrays, and
+        the pair's document and token counts.
 
     Raises:
-        ValueError: the first check that failed (dtype, counts, document indices, ids, EOS, BOS).
+        ValueError: the first check that failed (dtype, ``.bin`` size, pointers, counts, document
+            indices, ids, EOS, BOS).
     """
-    bin_path = f["path"][: -len(".idx")] + ".bin"
-    idx = megatron.decode_index(blobs[f["path"]])
+    idx = megatron.decode_index(idx_blob)
     if idx.dtype != dtype:
         raise ValueError(f"dtype {idx.dtype} != manifest {dtype}")
-    seqs = megatron.split_bin(idx, blobs[bin_path])
-    flat = np.concatenate(seqs) if seqs else np.zeros(0, dtype)
-    if len(seqs) != f["documents"] or flat.size != f["tokens"]:
-        raise ValueError(f"{len(seqs)} docs / {flat.size} tokens, manifest says {f['documents']} / {f['tokens']}")
-    if not np.array_equal(idx.doc_idx, np.arange(len(seqs) + 1)):
+    lengths = idx.lengths.astype(np.int64)
+    n_docs, n_tokens = len(lengths), int(lengths.sum())
+    if len(bin_blob) != n_tokens * dtype.itemsize:
+        raise ValueError(f".bin has {len(bin_blob)} bytes; the index needs {n_tokens * dtype.itemsize}")
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    # Megatron's writer (MMapIndexedDataset) lays documents end to end: pointer = bytes before it.
+    if not np.array_equal(idx.pointers.astype(np.int64), starts * dtype.itemsize):
+        raise ValueError("document pointers are not the running sum of the lengths (documents end to end)")
+    if n_docs != f["documents"] or n_tokens != f["tokens"]:
+        raise ValueError(f"{n_docs} docs / {n_tokens} tokens, manifest says {f['documents']} / {f['tokens']}")
+    if not np.array_equal(idx.doc_idx, np.arange(n_docs + 1)):
         raise ValueError("document indices are not 0..n")
+    flat = np.frombuffer(bin_blob, dtype=idx.dtype.newbyteorder("<"))
     if flat.size and int(flat.max()) >= vocab:
         raise ValueError(f"token id {int(flat.max())} >= vocab {vocab}")
-    ends = np.cumsum(idx.lengths.astype(np.int64))
-    if not np.all(flat[ends - 1] == eos):
+    if np.any(lengths == 0) or not np.all(flat[ends - 1] == eos):
         raise ValueError("a document does not end with EOS")
-    eos_per_doc = np.diff(np.concatenate([[0], np.cumsum(flat == eos)[ends - 1]]))
+    eos_per_doc = np.bincount(np.searchsorted(ends, np.flatnonzero(flat == eos), side="right"), minlength=n_docs)
     if not np.all(eos_per_doc == 1):
         raise ValueError(f"{int(np.sum(eos_per_doc != 1))} documents hold more than one EOS")
-    if bos is not None and not np.all(flat[ends - idx.lengths] == int(bos)):
+    if bos is not None and not np.all(flat[starts] == int(bos)):
         raise ValueError("a document does not start with BOS")
-    return seqs, int(flat.size)
+    return [flat[a:z].copy() for a, z in zip(starts[:keep], ends[:keep], strict=True)], n_docs, n_tokens
 
 
 def _check_totals(manifest: dict[str, Any], counted: dict[str | None, list[int]], res: VerifyResult) -> None:
@@ -183,7 +221,7 @@ def _set_of(manifest: dict[str, Any]):
     return set_of
 
 
-def _verify_mds(manifest: dict[str, Any], blobs: dict[str, bytes], dtype: np.dtype, seq_len: int, vocab: int,
+def _verify_mds(manifest: dict[str, Any], blobs: _Files, dtype: np.dtype, seq_len: int, vocab: int,
                 res: VerifyResult, set_of, counted: dict[str | None, list[int]]) -> None:
     # One index.json per MDS folder (train/mds, validation/mds; mds/ in manifests before splits).
     entries: dict[str, dict[str, Any]] = {}
@@ -195,13 +233,13 @@ def _verify_mds(manifest: dict[str, Any], blobs: dict[str, bytes], dtype: np.dty
             continue
         entries.update({f"{folder}/{e['raw_data']['basename']}": e for e in json.loads(index)["shards"]})
     for f in manifest["files"]:
-        if f["kind"] != "mds" or f["path"] not in blobs:
+        if f["kind"] != "mds" or (data := blobs.get(f["path"])) is None:
             continue
         try:
             e = entries[f["path"]]
             if e["raw_data"]["bytes"] != f["bytes"] or e["raw_data"]["hashes"].get("sha256") != f["sha256"]:
                 raise ValueError("index.json entry differs from the file")
-            arr = mds.decode_shard(blobs[f["path"]], seq_len, dtype)
+            arr = mds.decode_shard(data, seq_len, dtype)
             if len(arr) != e["samples"] or len(arr) != f["samples"]:
                 raise ValueError(f"{len(arr)} samples, index says {e['samples']}")
             if arr.size and int(arr.max()) >= vocab:
