@@ -64,7 +64,7 @@ def test_auto_profiles_match_the_rules_table():
 def test_auto_config_is_accepted_and_expanded():
     cfg = FilterConfig(default_profile="auto", profile_by_source={"c4*": "c4"})
     assert cfg.profiles_in_use() == ["wiki", "science", "code", "books", "web", "c4"]
-    assert cfg.uses_auto() and not FilterConfig().uses_auto()
+    assert cfg.uses_auto() and FilterConfig().uses_auto() and not FilterConfig(default_profile="web").uses_auto()
     with pytest.raises(ValueError, match="'auto' is the per-document profile choice"):
         FilterConfig(profiles={"auto": {}})
     with pytest.raises(ValueError, match="allowed: .*'auto'"):
