@@ -1,4 +1,5 @@
-"""udfs/formats/wikirepair.py: unclosed comments, templates and tables, on invented wikitext."""
+"""udfs/formats/wikirepair.py: unclosed comments, templates and tables, on invented wikitext (and
+impossible dates counted alike by both readers)."""
 
 from __future__ import annotations
 
@@ -31,21 +32,21 @@ def test_an_unclosed_comment_hides_the_rest_of_the_page():
     src = f"{PROSE}\n<!-- a closed one --> More.\n\n== Draft ==\n<!-- never closed\n{{{{convert|3|km}}}} hidden text"
     text, unclosed = _doc(src)
     assert text == f"{PROSE}\nMore.\n\nDraft"
-    assert unclosed == {"comment": 1}
+    assert unclosed == {"unclosed_comment": 1}
 
 
 def test_an_unclosed_infobox_is_removed_with_its_parameter_lines():
     src = f"{{{{Infobox town\n| name = Rye\n | population = {{{{formatnum:12000}}}}\n'''Rye''' is a town. {PROSE}"
     text, unclosed = _doc(src)
     assert text == f"Rye is a town. {PROSE}"
-    assert unclosed == {"template": 1}
+    assert unclosed == {"unclosed_template": 1}
 
 
 def test_an_unclosed_inline_template_is_removed_to_the_end_of_its_line():
     src = f"{PROSE} It is {{{{convert|5|km long and wide.\n\nThe mill is old."
     text, unclosed = _doc(src)
     assert text == f"{PROSE} It is\n\nThe mill is old."
-    assert "{{" not in text and unclosed == {"template": 1}
+    assert "{{" not in text and unclosed == {"unclosed_template": 1}
 
 
 def test_nested_unclosed_templates_count_each_and_cut_once():
@@ -83,7 +84,8 @@ def test_a_page_with_template_arguments_keeps_its_braces():
 
 
 def test_the_fast_reader_and_mwparserfromhell_read_the_repaired_page_alike():
-    src = f"{{{{Infobox town\n| name = Rye\n{PROSE} {{{{lang|fr|Seigle}}}}.\n{{|\n| a || b\n\nEnd.<!-- open"
+    src = (f"{{{{Infobox town\n| name = Rye\n{PROSE} {{{{lang|fr|Seigle}}}} ({{{{dts|2023|2|30}}}}).\n"
+           "{|\n| a || b\n\nEnd.<!-- open")
     fixed, unclosed = close_unclosed(src)
     assert unclosed == {"comment": 1, "template": 1, "table": 1}
     opts = ParseOptions()
@@ -91,6 +93,7 @@ def test_the_fast_reader_and_mwparserfromhell_read_the_repaired_page_alike():
     fast = fast_render(strip_quotes(fixed), fast_page)
     assert fast is not None
     assert M.finish(fast) == M.finish(M.mw_render(strip_quotes(fixed), mw_page)) == f"{PROSE} Seigle.\n\nEnd."
+    assert fast_page.invalid_dates == mw_page.invalid_dates == 1
 
 
 def test_same_output_twice_and_token_soup_never_crashes():
@@ -112,9 +115,9 @@ def test_the_count_reaches_meta_in_a_dump_and_in_a_record_field():
     dump = f'<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/">{page}</mediawiki>'
     rows = pa.Table.from_batches(list(explode_file("w.xml.bz2", bz2.compress(dump.encode()), ParseOptions()))).to_pylist()
     (doc,) = [r for r in rows if r["kind"] == "doc"]
-    assert dict(doc["meta"])["unclosed_markup"] == "template=1" and "{{" not in doc["text"]
+    assert dict(doc["meta"])["markup_repaired"] == "unclosed_template=1" and "{{" not in doc["text"]
     data = (json.dumps({"id": "Rye", "wikitext": src}) + "\n").encode()
     opts = ParseOptions(text_field="wikitext", record_format="mediawiki")
     (doc,) = [r for r in pa.Table.from_batches(list(explode_file("p.jsonl", data, opts))).to_pylist()
               if r["kind"] == "doc"]
-    assert dict(doc["meta"])["unclosed_markup"] == "template=1" and "| name" not in doc["text"]
+    assert dict(doc["meta"])["markup_repaired"] == "unclosed_template=1" and "| name" not in doc["text"]

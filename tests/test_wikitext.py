@@ -55,6 +55,29 @@ def test_value_templates_rendered(src, expected):
     assert _text(src) == expected
 
 
+@pytest.mark.parametrize("src, expected", [
+    ("Born {{birth date|1971|13|2}}, in Rye.", "Born, in Rye."),
+    ("Born {{birth date and age|1971|4|31}} in Rye.", "Born in Rye."),
+    ("Died ({{death date and age|2001|3|32|1930|5|1}}) in Rye.", "Died in Rye."),
+    ("On {{dts|2023|2|29}} it rained.", "On it rained."),
+    ("On {{dts|32|5|2020}} it rained.", "On it rained."),
+    ("{{as of|2020|13}}, it rained.", "it rained."),
+    ("Since {{start date|1999-00-10}} it rained.", "Since it rained."),
+    ("On {{birth date|1971|April|0}} it rained.", "On it rained."),
+])
+@pytest.mark.parametrize("mode", ["drop", "params"])
+def test_impossible_dates_are_dropped_and_counted(src, expected, mode):
+    text, _, (rendered, dropped), repaired = M.wikitext_to_document(src, ParseOptions(mediawiki_templates=mode))
+    assert (text, rendered, dropped, repaired) == (expected, 0, 1, {"invalid_date": 1})
+
+
+def test_possible_dates_just_inside_the_calendar():
+    assert _text("{{birth date|2000|2|29}} {{dts|1900|2|28}} {{dts|2023|12|31}} {{dts|2023|1|1}}") == (
+        "February 29, 2000 February 28, 1900 December 31, 2023 January 1, 2023")
+    assert _text("{{dts|1900|2|29}}") == ""
+    assert M.wikitext_to_document("{{dts|2020|Spring|3}}", ParseOptions())[3] == {}
+
+
 def test_fast_reader_and_mwparserfromhell_give_the_same_text_and_counts():
     src = (
         "{{Infobox town|name=Rye|area={{convert|2|km2}}}}\n"

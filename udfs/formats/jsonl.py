@@ -161,7 +161,7 @@ def _wikitext(c: Collector, record: int, obj: dict[str, Any], source: str,
               raw: bytes | str | Callable[[], str], escaped: bool, decoded_with_replacement: bool) -> None:
     """A text field holding MediaWiki wikitext (``record_format: mediawiki``): rendered as a dump's
     page is (:func:`udfs.formats.mediawiki.wikitext_to_document`, ``ingest.mediawiki.*``), with
-    ``meta`` ``templates_rendered``, ``templates_dropped``, ``dropped_structures`` and ``unclosed_markup``
+    ``meta`` ``templates_rendered``, ``templates_dropped``, ``dropped_structures`` and ``markup_repaired``
     as there. A
     redirect page (``#REDIRECT [[...]]``) is skipped and counted (``skipped.mediawiki_redirect``), as
     in a dump."""
@@ -171,12 +171,12 @@ def _wikitext(c: Collector, record: int, obj: dict[str, Any], source: str,
         c.skipped["mediawiki_redirect"] += 1
         return
     try:
-        text, dropped, counts, unclosed = wikitext_to_document(source, c.opts)
+        text, dropped, counts, repaired = wikitext_to_document(source, c.opts)
     except Exception as e:  # a parser bug on odd wikitext: this record is quarantined, the rest is read
         c.quarantine(record, "invalid_record", raw() if callable(raw) else raw,
                      f"record_format mediawiki: {type(e).__name__}: {e}")
         return
-    meta = page_meta(dropped, counts, unclosed)
+    meta = page_meta(dropped, counts, repaired)
     n_replaced = text.count(T.REPLACEMENT) if decoded_with_replacement else 0
     _emit(c, record, obj, text, n_replaced, escaped, "mediawiki", extra_meta=meta)
 

@@ -18,7 +18,9 @@ removed template is repaired (no empty ``()`` left). ``meta["templates_rendered"
 removed or kept as a caption line and one line per row, cells separated by tabs. What was removed
 is recorded in ``meta["dropped_structures"]`` (``reference``, ``table``), as for JATS. Comments,
 templates and tables that are never closed are handled before either reader sees the page
-(:mod:`udfs.formats.wikirepair`) and counted in ``meta["unclosed_markup"]`` (``template=2,table=1``).
+(:mod:`udfs.formats.wikirepair`); a date template whose date cannot exist (month 13, day 32) is
+dropped (:class:`udfs.formats.wikivalues.InvalidDate`). Both are counted in ``meta["markup_repaired"]``
+(``unclosed_template=2,invalid_date=1``).
 
 Two readers give the same text: :mod:`udfs.formats.wikifast` reads the common constructs with
 regular expressions; a page it cannot read exactly is parsed with mwparserfromhell and walked here.
@@ -47,7 +49,7 @@ from udfs.formats.wikitemplates import (
     repair_holes,
 )
 from udfs.formats.wikitemplates import render as render_template
-from udfs.formats.wikivalues import LANGUAGES
+from udfs.formats.wikivalues import LANGUAGES, InvalidDate
 from udfs.formats.xmlstream import free, iterparse, local_name
 
 _BLANKS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
@@ -97,14 +99,15 @@ def _table_text(tag: Any) -> str:
 
 class _Page:
     """What one page's rendering needs and counts: options, media namespaces, dropped structures and
-    the templates rendered and dropped (nested templates count only inside a rendered one)."""
+    the templates rendered and dropped (nested templates count only inside a rendered one), and the
+    date templates dropped for a date that cannot exist."""
 
     def __init__(self, opts: Any, media: set[str]) -> None:
         self.opts, self.media = opts, media
         self.keep_refs = opts.mediawiki_references == "keep"
         self.params = opts.mediawiki_templates == "params"
         self.dropped: set[str] = set()
-        self.rendered = self.dropped_templates = 0
+        self.rendered = self.dropped_templates = self.invalid_dates = 0
 
     def link_dropped(self, title: str) -> bool:
         """Whether ``[[title]]`` is a media, category or interlanguage link (not part of the text)."""
@@ -132,7 +135,13 @@ class _Page:
                 return self.reference((render_template("harvnb", p) or "") if self.keep_refs else "")
             return self.reference(p.get("1") if self.keep_refs else "")
         before = (self.rendered, self.dropped_templates)
-        out = None if n.startswith("#") else render_template(name, p)
+        try:
+            out = None if n.startswith("#") else render_template(name, p)
+        except InvalidDate:  # MediaWiki prints an error; the value is dropped, whatever the mode
+            self.rendered, self.dropped_templates = before
+            self.dropped_templates += 1
+            self.invalid_dates += 1
+            return HOLE
         if out is not None:
             self.rendered += 1
             return out
@@ -217,9 +226,10 @@ def wikitext_to_document(
         media_ns: lower-cased local names of the File and Category namespaces.
 
     Returns:
-        ``(text, dropped structure kinds, (templates rendered, templates dropped), unclosed)``;
-        ``unclosed`` counts the comments, templates and tables never closed, per kind
-        (:func:`udfs.formats.wikirepair.close_unclosed`; only kinds found).
+        ``(text, dropped structure kinds, (templates rendered, templates dropped), repaired)``;
+        ``repaired`` counts malformed markup per kind, only kinds found: ``unclosed_comment``,
+        ``unclosed_template``, ``unclosed_table`` (:func:`udfs.formats.wikirepair.close_unclosed`)
+        and ``invalid_date`` (date templates dropped for a date that cannot exist).
     """
     source = source.replace(HOLE, "")
     page = _Page(opts, _MEDIA_NS | set(media_ns))
@@ -231,23 +241,26 @@ def wikitext_to_document(
         raw = fast_render(source, page) if unclosed else None
         if raw is None:
             raw = mw_render(source, page)
-    return finish(raw), page.dropped, (page.rendered, page.dropped_templates), unclosed
+    repaired = {f"unclosed_{k}": n for k, n in unclosed.items()}
+    if page.invalid_dates:
+        repaired["invalid_date"] = page.invalid_dates
+    return finish(raw), page.dropped, (page.rendered, page.dropped_templates), repaired
 
 
-def page_meta(dropped: set[str], counts: tuple[int, int], unclosed: dict[str, int]) -> dict[str, str]:
+def page_meta(dropped: set[str], counts: tuple[int, int], repaired: dict[str, int]) -> dict[str, str]:
     """The ``meta`` entries of one rendered page: ``templates_rendered``, ``templates_dropped``, and
-    ``dropped_structures`` / ``unclosed_markup`` when there are any (from :func:`wikitext_to_document`).
+    ``dropped_structures`` / ``markup_repaired`` when there are any (from :func:`wikitext_to_document`).
 
-    >>> page_meta({"table"}, (2, 1), {"template": 1})["unclosed_markup"]
-    'template=1'
+    >>> page_meta({"table"}, (2, 1), {"unclosed_template": 1, "invalid_date": 2})["markup_repaired"]
+    'unclosed_template=1,invalid_date=2'
     >>> page_meta(set(), (0, 0), {})
     {'templates_rendered': '0', 'templates_dropped': '0'}
     """
     meta = {"templates_rendered": str(counts[0]), "templates_dropped": str(counts[1])}
     if dropped:
         meta["dropped_structures"] = ",".join(sorted(dropped))
-    if unclosed:
-        meta["unclosed_markup"] = ",".join(f"{k}={n}" for k, n in unclosed.items())
+    if repaired:
+        meta["markup_repaired"] = ",".join(f"{k}={n}" for k, n in repaired.items())
     return meta
 
 
@@ -325,11 +338,11 @@ def _page(c: Collector, n: int, page: Any, media_ns: set[str], base: str | None,
         c.skipped["mediawiki_redirect"] += 1
         return
     try:
-        text, dropped, counts, unclosed = wikitext_to_document(source, c.opts, media_ns)
+        text, dropped, counts, repaired = wikitext_to_document(source, c.opts, media_ns)
     except Exception as e:  # a parser bug on odd wikitext: this page is quarantined, the rest is read
         c.quarantine(n, "invalid_record", source, f"wikitext of {title!r}: {type(e).__name__}: {e}")
         return
-    meta = {"title": title, "namespace": str(ns), **page_meta(dropped, counts, unclosed)}
+    meta = {"title": title, "namespace": str(ns), **page_meta(dropped, counts, repaired)}
     url = base + title.replace(" ", "_") if base and title else None
     body = f"{title}\n\n{text}" if title else text
     src_id = id_el.text.strip() if id_el is not None and id_el.text else None
