@@ -115,16 +115,14 @@ def from_mapping(
         value = value if joined is None else joined
     if value is MISSING or value is None or not isinstance(value, str):
         raw = raw() if callable(raw) else raw
-    if value is MISSING or value is None:
-        c.quarantine(
-            record,
-            "text_missing",
-            raw,
-            f"field {o.text_field!r} is {'absent' if value is MISSING else 'null'}",
-        )
-        return
-    if not isinstance(value, str):
-        c.quarantine(record, "text_not_string", raw, f"field {o.text_field!r} holds {type(value).__name__}")
+        absent = value is MISSING or value is None
+        why = (f"field {o.text_field!r} is {'absent' if value is MISSING else 'null'}" if absent
+               else f"field {o.text_field!r} holds {type(value).__name__}")
+        problem = scirecords.body_text_problem(obj)
+        if problem:  # a structured scientific record of the wrong shape
+            c.quarantine(record, "invalid_record", raw, f"{problem}; {why}")
+        else:
+            c.quarantine(record, "text_missing" if absent else "text_not_string", raw, why)
         return
     if o.record_format == "mediawiki":
         _wikitext(c, record, obj, value, raw, escaped, decoded_with_replacement)
@@ -191,7 +189,9 @@ def _structured(c: Collector, record: int, obj: dict[str, Any], raw: bytes | str
         out = None
         why = f"record_format {shape}: {type(e).__name__}: {e}"
     else:
-        why = f"record_format {shape}: no body_text list (keys: {', '.join(sorted(map(str, obj))[:12])})"
+        keys = ", ".join(sorted(map(str, obj))[:12])
+        problem = scirecords.body_text_problem(obj) or f"no body_text list (keys: {keys})"
+        why = f"record_format {shape}: {problem}"
     if out is None:
         c.quarantine(record, "invalid_record", raw() if callable(raw) else raw, why)
         return
