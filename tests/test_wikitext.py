@@ -71,6 +71,13 @@ def test_impossible_dates_are_dropped_and_counted(src, expected, mode):
     assert (text, rendered, dropped, repaired) == (expected, 0, 1, {"invalid_date": 1})
 
 
+def test_an_impossible_date_inside_a_dropped_template_is_not_counted():
+    _, _, counts, repaired = M.wikitext_to_document("A{{Infobox|born={{dts|2023|2|30}}}} b.", ParseOptions())
+    assert (counts, repaired) == ((0, 1), {})
+    text, _, _, repaired = M.wikitext_to_document("{{lang|fr|le {{dts|2023|2|30}}}} b.", ParseOptions())
+    assert repaired == {"invalid_date": 1} and "30" not in text
+
+
 def test_possible_dates_just_inside_the_calendar():
     assert _text("{{birth date|2000|2|29}} {{dts|1900|2|28}} {{dts|2023|12|31}} {{dts|2023|1|1}}") == (
         "February 29, 2000 February 28, 1900 December 31, 2023 January 1, 2023")

@@ -134,18 +134,18 @@ class _Page:
             if n.startswith("sfn"):
                 return self.reference((render_template("harvnb", p) or "") if self.keep_refs else "")
             return self.reference(p.get("1") if self.keep_refs else "")
-        before = (self.rendered, self.dropped_templates)
+        before = (self.rendered, self.dropped_templates, self.invalid_dates)
         try:
             out = None if n.startswith("#") else render_template(name, p)
         except InvalidDate:  # MediaWiki prints an error; the value is dropped, whatever the mode
-            self.rendered, self.dropped_templates = before
+            self.rendered, self.dropped_templates, self.invalid_dates = before
             self.dropped_templates += 1
             self.invalid_dates += 1
             return HOLE
         if out is not None:
             self.rendered += 1
             return out
-        self.rendered, self.dropped_templates = before
+        self.rendered, self.dropped_templates, self.invalid_dates = before
         self.dropped_templates += 1
         if self.params:
             kept = " ".join(v for v in (p.get(k) for k in raw) if v)

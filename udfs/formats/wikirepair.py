@@ -28,7 +28,8 @@ from __future__ import annotations
 import re
 
 UNCLOSED_KINDS: tuple[str, ...] = ("comment", "template", "table")
-"""Kinds :func:`close_unclosed` counts, in ``meta["unclosed_markup"]`` order."""
+"""Kinds :func:`close_unclosed` counts, in this order (``meta["markup_repaired"]`` names them
+``unclosed_<kind>``)."""
 
 _TOKENS = re.compile(
     r"<!--|<(nowiki|pre|math|source|syntaxhighlight|chem|ce|hiero|score|timeline|graph)\b[^>]*?(/?)>"
