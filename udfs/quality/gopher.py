@@ -109,7 +109,7 @@ def gopher_quality(p: Parsed, alpha_words_reading: str = "whitespace") -> pa.Str
             "bullet_lines_ratio": _ratio(_per_doc(p.line_doc[bullet], n), n_lines),
             "ellipsis_lines_ratio": _ratio(_per_doc(p.line_doc[ell_end], n), n_lines),
             "alpha_words_ratio": (_ratio(p.alpha_words, n_words) if alpha_words_reading == "datatrove"
-                                  else whitespace_alpha_ratio(p.texts)),
+                                  else _ratio(p.ws_alpha_words, p.ws_words)),
             "stop_words": stop_words,
         },
         {f.name: f.type for f in GOPHER_QUALITY_TYPE},
@@ -166,26 +166,31 @@ def gopher_repetition(p: Parsed) -> pa.StructArray:
     cum = np.concatenate([[0], np.cumsum(p.word_chars)])
     doc = p.word_doc
     h = _splitmix64(p.word_ids)
-    acc = h
-    dup_prev = np.ones(n_words, dtype=bool)
+    words_in_doc = _per_doc(doc, n).astype(np.int64)
+    doc_first_word = np.cumsum(words_in_doc) - words_in_doc
+    # starts (ascending) of the (k-1)-grams that occur more than once in their document, and their hashes
+    starts, acc = np.arange(n_words, dtype=np.int64), h
     for k in range(2, max(GOPHER_REPETITION_DUP_N) + 1):
-        # acc[i] = hash of words i..i+k-1; an n-gram occurs twice only if both its (k-1)-gram prefix
-        # and suffix do, so only those starts are counted (exact pruning, most starts drop out)
-        acc = (acc[:-1] * np.uint64(0x100000001B3)) ^ h[k - 1 :]
-        m = len(acc)
-        valid = doc[:m] == doc[k - 1 :]
-        cand = np.flatnonzero(valid & dup_prev[:m] & dup_prev[1 : m + 1])
-        keys = acc[cand] * _MIX + doc[cand].astype(np.uint64)
+        # an n-gram occurs twice only if both its (k-1)-gram prefix and suffix do, so only starts i
+        # with i and i + 1 among the repeated (k-1)-gram starts are counted (exact pruning: most drop
+        # out); the hash of words i..i+k-1 extends the prefix's hash by word i+k-1
+        if k == 2:
+            sel = np.flatnonzero(doc[:-1] == doc[1:]) if n_words else starts
+        else:
+            member = np.zeros(n_words + 1, dtype=bool)
+            member[starts] = True
+            sel = np.flatnonzero(member[starts + 1])  # both (k-1)-grams repeat, so one document
+        cand = starts[sel]
+        acc = (acc[sel] * np.uint64(0x100000001B3)) ^ h[cand + (k - 1)]
+        keys = acc * _MIX + doc[cand].astype(np.uint64)
         g = _repeated_groups(keys)
-        dup_starts = cand[g.repeated]
-        dup_prev = np.zeros(m, dtype=bool)
-        dup_prev[dup_starts] = True
+        starts, acc = cand[g.repeated], acc[g.repeated]
         if k in GOPHER_REPETITION_TOP_N:
-            top = np.zeros(n)
             # a document without a repeated k-gram: its most frequent k-gram is its first, once
-            vs = np.flatnonzero(valid)
-            first = vs[np.r_[True, doc[vs][1:] != doc[vs][:-1]]] if len(vs) else vs
-            top[doc[first]] = cum[first + k] - cum[first] + (k - 1)
+            has = np.flatnonzero(words_in_doc >= k)
+            first = doc_first_word[has]
+            top = np.zeros(n)
+            top[has] = cum[first + k] - cum[first] + (k - 1)
             if len(g.first):
                 fpos, counts = cand[g.first], g.count
                 dpos = doc[fpos]
@@ -195,13 +200,10 @@ def gopher_repetition(p: Parsed) -> pa.StructArray:
                 top[dpos[best]] = chars * counts[best]
             out[f"top_{k}gram_char_frac"] = _ratio(top, p.n_chars)
         if k in GOPHER_REPETITION_DUP_N:
-            covered_chars = np.zeros(n)
-            if len(g.later):
-                # the duplicates are the occurrences after the first (as datatrove counts them)
-                later = cand[g.later]
-                delta = np.bincount(later, minlength=n_words + k + 1)
-                delta[k:] -= np.bincount(later, minlength=n_words + 1)[: len(delta) - k]
-                covered = np.cumsum(delta)[:n_words] > 0
-                covered_chars = _per_doc(doc[covered], n, p.word_chars[covered])
+            # the duplicates are the occurrences after the first (as datatrove counts them); the words
+            # they cover, each once, are the union of the ascending spans [s, s + k)
+            later = cand[g.later]
+            from_ = np.maximum(later, np.r_[0, later[:-1] + k]) if len(later) else later
+            covered_chars = _per_doc(doc[later], n, cum[later + k] - cum[from_]) if len(later) else np.zeros(n)
             out[f"dup_{k}gram_char_frac"] = _ratio(covered_chars, p.n_chars)
     return _struct(out, {f.name: f.type for f in GOPHER_REPETITION_TYPE})
