@@ -131,14 +131,23 @@ def test_bad_input_types_and_families():
         q.quality_signals(pa.array(["a"]), families=("gopher",))
 
 
-def test_repeat_groups_match_their_plain_definition():
+def test_ngram_chunks_and_sorts_agree_with_one_pass():
     import numpy as np
 
-    from udfs.quality.parse import _repeated_groups
+    from udfs.quality import gopher
 
-    keys = np.array([5, 3, 5, 9, 3, 5, 7], dtype=np.uint64)
-    g = _repeated_groups(keys)
-    assert g.repeated.tolist() == [True, True, True, False, True, True, False]
-    assert sorted(zip(g.first.tolist(), g.count.tolist(), strict=True)) == [(0, 3), (1, 2)]
-    assert g.later.tolist() == [2, 4, 5]
-    assert not _repeated_groups(np.array([1, 2], dtype=np.uint64)).repeated.any()
+    texts = ["a b c a b c a b c d", "", "x y x y x y x y x y x y", "one", "p q r s t p q r s t u p q r s t"]
+    p = q.parse(pa.array(texts))
+    whole = q.gopher_repetition(p).to_pylist()
+    words = np.bincount(p.word_doc, minlength=p.n)
+    assert gopher._word_chunks(words, 12) == [(0, 10), (10, 22), (22, 23), (23, 39)]
+    # a document longer than the chunk is a chunk of its own
+    assert gopher._word_chunks(np.array([30, 2]), 12) == [(0, 30), (30, 32)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gopher, "CHUNK_WORDS", 12)
+        assert q.gopher_repetition(p).to_pylist() == whole
+    gram = np.array([5, 3, 5, 9, 3], dtype=np.int64)
+    pos = np.array([0, 1, 2, 3, 4], dtype=np.int64)
+    assert [a.tolist() for a in gopher._sorted_pairs(gram, pos)] == [[3, 3, 5, 5, 9], [1, 4, 0, 2, 3]]
+    big = np.array([1 << 60, 3], dtype=np.int64)  # does not pack with positions: the lexicographic sort
+    assert [a.tolist() for a in gopher._sorted_pairs(big, np.array([7, 9], dtype=np.int64))] == [[3, 1 << 60], [9, 7]]

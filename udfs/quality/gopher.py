@@ -8,17 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.quality.parse import (
-    _MIX,
-    Parsed,
-    _duplicates,
-    _np,
-    _per_doc,
-    _ratio,
-    _repeated_groups,
-    _splitmix64,
-    _struct,
-)
+from udfs.quality.parse import Parsed, _duplicates, _np, _per_doc, _ratio, _struct
 
 STOP_WORDS: tuple[str, ...] = ("the", "be", "to", "of", "and", "that", "have", "with")
 """Gopher's English stop words (Rae et al. 2021, A.1.1); a document needs at least 2 of them."""
@@ -131,11 +121,107 @@ GOPHER_REPETITION_TYPE = pa.struct(
 
 
 
+CHUNK_WORDS = 1 << 20
+"""Words per chunk of whole documents in which :func:`gopher_repetition` groups n-grams: n-gram ids and
+positions then pack into one int64 sort key (a larger document is a chunk of its own)."""
+
+
+def _word_chunks(words_in_doc: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` word ranges of whole consecutive documents, each at most ``limit`` words or one document."""
+    ends = np.cumsum(words_in_doc)
+    out, lo = [], 0
+    total = int(ends[-1]) if len(ends) else 0
+    while lo < total:
+        # the last document that ends within the limit, or the next one alone
+        i = int(np.searchsorted(ends, lo + limit, side="right")) - 1
+        hi = int(ends[i]) if i >= 0 and ends[i] > lo else int(ends[np.searchsorted(ends, lo, side="right")])
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def _sorted_pairs(gram: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(gram, pos)`` pairs (non-negative int64) sorted by gram, then position: one sort of packed keys
+    when both fit in 63 bits, else a lexicographic sort."""
+    pbits = int(pos.max()).bit_length() if len(pos) else 0
+    if not len(gram) or int(gram.max()).bit_length() + pbits <= 63:
+        packed = np.sort((gram << pbits) | pos)
+        return packed >> pbits, packed & ((1 << pbits) - 1)
+    order = np.lexsort((pos, gram))
+    return gram[order], pos[order]
+
+
+def _ngram_repeats(word_ids: np.ndarray, doc: np.ndarray, cum: np.ndarray, top: dict[int, np.ndarray],
+                   covered: dict[int, np.ndarray]) -> None:
+    """Add the repeated word n-grams of whole documents to ``top`` and ``covered`` (per document, by k).
+
+    Level k groups the k-grams that occur more than once in their document. An n-gram occurs twice
+    only if both its (k-1)-gram prefix and suffix do, so only starts i where both the (k-1)-grams at i
+    and i + 1 repeat are candidates (exact pruning: most starts drop out), and the pair of their group
+    ids is the k-gram's exact id (words themselves at k = 2). Sorting (id, position) gives each group's
+    occurrences in text order: the first, its count and the later ones.
+
+    Args:
+        word_ids / doc: int64 per word of the chunk, in text order; ``doc`` ascending.
+        cum: int64[len + 1], cumulative characters of the chunk's words from 0.
+        top: k -> float64[n]: characters of the most frequent repeated k-gram (joined by spaces) times its
+            count (ties: the earliest) where the document has one, for k in :data:`GOPHER_REPETITION_TOP_N`.
+        covered: k -> float64[n]: characters of the words covered by occurrences of a k-gram after its
+            first (each word once), for k in :data:`GOPHER_REPETITION_DUP_N`.
+    """
+    n_words = len(word_ids)
+    if n_words < 2:
+        return
+    n_ids = int(word_ids.max()) + 1
+    cand = np.flatnonzero(doc[:-1] == doc[1:])
+    gram = word_ids[cand] * n_ids + word_ids[cand + 1]
+    gid = np.full(n_words + 1, -1, np.int64)  # group rank of the repeated n-gram starting at each word
+    for k in range(2, max(GOPHER_REPETITION_DUP_N) + 1):
+        g, pos = _sorted_pairs(gram, cand)
+        d = doc[pos]
+        new = np.empty(len(g), dtype=bool)
+        new[:1] = True
+        np.not_equal(g[1:], g[:-1], out=new[1:])
+        new[1:] |= d[1:] != d[:-1]
+        starts = np.flatnonzero(new)
+        size = np.diff(starts, append=len(g))
+        multi = size > 1
+        if k in top and multi.any():
+            first, count = pos[starts[multi]], size[multi]
+            fdoc = doc[first]
+            best = np.zeros(len(top[k]), np.int64)
+            np.maximum.at(best, fdoc, count)
+            win = count == best[fdoc]
+            earliest = np.full(len(top[k]), n_words, np.int64)
+            np.minimum.at(earliest, fdoc[win], first[win])
+            docs = np.flatnonzero(best)
+            e = earliest[docs]
+            top[k][docs] = (cum[e + k] - cum[e] + (k - 1)) * best[docs]
+        if k in covered:
+            # the duplicates are the occurrences after the first (as datatrove counts them); the words
+            # they cover are the union of the ascending spans [s, s + k)
+            later = np.sort(pos[~new])
+            if len(later):
+                from_ = np.maximum(later, np.r_[0, later[:-1] + k])
+                covered[k] += _per_doc(doc[later], len(covered[k]), cum[later + k] - cum[from_])
+        if not multi.any():
+            return
+        # next level: starts whose k-gram and following k-gram both repeat; ids = their groups' ranks
+        rep = np.repeat(multi, size)
+        n_groups = int(multi.sum())
+        reps = pos[rep]
+        gid[reps] = np.repeat(np.arange(n_groups, dtype=np.int64), size[multi])
+        reps.sort()
+        cand = reps[gid[reps + 1] >= 0]
+        gram = gid[cand] * n_groups + gid[cand + 1]
+        gid[reps] = -1
+
+
 def gopher_repetition(p: Parsed) -> pa.StructArray:
     """Gopher repetition signals (Rae et al. 2021, A.1.1 and table A1; datatrove ``GopherRepetitionFilter``).
 
     Character fractions are over all characters of the text (``len(text)``, as datatrove). Word n-grams
-    are compared through a 64-bit hash of their word ids (collision odds ~ k^2/2^64 for k n-grams).
+    are compared exactly (by the ids of their words, :func:`_ngram_repeats`).
 
     Args:
         p: a :func:`parse`-d batch of ``n`` texts.
@@ -162,48 +248,18 @@ def gopher_repetition(p: Parsed) -> pa.StructArray:
     out["dup_para_frac"] = _ratio(para_dups, _per_doc(p.para_doc, n))
     out["dup_para_char_frac"] = _ratio(para_dup_chars, p.n_chars)
 
-    n_words = len(p.word_ids)
+    top = {k: np.zeros(n) for k in GOPHER_REPETITION_TOP_N}
+    covered = {k: np.zeros(n) for k in GOPHER_REPETITION_DUP_N}
+    words_in_doc = _per_doc(p.word_doc, n).astype(np.int64)
     cum = np.concatenate([[0], np.cumsum(p.word_chars)])
-    doc = p.word_doc
-    h = _splitmix64(p.word_ids)
-    words_in_doc = _per_doc(doc, n).astype(np.int64)
-    doc_first_word = np.cumsum(words_in_doc) - words_in_doc
-    # starts (ascending) of the (k-1)-grams that occur more than once in their document, and their hashes
-    starts, acc = np.arange(n_words, dtype=np.int64), h
-    for k in range(2, max(GOPHER_REPETITION_DUP_N) + 1):
-        # an n-gram occurs twice only if both its (k-1)-gram prefix and suffix do, so only starts i
-        # with i and i + 1 among the repeated (k-1)-gram starts are counted (exact pruning: most drop
-        # out); the hash of words i..i+k-1 extends the prefix's hash by word i+k-1
-        if k == 2:
-            sel = np.flatnonzero(doc[:-1] == doc[1:]) if n_words else starts
-        else:
-            member = np.zeros(n_words + 1, dtype=bool)
-            member[starts] = True
-            sel = np.flatnonzero(member[starts + 1])  # both (k-1)-grams repeat, so one document
-        cand = starts[sel]
-        acc = (acc[sel] * np.uint64(0x100000001B3)) ^ h[cand + (k - 1)]
-        keys = acc * _MIX + doc[cand].astype(np.uint64)
-        g = _repeated_groups(keys)
-        starts, acc = cand[g.repeated], acc[g.repeated]
-        if k in GOPHER_REPETITION_TOP_N:
-            # a document without a repeated k-gram: its most frequent k-gram is its first, once
-            has = np.flatnonzero(words_in_doc >= k)
-            first = doc_first_word[has]
-            top = np.zeros(n)
-            top[has] = cum[first + k] - cum[first] + (k - 1)
-            if len(g.first):
-                fpos, counts = cand[g.first], g.count
-                dpos = doc[fpos]
-                order = np.lexsort((fpos, -counts, dpos))
-                best = order[np.r_[True, dpos[order][1:] != dpos[order][:-1]]]
-                chars = cum[fpos[best] + k] - cum[fpos[best]] + (k - 1)
-                top[dpos[best]] = chars * counts[best]
-            out[f"top_{k}gram_char_frac"] = _ratio(top, p.n_chars)
-        if k in GOPHER_REPETITION_DUP_N:
-            # the duplicates are the occurrences after the first (as datatrove counts them); the words
-            # they cover, each once, are the union of the ascending spans [s, s + k)
-            later = cand[g.later]
-            from_ = np.maximum(later, np.r_[0, later[:-1] + k]) if len(later) else later
-            covered_chars = _per_doc(doc[later], n, cum[later + k] - cum[from_]) if len(later) else np.zeros(n)
-            out[f"dup_{k}gram_char_frac"] = _ratio(covered_chars, p.n_chars)
+    for lo, hi in _word_chunks(words_in_doc, CHUNK_WORDS):
+        _ngram_repeats(p.word_ids[lo:hi], p.word_doc[lo:hi], cum[lo : hi + 1] - cum[lo], top, covered)
+    for k in GOPHER_REPETITION_TOP_N:
+        # a document without a repeated k-gram: its most frequent k-gram is its first, once
+        has = np.flatnonzero((top[k] == 0) & (words_in_doc >= k))
+        first = (np.cumsum(words_in_doc) - words_in_doc)[has]
+        top[k][has] = cum[first + k] - cum[first] + (k - 1)
+        out[f"top_{k}gram_char_frac"] = _ratio(top[k], p.n_chars)
+    for k in GOPHER_REPETITION_DUP_N:
+        out[f"dup_{k}gram_char_frac"] = _ratio(covered[k], p.n_chars)
     return _struct(out, {f.name: f.type for f in GOPHER_REPETITION_TYPE})

@@ -12,8 +12,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-
 
 def _as_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(texts, pa.ChunkedArray):
@@ -36,60 +34,6 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     num = num.astype(np.float64)
     den = den.astype(np.float64)
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
-
-
-def _splitmix64(x: np.ndarray) -> np.ndarray:
-    # SplitMix64 finaliser (Steele et al. 2014): a bijective 64-bit mixer, so distinct ids stay distinct.
-    z = x.astype(np.uint64) + _MIX
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@dataclass
-class _Groups:
-    """The keys that occur more than once, grouped (from one sort, :func:`_repeated_groups`).
-
-    Attributes:
-        repeated: bool[len(keys)], the key occurs more than once.
-        first: int64[g], index of each repeated key's first occurrence (ascending key order).
-        count: int64[g], occurrences of each repeated key.
-        later: int64[m], indices of every occurrence after the first, ascending.
-    """
-
-    repeated: np.ndarray
-    first: np.ndarray
-    count: np.ndarray
-    later: np.ndarray
-
-
-def _repeated_groups(keys: np.ndarray) -> _Groups:
-    """Which keys repeat, each repeated key's first index and count, and the later occurrences.
-
-    One argsort answers what a repeat mask, ``np.unique(..., return_index=True,
-    return_counts=True)`` and :func:`_not_first` answer with three; a plain sort first answers "no
-    repeats" cheaply (most long n-gram sets).
-    """
-    empty = np.zeros(0, np.int64)
-    none = _Groups(np.zeros(len(keys), dtype=bool), empty, empty, empty)
-    if len(keys) < 2:
-        return none
-    s = np.sort(keys)
-    if not (s[1:] == s[:-1]).any():
-        return none
-    order = np.argsort(keys)
-    sk = keys[order]
-    start = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
-    size = np.diff(np.r_[start, len(keys)])
-    multi = size > 1
-    elem_size = np.repeat(size, size)
-    repeated = np.empty(len(keys), dtype=bool)
-    repeated[order] = elem_size > 1
-    first = np.minimum.reduceat(order, start)[multi]
-    is_first = np.zeros(len(keys), dtype=bool)
-    is_first[first] = True
-    later = np.flatnonzero(repeated & ~is_first)
-    return _Groups(repeated, first.astype(np.int64), size[multi].astype(np.int64), later)
 
 
 def _not_first(keys: np.ndarray) -> np.ndarray:
