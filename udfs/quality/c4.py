@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,7 @@ C4_MAX_WORD_CHARS = 1000
 """C4 drops a line holding a whitespace-separated word longer than this (TFDS ``max_word_length``)."""
 
 _CITATION = r"\[\d*\]|\[edit\]|\[citation needed\]"
+_RE2_SPACE = re.compile(r"[\t\n\f\r ]+")  # RE2's \s: a word is a run of anything else
 # Sentence ends for C4's sentence count: a run of terminal marks (closing quotes/brackets may follow)
 # before whitespace or the end of the line; approximates the spaCy sentencizer datatrove uses.
 _SENTENCE_END = r"[.!?\x{3002}\x{ff01}\x{ff1f}]+[\"'\x{201d}\x{2019})\]]*(?:\s|$)"
@@ -90,23 +92,29 @@ def _line_rules(p: Parsed, o: C4Options) -> _Lines:
     """C4's line rules in TFDS ``clean_page`` order over every non-blank stripped line of the batch."""
     n = p.n
     line = p.lines_stripped
+    # a vertical tab splits the parse's runs, not RE2's \S: such lines are read by the regexes below
+    vtab = _np(pc.match_substring(line, "\v"), bool) if len(line) else np.zeros(0, bool)
+    regex_read = vtab
     if len(line):
         cited = _np(pc.match_substring(line, "["), bool)
         if cited.any():  # citation markers are rare: rewrite only lines holding a "["
             line = pc.if_else(pa.array(cited), pc.utf8_trim_whitespace(pc.replace_substring_regex(line, _CITATION, "")), line)
+            regex_read = vtab | cited
     lower = pc.utf8_lower(line)
     long_word = np.zeros(len(line), dtype=bool)
-    maybe_long = np.flatnonzero(p.line_stripped_chars > C4_MAX_WORD_CHARS)
-    if len(maybe_long):
-        # RE2 caps a repetition count at 1000, so "more than 1000 non-spaces" is written as two halves
-        half = C4_MAX_WORD_CHARS // 2
-        rx = rf"\S{{{half}}}\S{{{C4_MAX_WORD_CHARS - half + 1}}}"
-        long_word[maybe_long] = _np(pc.match_substring_regex(p.lines_stripped.take(pa.array(maybe_long)), rx), bool)
+    maybe_long = np.flatnonzero((p.line_longest_piece > C4_MAX_WORD_CHARS) | (vtab & (p.line_stripped_chars > C4_MAX_WORD_CHARS)))
+    if len(maybe_long):  # rare lines, split as RE2's \s splits (a regex of 1,000 repeats costs more to compile)
+        long_word[maybe_long] = [max(map(len, _RE2_SPACE.split(t))) > C4_MAX_WORD_CHARS
+                                 for t in p.lines_stripped.take(pa.array(maybe_long)).to_pylist()]
     last = pc.utf8_slice_codeunits(line, -1)
     terminal = _np(pc.is_in(last, value_set=pa.array(list(o.end_marks))), bool) & ~_np(pc.ends_with(line, "..."), bool)
     k = o.min_words_per_line
-    # fewer than k words <=> no k whitespace-separated runs; the match stops at the first hit
-    few_words = ~_np(pc.match_substring_regex(line, r"\S+" + r"\s+\S+" * (k - 1)), bool) if k >= 2 else np.zeros(len(line), bool)
+    # fewer than k words <=> fewer than k whitespace-separated runs (the parse's runs of each line;
+    # a line whose citation markers were removed or holding a vertical tab: the regex)
+    few_words = p.line_pieces < k
+    reread = np.flatnonzero(regex_read)
+    if k >= 2 and len(reread):
+        few_words[reread] = ~_np(pc.match_substring_regex(line.take(pa.array(reread)), r"\S+" + r"\s+\S+" * (k - 1)), bool)
     javascript = _np(pc.match_substring(lower, "javascript"), bool)
     policy = _np(pc.match_substring_regex(lower, "|".join(C4_POLICY_SUBSTRINGS)), bool)
     lorem = _np(pc.match_substring(lower, "lorem ipsum"), bool)

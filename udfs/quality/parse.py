@@ -128,6 +128,9 @@ class Parsed:
             (a run of dots, an ellipsis, counts once), other words once.
         ws_words / ws_alpha_words: int64[n], whitespace-separated words (Unicode whitespace, no
             punctuation split off) and those holding a letter, per document (Gopher's paper reading).
+        line_pieces / line_longest_piece: int64 per line, runs of characters other than ASCII
+            whitespace in its stripped form (a vertical tab separates runs), and the characters of its
+            longest run before stripping (C4's words per line and longest word).
     """
 
     n: int
@@ -152,6 +155,8 @@ class Parsed:
     alpha_words: np.ndarray
     ws_words: np.ndarray
     ws_alpha_words: np.ndarray
+    line_pieces: np.ndarray
+    line_longest_piece: np.ndarray
 
 
 def parse(texts: pa.Array | pa.ChunkedArray) -> Parsed:
@@ -169,9 +174,9 @@ def parse(texts: pa.Array | pa.ChunkedArray) -> Parsed:
     texts = _as_text(texts)
     n = len(texts)
     n_chars = _np(pc.utf8_length(texts), np.int64)
-    n_newlines = _np(pc.count_substring(texts, "\n"), np.int64)
 
     all_lines = pc.split_pattern(texts, "\n")
+    n_newlines = _np(pc.list_value_length(all_lines), np.int64) - 1
     flat = pc.list_flatten(all_lines)
     parent = _np(pc.list_parent_indices(all_lines), np.int64)
     stripped = pc.utf8_trim_whitespace(flat)
@@ -188,10 +193,11 @@ def parse(texts: pa.Array | pa.ChunkedArray) -> Parsed:
     para_chars = _np(pc.utf8_length(paras), np.int64)
     pkeep = para_chars > 0
 
-    w = _words(texts, n)
+    line_doc = parent[keep]
+    w = _words(lines, line_doc, n)
     return Parsed(
         n=n, texts=texts, n_chars=n_chars, n_newlines=n_newlines,
-        lines=lines, lines_stripped=lines_stripped, line_doc=parent[keep],
+        lines=lines, lines_stripped=lines_stripped, line_doc=line_doc,
         line_chars=_np(pc.utf8_length(lines), np.int64), line_stripped_chars=stripped_chars[keep],
         paras=pc.filter(paras, pa.array(pkeep)), para_doc=para_doc[pkeep], para_chars=para_chars[pkeep],
         **w,
@@ -215,24 +221,31 @@ def _tokenize_joined(pieces: pa.Array) -> pa.Array:
     joined by ``\\n`` in strings of :data:`_JOIN_PIECES` pieces: RE2 then runs a few long scans instead
     of one call per piece (2x cheaper), and the rules, which match ``\\n`` as a piece's edge and keep
     it where they rewrite one, give every piece the words it gets alone."""
-    m = len(pieces)
+    # a piece of letters and digits only holds nothing any rule splits: it is one word as it is
+    other = pc.invert(pc.utf8_is_alnum(pieces))
+    rest = pieces.filter(other).cast(pa.string())
+    m = len(rest)
+    if m == 0:
+        return pieces
     offsets = pa.array(np.r_[np.arange(0, m, _JOIN_PIECES), m].astype(np.int32))
-    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, pieces.cast(pa.string())), "\n")
-    return pc.list_flatten(pc.split_pattern(tokenize_spacing(joined), "\n"))
+    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, rest), "\n")
+    spaced = pc.list_flatten(pc.split_pattern(tokenize_spacing(joined), "\n"))
+    return pc.replace_with_mask(pieces.cast(pa.string()), other, spaced)
 
 
-def _words(texts: pa.Array, n: int) -> dict[str, object]:
-    """The word fields of :class:`Parsed`.
+def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
+    """The word fields of :class:`Parsed` from the batch's non-blank lines.
 
-    The texts are split once on ASCII whitespace into pieces; the batch's distinct pieces (a few times
+    The lines are split once on ASCII whitespace into pieces; the batch's distinct pieces (a few times
     fewer than its pieces) are tokenized (:func:`tokenize_spacing`; its rules never look across ASCII
     whitespace, so a piece is tokenized as it would be inside its text) and split into words and into
     Unicode-whitespace words, and every occurrence of a piece gathers its words through its id. A
     vertical tab separates pieces here, while the regex rules read it as part of a piece (RE2's ``\\s``
     has no ``\\v``); nothing else differs from tokenizing each text whole.
     """
-    piece_lists = pc.ascii_split_whitespace(texts)
-    piece_doc = _np(pc.list_parent_indices(piece_lists), np.int64)
+    piece_lists = pc.ascii_split_whitespace(lines)
+    piece_line = _np(pc.list_parent_indices(piece_lists), np.int64)
+    piece_doc = line_doc[piece_line]
     encoded = pc.dictionary_encode(pc.list_flatten(piece_lists))
     piece_ids = _np(encoded.indices, np.int64)
     pieces = encoded.dictionary
@@ -272,7 +285,19 @@ def _words(texts: pa.Array, n: int) -> dict[str, object]:
     ws_alpha = _np(pc.match_substring_regex(ws, r"\pL"), bool) & ws_real
     ws_of = np.bincount(ws_piece[ws_real], minlength=len(pieces))[piece_ids]
     ws_alpha_of = np.bincount(ws_piece[ws_alpha], minlength=len(pieces))[piece_ids]
+    # pieces of each stripped line: from its first to its last piece that is not all Unicode
+    # whitespace (stripping removes those at the edges); the longest piece of each line
+    m = len(lines)
+    occ = np.arange(len(piece_ids), dtype=np.int64)
+    solid = ws_of > 0
+    first = np.full(m, len(occ), np.int64)
+    last = np.full(m, -1, np.int64)
+    np.minimum.at(first, piece_line[solid], occ[solid])
+    np.maximum.at(last, piece_line[solid], occ[solid])
+    longest = np.zeros(m, np.int64)
+    np.maximum.at(longest, piece_line, _np(pc.utf8_length(pieces), np.int64)[piece_ids])
     return {
+        "line_pieces": np.maximum(last - first + 1, 0), "line_longest_piece": longest,
         "word_doc": word_doc, "word_chars": word_chars, "word_ids": word_ids, "word_dict": word_dict,
         "symbol_words": _per_doc(word_doc[symbol], n).astype(np.int64),
         "n_tokens": _per_doc(word_doc, n, tokens_of[word_ids]).astype(np.int64),
