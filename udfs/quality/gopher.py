@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.quality.parse import Parsed, _duplicates, _np, _per_doc, _ratio, _struct
+from udfs.quality.parse import Parsed, _byte_rows, _duplicates, _np, _per_doc, _ratio, _struct, _utf8
 
 STOP_WORDS: tuple[str, ...] = ("the", "be", "to", "of", "and", "that", "have", "with")
 """Gopher's English stop words (Rae et al. 2021, A.1.1); a document needs at least 2 of them."""
@@ -51,6 +51,20 @@ def whitespace_alpha_ratio(texts: pa.Array) -> np.ndarray:
     return _ratio(_per_doc(doc[alpha], len(texts)), _per_doc(doc[nonempty], len(texts)))
 
 
+def _ellipses(texts: pa.Array) -> np.ndarray:
+    """int64 per text: ``...`` (counted without overlap, as ``str.count``: a run of r dots holds r // 3)
+    plus ``…``, found on the UTF-8 bytes."""
+    off, data = _utf8(texts)
+    n = len(texts)
+    dot = np.flatnonzero(data == ord("."))
+    row = np.searchsorted(off, dot, side="right") - 1
+    start = np.flatnonzero(np.r_[True, (dot[1:] != dot[:-1] + 1) | (row[1:] != row[:-1])]) if len(dot) else dot
+    runs = np.diff(start, append=len(dot)) // 3
+    lead = np.flatnonzero(data[:-2] == 0xE2) if len(data) > 2 else np.zeros(0, np.int64)
+    lead = lead[(data[lead + 1] == 0x80) & (data[lead + 2] == 0xA6)]
+    return (_per_doc(row[start], n, runs) + _per_doc(np.searchsorted(off, lead, side="right") - 1, n)).astype(np.int64)
+
+
 def gopher_quality(p: Parsed, alpha_words_reading: str = "whitespace") -> pa.StructArray:
     """Gopher quality-filter signals (Rae et al. 2021, A.1.1; datatrove ``GopherQualityFilter``).
 
@@ -77,8 +91,8 @@ def gopher_quality(p: Parsed, alpha_words_reading: str = "whitespace") -> pa.Str
     n_words = p.n_tokens
     word_count = _per_doc(p.word_doc, n).astype(np.int64) - p.symbol_words
     word_len = _per_doc(p.word_doc, n, p.word_chars) - p.symbol_chars
-    hashes = _np(pc.count_substring(p.texts, "#"), np.int64)
-    ellipses = _np(pc.count_substring(p.texts, "..."), np.int64) + _np(pc.count_substring(p.texts, "…"), np.int64)
+    hashes = _per_doc(_byte_rows(p.texts, ord("#")), n).astype(np.int64)
+    ellipses = _ellipses(p.texts)
 
     n_lines = _per_doc(p.line_doc, n)
     bullet = _np(pc.is_in(pc.utf8_slice_codeunits(p.lines_stripped, 0, 1), value_set=pa.array(list(BULLETS))), bool)

@@ -30,6 +30,44 @@ def _per_doc(parent: np.ndarray, n: int, weights: np.ndarray | None = None) -> n
     return np.bincount(parent, weights=weights, minlength=n)[:n]
 
 
+def _utf8(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets (int64[len + 1], from 0) and UTF-8 bytes (uint8) of a string array, without a copy of the bytes."""
+    wide = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+    bufs = arr.buffers()
+    off = np.frombuffer(bufs[1], np.int64 if wide else np.int32)[arr.offset : arr.offset + len(arr) + 1].astype(np.int64)
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return off - off[0], data[off[0] : off[-1]]
+
+
+def _byte_rows(arr: pa.Array, byte: int) -> np.ndarray:
+    """int64, the row of every occurrence of an ASCII byte in a string array (ascending, repeated per occurrence).
+
+    An ASCII byte never occurs inside a multi-byte UTF-8 character, so this is a character search; one
+    numpy comparison over the bytes costs a third of Arrow's substring kernel for a single character.
+    """
+    off, data = _utf8(arr)
+    return np.searchsorted(off, np.flatnonzero(data == byte), side="right") - 1
+
+
+def _holding(arr: pa.Array, byte: int) -> np.ndarray:
+    """bool[len]: the string holds the ASCII byte (see :func:`_byte_rows`)."""
+    out = np.zeros(len(arr), dtype=bool)
+    out[_byte_rows(arr, byte)] = True
+    return out
+
+
+def _last_bytes(arr: pa.Array, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """uint8[len, k], the last ``k`` bytes of each string (0 where it is shorter), and int64[len] byte lengths."""
+    off, data = _utf8(arr)
+    size = np.diff(off)
+    out = np.zeros((len(arr), k), np.uint8)
+    for j in range(k):  # column j: the byte k - j from the end
+        back = k - j
+        has = size >= back
+        out[has, j] = data[off[1:][has] - back]
+    return out, size
+
+
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     num = num.astype(np.float64)
     den = den.astype(np.float64)
