@@ -44,7 +44,7 @@ _CODE_KEYWORDS = (r"import|from\s+\S+\s+import|def|class|return|public|private|s
 # kinds, such as a <pre> opened inside a <code> and closed after it, come out otherwise).
 _PASSES: tuple[tuple[str, str], ...] = (
     (r"(?s)```.*?(?:```|$)|~~~.*?(?:~~~|$)", "\n"),
-    ("(?is)" + "|".join(rf"<{tag}[\s>].*?</{tag}>" for tag in ("pre", "code", "script", "style", "math")), "\n"),
+    ("(?is)" + "|".join(rf"<{t}[\s>].*?</{t}>" for t in ("pre", "code", "script", "style", "math")), "\n"),
     (r"(?is)<ref[^>/]*/>|<ref[^>]*>.*?</ref>", " "),
     (r"(?s)\\documentclass.*?(\\begin\{document\}|$)", "\n"),
     (rf"(?s)\\begin\{{(?:{_MATH_ENVS})\*?\}}.*?\\end\{{(?:{_MATH_ENVS})\*?\}}", "\n"),
