@@ -325,17 +325,16 @@ def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
     ws_alpha_of = np.bincount(ws_piece[ws_alpha], minlength=len(pieces))[piece_ids]
     # pieces of each stripped line: from its first to its last piece that is not all Unicode
     # whitespace (stripping removes those at the edges); the longest piece of each line
+    # (pieces are in line order and every non-blank line has a solid piece)
     m = len(lines)
-    occ = np.arange(len(piece_ids), dtype=np.int64)
-    solid = ws_of > 0
-    first = np.full(m, len(occ), np.int64)
-    last = np.full(m, -1, np.int64)
-    np.minimum.at(first, piece_line[solid], occ[solid])
-    np.maximum.at(last, piece_line[solid], occ[solid])
-    longest = np.zeros(m, np.int64)
-    np.maximum.at(longest, piece_line, _np(pc.utf8_length(pieces), np.int64)[piece_ids])
+    solid = np.flatnonzero(ws_of > 0)
+    solid_line = piece_line[solid]
+    first = solid[np.searchsorted(solid_line, np.arange(m), side="left")] if m else solid
+    last = solid[np.searchsorted(solid_line, np.arange(m), side="right") - 1] if m else solid
+    line_start = np.searchsorted(piece_line, np.arange(m), side="left")
+    longest = np.maximum.reduceat(_np(pc.utf8_length(pieces), np.int64)[piece_ids], line_start) if m else solid
     return {
-        "line_pieces": np.maximum(last - first + 1, 0), "line_longest_piece": longest,
+        "line_pieces": last - first + 1, "line_longest_piece": longest,
         "word_doc": word_doc, "word_chars": word_chars, "word_ids": word_ids, "word_dict": word_dict,
         "symbol_words": _per_doc(word_doc[symbol], n).astype(np.int64),
         "n_tokens": _per_doc(word_doc, n, tokens_of[word_ids]).astype(np.int64),
