@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.quality.parse import Parsed, _duplicates, _last_bytes, _np, _per_doc, _ratio, _struct
+from udfs.quality.parse import Parsed, _last_bytes, _np, _per_doc, _ratio, _struct
 
 FINEWEB_SHORT_LINE_CHARS = 30
 """A FineWeb *short line* has at most this many characters (datatrove ``short_line_length``)."""
@@ -79,7 +79,7 @@ def fineweb(p: Parsed) -> pa.StructArray:
         last = pc.utf8_slice_codeunits(p.lines.take(pa.array(wide)), -1)
         punct[wide] = _np(pc.match_substring_regex(last, _TERMINAL_CLASS), bool)
     short = p.line_chars <= FINEWEB_SHORT_LINE_CHARS
-    _, dup_chars = _duplicates(p.line_doc, p.lines, p.line_chars, n)
+    _, dup_chars = p.line_duplicates
     n_words = p.n_tokens
     newline = _ratio(p.n_newlines, n_words)
     newline[(n_words == 0) & (p.n_newlines > 0)] = np.inf

@@ -255,7 +255,7 @@ def gopher_repetition(p: Parsed) -> pa.StructArray:
     n = p.n
     out: dict[str, np.ndarray] = {}
     n_lines = _per_doc(p.line_doc, n)
-    line_dups, line_dup_chars = _duplicates(p.line_doc, p.lines, p.line_chars, n)
+    line_dups, line_dup_chars = p.line_duplicates
     para_dups, para_dup_chars = _duplicates(p.para_doc, p.paras, p.para_chars, n)
     out["dup_line_frac"] = _ratio(line_dups, n_lines)
     out["dup_line_char_frac"] = _ratio(line_dup_chars, p.n_chars)

@@ -5,6 +5,7 @@ that aggregate back per document (see :mod:`udfs.quality` for the definitions).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -195,6 +196,12 @@ class Parsed:
     ws_alpha_words: np.ndarray
     line_pieces: np.ndarray
     line_longest_piece: np.ndarray
+
+    @functools.cached_property
+    def line_duplicates(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per document: lines equal to an earlier line of it, and their characters (int64[n] / float64[n];
+        Gopher repetition and FineWeb both read them)."""
+        return _duplicates(self.line_doc, self.lines, self.line_chars, self.n)
 
 
 def parse(texts: pa.Array | pa.ChunkedArray) -> Parsed:
