@@ -28,7 +28,20 @@ def _np(a: pa.Array | pa.ChunkedArray, dtype=None) -> np.ndarray:
 
 
 def _per_doc(parent: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
-    return np.bincount(parent, weights=weights, minlength=n)[:n]
+    """Per document: count of ``parent`` entries (int64[n]) or sum of their ``weights`` (float64[n]).
+
+    ``parent`` (document index per element) is almost always ascending here (elements in text order):
+    then one ``add.reduceat`` over the runs, 10x cheaper than ``bincount`` with weights.
+    """
+    if len(parent) < 2 or not (parent[1:] >= parent[:-1]).all():
+        return np.bincount(parent, weights=weights, minlength=n)[:n]
+    bounds = np.searchsorted(parent, np.arange(n + 1))
+    if weights is None:
+        return np.diff(bounds)
+    out = np.zeros(n, np.float64)
+    filled = bounds[1:] > bounds[:-1]
+    out[filled] = np.add.reduceat(np.asarray(weights, np.float64), bounds[:-1][filled])
+    return out
 
 
 def _utf8(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -343,10 +356,10 @@ def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
     return {
         "line_pieces": last - first + 1, "line_longest_piece": longest,
         "word_doc": word_doc, "word_chars": word_chars, "word_ids": word_ids, "word_dict": word_dict,
-        "symbol_words": _per_doc(word_doc[symbol], n).astype(np.int64),
+        "symbol_words": _per_doc(word_doc, n, symbol).astype(np.int64),
         "n_tokens": _per_doc(word_doc, n, tokens_of[word_ids]).astype(np.int64),
-        "symbol_chars": _per_doc(word_doc[symbol], n, word_chars[symbol]).astype(np.int64),
-        "alpha_words": _per_doc(word_doc[alpha_of[word_ids]], n).astype(np.int64),
+        "symbol_chars": _per_doc(word_doc, n, word_chars * symbol).astype(np.int64),
+        "alpha_words": _per_doc(word_doc, n, alpha_of[word_ids]).astype(np.int64),
         "ws_words": _per_doc(piece_doc, n, ws_of).astype(np.int64),
         "ws_alpha_words": _per_doc(piece_doc, n, ws_alpha_of).astype(np.int64),
     }
