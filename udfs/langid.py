@@ -296,7 +296,10 @@ def identify(
         clean = pc.if_else(pa.array(empty), pc.fill_null(texts, ""), clean)
     pieces = langid_prose.spread_windows(clean, max_chars, windows)
     sample = pa.array([" ".join(w) for w in pieces], pa.string())
-    lang, score, topk = predict(model, preprocess(sample, max_chars), k, prefix, aliases)
+    # the sample's top language only (hierarchical softmax searches less for one label); its top k
+    # only for the documents whose shares fall back to it, below
+    prepared = preprocess(sample, max_chars)
+    lang, score, topk = predict(model, prepared, 1, prefix, aliases)
 
     def code(label: str) -> str:
         return canonical_code(label, prefix, aliases)
@@ -314,7 +317,13 @@ def identify(
     else:
         shares = langid_prose.language_shares(model, clean, topk_max_chars, k, code,
                                               prepare=lambda lines: preprocess(lines, topk_max_chars))
-    merged = langid_prose.topk_or_fallback(shares, topk.to_pylist())
+    fallback = topk.to_pylist()
+    bare = [i for i, sh in enumerate(shares) if not sh]
+    if k > 1 and bare:
+        for i, top in zip(bare, predict(model, [prepared[i] for i in bare], k, prefix, aliases)[2].to_pylist(),
+                          strict=True):
+            fallback[i] = top
+    merged = langid_prose.topk_or_fallback(shares, fallback)
     if agree:
         lang, score = agree_with_shares(lang, score, shares)
     return lang, score, pa.array(merged, topk.type)
