@@ -8,7 +8,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.quality.parse import Parsed, _byte_rows, _duplicates, _np, _per_doc, _ratio, _struct, _utf8
+from udfs.quality.parse import (
+    Parsed,
+    _byte_rows,
+    _duplicates,
+    _edge_in,
+    _np,
+    _per_doc,
+    _ratio,
+    _struct,
+    _utf8,
+)
 
 STOP_WORDS: tuple[str, ...] = ("the", "be", "to", "of", "and", "that", "have", "with")
 """Gopher's English stop words (Rae et al. 2021, A.1.1); a document needs at least 2 of them."""
@@ -95,8 +105,8 @@ def gopher_quality(p: Parsed, alpha_words_reading: str = "whitespace") -> pa.Str
     ellipses = _ellipses(p.texts)
 
     n_lines = _per_doc(p.line_doc, n)
-    bullet = _np(pc.is_in(pc.utf8_slice_codeunits(p.lines_stripped, 0, 1), value_set=pa.array(list(BULLETS))), bool)
-    ell_end = _np(pc.or_(pc.ends_with(p.lines_stripped, "..."), pc.ends_with(p.lines_stripped, "…")), bool)
+    bullet = _edge_in(p.lines_stripped, list(BULLETS), end=False)
+    ell_end = _edge_in(p.lines_stripped, ["...", "…"], end=True)
 
     # Stop-word index of each distinct word (-1: none), gathered back to every word.
     stop_of_dict = _np(pc.fill_null(pc.index_in(pc.utf8_lower(p.word_dict), value_set=pa.array(STOP_WORDS)), -1), np.int64)

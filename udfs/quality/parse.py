@@ -72,14 +72,33 @@ def _holding(arr: pa.Array, byte: int) -> np.ndarray:
 
 def _last_bytes(arr: pa.Array, k: int) -> tuple[np.ndarray, np.ndarray]:
     """uint8[len, k], the last ``k`` bytes of each string (0 where it is shorter), and int64[len] byte lengths."""
+    return _edge_bytes(arr, k, end=True), np.diff(_utf8(arr)[0])
+
+
+def _edge_bytes(arr: pa.Array, k: int, end: bool) -> np.ndarray:
+    """uint8[len, k]: the first (``end=False``) or last ``k`` bytes of each string, right- resp.
+    left-aligned, 0 where the string is shorter."""
     off, data = _utf8(arr)
     size = np.diff(off)
     out = np.zeros((len(arr), k), np.uint8)
-    for j in range(k):  # column j: the byte k - j from the end
-        back = k - j
-        has = size >= back
-        out[has, j] = data[off[1:][has] - back]
-    return out, size
+    for j in range(k):
+        has = size >= (k - j if end else j + 1)
+        out[has, j] = data[off[1:][has] - (k - j)] if end else data[off[:-1][has] + j]
+    return out
+
+
+def _edge_in(arr: pa.Array, strings: list[str], end: bool) -> np.ndarray:
+    """bool[len]: the string starts (``end=False``) or ends with one of ``strings`` (compared on the UTF-8
+    bytes: one numpy comparison per string instead of a substring kernel per string)."""
+    encoded = [x.encode() for x in strings]
+    k = max(map(len, encoded), default=1)
+    edge = _edge_bytes(arr, k, end)
+    size = np.diff(_utf8(arr)[0])
+    out = np.zeros(len(arr), dtype=bool)
+    for b in encoded:
+        cols = edge[:, k - len(b):] if end else edge[:, : len(b)]
+        out |= (size >= len(b)) & (cols == np.frombuffer(b, np.uint8)).all(axis=1)
+    return out
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
