@@ -178,10 +178,13 @@ def _more_upper_than_lower(t: pa.Array) -> np.ndarray:
     data = data[offsets[0] : offsets[-1]]
     offsets = offsets - offsets[0]
 
+    filled = np.flatnonzero(offsets[1:] > offsets[:-1])
+
     def per_text(values: np.ndarray) -> np.ndarray:
-        cum = np.zeros(len(values) + 1, np.int64)
-        np.cumsum(values, dtype=np.int64, out=cum[1:])
-        return cum[offsets[1:]] - cum[offsets[:-1]]
+        out = np.zeros(n, np.int64)
+        if len(filled):
+            out[filled] = np.add.reduceat(values, offsets[filled], dtype=np.int64)
+        return out
 
     margin = per_text(_CASE_SIGN[data])
     non_ascii_max = np.diff(offsets) - np.asarray(pc.utf8_length(t).to_numpy(zero_copy_only=False), np.int64)
@@ -301,8 +304,13 @@ def identify(
     prepared = preprocess(sample, max_chars)
     lang, score, topk = predict(model, prepared, 1, prefix, aliases)
 
+    codes: dict[str, str] = {}
+
     def code(label: str) -> str:
-        return canonical_code(label, prefix, aliases)
+        c = codes.get(label)
+        if c is None:
+            c = codes[label] = canonical_code(label, prefix, aliases)
+        return c
 
     if topk_max_chars is None:
         shares = langid_prose.window_shares(model, pieces, lang.to_pylist(), k, code,

@@ -114,7 +114,9 @@ def spread_windows(texts: pa.Array, max_chars: int, windows: int) -> list[list[s
         if len(t) <= max_chars:
             out.append([t])
             continue
-        starts = np.linspace(0, len(t) - width, windows).astype(int).tolist() if windows > 1 else [0]
+        # np.linspace(0, len(t) - width, windows).astype(int), without a numpy call per text
+        step = (len(t) - width) / (windows - 1) if windows > 1 else 0.0
+        starts = [int(i * step) for i in range(windows - 1)] + [len(t) - width] if windows > 1 else [0]
         out.append([t[s : s + width].strip() for s in starts])
     return out
 
