@@ -199,14 +199,14 @@ def _ngram_repeats(word_ids: np.ndarray, doc: np.ndarray, cum: np.ndarray, top: 
     n_ids = int(word_ids.max()) + 1
     cand = np.flatnonzero(doc[:-1] == doc[1:])
     gram = word_ids[cand] * n_ids + word_ids[cand + 1]
-    gid = np.full(n_words + 1, -1, np.int64)  # group rank of the repeated n-gram starting at each word
     for k in range(2, max(GOPHER_REPETITION_DUP_N) + 1):
         g, pos = _sorted_pairs(gram, cand)
-        d = doc[pos]
         new = np.empty(len(g), dtype=bool)
         new[:1] = True
         np.not_equal(g[1:], g[:-1], out=new[1:])
-        new[1:] |= d[1:] != d[:-1]
+        if k == 2:  # word ids hold no document; longer n-grams' group ids do
+            d = doc[pos]
+            new[1:] |= d[1:] != d[:-1]
         starts = np.flatnonzero(new)
         size = np.diff(starts, append=len(g))
         multi = size > 1
@@ -230,15 +230,14 @@ def _ngram_repeats(word_ids: np.ndarray, doc: np.ndarray, cum: np.ndarray, top: 
                 covered[k] += _per_doc(doc[later], len(covered[k]), cum[later + k] - cum[from_])
         if not multi.any():
             return
-        # next level: starts whose k-gram and following k-gram both repeat; ids = their groups' ranks
+        # next level: starts whose k-gram and following k-gram both repeat (consecutive positions among
+        # the repeated starts, sorted with their groups' ranks); ids = the pair of ranks
         rep = np.repeat(multi, size)
         n_groups = int(multi.sum())
-        reps = pos[rep]
-        gid[reps] = np.repeat(np.arange(n_groups, dtype=np.int64), size[multi])
-        reps.sort()
-        cand = reps[gid[reps + 1] >= 0]
-        gram = gid[cand] * n_groups + gid[cand + 1]
-        gid[reps] = -1
+        ranked, rank = _sorted_pairs(pos[rep], np.repeat(np.arange(n_groups, dtype=np.int64), size[multi]))
+        follows = ranked[1:] == ranked[:-1] + 1
+        cand = ranked[:-1][follows]
+        gram = rank[:-1][follows] * n_groups + rank[1:][follows]
 
 
 def gopher_repetition(p: Parsed) -> pa.StructArray:
