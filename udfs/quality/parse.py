@@ -326,7 +326,7 @@ def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
     encoded = pc.dictionary_encode(pc.list_flatten(piece_lists))
     piece_ids = _np(encoded.indices, np.int64)
     pieces = encoded.dictionary
-    # words of each distinct piece (an empty piece, from an empty text, has none)
+    # words of each distinct piece (a piece of Unicode whitespace only has none)
     tok_lists = pc.utf8_split_whitespace(_tokenize_joined(pieces))
     toks = pc.list_flatten(tok_lists)
     tok_piece = _np(pc.list_parent_indices(tok_lists), np.int64)
