@@ -55,10 +55,9 @@ def _top_units(counts: DataFrame, paras: DataFrame, docs: DataFrame, k: int) -> 
     if k == 0:
         return []
     top = counts.orderBy(F.col("n").desc(), "key").limit(k)
-    where = paras.select("doc_id", "idx", "start", "end")
+    where = paras.select(F.col("uid").alias("first"), "doc_id", "start", "end")
     rows = (
-        top.select("key", "n", F.col("first.doc_id").alias("doc_id"), F.col("first.idx").alias("idx"))
-        .join(where, ["doc_id", "idx"]).join(docs.select("doc_id", "text"), "doc_id")
+        top.select("key", "n", "first").join(where, "first").join(docs.select("doc_id", "text"), "doc_id")
         .select("n", "doc_id", "key",
                 F.expr(f"substring(text, start + 1, least(`end` - start, {EXCERPT_CHARS}))").alias("excerpt"))
         .orderBy(F.col("n").desc(), "key").collect()
