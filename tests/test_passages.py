@@ -6,7 +6,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing.utils import assertDataFrameEqual
 
-from pipelines.core import tables
+from pipelines.core import chain, tables
 from pipelines.core.config import ConfigError
 from pipelines.passages import stage as passages_stage
 from pipelines.passages.hooks import report_section
@@ -128,13 +128,29 @@ def test_run_writes_cut_documents_removals_and_counts(spark, make_cfg):
     assert shown["d2"]["text"] == f"{_body(2)}\n⟦exact <- d1: {BANNER}\n⟧{_body(22)}"
 
 
-def test_disabled_stage_passes_documents_through(spark, make_cfg):
+def test_disabled_stage_writes_no_table_and_the_next_stage_reads_its_input(spark, make_cfg):
     cfg = make_cfg()
     docs = spark.createDataFrame(DOCS, "doc_id string, text string")
     tables.write_table(docs, cfg, "deduped")
     report = passages_stage.run(spark, cfg).check()
     assert (report.rows_in, report.rows_out, report.removed) == (5, 5, {})
-    assertDataFrameEqual(tables.read_table(spark, cfg, "passages_deduped"), docs)
+    assert tables.read_if_exists(spark, cfg, "passages_deduped") is None
+    assert tables.stage_input_table(cfg, "filter", spark) == "deduped"
+    assert tables.stage_input_table(make_cfg("passages.enabled=true"), "filter", spark) == "passages_deduped"
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [
+    (("passages.enabled=true",), "passages_deduped"),
+    (("passages.enabled=false",), "deduped"),
+    (("passages.enabled=true", "pipeline.stages=[ingest, dedup, filter]"), "deduped"),
+])
+def test_filter_reads_passages_output_only_when_the_stage_is_on(overrides, expected):
+    from pipelines.core.config import load_config
+
+    cfg = load_config(overrides=list(overrides))
+    assert tables.previous_document_table(cfg, "filter") == expected
+    assert ("passages", "passages_deduped") in chain.main_tables()
+    assert (("passages", "passages_deduped") in chain.main_tables(cfg)) == cfg.passages.enabled
 
 
 def test_transform_drops_removed_documents(spark, make_cfg):

@@ -45,7 +45,8 @@ MAX_RANK = (1 << (63 - IDX_BITS)) - 1
 """Largest document rank a unit id can hold (2**40 - 1, about 1.1 trillion documents)."""
 
 PARAGRAPH_SCHEMA = pa.schema([
-    ("doc_id", pa.string()), ("uid", pa.int64()), ("idx", pa.int32()), ("start", pa.int32()), ("end", pa.int32()),
+    ("doc_id", pa.string()), ("uid", pa.int64()), ("idx", pa.int32()),
+    ("start", pa.int32()), ("end", pa.int32()),
     ("cut_end", pa.int32()), ("n_words", pa.int32()), ("key", pa.binary()), ("grams", pa.list_(pa.int64())),
 ])
 """Rows of :func:`paragraph_batch`: one per unit of at least ``min_words`` words."""
@@ -167,8 +168,9 @@ def paragraph_batch(
             None: its position in this batch.
 
     Returns:
-        A batch of :data:`PARAGRAPH_SCHEMA`: ``uid`` int64 (:func:`unit_ids`), ``idx`` int32 (the unit's position among all units of its
-        document, counting short ones), ``start``/``end`` int32 (trimmed unit, code points),
+        A batch of :data:`PARAGRAPH_SCHEMA`: ``uid`` int64 (:func:`unit_ids`), ``idx`` int32 (the
+        unit's position among all units of its document, counting short ones), ``start``/``end``
+        int32 (trimmed unit, code points),
         ``cut_end`` int32 (where the next unit starts, or the text's length: what removing the unit
         cuts, its trailing separator included), ``n_words`` int32, ``key`` binary(16) (:func:`exact_key`),
         ``grams`` list<int64> (distinct n-gram hashes, sorted, as signed 64-bit).
@@ -180,7 +182,8 @@ def paragraph_batch(
         spans = split(text, unit)
         base = int(rank) << IDX_BITS
         for i, (a, b) in enumerate(spans[:1 << IDX_BITS]):
-            rows.append((doc_id, base | i, i, a, b, spans[i + 1][0] if i + 1 < len(spans) else len(text or "")))
+            cut_end = spans[i + 1][0] if i + 1 < len(spans) else len(text or "")
+            rows.append((doc_id, base | i, i, a, b, cut_end))
             pieces.append(text[a:b])  # type: ignore[index]
     hashes, offsets, _, _ = word_hashes(pieces)
     n_words = np.diff(offsets)
@@ -349,7 +352,9 @@ BLOCK_SCHEMA = pa.schema([
 equal-length int64 arrays) or a unit's n-grams seen earlier in the same batch (``bucket`` null; ``uid``,
 ``seen``)."""
 
-FIRST_SCHEMA = pa.schema([("uid", pa.int64()), ("seen", pa.int32()), ("gram", pa.int64()), ("first", pa.int64())])
+FIRST_SCHEMA = pa.schema([
+    ("uid", pa.int64()), ("seen", pa.int32()), ("gram", pa.int64()), ("first", pa.int64()),
+])
 """Rows of :func:`first_holders`: a unit's n-grams first held by an earlier unit of another batch (``uid``,
 ``seen``; ``gram`` null), or an n-gram held twice or more and its first holder (``gram``, ``first``;
 ``uid`` null)."""

@@ -81,7 +81,8 @@ def with_ranks(docs: DataFrame) -> tuple[DataFrame, DataFrame]:
     for p in sorted(sizes):
         offsets[p], total = total, total + sizes[p]
     if total - 1 > kernels.MAX_RANK:
-        raise UserError(f"passages: {total} documents, more than the {kernels.MAX_RANK + 1} a unit id can rank; "
+        raise UserError(f"passages: {total} documents, more than the {kernels.MAX_RANK + 1} a unit id "
+                        "can rank; "
                         "split the input into runs")
     offset = F.lit(0).cast("long")
     for p, o in offsets.items():
