@@ -92,3 +92,27 @@ def test_removals_rebuild_the_text_exactly():
     kept = [(b, a) for (_, b), (a, _) in zip([(0, 0), *done], [*done, (len(text), 0)], strict=True)]
     assert "".join(text[a:b] for a, b in kept) == new
     assert P.apply_removals("all gone", [(0, 8)]) == ("", [(0, 8)])
+
+
+PAPER = ("We now define the energy of the system as follows in this section.\n"
+         "\\begin{equation}\n"
+         "E = \\frac{1}{2} m v^2 + V(x) \\label{eq:energy}\n"
+         "\\end{equation}\n"
+         "$$ \\int_0^1 f(x)\\,dx = F(1) - F(0) $$\n"
+         "\\mathcal{L} = \\sum_{i=1}^{n} \\log p_\\theta(x_i \\mid x_{<i})\n"
+         "The value $x$ of the state is small when the system is at rest here.")
+
+
+def test_display_math_units_are_left_alone():
+    rows = _batch([PAPER])
+    kept = [PAPER[r["start"]:r["end"]] for r in rows]
+    assert kept == ["We now define the energy of the system as follows in this section.",
+                    "The value $x$ of the state is small when the system is at rest here."]
+    assert len(_batch([PAPER], exempt_math=False)) == 5  # every unit of three words or more
+
+
+def test_math_units_cover_equation_blocks_and_mostly_latex_lines():
+    text = "Intro line.\n\\begin{align*}\nx + y = 1\n\\end{align*}\nA = B\nProse with $a$ in it."
+    assert P.math_units(text, P.split(text)) == [False, True, True, True, False, False]
+    assert P.latex_share("plain words only") == 0.0
+    assert P.latex_share("\\alpha^{2} + \\beta_{i}") >= P.MATH_SHARE

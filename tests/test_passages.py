@@ -189,3 +189,16 @@ def test_report_section_escapes_every_value():
     assert "&lt;web&gt;" in html and "&lt;script&gt;" in html and "<script>" not in html
     assert "Most repeated units" in html
     assert "Most repeated units" not in report_section({**part, "top_units": []})
+
+
+def test_repeated_display_equations_are_not_cut(spark, make_cfg):
+    eq = ("\\begin{equation}\n\\mathcal{L}(\\theta) = - \\sum_{i=1}^{n} \\log p_\\theta(x_i \\mid x_{<i})\n"
+          "\\end{equation}")
+    display = "$$ \\nabla_\\theta \\mathcal{L} = \\mathbb{E}_{x}[ \\nabla_\\theta \\log p_\\theta(x) ] $$"
+    docs = spark.createDataFrame([(f"p{i}", f"{_body(i)}\n{eq}\n{display}\n{BANNER}\n{_body(10 + i)}") for i in (1, 2)],
+                                 "doc_id string, text string")
+    rows = {r["doc_id"]: r for r in annotate(docs, _cfg(make_cfg)).collect()}
+    assert [s[2:] for s in _spans(rows, "p2")] == [("exact", "p1")]
+    assert rows["p2"]["text"] == f"{_body(2)}\n{eq}\n{display}\n{_body(12)}"
+    off = {r["doc_id"]: r for r in annotate(docs, _cfg(make_cfg, "passages.exempt_math=false")).collect()}
+    assert len(_spans(off, "p2")) > 1

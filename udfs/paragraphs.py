@@ -104,6 +104,68 @@ def split(text: str | None, unit: str = "line") -> list[tuple[int, int]]:
     return _pieces(text, _SEPARATORS[unit])
 
 
+MATH_SHARE = 0.5
+"""A unit is mostly LaTeX when at least this share of its non-space characters is math or markup
+(:func:`latex_share`): a judgement, half, so prose with inline ``$x$`` stays a unit."""
+
+_DISPLAY_MATH = re.compile(
+    r"\$\$.+?\$\$|\\\[.+?\\\]"
+    r"|\\begin\{(equation|align|alignat|gather|multline|flalign|eqnarray|displaymath|math|split)(\*?)\}"
+    r".+?\\end\{\1\2\}",
+    re.DOTALL)
+_LATEX_MARKUP = re.compile(r"\$[^$]+\$|\\\(.+?\\\)|\\[A-Za-z]+\*?|\\.|[{}^_&]")
+
+
+def display_math(text: str) -> list[tuple[int, int]]:
+    """Code-point spans of the display equations of ``text``: ``$$...$$``, ``\\[...\\]`` and the
+    ``\\begin{...}...\\end{...}`` blocks of amsmath's and LaTeX's display environments (``equation``,
+    ``align``, ``alignat``, ``gather``, ``multline``, ``flalign``, ``eqnarray``, ``displaymath``,
+    ``math``, ``split``, starred or not).
+
+    >>> display_math("Let\\n$$a+b$$\\nso \\\\begin{align*}x&=1\\\\end{align*}")
+    [(4, 11), (15, 45)]
+    """
+    if "$$" not in text and "\\" not in text:
+        return []
+    return [m.span() for m in _DISPLAY_MATH.finditer(text)]
+
+
+def latex_share(piece: str) -> float:
+    """Share of the non-space characters of ``piece`` that are LaTeX: inside ``$...$`` or ``\\(...\\)``,
+    a command (``\\frac``), an escaped character, or one of ``{ } ^ _ &``.
+
+    >>> latex_share("\\\\frac{a}{b} = \\\\sum_i x_i^2")
+    0.696
+    >>> latex_share("The value $x$ is small.")
+    0.158
+    """
+    total = sum(1 for c in piece if not c.isspace())
+    if not total or ("\\" not in piece and "$" not in piece):
+        return 0.0
+    marked = sum(sum(1 for c in m.group() if not c.isspace()) for m in _LATEX_MARKUP.finditer(piece))
+    return round(min(marked, total) / total, 3)
+
+
+def math_units(text: str, spans: Sequence[tuple[int, int]]) -> list[bool]:
+    """Per unit of ``text`` (``spans``, as :func:`split` gives them): True for display math, which the
+    stage leaves alone: a unit overlapping a display equation (:func:`display_math`) or mostly LaTeX
+    (:func:`latex_share` at least :data:`MATH_SHARE`). Repeated equations in papers (the same
+    definition restated, ``\\begin{equation}`` lines) are content, not boilerplate.
+
+    >>> text = "Intro words here now.\\n\\\\begin{equation}\\nE = mc^2\\n\\\\end{equation}\\nMore."
+    >>> math_units(text, split(text))
+    [False, True, True, True, False]
+    """
+    if "\\" not in text and "$" not in text:
+        return [False] * len(spans)
+    blocks = display_math(text)
+    out = []
+    for a, b in spans:
+        inside = any(s < b and a < e for s, e in blocks)
+        out.append(inside or latex_share(text[a:b]) >= MATH_SHARE)
+    return out
+
+
 def exact_key(piece: str, key: str = "collapsed_whitespace") -> bytes:
     """16-byte MD5 digest of a unit's text (``key="text"``) or of its whitespace-collapsed form.
 
@@ -153,6 +215,7 @@ def paragraph_batch(
     key: str = "collapsed_whitespace",
     grams: bool = True,
     ranks: Sequence[int] | None = None,
+    exempt_math: bool = True,
 ) -> pa.RecordBatch:
     """Every unit of at least ``min_words`` words of a batch of documents, with its keys.
 
@@ -166,6 +229,7 @@ def paragraph_batch(
         grams: compute ``grams`` (False: every list empty, for exact-only runs).
         ranks: each document's rank in ``doc_id`` order over the whole corpus (0 to :data:`MAX_RANK`);
             None: its position in this batch.
+        exempt_math: leave display math alone (:func:`math_units`), as units below ``min_words``.
 
     Returns:
         A batch of :data:`PARAGRAPH_SCHEMA`: ``uid`` int64 (:func:`unit_ids`), ``idx`` int32 (the
@@ -177,17 +241,20 @@ def paragraph_batch(
     """
     rows: list[tuple[str | None, int, int, int, int, int]] = []
     pieces: list[str] = []
+    exempt: list[bool] = []
     ranks = range(len(texts)) if ranks is None else ranks
     for doc_id, text, rank in zip(doc_ids, texts, ranks, strict=True):
-        spans = split(text, unit)
+        every = split(text, unit)
+        spans = every[:1 << IDX_BITS]
+        exempt += math_units(text, spans) if exempt_math and text else [False] * len(spans)
         base = int(rank) << IDX_BITS
-        for i, (a, b) in enumerate(spans[:1 << IDX_BITS]):
-            cut_end = spans[i + 1][0] if i + 1 < len(spans) else len(text or "")
+        for i, (a, b) in enumerate(spans):
+            cut_end = every[i + 1][0] if i + 1 < len(every) else len(text or "")
             rows.append((doc_id, base | i, i, a, b, cut_end))
             pieces.append(text[a:b])  # type: ignore[index]
     hashes, offsets, _, _ = word_hashes(pieces)
     n_words = np.diff(offsets)
-    keep = np.flatnonzero(n_words >= max(min_words, 1))
+    keep = np.flatnonzero((n_words >= max(min_words, 1)) & ~np.array(exempt, bool).reshape(-1))
     if grams:
         g, first = ngram_windows(hashes, offsets, ngram_size)
         g_row = word_docs(offsets)[first]

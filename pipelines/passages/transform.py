@@ -101,12 +101,14 @@ def paragraphs(docs: DataFrame, c: PassagesConfig) -> DataFrame:
     """One row per unit of ``min_words`` words or more (:data:`udfs.paragraphs.PARAGRAPH_SCHEMA`);
     ``docs`` carries :data:`RANK_COLUMN` (:func:`with_ranks`)."""
     unit, min_words, n, key, grams = c.unit, c.min_words, c.ngram_size, c.exact_key, c.near
+    math = c.exempt_math
 
     def per_batch(batches):
         for b in batches:
             yield kernels.paragraph_batch(b.column("doc_id").to_pylist(), b.column("text").to_pylist(),
                                           unit, min_words, n, key, grams,
-                                          ranks=b.column(RANK_COLUMN).to_numpy(zero_copy_only=False))
+                                          ranks=b.column(RANK_COLUMN).to_numpy(zero_copy_only=False),
+                                          exempt_math=math)
 
     return (docs.select(*INPUT_COLUMNS, RANK_COLUMN)
             .mapInArrow(per_batch, from_arrow_schema(kernels.PARAGRAPH_SCHEMA)))
