@@ -1,10 +1,11 @@
 """The passages transform: repeated paragraphs and reused passages found with Spark aggregations and joins.
 
 Order: every unit (paragraph, line or sentence, :mod:`udfs.paragraphs`) has the position
-``(doc_id, idx)``; "earlier" and "first" mean smaller in that order, so results do not depend on
-partitioning. Every step is an aggregation by a hash key (partial aggregation on the map side: a banner
-repeated ten million times becomes one count and one minimum per task, never a list) followed by a join
-of the occurrences against one row per key (the buffered side of the join holds one row).
+``(doc_id, idx)``, held as one 64-bit unit id (:func:`with_ranks`, :func:`udfs.paragraphs.unit_ids`);
+"earlier" and "first" mean smaller in that order, so results do not depend on partitioning. Every step
+is an aggregation by a hash key (partial aggregation on the map side: a banner repeated ten million
+times becomes one count and one minimum per task, never a list) with the occurrences joined back to one
+row per key; the near rule aggregates packed n-gram blocks (:func:`near_repeats`).
 
 1. **Exact repeats** (``exact``): units grouped by exact key; every occurrence after the first is removed.
 2. **Near repeats** (``near``, BFF semantics, DCLM's ``bff``): each distinct word n-gram of a unit gets
