@@ -85,9 +85,9 @@ def with_ranks(docs: DataFrame) -> tuple[DataFrame, DataFrame]:
         raise UserError(f"passages: {total} documents, more than the {kernels.MAX_RANK + 1} a unit id "
                         "can rank; "
                         "split the input into runs")
-    offset = F.lit(0).cast("long")
-    for p, o in offsets.items():
-        offset = F.when(part == F.lit(p), F.lit(o).cast("long")).otherwise(offset)
+    # One literal array indexed by partition (a lookup per row, whatever the number of partitions).
+    table = F.array(*(F.lit(offsets.get(p, 0)).cast("long") for p in range(max(offsets, default=0) + 1)))
+    offset = F.element_at(table, (part + F.lit(1)).cast("int"))
     rank = (offset + F.col("_m").bitwiseAND(F.lit((1 << 33) - 1))).alias(RANK_COLUMN)
     ranked = ordered.select(*docs.columns, rank)
     return ranked, ranked.select("doc_id", RANK_COLUMN)
