@@ -202,3 +202,14 @@ def test_repeated_display_equations_are_not_cut(spark, make_cfg):
     assert rows["p2"]["text"] == f"{_body(2)}\n{eq}\n{display}\n{_body(12)}"
     off = {r["doc_id"]: r for r in annotate(docs, _cfg(make_cfg, "passages.exempt_math=false")).collect()}
     assert len(_spans(off, "p2")) > 1
+
+
+def test_document_ranks_are_dense_and_in_doc_id_order_whatever_the_partitioning(spark):
+    from pipelines.passages.transform import RANK_COLUMN, with_ranks
+
+    ids = [f"doc-{i:03d}" for i in range(40)]
+    docs = spark.createDataFrame([(i, "text") for i in reversed(ids)], "doc_id string, text string").repartition(7)
+    ranked, ranks = with_ranks(docs)
+    got = sorted((r["doc_id"], r[RANK_COLUMN]) for r in ranks.collect())
+    ranked.unpersist()
+    assert got == [(d, i) for i, d in enumerate(ids)]
