@@ -90,6 +90,9 @@ def invented(seed: int = 0) -> list[tuple[str, str, str]]:
         ("science_math", "science", f"1 Introduction\n\n{p()} following Brown et al. [2].\n\n2 Preliminaries\n\n"
          f"{p()} Definition 2.1 fixes the notation.\n\nTheorem 1 holds for every $x \\in X$.\n\n3 Main result\n\n"
          f"{p()} Lemma 3.2 and Eq. 4 give the bound [5].\n\n4 Proofs\n\n{p()}\n\n5 Conclusion\n\n{p(1, 3)}"),
+        ("science_review_response", "science", f"Response to Reviewers\n\nReviewer 1\n\n{p(1, 3)}\n\nResponse:\n\n"
+         f"{p(1, 3)} We moved the proof to Section 3.2 of the revised manuscript, as in Table 2 [4].\n\n"
+         f"Reviewer 2\n\n{p(1, 3)} Eq. 5 is unclear.\n\nResponse:\n\n{p(1, 3)} Figure 3 now shows it [7]."),
         ("code_python", "code", "import os\nimport sys\n\n\ndef mean(values):\n    \"\"\"Average.\"\"\"\n"
          "    return sum(values) / len(values)\n\n\nclass Store:\n    def __init__(self, path):\n        self.path = path\n\n"
          "    def read(self):\n        with open(self.path) as fh:\n            return fh.read()\n\n\n"

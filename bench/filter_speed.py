@@ -1,8 +1,10 @@
 """The filter's per-batch work against another commit: MB per CPU-second and decision agreement.
 
-``python -m bench.filter_speed BASE_COMMIT [rounds]`` extracts ``udfs``, ``pipelines``, ``bench`` and
-``conf`` of ``BASE_COMMIT`` into a temporary folder and runs this file once per code tree (the base's
-and the working tree's) in fresh processes, alternating, ``rounds`` times (default 3). It prints JSON:
+``python -m bench.filter_speed BASE_COMMIT[,BASE_COMMIT...] [rounds]`` extracts ``udfs``, ``pipelines``,
+``bench`` and ``conf`` of each base commit into a temporary folder and runs this file once per code tree
+(each base's and the working tree's) in fresh processes, alternating, ``rounds`` times (default 3). It
+prints JSON (with several bases, one such object per base under ``bases``, all measured in the same
+rounds):
 
 * ``kernels``: CPU seconds (``time.process_time``, best over the rounds and over 2 calls a round) of
   the filter's signal kernels (:func:`udfs.quality.quality_signals`, the ``web`` reading) and of its
@@ -109,28 +111,41 @@ def _run_tree(pythonpath: str, what: str, cwd: str) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def compare(base_commit: str, rounds: int = 3) -> dict:
-    """Both trees' kernel CPU seconds (alternating, best of ``rounds``) and their decision agreement."""
+def compare(base_commits: str, rounds: int = 3) -> dict:
+    """Each tree's kernel CPU seconds (alternating, best of ``rounds``) and the working tree's decision
+    agreement with each base (``base_commits``: commits separated by commas)."""
     repo = Path(__file__).resolve().parents[1]
+    bases = base_commits.split(",")
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "-C", str(repo), "archive", base_commit, *_TREE_DIRS], check=True,
-                                 capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        trees = {}
+        for i, commit in enumerate(bases):
+            root = os.path.join(tmp, f"base{i}")
+            os.mkdir(root)
+            archive = subprocess.run(["git", "-C", str(repo), "archive", commit, *_TREE_DIRS], check=True,
+                                     capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", root], input=archive, check=True)
+            trees[commit] = f"{root}{os.pathsep}{repo}"
+        trees["new"] = str(repo)
         tmp_cwd = tempfile.mkdtemp(dir=tmp)
-        trees = {"base": f"{tmp}{os.pathsep}{repo}", "new": str(repo)}
-        runs: dict[str, list[dict]] = {"base": [], "new": []}
+        runs: dict[str, list[dict]] = {name: [] for name in trees}
+        load = []
         for _ in range(rounds):
             for name, path in trees.items():
                 runs[name].append(_run_tree(path, "kernels", tmp_cwd))
+                load.append(os.getloadavg()[0])
         decided = {name: _run_tree(path, "decisions", tmp_cwd) for name, path in trees.items()}
-    out: dict = {"base_commit": base_commit, "rounds": rounds, "load_avg_1m": os.getloadavg()[0]}
+    best = {}
     for name, rs in runs.items():
         sig, lid = min(r["signals"] for r in rs), min(r["lid"] for r in rs)
-        out[name] = {"mb": round(rs[0]["mb"], 3), "docs": rs[0]["docs"], "signals_cpu_s": round(sig, 3),
-                     "lid_cpu_s": round(lid, 3), "mb_per_cpu_s": round(rs[0]["mb"] / (sig + lid), 3)}
-    out["speedup"] = round(out["new"]["mb_per_cpu_s"] / out["base"]["mb_per_cpu_s"], 2)
-    out["agreement"] = agreement(decided["base"], decided["new"])
-    return out
+        best[name] = {"mb": round(rs[0]["mb"], 3), "docs": rs[0]["docs"], "signals_cpu_s": round(sig, 3),
+                      "lid_cpu_s": round(lid, 3), "mb_per_cpu_s": round(rs[0]["mb"] / (sig + lid), 3)}
+    per_base = {}
+    for commit in bases:
+        per_base[commit] = {"base_commit": commit, "rounds": rounds, "load_avg_1m": [min(load), max(load)],
+                            "base": best[commit], "new": best["new"],
+                            "speedup": round(best["new"]["mb_per_cpu_s"] / best[commit]["mb_per_cpu_s"], 2),
+                            "agreement": agreement(decided[commit], decided["new"])}
+    return per_base[bases[0]] if len(bases) == 1 else {"bases": per_base}
 
 
 if __name__ == "__main__":

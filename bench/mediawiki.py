@@ -35,6 +35,7 @@ import os
 import re
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -42,6 +43,7 @@ from xml.sax.saxutils import escape
 from bench.common import MB
 from udfs.formats import ParseOptions, explode_file
 from udfs.formats.mediawiki import wikitext_to_document
+from udfs.formats.wikirepair import UNCLOSED_KINDS
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("WINNOW_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -146,11 +148,15 @@ def run(n_docs: int = 0, seed: int = 0, repeat: int = 3) -> dict[str, Any]:
     explode_s = _cpu(lambda: list(explode_file("sample-pages-articles.xml", dump, opts)), repeat)
     rendered = sum(d[2][0] for d in docs)
     dropped = sum(d[2][1] for d in docs)
+    repaired = Counter({k: 0 for k in (*(f"unclosed_{u}" for u in UNCLOSED_KINDS), "invalid_date")})
+    for d in docs:
+        repaired.update(d[3])
     return {
         "pages": len(articles), "mb": round(mb, 3),
         "holes": {"winnow": holes([d[0] for d in docs]), "strip_code": holes(ref)},
         "templates": {"rendered": rendered, "dropped": dropped,
                       "rendered_per_article": round(rendered / len(articles), 1)},
+        "markup_repaired": dict(repaired),
         "speed": {
             "kernel_mb_per_cpu_s": round(mb / kernel_s, 2),
             "strip_code_mb_per_cpu_s": round(mb / ref_s, 2),

@@ -28,7 +28,7 @@ from udfs import langid, quality  # noqa: E402
 
 def reasons(texts: list[str], cfg: FilterConfig | None = None) -> list[list[str]]:
     """The failing ``drop`` rules of the filter for each text, as ``<family>.<rule>`` ids."""
-    cfg = (cfg or FilterConfig()).profile_config("web")  # the profile sample_data's web sources get
+    cfg = (cfg or FilterConfig()).profile_config("web")  # the profile auto picks for every sample_data document
     sig = quality.quality_signals(pa.array(texts, pa.string()),
                                   alpha_words_reading=cfg.gopher_quality.alpha_words_reading).to_pylist()
     model = langid.load_model(langid.default_model_path())

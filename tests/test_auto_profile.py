@@ -38,6 +38,13 @@ def test_science_headings_just_inside_and_outside():
     assert P.auto_profile(pa.array([one, two])).to_pylist() == ["web", "science"]
 
 
+def test_a_response_to_reviewers_is_headed_like_a_paper():
+    para = "The river carried the old boat past the quiet village in the spring. " * 3
+    letter = f"Reviewer 1\n\n{para}\n\nResponse:\n\n{para}\n\nResponse to the reviewers\n\n{para}"
+    forum = f"Reviewer wanted\n\n{para}\n\nReply:\n\n{para}"
+    assert P.profile_signals(pa.array([letter, forum])).field("paper_headings").to_pylist() == [3, 0]
+
+
 def test_a_table_of_contents_is_not_a_paper():
     toc = "\n".join(f"{i} Section number {i}" for i in range(1, 9)) + "\n\n" + "Short text. [1]\n"
     assert P.profile_signals(pa.array([toc])).field("paper_headings").to_pylist() == [0]
@@ -57,7 +64,7 @@ def test_auto_profiles_match_the_rules_table():
 def test_auto_config_is_accepted_and_expanded():
     cfg = FilterConfig(default_profile="auto", profile_by_source={"c4*": "c4"})
     assert cfg.profiles_in_use() == ["wiki", "science", "code", "books", "web", "c4"]
-    assert cfg.uses_auto() and not FilterConfig().uses_auto()
+    assert cfg.uses_auto() and FilterConfig().uses_auto() and not FilterConfig(default_profile="web").uses_auto()
     with pytest.raises(ValueError, match="'auto' is the per-document profile choice"):
         FilterConfig(profiles={"auto": {}})
     with pytest.raises(ValueError, match="allowed: .*'auto'"):

@@ -121,7 +121,7 @@ def test_rule_thresholds_just_inside_and_outside(spark, make_cfg):
     other = signals.withColumn("filter_profile", F.lit("science"))
     assert fs.decide(other, make_cfg("filter.profile_by_source={'x*': science}").filter).first()["filter_reasons"] == []
     with pytest.raises(Exception, match="filter_profile science is not one of the profiles in use"):
-        fs.decide(other, make_cfg().filter).first()
+        fs.decide(other, make_cfg("filter.default_profile=web").filter).first()
     signals.unpersist()
 
 

@@ -172,7 +172,8 @@ def test_window_shares_tie_keeps_the_sample_language():
 # --------------------------------------------------------------------------------- through Spark
 @pytest.mark.slow
 def test_profiles_by_source_decide_the_invented_documents(spark, make_cfg):
-    cfg = make_cfg("filter.profile_by_source={arxiv: science, 'blog*': code, wiki: wiki}").filter
+    cfg = make_cfg("filter.profile_by_source={arxiv: science, 'blog*': code, wiki: wiki}",
+                   "filter.default_profile=web").filter
     texts = [("p", LATEX_PAPER, "arxiv"), ("c", CODE_PAGE, "blog-tech"), ("o", ONE_LINE_ARTICLE, "wiki"),
              ("w", WIKI_ARTICLE, "wiki")]
     rows = [(i, t, s, None, {}, "f", len(t), len(t.encode()), 0) for i, t, s in texts]
@@ -191,7 +192,7 @@ def test_profiles_by_source_decide_the_invented_documents(spark, make_cfg):
 def test_report_thresholds_per_profile_and_constant_signals():
     from pipelines.filter.report import constant_signals, profile_thresholds
 
-    cfg = load_config(overrides=["filter.profile_by_source={'crawl*': c4}"]).filter
+    cfg = load_config(overrides=["filter.profile_by_source={'crawl*': c4}", "filter.default_profile=web"]).filter
     got = profile_thresholds(cfg, "c4.kept_sentences")
     assert got == [{"key": "c4.min_sentences", "value": 5.0, "keeps": ">="},
                    {"key": "c4.min_sentences (c4)", "value": 3.0, "keeps": ">="}]

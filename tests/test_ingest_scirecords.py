@@ -216,6 +216,27 @@ def test_flat_keeps_the_record_as_it_is_and_forcing_a_shape_quarantines_what_lac
     assert "record_format unarxive: no body_text list" in rows[0]["detail"]
 
 
+@pytest.mark.parametrize("record, opts, detail", [
+    ({"paper_id": "p1", "body_text": "Intro. We study rivers.", "bib_entries": {}}, {},
+     "body_text holds str ('Intro. We study rivers.'), not a list of paragraphs (ingest.fields.text: body_text "
+     "reads it as the text); field 'text' is absent"),
+    ({"paper_id": "p2", "body_text": {"text": "x"}}, {"text_field": "body_text[].text"},
+     "body_text holds dict ({'text': 'x'}), not a list of paragraphs; field 'body_text[].text' holds dict"),
+    ({"paper_id": "p3", "pdf_parse": {"body_text": None}}, {},
+     "pdf_parse.body_text holds null, not a list of paragraphs; field 'text' is absent"),
+    ({"paper_id": "p4", "body_text": 7}, {"record_format": "s2orc"},
+     "record_format s2orc: body_text holds int (7), not a list of paragraphs"),
+])
+def test_a_body_text_that_is_not_a_list_is_named_in_the_quarantine(record, opts, detail):
+    (row,) = _rows([record], ParseOptions(**opts))
+    assert (row["kind"], row["reason"], row["detail"]) == ("quarantine", "invalid_record", detail)
+
+
+def test_a_record_without_body_text_or_text_is_still_text_missing():
+    (row,) = _rows([{"paper_id": "p", "title": "Rivers"}], ParseOptions())
+    assert (row["reason"], row["detail"]) == ("text_missing", "field 'text' is absent")
+
+
 @pytest.mark.parametrize("broken", [
     {"body_text": [None, 3, {"text": None, "cite_spans": None}], "bib_entries": [], "ref_entries": "x"},
     {"body_text": [{"text": "{{cite:x}} {{figure:y}} {{formula:z}} {{weird:}}", "cite_spans": [{"start": 99}],

@@ -92,3 +92,76 @@ def test_removals_rebuild_the_text_exactly():
     kept = [(b, a) for (_, b), (a, _) in zip([(0, 0), *done], [*done, (len(text), 0)], strict=True)]
     assert "".join(text[a:b] for a, b in kept) == new
     assert P.apply_removals("all gone", [(0, 8)]) == ("", [(0, 8)])
+
+
+PAPER = ("We now define the energy of the system as follows in this section.\n"
+         "\\begin{equation}\n"
+         "E = \\frac{1}{2} m v^2 + V(x) \\label{eq:energy}\n"
+         "\\end{equation}\n"
+         "$$ \\int_0^1 f(x)\\,dx = F(1) - F(0) $$\n"
+         "\\mathcal{L} = \\sum_{i=1}^{n} \\log p_\\theta(x_i \\mid x_{<i})\n"
+         "The value $x$ of the state is small when the system is at rest here.")
+
+
+def test_display_math_units_are_left_alone():
+    rows = _batch([PAPER])
+    kept = [PAPER[r["start"]:r["end"]] for r in rows]
+    assert kept == ["We now define the energy of the system as follows in this section.",
+                    "The value $x$ of the state is small when the system is at rest here."]
+    assert len(_batch([PAPER], exempt_math=False)) == 5  # every unit of three words or more
+
+
+def test_math_units_cover_equation_blocks_and_mostly_latex_lines():
+    text = "Intro line.\n\\begin{align*}\nx + y = 1\n\\end{align*}\nA = B\nProse with $a$ in it."
+    assert P.math_units(text, P.split(text)) == [False, True, True, True, False, False]
+    assert P.latex_share("plain words only") == 0.0
+    assert P.latex_share("\\alpha^{2} + \\beta_{i}") >= P.MATH_SHARE
+
+
+def _blocks_by_reference(uids, lists):
+    first: dict[int, int] = {}
+    holders: dict[int, int] = {}
+    for u, grams in zip(uids, lists, strict=True):
+        for g in grams:
+            first[g] = min(first.get(g, u), u)
+            holders[g] = holders.get(g, 0) + 1
+    seen = {u: sum(first[g] < u for g in grams) for u, grams in zip(uids, lists, strict=True)}
+    return {u: k for u, k in seen.items() if k}, {g: first[g] for g in first if holders[g] > 1}
+
+
+def test_gram_blocks_and_first_holders_match_a_direct_count_in_any_batching():
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        n = int(rng.integers(1, 40))
+        uids = np.sort(rng.choice(1000, n, replace=False)).astype(np.int64)
+        lists = [sorted(set(rng.integers(0, 30, int(rng.integers(0, 8))).tolist())) for _ in range(n)]
+        order = rng.permutation(n)
+        cuts = [0, *sorted(set(rng.integers(0, n + 1, 3).tolist())), n]
+        seen: dict[int, int] = {}
+        shared: dict[int, int] = {}
+        blocks: dict[int, list] = {}
+        for a, b in zip(cuts, cuts[1:], strict=False):  # batches in any order, of any size (empty too)
+            idx = order[a:b]
+            batch = P.gram_blocks(uids[idx], pa.array([lists[i] for i in idx], pa.list_(pa.int64())), 4)
+            for r in batch.to_pylist():
+                if r["bucket"] is None:
+                    seen[r["uid"]] = seen.get(r["uid"], 0) + r["seen"]
+                else:
+                    blocks.setdefault(r["bucket"], []).append((r["grams"], r["uids"], r["counts"]))
+        for parts in blocks.values():
+            for r in P.first_holders(*zip(*parts, strict=True)).to_pylist():
+                if r["uid"] is not None:
+                    seen[r["uid"]] = seen.get(r["uid"], 0) + r["seen"]
+                else:
+                    shared[r["gram"]] = r["first"]
+        assert (seen, shared) == _blocks_by_reference(uids.tolist(), lists)
+
+
+def test_unit_ids_order_as_document_rank_then_position():
+    import numpy as np
+
+    ids = P.unit_ids(np.array([0, 0, 1, 2]), np.array([0, (1 << P.IDX_BITS) - 1, 0, 3]))
+    assert ids.tolist() == sorted(ids.tolist()) and ids[2] == 1 << P.IDX_BITS

@@ -6,7 +6,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing.utils import assertDataFrameEqual
 
-from pipelines.core import tables
+from pipelines.core import chain, tables
 from pipelines.core.config import ConfigError
 from pipelines.passages import stage as passages_stage
 from pipelines.passages.hooks import report_section
@@ -128,13 +128,29 @@ def test_run_writes_cut_documents_removals_and_counts(spark, make_cfg):
     assert shown["d2"]["text"] == f"{_body(2)}\n⟦exact <- d1: {BANNER}\n⟧{_body(22)}"
 
 
-def test_disabled_stage_passes_documents_through(spark, make_cfg):
+def test_disabled_stage_writes_no_table_and_the_next_stage_reads_its_input(spark, make_cfg):
     cfg = make_cfg()
     docs = spark.createDataFrame(DOCS, "doc_id string, text string")
     tables.write_table(docs, cfg, "deduped")
     report = passages_stage.run(spark, cfg).check()
     assert (report.rows_in, report.rows_out, report.removed) == (5, 5, {})
-    assertDataFrameEqual(tables.read_table(spark, cfg, "passages_deduped"), docs)
+    assert tables.read_if_exists(spark, cfg, "passages_deduped") is None
+    assert tables.stage_input_table(cfg, "filter", spark) == "deduped"
+    assert tables.stage_input_table(make_cfg("passages.enabled=true"), "filter", spark) == "passages_deduped"
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [
+    (("passages.enabled=true",), "passages_deduped"),
+    (("passages.enabled=false",), "deduped"),
+    (("passages.enabled=true", "pipeline.stages=[ingest, dedup, filter]"), "deduped"),
+])
+def test_filter_reads_passages_output_only_when_the_stage_is_on(overrides, expected):
+    from pipelines.core.config import load_config
+
+    cfg = load_config(overrides=list(overrides))
+    assert tables.previous_document_table(cfg, "filter") == expected
+    assert ("passages", "passages_deduped") in chain.main_tables()
+    assert (("passages", "passages_deduped") in chain.main_tables(cfg)) == cfg.passages.enabled
 
 
 def test_transform_drops_removed_documents(spark, make_cfg):
@@ -173,3 +189,27 @@ def test_report_section_escapes_every_value():
     assert "&lt;web&gt;" in html and "&lt;script&gt;" in html and "<script>" not in html
     assert "Most repeated units" in html
     assert "Most repeated units" not in report_section({**part, "top_units": []})
+
+
+def test_repeated_display_equations_are_not_cut(spark, make_cfg):
+    eq = ("\\begin{equation}\n\\mathcal{L}(\\theta) = - \\sum_{i=1}^{n} \\log p_\\theta(x_i \\mid x_{<i})\n"
+          "\\end{equation}")
+    display = "$$ \\nabla_\\theta \\mathcal{L} = \\mathbb{E}_{x}[ \\nabla_\\theta \\log p_\\theta(x) ] $$"
+    docs = spark.createDataFrame([(f"p{i}", f"{_body(i)}\n{eq}\n{display}\n{BANNER}\n{_body(10 + i)}") for i in (1, 2)],
+                                 "doc_id string, text string")
+    rows = {r["doc_id"]: r for r in annotate(docs, _cfg(make_cfg)).collect()}
+    assert [s[2:] for s in _spans(rows, "p2")] == [("exact", "p1")]
+    assert rows["p2"]["text"] == f"{_body(2)}\n{eq}\n{display}\n{_body(12)}"
+    off = {r["doc_id"]: r for r in annotate(docs, _cfg(make_cfg, "passages.exempt_math=false")).collect()}
+    assert len(_spans(off, "p2")) > 1
+
+
+def test_document_ranks_are_dense_and_in_doc_id_order_whatever_the_partitioning(spark):
+    from pipelines.passages.transform import RANK_COLUMN, with_ranks
+
+    ids = [f"doc-{i:03d}" for i in range(40)]
+    docs = spark.createDataFrame([(i, "text") for i in reversed(ids)], "doc_id string, text string").repartition(7)
+    ranked, ranks = with_ranks(docs)
+    got = sorted((r["doc_id"], r[RANK_COLUMN]) for r in ranks.collect())
+    ranked.unpersist()
+    assert got == [(d, i) for i, d in enumerate(ids)]

@@ -131,14 +131,56 @@ def test_bad_input_types_and_families():
         q.quality_signals(pa.array(["a"]), families=("gopher",))
 
 
-def test_repeat_groups_match_their_plain_definition():
+def test_ngram_chunks_and_sorts_agree_with_one_pass():
     import numpy as np
 
-    from udfs.quality.parse import _repeated_groups
+    from udfs.quality import gopher
 
-    keys = np.array([5, 3, 5, 9, 3, 5, 7], dtype=np.uint64)
-    g = _repeated_groups(keys)
-    assert g.repeated.tolist() == [True, True, True, False, True, True, False]
-    assert sorted(zip(g.first.tolist(), g.count.tolist(), strict=True)) == [(0, 3), (1, 2)]
-    assert g.later.tolist() == [2, 4, 5]
-    assert not _repeated_groups(np.array([1, 2], dtype=np.uint64)).repeated.any()
+    texts = ["a b c a b c a b c d", "", "x y x y x y x y x y x y", "one", "p q r s t p q r s t u p q r s t"]
+    p = q.parse(pa.array(texts))
+    whole = q.gopher_repetition(p).to_pylist()
+    words = np.bincount(p.word_doc, minlength=p.n)
+    assert gopher._word_chunks(words, 12) == [(0, 10), (10, 22), (22, 23), (23, 39)]
+    # a document longer than the chunk is a chunk of its own
+    assert gopher._word_chunks(np.array([30, 2]), 12) == [(0, 30), (30, 32)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gopher, "CHUNK_WORDS", 12)
+        assert q.gopher_repetition(p).to_pylist() == whole
+    gram = np.array([5, 3, 5, 9, 3], dtype=np.int64)
+    pos = np.array([0, 1, 2, 3, 4], dtype=np.int64)
+    assert [a.tolist() for a in gopher._sorted_pairs(gram, pos)] == [[3, 3, 5, 5, 9], [1, 4, 0, 2, 3]]
+    big = np.array([1 << 60, 3], dtype=np.int64)  # does not pack with positions: the lexicographic sort
+    assert [a.tolist() for a in gopher._sorted_pairs(big, np.array([7, 9], dtype=np.int64))] == [[3, 1 << 60], [9, 7]]
+
+
+def test_byte_level_counts_match_their_string_definitions():
+    import numpy as np
+
+    from udfs.quality import gopher
+    from udfs.quality.parse import _edge_in, _per_doc
+
+    texts = ["a.... b...... c… #x ## é…", "", "…...…", ".. .", "x" * 3 + "..." + "\n" + "...y"]
+    arr = pa.array(texts)
+    assert gopher._ellipses(arr).tolist() == [t.count("...") + t.count("…") for t in texts]
+    assert _edge_in(arr, ["...", "…"], end=True).tolist() == [t.endswith(("...", "…")) for t in texts]
+    assert _edge_in(arr, list("é#a"), end=False).tolist() == [t.startswith(("é", "#", "a")) for t in texts]
+    (s,) = signals(texts[0])
+    assert s["gopher_quality"]["hash_word_ratio"] > 0
+    # per-document sums: the sorted fast path and bincount agree, empty documents included
+    doc = np.array([0, 0, 2, 2, 2, 5])
+    w = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert _per_doc(doc, 7).tolist() == np.bincount(doc, minlength=7).tolist()
+    assert _per_doc(doc, 7, w).tolist() == np.bincount(doc, weights=w, minlength=7).tolist()
+    assert _per_doc(doc[::-1], 7, w).tolist() == np.bincount(doc[::-1], weights=w, minlength=7).tolist()
+
+
+def test_c4_words_and_long_words_per_line_read_as_re2_does():
+    # runs of non-space (RE2's \s is [\t\n\f\r ]): a no-break space at a line's edge is stripped, one
+    # inside a line is part of a word; a citation marker removed leaves fewer words; a vertical tab
+    # joins two runs for RE2
+    lines = ["\u00a0 one two", "alpha \u00a0 beta", "foo [1] bar", "a\vb c", "end.", "w" * 1001 + " x", "\u00a0" + "y" * 1000]
+    opts = q.C4Options(min_words_per_line=3, end_marks=".oarcxy", page_checks="page", sentences_in="kept_lines")
+    c = q.c4(q.parse(pa.array(lines)), opts).to_pylist()
+    # expected few-word lines: "one two" (2), "foo  bar" (2), "a\vb c" (2), "end." (1), "y..." (1)
+    assert [r["lines_too_few_words"] for r in c] == [1, 0, 1, 1, 1, 0, 1]
+    assert [r["lines_long_word"] for r in c] == [0, 0, 0, 0, 0, 1, 0]

@@ -55,6 +55,36 @@ def test_value_templates_rendered(src, expected):
     assert _text(src) == expected
 
 
+@pytest.mark.parametrize("src, expected", [
+    ("Born {{birth date|1971|13|2}}, in Rye.", "Born, in Rye."),
+    ("Born {{birth date and age|1971|4|31}} in Rye.", "Born in Rye."),
+    ("Died ({{death date and age|2001|3|32|1930|5|1}}) in Rye.", "Died in Rye."),
+    ("On {{dts|2023|2|29}} it rained.", "On it rained."),
+    ("On {{dts|32|5|2020}} it rained.", "On it rained."),
+    ("{{as of|2020|13}}, it rained.", "it rained."),
+    ("Since {{start date|1999-00-10}} it rained.", "Since it rained."),
+    ("On {{birth date|1971|April|0}} it rained.", "On it rained."),
+])
+@pytest.mark.parametrize("mode", ["drop", "params"])
+def test_impossible_dates_are_dropped_and_counted(src, expected, mode):
+    text, _, (rendered, dropped), repaired = M.wikitext_to_document(src, ParseOptions(mediawiki_templates=mode))
+    assert (text, rendered, dropped, repaired) == (expected, 0, 1, {"invalid_date": 1})
+
+
+def test_an_impossible_date_inside_a_dropped_template_is_not_counted():
+    _, _, counts, repaired = M.wikitext_to_document("A{{Infobox|born={{dts|2023|2|30}}}} b.", ParseOptions())
+    assert (counts, repaired) == ((0, 1), {})
+    text, _, _, repaired = M.wikitext_to_document("{{lang|fr|le {{dts|2023|2|30}}}} b.", ParseOptions())
+    assert repaired == {"invalid_date": 1} and "30" not in text
+
+
+def test_possible_dates_just_inside_the_calendar():
+    assert _text("{{birth date|2000|2|29}} {{dts|1900|2|28}} {{dts|2023|12|31}} {{dts|2023|1|1}}") == (
+        "February 29, 2000 February 28, 1900 December 31, 2023 January 1, 2023")
+    assert _text("{{dts|1900|2|29}}") == ""
+    assert M.wikitext_to_document("{{dts|2020|Spring|3}}", ParseOptions())[3] == {}
+
+
 def test_fast_reader_and_mwparserfromhell_give_the_same_text_and_counts():
     src = (
         "{{Infobox town|name=Rye|area={{convert|2|km2}}}}\n"
@@ -73,7 +103,7 @@ def test_fast_reader_and_mwparserfromhell_give_the_same_text_and_counts():
     assert M.finish(fast) == M.finish(M.mw_render(strip_quotes(src), mw_page))
     assert (fast_page.rendered, fast_page.dropped_templates, fast_page.dropped) == (
         mw_page.rendered, mw_page.dropped_templates, mw_page.dropped)
-    text, dropped, counts = M.wikitext_to_document(src, opts)
+    text, dropped, counts, _ = M.wikitext_to_document(src, opts)
     assert text == (
         "Rye (German: Roggen; German pronunciation: [ˈʁɔɡn̩]) is a town of 5,000 feet (1,500 m) in the valley.\n\n"
         "History\n\nIt was founded c. 1200.\n\nSee the site and – as of 2020, it has 12,000 people.")
@@ -113,9 +143,9 @@ def test_repair_leaves_text_without_holes_alone():
 
 
 def test_template_counts_and_params_mode_in_the_dump_reader():
-    text, _, counts = M.wikitext_to_document("A {{convert|1|m}} wall{{cn}}.{{Navbox|x}}", ParseOptions())
+    text, _, counts, _ = M.wikitext_to_document("A {{convert|1|m}} wall{{cn}}.{{Navbox|x}}", ParseOptions())
     assert (text, counts) == ("A 1 metre (3.3 ft) wall.", (1, 2))
-    text, _, _ = M.wikitext_to_document("Rye {{Infobox|region=North}}.", ParseOptions(mediawiki_templates="params"))
+    text, _, _, _ = M.wikitext_to_document("Rye {{Infobox|region=North}}.", ParseOptions(mediawiki_templates="params"))
     assert text == "Rye North."
 
 
@@ -125,8 +155,8 @@ def test_quotes_removed_as_mediawiki_reads_them():
 
 
 def test_empty_and_whitespace_pages():
-    assert M.wikitext_to_document("", ParseOptions()) == ("", set(), (0, 0))
-    assert M.wikitext_to_document(" \n\t", ParseOptions()) == ("", set(), (0, 0))
+    assert M.wikitext_to_document("", ParseOptions()) == ("", set(), (0, 0), {})
+    assert M.wikitext_to_document(" \n\t", ParseOptions()) == ("", set(), (0, 0), {})
 
 
 def test_same_text_twice():
@@ -145,13 +175,13 @@ def test_token_soup_never_crashes_and_never_leaves_a_hole_mark():
     for _ in range(400):
         src = "".join(rng.choice(toks) for _ in range(rng.randint(1, 30)))
         for opts in (ParseOptions(), ParseOptions(mediawiki_references="keep", mediawiki_templates="params")):
-            text, _, (rendered, dropped) = M.wikitext_to_document(src, opts)
+            text, _, (rendered, dropped), _ = M.wikitext_to_document(src, opts)
             assert HOLE not in text and rendered >= 0 and dropped >= 0
 
 
 def test_deep_nesting_falls_back_and_reads():
     src = "a " + "{{lang|fr|" * 400 + "x" + "}}" * 400 + " b"
-    text, _, _ = M.wikitext_to_document(src, ParseOptions())
+    text, _, _, _ = M.wikitext_to_document(src, ParseOptions())
     assert text.startswith("a ") and text.endswith(" b")
 
 

@@ -39,10 +39,12 @@ _CODE_KEYWORDS = (r"import|from\s+\S+\s+import|def|class|return|public|private|s
                   r"|function|#include|#define|package|using|namespace|if\s*\(|for\s*\(|while\s*\(|print\(|SELECT")
 
 # (pattern, replacement) in order; every pattern is RE2.
+# Patterns with the same replacement are one alternation where that reads every text alike (the
+# leftmost match wins where a sequence of passes would take them in turn; only interleaved blocks of two
+# kinds, such as a <pre> opened inside a <code> and closed after it, come out otherwise).
 _PASSES: tuple[tuple[str, str], ...] = (
-    (r"(?s)```.*?(```|$)", "\n"),
-    (r"(?s)~~~.*?(~~~|$)", "\n"),
-    *((rf"(?is)<{tag}[\s>].*?</{tag}>", "\n") for tag in ("pre", "code", "script", "style", "math")),
+    (r"(?s)```.*?(?:```|$)|~~~.*?(?:~~~|$)", "\n"),
+    ("(?is)" + "|".join(rf"<{t}[\s>].*?</{t}>" for t in ("pre", "code", "script", "style", "math")), "\n"),
     (r"(?is)<ref[^>/]*/>|<ref[^>]*>.*?</ref>", " "),
     (r"(?s)\\documentclass.*?(\\begin\{document\}|$)", "\n"),
     (rf"(?s)\\begin\{{(?:{_MATH_ENVS})\*?\}}.*?\\end\{{(?:{_MATH_ENVS})\*?\}}", "\n"),
@@ -54,8 +56,7 @@ _PASSES: tuple[tuple[str, str], ...] = (
     (r"\{\{[^{}]*\}\}", " "),  # templates nest once more often than not
     (r"\[\[(?:[^|\]\n]*\|)?([^\]\n]*)\]\]", r"\1"),
     (r"<[^<>\n]{1,300}>", " "),
-    (rf"(?m)^[ \t]*(?:#|//|/\*|\*/|--|(?:{_CODE_KEYWORDS})\b).*$", ""),
-    (r"(?m)^.*[;{}][ \t]*$", ""),
+    (rf"(?m)^[ \t]*(?:#|//|/\*|\*/|--|(?:{_CODE_KEYWORDS})\b).*$|^.*[;{{}}][ \t]*$", ""),
     (r"[{}]|'''|''", " "),
     (r"(?m)^[^\pL\pN\n]+$", ""),  # residue of removed markup: "*" of a cited reference, "|}"
 )
@@ -113,7 +114,9 @@ def spread_windows(texts: pa.Array, max_chars: int, windows: int) -> list[list[s
         if len(t) <= max_chars:
             out.append([t])
             continue
-        starts = np.linspace(0, len(t) - width, windows).astype(int).tolist() if windows > 1 else [0]
+        # np.linspace(0, len(t) - width, windows).astype(int), without a numpy call per text
+        step = (len(t) - width) / (windows - 1) if windows > 1 else 0.0
+        starts = [int(i * step) for i in range(windows - 1)] + [len(t) - width] if windows > 1 else [0]
         out.append([t[s : s + width].strip() for s in starts])
     return out
 

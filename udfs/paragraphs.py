@@ -38,8 +38,15 @@ KEYS: tuple[str, ...] = ("text", "collapsed_whitespace")
 _SEPARATORS = {"line": re.compile(r"\n"), "blank_line": re.compile(r"\n[^\S\n]*\n(?:[^\S\n]*\n)*")}
 _SENTENCE_END = re.compile(r"(?<=[.!?\u2026])\s+")
 
+IDX_BITS = 23
+"""Low bits of a unit id holding the unit's position in its document (:func:`unit_ids`): a document's
+first 2**23 (8,388,608) units get ids; units after them are left alone (never cut, never "seen")."""
+MAX_RANK = (1 << (63 - IDX_BITS)) - 1
+"""Largest document rank a unit id can hold (2**40 - 1, about 1.1 trillion documents)."""
+
 PARAGRAPH_SCHEMA = pa.schema([
-    ("doc_id", pa.string()), ("idx", pa.int32()), ("start", pa.int32()), ("end", pa.int32()),
+    ("doc_id", pa.string()), ("uid", pa.int64()), ("idx", pa.int32()),
+    ("start", pa.int32()), ("end", pa.int32()),
     ("cut_end", pa.int32()), ("n_words", pa.int32()), ("key", pa.binary()), ("grams", pa.list_(pa.int64())),
 ])
 """Rows of :func:`paragraph_batch`: one per unit of at least ``min_words`` words."""
@@ -97,6 +104,68 @@ def split(text: str | None, unit: str = "line") -> list[tuple[int, int]]:
     return _pieces(text, _SEPARATORS[unit])
 
 
+MATH_SHARE = 0.5
+"""A unit is mostly LaTeX when at least this share of its non-space characters is math or markup
+(:func:`latex_share`): a judgement, half, so prose with inline ``$x$`` stays a unit."""
+
+_DISPLAY_MATH = re.compile(
+    r"\$\$.+?\$\$|\\\[.+?\\\]"
+    r"|\\begin\{(equation|align|alignat|gather|multline|flalign|eqnarray|displaymath|math|split)(\*?)\}"
+    r".+?\\end\{\1\2\}",
+    re.DOTALL)
+_LATEX_MARKUP = re.compile(r"\$[^$]+\$|\\\(.+?\\\)|\\[A-Za-z]+\*?|\\.|[{}^_&]")
+
+
+def display_math(text: str) -> list[tuple[int, int]]:
+    """Code-point spans of the display equations of ``text``: ``$$...$$``, ``\\[...\\]`` and the
+    ``\\begin{...}...\\end{...}`` blocks of amsmath's and LaTeX's display environments (``equation``,
+    ``align``, ``alignat``, ``gather``, ``multline``, ``flalign``, ``eqnarray``, ``displaymath``,
+    ``math``, ``split``, starred or not).
+
+    >>> display_math("Let\\n$$a+b$$\\nso \\\\begin{align*}x&=1\\\\end{align*}")
+    [(4, 11), (15, 45)]
+    """
+    if "$$" not in text and "\\" not in text:
+        return []
+    return [m.span() for m in _DISPLAY_MATH.finditer(text)]
+
+
+def latex_share(piece: str) -> float:
+    """Share of the non-space characters of ``piece`` that are LaTeX: inside ``$...$`` or ``\\(...\\)``,
+    a command (``\\frac``), an escaped character, or one of ``{ } ^ _ &``.
+
+    >>> latex_share("\\\\frac{a}{b} = \\\\sum_i x_i^2")
+    0.696
+    >>> latex_share("The value $x$ is small.")
+    0.158
+    """
+    total = sum(1 for c in piece if not c.isspace())
+    if not total or ("\\" not in piece and "$" not in piece):
+        return 0.0
+    marked = sum(sum(1 for c in m.group() if not c.isspace()) for m in _LATEX_MARKUP.finditer(piece))
+    return round(min(marked, total) / total, 3)
+
+
+def math_units(text: str, spans: Sequence[tuple[int, int]]) -> list[bool]:
+    """Per unit of ``text`` (``spans``, as :func:`split` gives them): True for display math, which the
+    stage leaves alone: a unit overlapping a display equation (:func:`display_math`) or mostly LaTeX
+    (:func:`latex_share` at least :data:`MATH_SHARE`). Repeated equations in papers (the same
+    definition restated, ``\\begin{equation}`` lines) are content, not boilerplate.
+
+    >>> text = "Intro words here now.\\n\\\\begin{equation}\\nE = mc^2\\n\\\\end{equation}\\nMore."
+    >>> math_units(text, split(text))
+    [False, True, True, True, False]
+    """
+    if "\\" not in text and "$" not in text:
+        return [False] * len(spans)
+    blocks = display_math(text)
+    out = []
+    for a, b in spans:
+        inside = any(s < b and a < e for s, e in blocks)
+        out.append(inside or latex_share(text[a:b]) >= MATH_SHARE)
+    return out
+
+
 def exact_key(piece: str, key: str = "collapsed_whitespace") -> bytes:
     """16-byte MD5 digest of a unit's text (``key="text"``) or of its whitespace-collapsed form.
 
@@ -108,6 +177,23 @@ def exact_key(piece: str, key: str = "collapsed_whitespace") -> bytes:
     if key == "collapsed_whitespace":
         piece = " ".join(piece.split())  # str.split() splits on runs of whitespace, as \s+
     return hashlib.md5(piece.encode("utf-8", "surrogatepass")).digest()
+
+
+def unit_ids(ranks: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Order-preserving 64-bit unit ids: ``rank << IDX_BITS | idx``.
+
+    Args:
+        ranks: int64, the rank of each unit's document in ``doc_id`` order (0-based, dense).
+        idx: int, the unit's position among its document's units (< ``2**IDX_BITS``).
+
+    Returns:
+        int64 array, one id per unit: comparing ids compares ``(doc_id, idx)`` positions, so "the first
+        occurrence" is the smallest id whatever the partitioning.
+
+    >>> unit_ids(np.array([0, 0, 1]), np.array([0, 5, 0])).tolist()
+    [0, 5, 8388608]
+    """
+    return (np.asarray(ranks, np.int64) << IDX_BITS) | np.asarray(idx, np.int64)
 
 
 def _short_grams(hashes: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -128,6 +214,8 @@ def paragraph_batch(
     ngram_size: int,
     key: str = "collapsed_whitespace",
     grams: bool = True,
+    ranks: Sequence[int] | None = None,
+    exempt_math: bool = True,
 ) -> pa.RecordBatch:
     """Every unit of at least ``min_words`` words of a batch of documents, with its keys.
 
@@ -139,24 +227,34 @@ def paragraph_batch(
         ngram_size: words per n-gram (BFF: 13).
         key: one of :data:`KEYS`, the exact key's normalisation.
         grams: compute ``grams`` (False: every list empty, for exact-only runs).
+        ranks: each document's rank in ``doc_id`` order over the whole corpus (0 to :data:`MAX_RANK`);
+            None: its position in this batch.
+        exempt_math: leave display math alone (:func:`math_units`), as units below ``min_words``.
 
     Returns:
-        A batch of :data:`PARAGRAPH_SCHEMA`: ``idx`` int32 (the unit's position among all units of its
-        document, counting short ones), ``start``/``end`` int32 (trimmed unit, code points),
+        A batch of :data:`PARAGRAPH_SCHEMA`: ``uid`` int64 (:func:`unit_ids`), ``idx`` int32 (the
+        unit's position among all units of its document, counting short ones), ``start``/``end``
+        int32 (trimmed unit, code points),
         ``cut_end`` int32 (where the next unit starts, or the text's length: what removing the unit
         cuts, its trailing separator included), ``n_words`` int32, ``key`` binary(16) (:func:`exact_key`),
         ``grams`` list<int64> (distinct n-gram hashes, sorted, as signed 64-bit).
     """
-    rows: list[tuple[str | None, int, int, int, int]] = []
+    rows: list[tuple[str | None, int, int, int, int, int]] = []
     pieces: list[str] = []
-    for doc_id, text in zip(doc_ids, texts, strict=True):
-        spans = split(text, unit)
+    exempt: list[bool] = []
+    ranks = range(len(texts)) if ranks is None else ranks
+    for doc_id, text, rank in zip(doc_ids, texts, ranks, strict=True):
+        every = split(text, unit)
+        spans = every[:1 << IDX_BITS]
+        exempt += math_units(text, spans) if exempt_math and text else [False] * len(spans)
+        base = int(rank) << IDX_BITS
         for i, (a, b) in enumerate(spans):
-            rows.append((doc_id, i, a, b, spans[i + 1][0] if i + 1 < len(spans) else len(text or "")))
+            cut_end = every[i + 1][0] if i + 1 < len(every) else len(text or "")
+            rows.append((doc_id, base | i, i, a, b, cut_end))
             pieces.append(text[a:b])  # type: ignore[index]
     hashes, offsets, _, _ = word_hashes(pieces)
     n_words = np.diff(offsets)
-    keep = np.flatnonzero(n_words >= max(min_words, 1))
+    keep = np.flatnonzero((n_words >= max(min_words, 1)) & ~np.array(exempt, bool).reshape(-1))
     if grams:
         g, first = ngram_windows(hashes, offsets, ngram_size)
         g_row = word_docs(offsets)[first]
@@ -168,10 +266,10 @@ def paragraph_batch(
     else:
         lists = pa.array([[]] * keep.size, pa.list_(pa.int64()))
     kept = [rows[i] for i in keep.tolist()]
-    cols = list(zip(*kept, strict=True)) if kept else [[] for _ in range(5)]
+    cols = list(zip(*kept, strict=True)) if kept else [[] for _ in range(6)]
     return pa.record_batch([
-        pa.array(cols[0], pa.string()), pa.array(cols[1], pa.int32()), pa.array(cols[2], pa.int32()),
-        pa.array(cols[3], pa.int32()), pa.array(cols[4], pa.int32()),
+        pa.array(cols[0], pa.string()), pa.array(cols[1], pa.int64()), pa.array(cols[2], pa.int32()),
+        pa.array(cols[3], pa.int32()), pa.array(cols[4], pa.int32()), pa.array(cols[5], pa.int32()),
         pa.array(n_words[keep].astype(np.int32)),
         pa.array([exact_key(pieces[i], key) for i in keep.tolist()], pa.binary()), lists,
     ], schema=PARAGRAPH_SCHEMA)
@@ -306,3 +404,113 @@ def apply_removals(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, li
         pos = b
     pieces.append(text[pos:])
     return "".join(pieces), spans
+
+
+# ------------------------------------------------------------------------ near repeats in gram blocks
+GRAM_BUCKETS = 1024
+"""Hash buckets the n-grams of the near rule are grouped in (:func:`gram_blocks`): a reduce step holds
+one bucket at a time, about 1/1024 of the corpus's distinct (n-gram, batch) pairs (24 bytes each)."""
+
+BLOCK_SCHEMA = pa.schema([
+    ("bucket", pa.int32()), ("grams", pa.binary()), ("uids", pa.binary()), ("counts", pa.binary()),
+    ("uid", pa.int64()), ("seen", pa.int32()),
+])
+"""Rows of :func:`gram_blocks`: a block (``bucket`` set; ``grams``, ``uids``, ``counts`` the raw bytes of
+equal-length int64 arrays) or a unit's n-grams seen earlier in the same batch (``bucket`` null; ``uid``,
+``seen``)."""
+
+FIRST_SCHEMA = pa.schema([
+    ("uid", pa.int64()), ("seen", pa.int32()), ("gram", pa.int64()), ("first", pa.int64()),
+])
+"""Rows of :func:`first_holders`: a unit's n-grams first held by an earlier unit of another batch (``uid``,
+``seen``; ``gram`` null), or an n-gram held twice or more and its first holder (``gram``, ``first``;
+``uid`` null)."""
+
+
+def _runs_of(keys: np.ndarray) -> np.ndarray:
+    """Start index of each run of equal values of sorted ``keys``."""
+    if not keys.size:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+
+
+def _seen_counts(uids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    u, k = np.unique(uids, return_counts=True)
+    return u.astype(np.int64), k.astype(np.int32)
+
+
+def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUCKETS) -> pa.RecordBatch:
+    """The map step of the near rule on one batch of units: each n-gram's first holder in the batch,
+    packed per hash bucket; the other holders counted as seen.
+
+    Every holder of an n-gram but the smallest unit id of the batch holds it after an earlier unit, so
+    it is "seen" whatever the rest of the corpus holds; only ``(gram, smallest uid, holders)`` leaves the
+    batch. A banner in every document of a batch of 10,000 becomes one row, not 10,000.
+
+    Args:
+        uids: int64 [units], unit ids (:func:`unit_ids`).
+        grams: list<int64> [units], each unit's distinct n-gram hashes.
+        n_buckets: buckets the n-grams are spread over (by hash).
+
+    Returns:
+        A batch of :data:`BLOCK_SCHEMA`: one block per non-empty bucket (``grams`` ascending), then one
+        ``(uid, seen)`` row per unit holding n-grams an earlier unit of the batch holds.
+    """
+    lengths = np.diff(np.asarray(grams.offsets)).astype(np.int64) if len(grams) else np.zeros(0, np.int64)
+    g = np.asarray(grams.flatten().to_numpy(zero_copy_only=False), np.int64)
+    u = np.repeat(np.asarray(uids, np.int64), lengths)
+    order = np.lexsort((u, g))
+    g, u = g[order], u[order]
+    starts = _runs_of(g)
+    counts = np.diff(np.r_[starts, g.size]).astype(np.int64)
+    later = np.ones(g.size, bool)
+    later[starts] = False
+    seen_u, seen_k = _seen_counts(u[later])
+    hg, hu = g[starts], u[starts]
+    bucket = (hg.view(np.uint64) % np.uint64(n_buckets)).astype(np.int64)
+    by = np.argsort(bucket, kind="stable")
+    hg, hu, counts, bucket = hg[by], hu[by], counts[by], bucket[by]
+    cuts = _runs_of(bucket)
+    ends = np.r_[cuts[1:], bucket.size][:cuts.size].astype(np.int64)
+    is_block = np.r_[np.ones(cuts.size, bool), np.zeros(seen_u.size, bool)]
+    pieces = list(zip(cuts.tolist(), ends.tolist(), strict=True))
+    none = [None] * seen_u.size
+    return pa.record_batch([
+        pa.array(np.r_[bucket[cuts], np.zeros(seen_u.size, np.int64)].astype(np.int32), mask=~is_block),
+        pa.array([hg[a:b].tobytes() for a, b in pieces] + none, pa.binary()),
+        pa.array([hu[a:b].tobytes() for a, b in pieces] + none, pa.binary()),
+        pa.array([counts[a:b].tobytes() for a, b in pieces] + none, pa.binary()),
+        pa.array(np.r_[np.zeros(cuts.size, np.int64), seen_u], mask=is_block),
+        pa.array(np.r_[np.zeros(cuts.size, np.int32), seen_k].astype(np.int32), mask=is_block),
+    ], schema=BLOCK_SCHEMA)
+
+
+def first_holders(grams: Sequence[bytes], uids: Sequence[bytes], counts: Sequence[bytes]) -> pa.RecordBatch:
+    """The reduce step of the near rule on every block of one bucket (:func:`gram_blocks`).
+
+    Args:
+        grams, uids, counts: the blocks' packed int64 arrays (one bucket, any number of batches).
+
+    Returns:
+        A batch of :data:`FIRST_SCHEMA`: ``(uid, seen)`` for each batch's first holder that a smaller
+        unit id of another batch precedes (seen counts one per such n-gram), then ``(gram, first)`` for
+        every n-gram held twice or more over all batches, ``first`` its smallest unit id.
+    """
+    g = np.concatenate([np.frombuffer(b, np.int64) for b in grams]) if grams else np.zeros(0, np.int64)
+    u = np.concatenate([np.frombuffer(b, np.int64) for b in uids]) if uids else np.zeros(0, np.int64)
+    c = np.concatenate([np.frombuffer(b, np.int64) for b in counts]) if counts else np.zeros(0, np.int64)
+    order = np.lexsort((u, g))
+    g, u, c = g[order], u[order], c[order]
+    starts = _runs_of(g)
+    later = np.ones(g.size, bool)
+    later[starts] = False
+    seen_u, seen_k = _seen_counts(u[later])
+    total = np.add.reduceat(c, starts) if starts.size else np.zeros(0, np.int64)
+    shared = starts[total > 1]
+    is_seen = np.r_[np.ones(seen_u.size, bool), np.zeros(shared.size, bool)]
+    return pa.record_batch([
+        pa.array(np.r_[seen_u, np.zeros(shared.size, np.int64)], mask=~is_seen),
+        pa.array(np.r_[seen_k, np.zeros(shared.size, np.int32)].astype(np.int32), mask=~is_seen),
+        pa.array(np.r_[np.zeros(seen_u.size, np.int64), g[shared]], mask=is_seen),
+        pa.array(np.r_[np.zeros(seen_u.size, np.int64), u[shared]], mask=is_seen),
+    ], schema=FIRST_SCHEMA)

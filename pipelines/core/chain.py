@@ -67,6 +67,9 @@ class Stage:
         summary: what it does, in one line (``winnow --help`` lists the stages with it).
         also_reads: tables it reads beyond its input that no earlier stage declares as an output (the
             report: the shared ``removed`` table), part of its input state in a completion record.
+        switch: a boolean key of its own config section that turns it on (``enabled``); while it is
+            false the stage writes no table, and a later stage reading :data:`PREVIOUS` reads the
+            table before it (:func:`switched_on`). None: the stage always writes its tables.
     """
 
     name: str
@@ -77,6 +80,7 @@ class Stage:
     documents: bool = True
     summary: str = ""
     also_reads: tuple[str, ...] = ()
+    switch: str | None = None
 
     @property
     def main_table(self) -> str | None:
@@ -90,9 +94,9 @@ CHAIN: tuple[Stage, ...] = (
                   "normalised documents; bad ones quarantined"),
     Stage("dedup", input="documents", outputs=("deduped", "dup_clusters", "dedup_bands"), removes=True,
           summary="exact (MD5) and near (MinHash-LSH + connected components) duplicates removed"),
-    Stage("passages", input="deduped", outputs=("passages_deduped",), removes=True,
+    Stage("passages", input="deduped", outputs=("passages_deduped",), removes=True, switch="enabled",
           summary="repeated paragraphs (exact and BFF-style near) and reused passages cut across documents"),
-    # PREVIOUS: passages_deduped when the passages stage is configured, else deduped.
+    # PREVIOUS: passages_deduped when the passages stage is configured and enabled, else deduped.
     Stage("filter", input=PREVIOUS, outputs=("filtered",), removes=True,
           summary="Gopher/C4/FineWeb quality rules and fastText language ID"),
     Stage("refs", input="filtered", outputs=("refs_checked",), removes=True,
@@ -158,6 +162,26 @@ def stage(name: str) -> Stage:
         raise ValueError(f"unknown stage {name!r}; allowed: {list(STAGES)}") from None
 
 
+def switched_on(cfg: WinnowConfig | None, stages: Iterable[str] = STAGES) -> list[str]:
+    """The stages of ``stages`` whose :attr:`Stage.switch` is on in ``cfg`` (every stage without one).
+
+    Args:
+        cfg: the config; None keeps every stage.
+        stages: stage names.
+
+    Returns:
+        Those names, in the order given.
+    """
+    if cfg is None:
+        return list(stages)
+    out = []
+    for name in stages:
+        key = stage(name).switch
+        if key is None or bool(getattr(getattr(cfg, name), key)):
+            out.append(name)
+    return out
+
+
 def before(name: str, stages: Iterable[str] = STAGES) -> list[Stage]:
     """The stages of ``stages`` that come before ``name`` in the chain, in chain order."""
     pos = STAGES.index(stage(name).name)
@@ -175,13 +199,16 @@ def document_tables_before(name: str, stages: Iterable[str] = STAGES) -> list[st
     return [s.main_table for s in before(name, stages) if s.documents and s.main_table]
 
 
-def main_tables() -> list[tuple[str, str]]:
-    """``(stage, main table)`` of every stage that writes a table, in chain order (the report's funnel).
+def main_tables(cfg: WinnowConfig | None = None) -> list[tuple[str, str]]:
+    """``(stage, main table)`` of every stage that writes a table, in chain order (the report's funnel);
+    with ``cfg``, only the stages switched on in it (:func:`switched_on`: a table left by an earlier run
+    of a stage now off is not this run's).
 
     >>> main_tables()[-1]
     ('tokenize', 'tokenized')
     """
-    return [(s.name, s.main_table) for s in CHAIN if s.main_table]
+    on = set(switched_on(cfg))
+    return [(s.name, s.main_table) for s in CHAIN if s.main_table and s.name in on]
 
 
 def writer_of(table: str) -> str | None:

@@ -35,7 +35,7 @@ from pipelines.core.cache import (  # noqa: F401  (re-exported: callers use tabl
     holds_bulk,
     release_cached,
 )
-from pipelines.core.chain import PREVIOUS, document_tables_before, writer_of
+from pipelines.core.chain import PREVIOUS, document_tables_before, switched_on, writer_of
 from pipelines.core.chain import stage as chain_stage
 from pipelines.core.config import WinnowConfig
 from pipelines.core.files import (  # noqa: F401  (re-exported: callers use tables.<name>)
@@ -89,14 +89,15 @@ def previous_document_table(cfg: WinnowConfig, stage: str, forced: str | None = 
     (:func:`pipelines.core.chain.document_tables_before`);
     when ``pipeline.stages`` holds none (the stage submitted alone), the last existing document table
     of the whole chain before it is used, else the last one declared. ``spark=None``: existing means a
-    local Delta log (:func:`pipelines.core.local_state.delta_version`).
+    local Delta log (:func:`pipelines.core.local_state.delta_version`). A stage switched off in ``cfg``
+    (:func:`pipelines.core.chain.switched_on`) writes no table and is passed over.
     """
     if forced:
         return forced
-    configured = document_tables_before(stage, cfg.pipeline.stages)
+    configured = document_tables_before(stage, switched_on(cfg, cfg.pipeline.stages))
     if configured:
         return configured[-1]
-    declared = document_tables_before(stage)
+    declared = document_tables_before(stage, switched_on(cfg))
     for name in reversed(declared):
         path = cfg.table_path(name)
         # spark=None: a plan made without a JVM, where delta_version reads local Delta logs

@@ -169,7 +169,7 @@ class FilterConfig(Section):
     signals_from: Literal["text", "prose"] = "text"
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
     profile_by_source: dict[str, str] = Field(default_factory=dict)
-    default_profile: str = "web"
+    default_profile: str = "auto"
     # ---- a source that loses more than this share of its documents is named on the stage line and
     # at the top of the report (null: never)
     warn_source_removed: float | None = Field(default=0.5, ge=0, le=1)
@@ -219,7 +219,7 @@ class FilterConfig(Section):
         """The profiles a row can be judged by: ``default_profile`` then those ``profile_by_source`` names,
         ``auto`` standing for every profile it picks among (:data:`pipelines.filter.rules.AUTO_CHOICES`).
 
-        >>> FilterConfig(profile_by_source={"arxiv*": "science", "wiki*": "wiki", "w2*": "wiki"}).profiles_in_use()
+        >>> FilterConfig(default_profile="web", profile_by_source={"arxiv*": "science", "wiki*": "wiki"}).profiles_in_use()
         ['web', 'science', 'wiki']
         >>> FilterConfig(default_profile="auto", profile_by_source={"c4*": "c4"}).profiles_in_use()
         ['wiki', 'science', 'code', 'books', 'web', 'c4']

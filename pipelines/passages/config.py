@@ -22,6 +22,7 @@ class PassagesConfig(Section):
     enabled: bool = False
     unit: Literal["line", "blank_line", "sentence"] = "line"
     min_words: int = Field(default=5, ge=1, le=10_000)
+    exempt_math: bool = True
     exact: bool = True
     exact_key: Literal["text", "collapsed_whitespace"] = "collapsed_whitespace"
     near: bool = True

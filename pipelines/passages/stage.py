@@ -55,10 +55,9 @@ def _top_units(counts: DataFrame, paras: DataFrame, docs: DataFrame, k: int) -> 
     if k == 0:
         return []
     top = counts.orderBy(F.col("n").desc(), "key").limit(k)
-    where = paras.select("doc_id", "idx", "start", "end")
+    where = paras.select(F.col("uid").alias("first"), "doc_id", "start", "end")
     rows = (
-        top.select("key", "n", F.col("first.doc_id").alias("doc_id"), F.col("first.idx").alias("idx"))
-        .join(where, ["doc_id", "idx"]).join(docs.select("doc_id", "text"), "doc_id")
+        top.select("key", "n", "first").join(where, "first").join(docs.select("doc_id", "text"), "doc_id")
         .select("n", "doc_id", "key",
                 F.expr(f"substring(text, start + 1, least(`end` - start, {EXCERPT_CHARS}))").alias("excerpt"))
         .orderBy(F.col("n").desc(), "key").collect()
@@ -69,7 +68,9 @@ def _top_units(counts: DataFrame, paras: DataFrame, docs: DataFrame, k: int) -> 
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """Read ``deduped``, cut repeated units and passages, write ``passages_deduped`` and ``removed``.
 
-    With ``passages.enabled=false`` the input is written unchanged (the chain after it reads this table).
+    With ``passages.enabled=false`` nothing is written but the stage's rows of ``removed`` cleared: the
+    stage is switched off in the chain (:attr:`pipelines.core.chain.Stage.switch`), so the stages after it
+    read ``deduped`` itself (no copy).
 
     Returns:
         StageReport with documents removed by reason, ``notes`` ``{"cut": documents cut and kept}``, and
@@ -81,11 +82,11 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     docs = tables.read_table(spark, cfg, chain.stage(STAGE).input)
     report = StageReport(STAGE)
     if not c.enabled:
+        # Switched off (chain.Stage.switch): no table is written; later stages read the input directly.
         report.rows_in = report.rows_out = docs.count()
         empty = docs.limit(0).withColumn("reason", F.array().cast("array<string>")).withColumn(
             "duplicate_of", F.lit(None).cast("string"))
-        report.outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: docs}, removed=empty,
-                                        properties={STAGE: {"enabled": False}})
+        report.outputs = {"removed": tables.clear_removed(spark, cfg, STAGE, empty)}
         return report
 
     docs = docs.persist(tables.TEXT_CACHE)

@@ -1,10 +1,11 @@
 """The passages transform: repeated paragraphs and reused passages found with Spark aggregations and joins.
 
 Order: every unit (paragraph, line or sentence, :mod:`udfs.paragraphs`) has the position
-``(doc_id, idx)``; "earlier" and "first" mean smaller in that order, so results do not depend on
-partitioning. Every step is an aggregation by a hash key (partial aggregation on the map side: a banner
-repeated ten million times becomes one count and one minimum per task, never a list) followed by a join
-of the occurrences against one row per key (the buffered side of the join holds one row).
+``(doc_id, idx)``, held as one 64-bit unit id (:func:`with_ranks`, :func:`udfs.paragraphs.unit_ids`);
+"earlier" and "first" mean smaller in that order, so results do not depend on partitioning. Every step
+is an aggregation by a hash key (partial aggregation on the map side: a banner repeated ten million
+times becomes one count and one minimum per task, never a list) with the occurrences joined back to one
+row per key; the near rule aggregates packed n-gram blocks (:func:`near_repeats`).
 
 1. **Exact repeats** (``exact``): units grouped by exact key; every occurrence after the first is removed.
 2. **Near repeats** (``near``, BFF semantics, DCLM's ``bff``): each distinct word n-gram of a unit gets
@@ -32,6 +33,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from pipelines.core import chain
 from udfs import paragraphs as kernels
+from udfs.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pipelines.passages.config import PassagesConfig
@@ -53,62 +55,153 @@ ACTION_COLUMN = "passages_action"
 REASON_DUPLICATE = "passages.duplicate_text"
 REASON_TOO_SHORT = "passages.too_short_after"
 KINDS = ("exact", "near", "span")
-_POS = ("doc_id", "idx")
+RANK_COLUMN = "_rank"
+"""The document's dense 0-based rank in ``doc_id`` order (:func:`with_ranks`)."""
 
 
-def _position(prefix: str = "") -> Column:
-    return F.struct(*(F.col(f"{prefix}{c}").alias(c) for c in _POS))
+def with_ranks(docs: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """``docs`` sorted by ``doc_id`` with :data:`RANK_COLUMN` (long), persisted; and ``doc_id, _rank``.
+
+    The rank is the document's position in ``doc_id`` order over the whole corpus (dense, from 0): a
+    range-partitioned sort, ``monotonically_increasing_id`` (partition index in its upper bits, row in
+    partition below) and each partition's offset from one count per partition. It depends on the set of
+    ``doc_id`` only, never on partitioning, so unit ids built on it (:func:`udfs.paragraphs.unit_ids`)
+    order units as ``(doc_id, idx)`` does.
+
+    Returns:
+        (the ranked documents, persisted: the caller unpersists them; the ``doc_id, _rank`` projection).
+
+    Raises:
+        UserError: more documents than a unit id can rank (:data:`udfs.paragraphs.MAX_RANK`).
+    """
+    ordered = docs.orderBy("doc_id").withColumn("_m", F.monotonically_increasing_id())
+    ordered = ordered.persist(StorageLevel.MEMORY_AND_DISK)
+    part = F.shiftright("_m", 33)
+    sizes = dict(ordered.groupBy(part.alias("p")).count().collect())
+    offsets, total = {}, 0
+    for p in sorted(sizes):
+        offsets[p], total = total, total + sizes[p]
+    if total - 1 > kernels.MAX_RANK:
+        raise UserError(f"passages: {total} documents, more than the {kernels.MAX_RANK + 1} a unit id "
+                        "can rank; "
+                        "split the input into runs")
+    # One literal array indexed by partition (a lookup per row, whatever the number of partitions).
+    table = F.array(*(F.lit(offsets.get(p, 0)).cast("long") for p in range(max(offsets, default=0) + 1)))
+    offset = F.element_at(table, (part + F.lit(1)).cast("int"))
+    rank = (offset + F.col("_m").bitwiseAND(F.lit((1 << 33) - 1))).alias(RANK_COLUMN)
+    ranked = ordered.select(*docs.columns, rank)
+    return ranked, ranked.select("doc_id", RANK_COLUMN)
+
+
+def first_doc(uid: str = "first") -> Column:
+    """The rank of the document holding unit id column ``uid`` (:func:`udfs.paragraphs.unit_ids`)."""
+    return F.shiftright(F.col(uid), kernels.IDX_BITS)
 
 
 def paragraphs(docs: DataFrame, c: PassagesConfig) -> DataFrame:
-    """One row per unit of ``min_words`` words or more (:data:`udfs.paragraphs.PARAGRAPH_SCHEMA`)."""
+    """One row per unit of ``min_words`` words or more (:data:`udfs.paragraphs.PARAGRAPH_SCHEMA`);
+    ``docs`` carries :data:`RANK_COLUMN` (:func:`with_ranks`)."""
     unit, min_words, n, key, grams = c.unit, c.min_words, c.ngram_size, c.exact_key, c.near
+    math = c.exempt_math
 
     def per_batch(batches):
         for b in batches:
             yield kernels.paragraph_batch(b.column("doc_id").to_pylist(), b.column("text").to_pylist(),
-                                          unit, min_words, n, key, grams)
+                                          unit, min_words, n, key, grams,
+                                          ranks=b.column(RANK_COLUMN).to_numpy(zero_copy_only=False),
+                                          exempt_math=math)
 
-    return docs.select(*INPUT_COLUMNS).mapInArrow(per_batch, from_arrow_schema(kernels.PARAGRAPH_SCHEMA))
+    return (docs.select(*INPUT_COLUMNS, RANK_COLUMN)
+            .mapInArrow(per_batch, from_arrow_schema(kernels.PARAGRAPH_SCHEMA)))
 
 
 def key_counts(paras: DataFrame) -> DataFrame:
-    """``key, n`` (occurrences), ``first`` struct<doc_id, idx> of every exact key held twice or more."""
-    return (paras.groupBy("key").agg(F.count(F.lit(1)).alias("n"), F.min(_position()).alias("first"))
+    """``key, n`` (occurrences), ``first`` (smallest unit id) of every exact key held twice or more."""
+    return (paras.groupBy("key").agg(F.count(F.lit(1)).alias("n"), F.min("uid").alias("first"))
             .where(F.col("n") > 1))
 
 
 def exact_repeats(paras: DataFrame, counts: DataFrame) -> DataFrame:
-    """``doc_id, idx, kind='exact', first_seen_in`` of every occurrence of a key after its first."""
-    return (paras.select(*_POS, "key").join(counts, "key").where(_position() != F.col("first"))
-            .select(*_POS, F.lit("exact").alias("kind"), F.col("first.doc_id").alias("first_seen_in")))
+    """``uid, kind='exact', first`` (unit id of the first occurrence) of every occurrence of a key after
+    its first."""
+    return (paras.select("uid", "key").join(counts, "key").where(F.col("uid") != F.col("first"))
+            .select("uid", F.lit("exact").alias("kind"), "first"))
 
 
-def near_repeats(paras: DataFrame, overlap: float) -> DataFrame:
-    """``doc_id, idx, kind='near', first_seen_in`` of units with at least ``overlap`` of their distinct
-    n-grams held by an earlier unit; ``first_seen_in`` is the smallest ``doc_id`` that held one first."""
-    grams = paras.where(F.size("grams") > 0).select(*_POS, F.explode("grams").alias("gram"))
-    first = (grams.groupBy("gram").agg(F.count(F.lit(1)).alias("n"), F.min(_position()).alias("first"))
-             .where(F.col("n") > 1))
-    seen = (grams.join(first, "gram").where(_position() > F.col("first"))
-            .groupBy(*_POS)
-            .agg(F.count(F.lit(1)).alias("seen"), F.min("first.doc_id").alias("first_seen_in")))
-    sizes = paras.select(*_POS, F.size("grams").alias("n_grams"))
-    return (seen.join(sizes, list(_POS)).where(F.col("seen") / F.col("n_grams") >= F.lit(overlap))
-            .select(*_POS, F.lit("near").alias("kind"), "first_seen_in"))
+def _first_holders(batches):
+    """``mapInArrow`` body: the blocks of each bucket (rows sorted by bucket) through
+    :func:`udfs.paragraphs.first_holders`, one bucket in memory at a time."""
+    current, blocks = None, ([], [], [])
+    for b in batches:
+        cols = b.to_pydict()
+        for bucket, g, u, c in zip(cols["bucket"], cols["grams"], cols["uids"], cols["counts"], strict=True):
+            if bucket != current and blocks[0]:
+                yield kernels.first_holders(*blocks)
+                blocks = ([], [], [])
+            current = bucket
+            blocks[0].append(g)
+            blocks[1].append(u)
+            blocks[2].append(c)
+    if blocks[0]:
+        yield kernels.first_holders(*blocks)
 
 
-def unit_cuts(paras: DataFrame, repeats: list[DataFrame]) -> DataFrame:
+def near_repeats(paras: DataFrame, overlap: float, cached: list[DataFrame] | None = None) -> DataFrame:
+    """``uid, kind='near', first`` of units with at least ``overlap`` of their distinct n-grams held by an
+    earlier unit; ``first`` is the smallest unit id among the first holders of those n-grams (its
+    document is the smallest ``doc_id`` that held one first).
+
+    Map side (:func:`udfs.paragraphs.gram_blocks`, per Arrow batch): each n-gram's first holder in the
+    batch, packed into one row per hash bucket, and the batch's later holders counted as seen. Reduce
+    side (:func:`udfs.paragraphs.first_holders`, one bucket at a time): the first holder over all
+    batches, each batch's first holder that another batch precedes counted as seen, and the n-grams held
+    twice or more. Spark moves a few packed rows per batch instead of one row per n-gram; a banner
+    repeated in every document is one entry per batch. Only the units found to be near repeats look up
+    where their n-grams were first seen.
+
+    Args:
+        paras: :func:`paragraphs` rows (``uid``, ``grams``), persisted.
+        overlap: share of a unit's n-grams seen earlier that makes it a near repeat.
+        cached: receives the DataFrames persisted here.
+    """
+    def blocks_of(batches):
+        for b in batches:
+            yield kernels.gram_blocks(b.column("uid").to_numpy(zero_copy_only=False), b.column("grams"))
+
+    blocks = (paras.where(F.size("grams") > 0).select("uid", "grams")
+              .mapInArrow(blocks_of, from_arrow_schema(kernels.BLOCK_SCHEMA))
+              .persist(StorageLevel.MEMORY_AND_DISK))
+    reduced = (blocks.where(F.col("bucket").isNotNull()).select("bucket", "grams", "uids", "counts")
+               .repartition("bucket").sortWithinPartitions("bucket")
+               .mapInArrow(_first_holders, from_arrow_schema(kernels.FIRST_SCHEMA))
+               .persist(StorageLevel.MEMORY_AND_DISK))
+    if cached is not None:
+        cached += [blocks, reduced]
+    seen = (blocks.where(F.col("bucket").isNull()).select("uid", "seen")
+            .unionByName(reduced.where(F.col("uid").isNotNull()).select("uid", "seen"))
+            .groupBy("uid").agg(F.sum("seen").alias("seen")))
+    sizes = paras.select("uid", F.size("grams").alias("n_grams"))
+    near = seen.join(sizes, "uid").where(F.col("seen") / F.col("n_grams") >= F.lit(overlap)).select("uid")
+    shared = reduced.where(F.col("gram").isNotNull()).select("gram", "first")
+    grams = paras.join(near, "uid", "left_semi").select("uid", F.explode("grams").alias("gram"))
+    return (grams.join(shared, "gram").where(F.col("uid") > F.col("first"))
+            .groupBy("uid").agg(F.min("first").alias("first"))
+            .select("uid", F.lit("near").alias("kind"), "first"))
+
+
+def unit_cuts(paras: DataFrame, repeats: list[DataFrame], ranks: DataFrame) -> DataFrame:
     """``doc_id, _units`` array<struct<start, end, kind, first_seen_in>>: the removed units of each
     document (a unit found by several methods counts under the first of ``repeats``), sorted by start."""
-    tagged = [r.withColumn("_rank", F.lit(i)) for i, r in enumerate(repeats)]
+    tagged = [r.withColumn("_order", F.lit(i)) for i, r in enumerate(repeats)]
     union = tagged[0]
     for t in tagged[1:]:
         union = union.unionByName(t)
-    best = union.groupBy(*_POS).agg(F.min(F.struct("_rank", "kind", "first_seen_in")).alias("b"))
-    cuts = best.join(paras.select(*_POS, "start", "cut_end"), list(_POS))
+    best = union.groupBy("uid").agg(F.min(F.struct("_order", "kind", "first")).alias("b"))
+    firsts = ranks.select(F.col("doc_id").alias("first_seen_in"), F.col(RANK_COLUMN).alias("_first_rank"))
+    cuts = (best.join(paras.select("uid", "doc_id", "start", "cut_end"), "uid")
+            .withColumn("_first_rank", first_doc("b.first")).join(firsts, "_first_rank"))
     span = F.struct(F.col("start"), F.col("cut_end").alias("end"), F.col("b.kind").alias("kind"),
-                    F.col("b.first_seen_in").alias("first_seen_in"))
+                    F.col("first_seen_in"))
     return cuts.groupBy("doc_id").agg(F.array_sort(F.collect_list(span)).alias("_units"))
 
 
@@ -176,15 +269,18 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
     """
     chain.require_columns(docs, INPUT_COLUMNS, STAGE)
     cached = cached if cached is not None else []
+    columns = docs.columns
+    docs, ranks = with_ranks(docs)
+    cached.append(docs)
     paras = paragraphs(docs, c).persist(StorageLevel.MEMORY_AND_DISK)
     cached.append(paras)
     counts = key_counts(paras)
     if parts is not None:
         parts.update(paragraphs=paras, key_counts=counts)
     repeats = [exact_repeats(paras, counts)] if c.exact else []
-    repeats += [near_repeats(paras, c.overlap)] if c.near else []
+    repeats += [near_repeats(paras, c.overlap, cached)] if c.near else []
     joined = docs
-    units = unit_cuts(paras, repeats) if repeats else None
+    units = unit_cuts(paras, repeats, ranks) if repeats else None
     if units is not None:
         joined = joined.join(units, "doc_id", "left")
     else:
@@ -199,7 +295,7 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
         F.col("text"), F.col("_units").cast(SPAN_TYPE),
         F.col("_windows").cast("array<struct<pos:int,first:string>>")))
     rest = joined.where(~touched).withColumn("_cut", F.lit(None).cast(_CUT_TYPE))
-    return _decide(hits.unionByName(rest), docs.columns, c)
+    return _decide(hits.unionByName(rest), columns, c)
 
 
 def _decide(df: DataFrame, columns: list[str], c: PassagesConfig) -> DataFrame:

@@ -96,7 +96,7 @@ def table_totals(spark: SparkSession, cfg: WinnowConfig) -> dict[str, list[dict[
     none = F.lit(None).cast("long")
     parts: list[DataFrame] = []
     out: dict[str, list[dict[str, Any]]] = {}
-    for name in ("quarantine", *(t for _, t in chain.main_tables())):
+    for name in ("quarantine", *(t for _, t in chain.main_tables(cfg))):
         df = read_if_exists(spark, cfg, name)
         if df is None:
             continue
@@ -134,7 +134,7 @@ def funnel(spark: SparkSession, cfg: WinnowConfig, manifest: dict[str, Any] | No
     if "documents" in totals:
         n_q = sum(int(r["documents"]) for r in totals.get("quarantine", []))
         rows.append({"step": "read", "table": "input records", "documents": None, "records": None, "quarantined": n_q})
-    for stage, name in chain.main_tables():
+    for stage, name in chain.main_tables(cfg):
         if name not in totals:
             continue
         r = table_sum(totals[name])

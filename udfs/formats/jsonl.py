@@ -115,16 +115,14 @@ def from_mapping(
         value = value if joined is None else joined
     if value is MISSING or value is None or not isinstance(value, str):
         raw = raw() if callable(raw) else raw
-    if value is MISSING or value is None:
-        c.quarantine(
-            record,
-            "text_missing",
-            raw,
-            f"field {o.text_field!r} is {'absent' if value is MISSING else 'null'}",
-        )
-        return
-    if not isinstance(value, str):
-        c.quarantine(record, "text_not_string", raw, f"field {o.text_field!r} holds {type(value).__name__}")
+        absent = value is MISSING or value is None
+        why = (f"field {o.text_field!r} is {'absent' if value is MISSING else 'null'}" if absent
+               else f"field {o.text_field!r} holds {type(value).__name__}")
+        problem = scirecords.body_text_problem(obj)
+        if problem:  # a structured scientific record of the wrong shape
+            c.quarantine(record, "invalid_record", raw, f"{problem}; {why}")
+        else:
+            c.quarantine(record, "text_missing" if absent else "text_not_string", raw, why)
         return
     if o.record_format == "mediawiki":
         _wikitext(c, record, obj, value, raw, escaped, decoded_with_replacement)
@@ -161,23 +159,22 @@ def _wikitext(c: Collector, record: int, obj: dict[str, Any], source: str,
               raw: bytes | str | Callable[[], str], escaped: bool, decoded_with_replacement: bool) -> None:
     """A text field holding MediaWiki wikitext (``record_format: mediawiki``): rendered as a dump's
     page is (:func:`udfs.formats.mediawiki.wikitext_to_document`, ``ingest.mediawiki.*``), with
-    ``meta`` ``templates_rendered``, ``templates_dropped`` and ``dropped_structures`` as there. A
+    ``meta`` ``templates_rendered``, ``templates_dropped``, ``dropped_structures`` and ``markup_repaired``
+    as there. A
     redirect page (``#REDIRECT [[...]]``) is skipped and counted (``skipped.mediawiki_redirect``), as
     in a dump."""
-    from udfs.formats.mediawiki import wikitext_to_document
+    from udfs.formats.mediawiki import page_meta, wikitext_to_document
 
     if source.lstrip()[:9].lower() == "#redirect":
         c.skipped["mediawiki_redirect"] += 1
         return
     try:
-        text, dropped, (rendered, removed) = wikitext_to_document(source, c.opts)
+        text, dropped, counts, repaired = wikitext_to_document(source, c.opts)
     except Exception as e:  # a parser bug on odd wikitext: this record is quarantined, the rest is read
         c.quarantine(record, "invalid_record", raw() if callable(raw) else raw,
                      f"record_format mediawiki: {type(e).__name__}: {e}")
         return
-    meta = {"templates_rendered": str(rendered), "templates_dropped": str(removed)}
-    if dropped:
-        meta["dropped_structures"] = ",".join(sorted(dropped))
+    meta = page_meta(dropped, counts, repaired)
     n_replaced = text.count(T.REPLACEMENT) if decoded_with_replacement else 0
     _emit(c, record, obj, text, n_replaced, escaped, "mediawiki", extra_meta=meta)
 
@@ -192,7 +189,9 @@ def _structured(c: Collector, record: int, obj: dict[str, Any], raw: bytes | str
         out = None
         why = f"record_format {shape}: {type(e).__name__}: {e}"
     else:
-        why = f"record_format {shape}: no body_text list (keys: {', '.join(sorted(map(str, obj))[:12])})"
+        keys = ", ".join(sorted(map(str, obj))[:12])
+        problem = scirecords.body_text_problem(obj) or f"no body_text list (keys: {keys})"
+        why = f"record_format {shape}: {problem}"
     if out is None:
         c.quarantine(record, "invalid_record", raw() if callable(raw) else raw, why)
         return

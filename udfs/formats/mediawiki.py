@@ -16,7 +16,11 @@ removed template is repaired (no empty ``()`` left). ``meta["templates_rendered"
 ``meta["templates_dropped"]`` count them per article (templates nested in a rendered one count too).
 ``<ref>`` footnotes (and footnote templates) are removed or kept inline in parentheses; tables are
 removed or kept as a caption line and one line per row, cells separated by tabs. What was removed
-is recorded in ``meta["dropped_structures"]`` (``reference``, ``table``), as for JATS.
+is recorded in ``meta["dropped_structures"]`` (``reference``, ``table``), as for JATS. Comments,
+templates and tables that are never closed are handled before either reader sees the page
+(:mod:`udfs.formats.wikirepair`); a date template whose date cannot exist (month 13, day 32) is
+dropped (:class:`udfs.formats.wikivalues.InvalidDate`). Both are counted in ``meta["markup_repaired"]``
+(``unclosed_template=2,invalid_date=1``).
 
 Two readers give the same text: :mod:`udfs.formats.wikifast` reads the common constructs with
 regular expressions; a page it cannot read exactly is parsed with mwparserfromhell and walked here.
@@ -36,6 +40,7 @@ import pyarrow as pa
 from udfs.formats.chunkfile import ChunkFile
 from udfs.formats.collector import Collector
 from udfs.formats.wikifast import fast_render, strip_quotes
+from udfs.formats.wikirepair import close_unclosed
 from udfs.formats.wikitemplates import (
     HOLE,
     REFERENCE_TEMPLATES,
@@ -44,7 +49,7 @@ from udfs.formats.wikitemplates import (
     repair_holes,
 )
 from udfs.formats.wikitemplates import render as render_template
-from udfs.formats.wikivalues import LANGUAGES
+from udfs.formats.wikivalues import LANGUAGES, InvalidDate
 from udfs.formats.xmlstream import free, iterparse, local_name
 
 _BLANKS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
@@ -94,14 +99,15 @@ def _table_text(tag: Any) -> str:
 
 class _Page:
     """What one page's rendering needs and counts: options, media namespaces, dropped structures and
-    the templates rendered and dropped (nested templates count only inside a rendered one)."""
+    the templates rendered and dropped (nested templates count only inside a rendered one), and the
+    date templates dropped for a date that cannot exist."""
 
     def __init__(self, opts: Any, media: set[str]) -> None:
         self.opts, self.media = opts, media
         self.keep_refs = opts.mediawiki_references == "keep"
         self.params = opts.mediawiki_templates == "params"
         self.dropped: set[str] = set()
-        self.rendered = self.dropped_templates = 0
+        self.rendered = self.dropped_templates = self.invalid_dates = 0
 
     def link_dropped(self, title: str) -> bool:
         """Whether ``[[title]]`` is a media, category or interlanguage link (not part of the text)."""
@@ -128,12 +134,18 @@ class _Page:
             if n.startswith("sfn"):
                 return self.reference((render_template("harvnb", p) or "") if self.keep_refs else "")
             return self.reference(p.get("1") if self.keep_refs else "")
-        before = (self.rendered, self.dropped_templates)
-        out = None if n.startswith("#") else render_template(name, p)
+        before = (self.rendered, self.dropped_templates, self.invalid_dates)
+        try:
+            out = None if n.startswith("#") else render_template(name, p)
+        except InvalidDate:  # MediaWiki prints an error; the value is dropped, whatever the mode
+            self.rendered, self.dropped_templates, self.invalid_dates = before
+            self.dropped_templates += 1
+            self.invalid_dates += 1
+            return HOLE
         if out is not None:
             self.rendered += 1
             return out
-        self.rendered, self.dropped_templates = before
+        self.rendered, self.dropped_templates, self.invalid_dates = before
         self.dropped_templates += 1
         if self.params:
             kept = " ".join(v for v in (p.get(k) for k in raw) if v)
@@ -197,13 +209,13 @@ def _tag(tag: Any, page: _Page) -> str:
 def wikitext_to_text(source: str, opts: Any, media_ns: set[str] = frozenset()) -> tuple[str, set[str]]:
     """``(text, dropped kinds)`` of one page's wikitext (see the module docstring); the template
     counts are in :func:`wikitext_to_document`."""
-    text, dropped, _ = wikitext_to_document(source, opts, media_ns)
+    text, dropped, _, _ = wikitext_to_document(source, opts, media_ns)
     return text, dropped
 
 
 def wikitext_to_document(
     source: str, opts: Any, media_ns: set[str] = frozenset()
-) -> tuple[str, set[str], tuple[int, int]]:
+) -> tuple[str, set[str], tuple[int, int], dict[str, int]]:
     """One page's wikitext to text: the fast reader (:mod:`udfs.formats.wikifast`) when it can read
     the page, else mwparserfromhell; both give the same text for what the fast reader reads.
 
@@ -214,14 +226,42 @@ def wikitext_to_document(
         media_ns: lower-cased local names of the File and Category namespaces.
 
     Returns:
-        ``(text, dropped structure kinds, (templates rendered, templates dropped))``.
+        ``(text, dropped structure kinds, (templates rendered, templates dropped), repaired)``;
+        ``repaired`` counts malformed markup per kind, only kinds found: ``unclosed_comment``,
+        ``unclosed_template``, ``unclosed_table`` (:func:`udfs.formats.wikirepair.close_unclosed`)
+        and ``invalid_date`` (date templates dropped for a date that cannot exist).
     """
-    source = strip_quotes(source.replace(HOLE, ""))
+    source = source.replace(HOLE, "")
     page = _Page(opts, _MEDIA_NS | set(media_ns))
-    raw = fast_render(source, page)
-    if raw is None:
-        raw = mw_render(source, page)
-    return finish(raw), page.dropped, (page.rendered, page.dropped_templates)
+    raw = fast_render(strip_quotes(source), page)
+    unclosed: dict[str, int] = {}
+    if raw is None:  # the fast reader refuses every unclosed construct it would have to render
+        source, unclosed = close_unclosed(source)
+        source = strip_quotes(source)
+        raw = fast_render(source, page) if unclosed else None
+        if raw is None:
+            raw = mw_render(source, page)
+    repaired = {f"unclosed_{k}": n for k, n in unclosed.items()}
+    if page.invalid_dates:
+        repaired["invalid_date"] = page.invalid_dates
+    return finish(raw), page.dropped, (page.rendered, page.dropped_templates), repaired
+
+
+def page_meta(dropped: set[str], counts: tuple[int, int], repaired: dict[str, int]) -> dict[str, str]:
+    """The ``meta`` entries of one rendered page: ``templates_rendered``, ``templates_dropped``, and
+    ``dropped_structures`` / ``markup_repaired`` when there are any (from :func:`wikitext_to_document`).
+
+    >>> page_meta({"table"}, (2, 1), {"unclosed_template": 1, "invalid_date": 2})["markup_repaired"]
+    'unclosed_template=1,invalid_date=2'
+    >>> page_meta(set(), (0, 0), {})
+    {'templates_rendered': '0', 'templates_dropped': '0'}
+    """
+    meta = {"templates_rendered": str(counts[0]), "templates_dropped": str(counts[1])}
+    if dropped:
+        meta["dropped_structures"] = ",".join(sorted(dropped))
+    if repaired:
+        meta["markup_repaired"] = ",".join(f"{k}={n}" for k, n in repaired.items())
+    return meta
 
 
 def mw_render(source: str, page: _Page) -> str:
@@ -298,14 +338,11 @@ def _page(c: Collector, n: int, page: Any, media_ns: set[str], base: str | None,
         c.skipped["mediawiki_redirect"] += 1
         return
     try:
-        text, dropped, (rendered, removed) = wikitext_to_document(source, c.opts, media_ns)
+        text, dropped, counts, repaired = wikitext_to_document(source, c.opts, media_ns)
     except Exception as e:  # a parser bug on odd wikitext: this page is quarantined, the rest is read
         c.quarantine(n, "invalid_record", source, f"wikitext of {title!r}: {type(e).__name__}: {e}")
         return
-    meta = {"title": title, "namespace": str(ns), "templates_rendered": str(rendered),
-            "templates_dropped": str(removed)}
-    if dropped:
-        meta["dropped_structures"] = ",".join(sorted(dropped))
+    meta = {"title": title, "namespace": str(ns), **page_meta(dropped, counts, repaired)}
     url = base + title.replace(" ", "_") if base and title else None
     body = f"{title}\n\n{text}" if title else text
     src_id = id_el.text.strip() if id_el is not None and id_el.text else None

@@ -108,6 +108,36 @@ def container(obj: Any) -> dict[str, Any] | None:
     return None
 
 
+def body_text_problem(obj: Any) -> str | None:
+    """What is wrong with a record's ``body_text`` when it holds something other than a list (the record,
+    or its ``pdf_parse`` / ``latex_parse`` object); ``None`` when it is a list or absent.
+
+    >>> print(body_text_problem({"body_text": "Intro. We study rivers."}))  # doctest: +NORMALIZE_WHITESPACE
+    body_text holds str ('Intro. We study rivers.'), not a list of paragraphs (ingest.fields.text:
+    body_text reads it as the text)
+    >>> body_text_problem({"pdf_parse": {"body_text": None}})
+    'pdf_parse.body_text holds null, not a list of paragraphs'
+    >>> body_text_problem({"body_text": [{"text": "x"}]}) is None
+    True
+    """
+    if not isinstance(obj, dict):
+        return None
+    for where in ("", "pdf_parse.", "latex_parse."):
+        c = obj.get(where[:-1]) if where else obj
+        if not isinstance(c, dict) or "body_text" not in c or isinstance(c["body_text"], list):
+            continue
+        v = c["body_text"]
+        held = "null" if v is None else f"{type(v).__name__} ({_excerpt(v)})"
+        hint = f" (ingest.fields.text: {where}body_text reads it as the text)" if isinstance(v, str) else ""
+        return f"{where}body_text holds {held}, not a list of paragraphs{hint}"
+    return None
+
+
+def _excerpt(v: Any, n: int = 60) -> str:
+    s = repr(v)
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
 def detect(obj: Any, text_field: str = "text") -> str | None:
     """The structured shape of a record, from its keys: ``unarxive``, ``s2orc`` or ``None`` (read flat).
 

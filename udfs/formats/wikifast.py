@@ -515,9 +515,9 @@ def fast_render(source: str, page: Any) -> str | None:
     """
     if "{{{" in source:
         return None
-    saved = (set(page.dropped), page.rendered, page.dropped_templates)
+    saved = (set(page.dropped), page.rendered, page.dropped_templates, page.invalid_dates)
     try:
         return _Reader(source, page).render(0, len(source))
     except Exception:  # _Fallback, deep nesting, or a reader bug: mwparserfromhell reads the page
-        page.dropped, page.rendered, page.dropped_templates = saved
+        page.dropped, page.rendered, page.dropped_templates, page.invalid_dates = saved
         return None

@@ -3,7 +3,9 @@ templates, citations (see :mod:`udfs.formats.wikitemplates` for which names use 
 
 Deterministic: nothing depends on the day the text is read ("and age" templates give the date
 without the age unless both dates are given). Dates are written in English, day-month-year when the
-template asks for it (``df=y``), else month-day-year.
+template asks for it (``df=y``), else month-day-year. A date that cannot exist (month 13, day 32,
+February 30) raises :class:`InvalidDate`: MediaWiki's date templates print an error
+there, and the reader drops the template's value and counts it.
 
 Source: the template documentation pages of the English Wikipedia (Template:Birth date and age,
 Template:Dts, Template:As of, Template:Coord, Template:Lang, Template:IPAc-en, Template:Citation Style
@@ -138,6 +140,23 @@ LANGUAGES = {
 
 
 # ------------------------------------------------------------------------------------------- dates
+class InvalidDate(ValueError):
+    """A date template's month or day cannot exist (month 13, day 32, April 31, February 29 of a
+    common year)."""
+
+
+def days_in_month(year: int, month: int) -> int:
+    """Days of ``month`` (1-12) in ``year`` of the proleptic Gregorian calendar (year 0 and negative
+    years included, as astronomical years).
+
+    >>> days_in_month(2000, 2), days_in_month(1900, 2), days_in_month(2023, 4)
+    (29, 28, 30)
+    """
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
 def _month(m: str) -> int | None:
     m = m.strip().lower()
     if m.isdigit() and 1 <= int(m) <= 12:
@@ -147,7 +166,8 @@ def _month(m: str) -> int | None:
 
 def format_date(y: str, m: str = "", d: str = "", dmy: bool = False) -> str:
     """A date as the date templates print it: ``March 5, 1980`` (``dmy``: ``5 March 1980``), ``March 1980``
-    or ``1980`` when the month or day is missing; a month that is not a month is kept as written.
+    or ``1980`` when the month or day is missing; a month written as a word that is not a month name is
+    kept as written.
 
     Args:
         y, m, d: year, month (number or name), day, as written in the template.
@@ -155,15 +175,38 @@ def format_date(y: str, m: str = "", d: str = "", dmy: bool = False) -> str:
 
     Returns:
         The date's text (``""`` when nothing is given).
+
+    Raises:
+        InvalidDate: a numeric month outside 1-12, or a numeric day outside the days of its month (of
+            any month when the month or year is not a number).
+
+    >>> format_date("1980", "3", "05"), format_date("2000", "February", "29", dmy=True)
+    ('March 5, 1980', '29 February 2000')
+    >>> format_date("2023", "2", "29")
+    Traceback (most recent call last):
+    ...
+    udfs.formats.wikivalues.InvalidDate: 2023-2-29
     """
-    y, m, d = y.strip(), m.strip(), d.strip().lstrip("0")
+    y, m, d = y.strip(), m.strip(), d.strip()
     mi = _month(m) if m else None
+    _check_date(y, m, mi, d)
+    d = d.lstrip("0")
     month = MONTHS[mi - 1] if mi else m
     if not month:
         return y
     if not d:
         return f"{month} {y}".strip()
     return f"{d} {month} {y}".strip() if dmy else f"{month} {d}, {y}".strip(", ")
+
+
+def _check_date(y: str, m: str, mi: int | None, d: str) -> None:
+    """Raise :class:`InvalidDate` when the numbers written cannot be a date (see :func:`format_date`)."""
+    if m.isdigit() and mi is None:
+        raise InvalidDate(f"{y}-{m}-{d}".rstrip("-"))
+    if d.isdigit():
+        most = days_in_month(int(y), mi) if mi and re.fullmatch(r"-?\d{1,4}", y) else 31
+        if not 1 <= int(d) <= most:
+            raise InvalidDate(f"{y}-{m}-{d}")
 
 
 _ISO = re.compile(r"(-?\d{1,4})-(\d{1,2})(?:-(\d{1,2}))?")

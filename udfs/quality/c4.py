@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.quality.parse import Parsed, _np, _per_doc, _struct
+from udfs.quality.parse import Parsed, _holding, _last_bytes, _np, _per_doc, _struct
 
 C4_END_PUNCTUATION = ".?!\"'"
 """Terminal punctuation of datatrove's ``C4QualityFilter`` (the ``web`` reading): a line must end with one
@@ -33,9 +34,24 @@ C4_MAX_WORD_CHARS = 1000
 """C4 drops a line holding a whitespace-separated word longer than this (TFDS ``max_word_length``)."""
 
 _CITATION = r"\[\d*\]|\[edit\]|\[citation needed\]"
+_RE2_SPACE = re.compile(r"[\t\n\f\r ]+")  # RE2's \s: a word is a run of anything else
 # Sentence ends for C4's sentence count: a run of terminal marks (closing quotes/brackets may follow)
 # before whitespace or the end of the line; approximates the spaCy sentencizer datatrove uses.
 _SENTENCE_END = r"[.!?\x{3002}\x{ff01}\x{ff1f}]+[\"'\x{201d}\x{2019})\]]*(?:\s|$)"
+
+
+_PHRASES = "|".join(("javascript", "lorem ipsum", *C4_POLICY_SUBSTRINGS))
+
+
+def _terminal(line: pa.Array, end_marks: str) -> np.ndarray:
+    """bool per line: it ends with one of ``end_marks`` and not with ``...`` (an empty line: False)."""
+    if not end_marks.isascii():
+        last = pc.utf8_slice_codeunits(line, -1)
+        return _np(pc.is_in(last, value_set=pa.array(list(end_marks))), bool) & ~_np(pc.ends_with(line, "..."), bool)
+    # ASCII marks: the last byte is the last character (a multi-byte character ends in a byte >= 0x80)
+    tail, size = _last_bytes(line, 3)
+    dots = (size >= 3) & (tail == ord(".")).all(axis=1)
+    return (size > 0) & np.isin(tail[:, 2], np.frombuffer(end_marks.encode(), np.uint8)) & ~dots
 
 
 # ---------------------------------------------------------------------------------------------- C4
@@ -84,33 +100,48 @@ class _Lines:
     counts: dict[str, np.ndarray]  # per document counts of C4_TYPE's line fields
     lorem_line: np.ndarray  # bool per line: "lorem ipsum" in a line alive when TFDS checks it
     brace_line: np.ndarray  # bool per line: "{" in a line alive when TFDS checks it
+    page_lorem: np.ndarray  # bool per line: "lorem ipsum" in the line as the page has it (no rewrite)
 
 
 def _line_rules(p: Parsed, o: C4Options) -> _Lines:
     """C4's line rules in TFDS ``clean_page`` order over every non-blank stripped line of the batch."""
     n = p.n
     line = p.lines_stripped
-    if len(line):
-        cited = _np(pc.match_substring(line, "["), bool)
-        if cited.any():  # citation markers are rare: rewrite only lines holding a "["
-            line = pc.if_else(pa.array(cited), pc.utf8_trim_whitespace(pc.replace_substring_regex(line, _CITATION, "")), line)
-    lower = pc.utf8_lower(line)
+    # a vertical tab splits the parse's runs, not RE2's \s: such lines are read by the regexes below
+    vtab = _holding(line, 0x0B)
+    cited = _holding(line, ord("["))  # citation markers are rare: rewrite only lines holding a "["
+    rewritten = np.flatnonzero(cited)
+    if len(rewritten):
+        new = pc.utf8_trim_whitespace(pc.replace_substring_regex(line.take(pa.array(rewritten)), _CITATION, ""))
+        line = pc.replace_with_mask(line, pa.array(cited), new.cast(line.type))
     long_word = np.zeros(len(line), dtype=bool)
-    maybe_long = np.flatnonzero(p.line_stripped_chars > C4_MAX_WORD_CHARS)
-    if len(maybe_long):
-        # RE2 caps a repetition count at 1000, so "more than 1000 non-spaces" is written as two halves
-        half = C4_MAX_WORD_CHARS // 2
-        rx = rf"\S{{{half}}}\S{{{C4_MAX_WORD_CHARS - half + 1}}}"
-        long_word[maybe_long] = _np(pc.match_substring_regex(p.lines_stripped.take(pa.array(maybe_long)), rx), bool)
-    last = pc.utf8_slice_codeunits(line, -1)
-    terminal = _np(pc.is_in(last, value_set=pa.array(list(o.end_marks))), bool) & ~_np(pc.ends_with(line, "..."), bool)
+    maybe_long = np.flatnonzero((p.line_longest_piece > C4_MAX_WORD_CHARS) | (vtab & (p.line_stripped_chars > C4_MAX_WORD_CHARS)))
+    if len(maybe_long):  # rare lines, split as RE2's \s splits (a regex of 1,000 repeats costs more to compile)
+        long_word[maybe_long] = [max(map(len, _RE2_SPACE.split(t))) > C4_MAX_WORD_CHARS
+                                 for t in p.lines_stripped.take(pa.array(maybe_long)).to_pylist()]
+    terminal = _terminal(line, o.end_marks)
     k = o.min_words_per_line
-    # fewer than k words <=> no k whitespace-separated runs; the match stops at the first hit
-    few_words = ~_np(pc.match_substring_regex(line, r"\S+" + r"\s+\S+" * (k - 1)), bool) if k >= 2 else np.zeros(len(line), bool)
-    javascript = _np(pc.match_substring(lower, "javascript"), bool)
-    policy = _np(pc.match_substring_regex(lower, "|".join(C4_POLICY_SUBSTRINGS)), bool)
-    lorem = _np(pc.match_substring(lower, "lorem ipsum"), bool)
-    brace = _np(pc.match_substring(line, "{"), bool)
+    # fewer than k words <=> fewer than k whitespace-separated runs (the parse's runs of each line;
+    # a line whose citation markers were removed or holding a vertical tab: the regex)
+    few_words = p.line_pieces < k
+    reread = np.flatnonzero(vtab | cited)
+    if k >= 2 and len(reread):
+        few_words[reread] = ~_np(pc.match_substring_regex(line.take(pa.array(reread)), r"\S+" + r"\s+\S+" * (k - 1)), bool)
+    # the phrases are looked for (lower-cased) only in lines one of them may hold: one regex pass finds
+    # those before the citation rewrite, and rewritten lines are read again
+    phrase = _np(pc.match_substring_regex(pc.utf8_lower(p.lines_stripped), _PHRASES), bool) if len(line) else cited
+    look = np.flatnonzero(phrase | cited)
+    javascript, policy, lorem = (np.zeros(len(line), dtype=bool) for _ in range(3))
+    if len(look):
+        lower = pc.utf8_lower(line.take(pa.array(look)))
+        javascript[look] = _np(pc.match_substring(lower, "javascript"), bool)
+        policy[look] = _np(pc.match_substring_regex(lower, "|".join(C4_POLICY_SUBSTRINGS)), bool)
+        lorem[look] = _np(pc.match_substring(lower, "lorem ipsum"), bool)
+    brace = _holding(p.lines_stripped, ord("{"))  # a citation marker holds no "{"
+    page_lorem = np.zeros(len(line), dtype=bool)
+    hold = np.flatnonzero(phrase)
+    if len(hold):
+        page_lorem[hold] = _np(pc.match_substring(pc.utf8_lower(p.lines_stripped.take(pa.array(hold))), "lorem ipsum"), bool)
 
     alive = ~long_word
     counts = {"lines": _per_doc(p.line_doc, n), "lines_long_word": _per_doc(p.line_doc[long_word], n)}
@@ -129,7 +160,7 @@ def _line_rules(p: Parsed, o: C4Options) -> _Lines:
         counts[name] = _per_doc(p.line_doc[hit], n)
         alive &= ~drop
     counts["kept_lines"] = _per_doc(p.line_doc[alive], n)
-    return _Lines(line, alive, counts, lorem_line, brace_line)
+    return _Lines(line, alive, counts, lorem_line, brace_line, page_lorem)
 
 
 def c4(p: Parsed, options: C4Options | None = None) -> pa.StructArray:
@@ -167,8 +198,9 @@ def c4(p: Parsed, options: C4Options | None = None) -> pa.StructArray:
         out["has_lorem_ipsum"] = _per_doc(p.line_doc[lr.lorem_line], n) > 0
         out["has_curly_bracket"] = _per_doc(p.line_doc[lr.brace_line], n) > 0
     else:
-        out["has_lorem_ipsum"] = _np(pc.match_substring(pc.utf8_lower(p.texts), "lorem ipsum"), bool)
-        out["has_curly_bracket"] = _np(pc.match_substring(p.texts, "{"), bool)
+        # the phrase holds no line break, so the page holds it iff one of its lines does
+        out["has_lorem_ipsum"] = _per_doc(p.line_doc[lr.page_lorem], n) > 0
+        out["has_curly_bracket"] = _holding(p.texts, ord("{"))
     return _struct({k: out[k] for k in C4_TYPE.names}, {f.name: f.type for f in C4_TYPE})
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.quality.parse import Parsed, _duplicates, _np, _per_doc, _ratio, _struct
+from udfs.quality.parse import Parsed, _last_bytes, _np, _per_doc, _ratio, _struct
 
 FINEWEB_SHORT_LINE_CHARS = 30
 """A FineWeb *short line* has at most this many characters (datatrove ``short_line_length``)."""
@@ -70,9 +70,16 @@ def fineweb(p: Parsed) -> pa.StructArray:
     """
     n = p.n
     n_lines = _per_doc(p.line_doc, n)
-    punct = _np(pc.match_substring_regex(pc.utf8_slice_codeunits(p.lines, -1), _TERMINAL_CLASS), bool)
+    # an ASCII last byte is the last character (".", "!" and "?" are the ASCII terminals); other lines
+    # are read by the regex
+    tail, _ = _last_bytes(p.lines, 1)
+    punct = np.isin(tail[:, 0], np.frombuffer(b"!.?", np.uint8))
+    wide = np.flatnonzero(tail[:, 0] >= 0x80)
+    if len(wide):
+        last = pc.utf8_slice_codeunits(p.lines.take(pa.array(wide)), -1)
+        punct[wide] = _np(pc.match_substring_regex(last, _TERMINAL_CLASS), bool)
     short = p.line_chars <= FINEWEB_SHORT_LINE_CHARS
-    _, dup_chars = _duplicates(p.line_doc, p.lines, p.line_chars, n)
+    _, dup_chars = p.line_duplicates
     n_words = p.n_tokens
     newline = _ratio(p.n_newlines, n_words)
     newline[(n_words == 0) & (p.n_newlines > 0)] = np.inf

@@ -5,14 +5,13 @@ that aggregate back per document (see :mod:`udfs.quality` for the definitions).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _as_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -29,67 +28,83 @@ def _np(a: pa.Array | pa.ChunkedArray, dtype=None) -> np.ndarray:
 
 
 def _per_doc(parent: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
-    return np.bincount(parent, weights=weights, minlength=n)[:n]
+    """Per document: count of ``parent`` entries (int64[n]) or sum of their ``weights`` (float64[n]).
+
+    ``parent`` (document index per element) is almost always ascending here (elements in text order):
+    then one ``add.reduceat`` over the runs, 10x cheaper than ``bincount`` with weights.
+    """
+    if len(parent) < 2 or not (parent[1:] >= parent[:-1]).all():
+        return np.bincount(parent, weights=weights, minlength=n)[:n]
+    bounds = np.searchsorted(parent, np.arange(n + 1))
+    if weights is None:
+        return np.diff(bounds)
+    out = np.zeros(n, np.float64)
+    filled = bounds[1:] > bounds[:-1]
+    out[filled] = np.add.reduceat(np.asarray(weights, np.float64), bounds[:-1][filled])
+    return out
+
+
+def _utf8(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets (int64[len + 1], from 0) and UTF-8 bytes (uint8) of a string array, without a copy of the bytes."""
+    wide = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+    bufs = arr.buffers()
+    off = np.frombuffer(bufs[1], np.int64 if wide else np.int32)[arr.offset : arr.offset + len(arr) + 1].astype(np.int64)
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return off - off[0], data[off[0] : off[-1]]
+
+
+def _byte_rows(arr: pa.Array, byte: int) -> np.ndarray:
+    """int64, the row of every occurrence of an ASCII byte in a string array (ascending, repeated per occurrence).
+
+    An ASCII byte never occurs inside a multi-byte UTF-8 character, so this is a character search; one
+    numpy comparison over the bytes costs a third of Arrow's substring kernel for a single character.
+    """
+    off, data = _utf8(arr)
+    return np.searchsorted(off, np.flatnonzero(data == byte), side="right") - 1
+
+
+def _holding(arr: pa.Array, byte: int) -> np.ndarray:
+    """bool[len]: the string holds the ASCII byte (see :func:`_byte_rows`)."""
+    out = np.zeros(len(arr), dtype=bool)
+    out[_byte_rows(arr, byte)] = True
+    return out
+
+
+def _last_bytes(arr: pa.Array, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """uint8[len, k], the last ``k`` bytes of each string (0 where it is shorter), and int64[len] byte lengths."""
+    return _edge_bytes(arr, k, end=True), np.diff(_utf8(arr)[0])
+
+
+def _edge_bytes(arr: pa.Array, k: int, end: bool) -> np.ndarray:
+    """uint8[len, k]: the first (``end=False``) or last ``k`` bytes of each string, right- resp.
+    left-aligned, 0 where the string is shorter."""
+    off, data = _utf8(arr)
+    size = np.diff(off)
+    out = np.zeros((len(arr), k), np.uint8)
+    for j in range(k):
+        has = size >= (k - j if end else j + 1)
+        out[has, j] = data[off[1:][has] - (k - j)] if end else data[off[:-1][has] + j]
+    return out
+
+
+def _edge_in(arr: pa.Array, strings: list[str], end: bool) -> np.ndarray:
+    """bool[len]: the string starts (``end=False``) or ends with one of ``strings`` (compared on the UTF-8
+    bytes: one numpy comparison per string instead of a substring kernel per string)."""
+    encoded = [x.encode() for x in strings]
+    k = max(map(len, encoded), default=1)
+    edge = _edge_bytes(arr, k, end)
+    size = np.diff(_utf8(arr)[0])
+    out = np.zeros(len(arr), dtype=bool)
+    for b in encoded:
+        cols = edge[:, k - len(b):] if end else edge[:, : len(b)]
+        out |= (size >= len(b)) & (cols == np.frombuffer(b, np.uint8)).all(axis=1)
+    return out
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     num = num.astype(np.float64)
     den = den.astype(np.float64)
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
-
-
-def _splitmix64(x: np.ndarray) -> np.ndarray:
-    # SplitMix64 finaliser (Steele et al. 2014): a bijective 64-bit mixer, so distinct ids stay distinct.
-    z = x.astype(np.uint64) + _MIX
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@dataclass
-class _Groups:
-    """The keys that occur more than once, grouped (from one sort, :func:`_repeated_groups`).
-
-    Attributes:
-        repeated: bool[len(keys)], the key occurs more than once.
-        first: int64[g], index of each repeated key's first occurrence (ascending key order).
-        count: int64[g], occurrences of each repeated key.
-        later: int64[m], indices of every occurrence after the first, ascending.
-    """
-
-    repeated: np.ndarray
-    first: np.ndarray
-    count: np.ndarray
-    later: np.ndarray
-
-
-def _repeated_groups(keys: np.ndarray) -> _Groups:
-    """Which keys repeat, each repeated key's first index and count, and the later occurrences.
-
-    One argsort answers what a repeat mask, ``np.unique(..., return_index=True,
-    return_counts=True)`` and :func:`_not_first` answer with three; a plain sort first answers "no
-    repeats" cheaply (most long n-gram sets).
-    """
-    empty = np.zeros(0, np.int64)
-    none = _Groups(np.zeros(len(keys), dtype=bool), empty, empty, empty)
-    if len(keys) < 2:
-        return none
-    s = np.sort(keys)
-    if not (s[1:] == s[:-1]).any():
-        return none
-    order = np.argsort(keys)
-    sk = keys[order]
-    start = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
-    size = np.diff(np.r_[start, len(keys)])
-    multi = size > 1
-    elem_size = np.repeat(size, size)
-    repeated = np.empty(len(keys), dtype=bool)
-    repeated[order] = elem_size > 1
-    first = np.minimum.reduceat(order, start)[multi]
-    is_first = np.zeros(len(keys), dtype=bool)
-    is_first[first] = True
-    later = np.flatnonzero(repeated & ~is_first)
-    return _Groups(repeated, first.astype(np.int64), size[multi].astype(np.int64), later)
 
 
 def _not_first(keys: np.ndarray) -> np.ndarray:
@@ -175,13 +190,18 @@ class Parsed:
         lines: flat non-blank lines (string), their document index ``line_doc`` (int64), their stripped
             form ``lines_stripped`` and lengths ``line_chars`` (raw) / ``line_stripped_chars``.
         paras / para_doc / para_chars: flat non-blank paragraphs (stripped), their document, length.
-        words / word_doc / word_chars: flat words (see module doc), document index, length; ``word_ids``
-            int64 ids equal iff the words are equal (dictionary encoding over the batch), indices into
-            ``word_dict`` (string, the batch's distinct words).
+        word_doc / word_chars: int64 per word of the batch in text order (see module doc): its document
+            and length; ``word_ids`` int64 ids equal iff the words are equal, indices into ``word_dict``
+            (string, the batch's distinct words).
         symbol_words / symbol_chars / alpha_words: int64[n], words made only of punctuation or symbols,
             their characters, and words holding a letter (``\\pL``), per document.
         n_tokens: int64[n], words counted as spaCy counts them: a symbol word counts one per character
             (a run of dots, an ellipsis, counts once), other words once.
+        ws_words / ws_alpha_words: int64[n], whitespace-separated words (Unicode whitespace, no
+            punctuation split off) and those holding a letter, per document (Gopher's paper reading).
+        line_pieces / line_longest_piece: int64 per line, runs of characters other than ASCII
+            whitespace in its stripped form (a vertical tab separates runs), and the characters of its
+            longest run before stripping (C4's words per line and longest word).
     """
 
     n: int
@@ -196,7 +216,6 @@ class Parsed:
     paras: pa.Array
     para_doc: np.ndarray
     para_chars: np.ndarray
-    words: pa.Array
     word_doc: np.ndarray
     word_chars: np.ndarray
     word_ids: np.ndarray
@@ -205,6 +224,16 @@ class Parsed:
     n_tokens: np.ndarray
     symbol_chars: np.ndarray
     alpha_words: np.ndarray
+    ws_words: np.ndarray
+    ws_alpha_words: np.ndarray
+    line_pieces: np.ndarray
+    line_longest_piece: np.ndarray
+
+    @functools.cached_property
+    def line_duplicates(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per document: lines equal to an earlier line of it, and their characters (int64[n] / float64[n];
+        Gopher repetition and FineWeb both read them)."""
+        return _duplicates(self.line_doc, self.lines, self.line_chars, self.n)
 
 
 def parse(texts: pa.Array | pa.ChunkedArray) -> Parsed:
@@ -222,9 +251,9 @@ def parse(texts: pa.Array | pa.ChunkedArray) -> Parsed:
     texts = _as_text(texts)
     n = len(texts)
     n_chars = _np(pc.utf8_length(texts), np.int64)
-    n_newlines = _np(pc.count_substring(texts, "\n"), np.int64)
 
     all_lines = pc.split_pattern(texts, "\n")
+    n_newlines = _np(pc.list_value_length(all_lines), np.int64) - 1
     flat = pc.list_flatten(all_lines)
     parent = _np(pc.list_parent_indices(all_lines), np.int64)
     stripped = pc.utf8_trim_whitespace(flat)
@@ -241,35 +270,118 @@ def parse(texts: pa.Array | pa.ChunkedArray) -> Parsed:
     para_chars = _np(pc.utf8_length(paras), np.int64)
     pkeep = para_chars > 0
 
-    spaced = tokenize_spacing(texts)
-    word_lists = pc.utf8_split_whitespace(spaced)
-    words = pc.list_flatten(word_lists)
-    word_doc = _np(pc.list_parent_indices(word_lists), np.int64)
-    word_chars = _np(pc.utf8_length(words), np.int64)
-    if (word_chars == 0).any():  # utf8_split_whitespace yields one "" for an empty text
-        nonempty = word_chars > 0
-        words, word_doc, word_chars = pc.filter(words, pa.array(nonempty)), word_doc[nonempty], word_chars[nonempty]
-    encoded = pc.dictionary_encode(words)
-    word_ids = _np(encoded.indices, np.int64)
-    word_dict = encoded.dictionary
-    # Per-word properties are computed once per distinct word of the batch (a few times fewer regex
-    # calls than words) and gathered back through the ids.
-    symbol = _np(pc.match_substring_regex(word_dict, r"^[\p{P}\p{S}]+$"), bool)[word_ids]
-    alpha = _np(pc.match_substring_regex(word_dict, r"\pL"), bool)[word_ids]
-    symbol_words = _per_doc(word_doc[symbol], n).astype(np.int64)
-    sym_idx = np.flatnonzero(symbol)
-    sym_tokens = _np(pc.utf8_length(pc.replace_substring_regex(words.take(pa.array(sym_idx)), r"\.\.+", "."))) if len(sym_idx) else sym_idx
-    n_tokens = _per_doc(word_doc, n).astype(np.int64) - symbol_words + _per_doc(word_doc[sym_idx], n, sym_tokens).astype(np.int64)
-    symbol_chars = _per_doc(word_doc[symbol], n, word_chars[symbol]).astype(np.int64)
-    alpha_words = _per_doc(word_doc[alpha], n).astype(np.int64)
+    line_doc = parent[keep]
+    w = _words(lines, line_doc, n)
     return Parsed(
         n=n, texts=texts, n_chars=n_chars, n_newlines=n_newlines,
-        lines=lines, lines_stripped=lines_stripped, line_doc=parent[keep],
+        lines=lines, lines_stripped=lines_stripped, line_doc=line_doc,
         line_chars=_np(pc.utf8_length(lines), np.int64), line_stripped_chars=stripped_chars[keep],
         paras=pc.filter(paras, pa.array(pkeep)), para_doc=para_doc[pkeep], para_chars=para_chars[pkeep],
-        words=words, word_doc=word_doc, word_chars=word_chars, word_ids=word_ids, word_dict=word_dict,
-        symbol_words=symbol_words, n_tokens=n_tokens, symbol_chars=symbol_chars, alpha_words=alpha_words,
+        **w,
     )
+
+
+def _expand(pos: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(p, p + s) for p, s in zip(pos, size)])`` without a Python loop."""
+    total = int(size.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    ends = np.cumsum(size)
+    return np.arange(total, dtype=np.int64) + np.repeat(pos - (ends - size), size)
+
+
+_JOIN_PIECES = 1 << 16
+
+
+def _tokenize_joined(pieces: pa.Array) -> pa.Array:
+    """:func:`tokenize_spacing` of each piece (string without ASCII whitespace), computed on the pieces
+    joined by ``\\n`` in strings of :data:`_JOIN_PIECES` pieces: RE2 then runs a few long scans instead
+    of one call per piece (2x cheaper), and the rules, which match ``\\n`` as a piece's edge and keep
+    it where they rewrite one, give every piece the words it gets alone."""
+    # a piece of letters and digits only holds nothing any rule splits: it is one word as it is
+    other = pc.invert(pc.utf8_is_alnum(pieces))
+    rest = pieces.filter(other).cast(pa.string())
+    m = len(rest)
+    if m == 0:
+        return pieces
+    offsets = pa.array(np.r_[np.arange(0, m, _JOIN_PIECES), m].astype(np.int32))
+    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, rest), "\n")
+    spaced = pc.list_flatten(pc.split_pattern(tokenize_spacing(joined), "\n"))
+    return pc.replace_with_mask(pieces.cast(pa.string()), other, spaced)
+
+
+def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
+    """The word fields of :class:`Parsed` from the batch's non-blank lines.
+
+    The lines are split once on ASCII whitespace into pieces; the batch's distinct pieces (a few times
+    fewer than its pieces) are tokenized (:func:`tokenize_spacing`; its rules never look across ASCII
+    whitespace, so a piece is tokenized as it would be inside its text) and split into words and into
+    Unicode-whitespace words, and every occurrence of a piece gathers its words through its id. A
+    vertical tab separates pieces here, while the regex rules read it as part of a piece (RE2's ``\\s``
+    has no ``\\v``); nothing else differs from tokenizing each text whole.
+    """
+    piece_lists = pc.ascii_split_whitespace(lines)
+    piece_line = _np(pc.list_parent_indices(piece_lists), np.int64)
+    piece_doc = line_doc[piece_line]
+    encoded = pc.dictionary_encode(pc.list_flatten(piece_lists))
+    piece_ids = _np(encoded.indices, np.int64)
+    pieces = encoded.dictionary
+    # words of each distinct piece (a piece of Unicode whitespace only has none)
+    tok_lists = pc.utf8_split_whitespace(_tokenize_joined(pieces))
+    toks = pc.list_flatten(tok_lists)
+    tok_piece = _np(pc.list_parent_indices(tok_lists), np.int64)
+    tok_chars = _np(pc.utf8_length(toks), np.int64)
+    real = tok_chars > 0
+    if not real.all():
+        toks, tok_piece, tok_chars = pc.filter(toks, pa.array(real)), tok_piece[real], tok_chars[real]
+    tok_encoded = pc.dictionary_encode(toks)
+    tok_word = _np(tok_encoded.indices, np.int64)
+    word_dict = tok_encoded.dictionary
+    per_piece = np.bincount(tok_piece, minlength=len(pieces)).astype(np.int64)
+    first_tok = np.concatenate([[0], np.cumsum(per_piece)[:-1]]).astype(np.int64)
+    size = per_piece[piece_ids]
+    idx = _expand(first_tok[piece_ids], size)
+    word_ids = tok_word[idx]
+    word_doc = np.repeat(piece_doc, size)
+    word_chars = tok_chars[idx]
+    # Per-word properties are computed once per distinct word of the batch and gathered back through
+    # the ids; a symbol word counts as many spaCy tokens as its characters, a run of dots once.
+    symbol_of = _np(pc.match_substring_regex(word_dict, r"^[\p{P}\p{S}]+$"), bool)
+    alpha_of = _np(pc.match_substring_regex(word_dict, r"\pL"), bool)
+    tokens_of = np.ones(len(word_dict), np.int64)
+    sym = np.flatnonzero(symbol_of)
+    if len(sym):
+        dots_as_one = pc.replace_substring_regex(word_dict.take(pa.array(sym)), r"\.\.+", ".")
+        tokens_of[sym] = _np(pc.utf8_length(dots_as_one), np.int64)
+    symbol = symbol_of[word_ids]
+    # whitespace words (Unicode whitespace, the paper's words) and those holding a letter, per piece
+    ws_lists = pc.utf8_split_whitespace(pieces)
+    ws = pc.list_flatten(ws_lists)
+    ws_piece = _np(pc.list_parent_indices(ws_lists), np.int64)
+    ws_real = _np(pc.utf8_length(ws), np.int64) > 0
+    ws_alpha = _np(pc.match_substring_regex(ws, r"\pL"), bool) & ws_real
+    ws_of = np.bincount(ws_piece[ws_real], minlength=len(pieces))[piece_ids]
+    ws_alpha_of = np.bincount(ws_piece[ws_alpha], minlength=len(pieces))[piece_ids]
+    # pieces of each stripped line: from its first to its last piece that is not all Unicode
+    # whitespace (stripping removes those at the edges); the longest piece of each line
+    # (pieces are in line order and every non-blank line has a solid piece)
+    m = len(lines)
+    solid = np.flatnonzero(ws_of > 0)
+    solid_line = piece_line[solid]
+    first = solid[np.searchsorted(solid_line, np.arange(m), side="left")] if m else solid
+    last = solid[np.searchsorted(solid_line, np.arange(m), side="right") - 1] if m else solid
+    line_start = np.searchsorted(piece_line, np.arange(m), side="left")
+    longest = np.maximum.reduceat(_np(pc.utf8_length(pieces), np.int64)[piece_ids], line_start) if m else solid
+    return {
+        "line_pieces": last - first + 1, "line_longest_piece": longest,
+        "word_doc": word_doc, "word_chars": word_chars, "word_ids": word_ids, "word_dict": word_dict,
+        "symbol_words": _per_doc(word_doc, n, symbol).astype(np.int64),
+        "n_tokens": _per_doc(word_doc, n, tokens_of[word_ids]).astype(np.int64),
+        "symbol_chars": _per_doc(word_doc, n, word_chars * symbol).astype(np.int64),
+        "alpha_words": _per_doc(word_doc, n, alpha_of[word_ids]).astype(np.int64),
+        "ws_words": _per_doc(piece_doc, n, ws_of).astype(np.int64),
+        "ws_alpha_words": _per_doc(piece_doc, n, ws_alpha_of).astype(np.int64),
+    }
 
 
 def _struct(fields: dict[str, np.ndarray], types: dict[str, pa.DataType]) -> pa.StructArray:

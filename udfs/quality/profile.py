@@ -13,7 +13,9 @@ this order (the first that fits wins):
    ``\\documentclass``, ``\\usepackage``, ``\\section{``, ``\\cite{``, ``\\label{``, ``\\ref{``...; math
    alone is not enough, a blog with MathJax stays ``web``), or a paper's
    structure: at least :data:`MIN_PAPER_HEADINGS` section headings of a paper (Abstract, Introduction,
-   Methods, Results, Discussion, Conclusion, References, ... as whole lines, numbered or not) and at
+   Methods, Results, Discussion, Conclusion, References, ... as whole lines, numbered or not; a response
+   to peer reviewers, which arXiv sources and journals publish beside papers, is headed "Reviewer 2",
+   "Response to Reviewers" and "Response:" instead) and at
    least :data:`MIN_SCHOLARLY_MARKS_PER_1K_WORDS` scholarly marks per 1,000 words (bracketed numeric
    citations ``[3]`` / ``[1-4]``, ``et al.``, ``Fig.``/``Table``/``Eq.`` references, converter
    placeholders ``{{cite:...}}``/``{{formula:...}}``, ``REF``, numbered
@@ -84,7 +86,8 @@ _PAPER_HEADINGS = (
     r"(?im)^[ \t]*(?:[0-9IVX]+\.?(?:[0-9]+\.?)*[ \t]+)?(?:abstract|introduction|background|related work"
     r"|methods?|materials and methods|methodology|experiments?|experimental setup|results"
     r"|results and discussion|discussion|conclusions?|acknowledge?ments?|references|bibliography"
-    r"|evaluation|preliminaries|appendix)[ \t]*:?[ \t]*$"
+    r"|evaluation|preliminaries|appendix|response|(?:response to (?:the )?)?reviewers?(?:[ \t]*#?[0-9]+)?)"
+    r"[ \t]*:?[ \t]*$"
     r"|(?m)^[ \t]*-?[0-9]{1,2}(?:\.[0-9]{1,2}){0,3}\.?[ \t]+[A-Z][^\n.!?:;]{2,80}\n+[^\n]{100,}"
 )
 _CITATION = r"\[[0-9]{1,3}(?:[ \t]*[,–-][ \t]*[0-9]{1,3})*\]"
