@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib.resources
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -100,6 +100,18 @@ def load_model(path: str):
                 model = fasttext.load_model(key)
                 _MODELS[key] = model
     return model
+
+
+def label_codes(prefix: str, aliases: Mapping[str, str]) -> Callable[[str], str]:
+    """:func:`canonical_code` of fastText labels, memoised for one call (a batch holds few labels)."""
+    cache: dict[str, str] = {}
+
+    def code(label: str) -> str:
+        c = cache.get(label)
+        if c is None:
+            c = cache[label] = canonical_code(label, prefix, aliases)
+        return c
+    return code
 
 
 def canonical_code(label: str, prefix: str = "__label__", aliases: Mapping[str, str] = LID176_ALIASES) -> str:
@@ -224,13 +236,7 @@ def predict(
         empty_topk = pa.array([], type=pa.list_(pa.struct([("lang", pa.string()), ("score", pa.float64())])))
         return pa.array([], pa.string()), pa.array([], pa.float64()), empty_topk
     labels, probs = model.predict(list(texts), k=k)
-    cache: dict[str, str] = {}
-
-    def code(label: str) -> str:
-        c = cache.get(label)
-        if c is None:
-            c = cache[label] = canonical_code(label, prefix, aliases)
-        return c
+    code = label_codes(prefix, aliases)
 
     # fastText returns float32 probabilities widened to float64 here; the top-1 of each row:
     lang = [code(ls[0]) for ls in labels]
@@ -304,13 +310,7 @@ def identify(
     prepared = preprocess(sample, max_chars)
     lang, score, topk = predict(model, prepared, 1, prefix, aliases)
 
-    codes: dict[str, str] = {}
-
-    def code(label: str) -> str:
-        c = codes.get(label)
-        if c is None:
-            c = codes[label] = canonical_code(label, prefix, aliases)
-        return c
+    code = label_codes(prefix, aliases)
 
     if topk_max_chars is None:
         shares = langid_prose.window_shares(model, pieces, lang.to_pylist(), k, code,
