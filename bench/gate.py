@@ -1,28 +1,33 @@
 """Calibration and speed of ``winnow gate`` on real text run through Winnow (``make bench`` part ``gate``).
 
-``python -m bench.gate [--cases same,dup,spam,wavy,wavy_mixed,raw,speed]``. Real web text from the shared samples
-(``WINNOW_SHARED_DATA``, default ``../shared/data``: the Dolma Common Crawl sample, the DCLM
-human-labelled pages and two cc_net files) goes through the default chain twice: once whole (``base``,
-with ``shard.per_source_sets``) and once as its raw input (ingest -> tokenize -> shard). Planted
-variants are then written from ``base``'s own train documents as Megatron shards (the format the shard
+``python -m bench.gate [--cases same,dup,spam,raw,passages,wavy,wavy_mixed,speed] [--work DIR]``. The
+English samples of the shared data (``WINNOW_SHARED_DATA``, default ``../shared/data``; :data:`SOURCES`:
+the Dolma Common Crawl sample and WARC files, the DCLM human-labelled pages, two cc_net files, the
+Wikipedia wikitext pages, the PMC and unarXive papers) go through the default chain of ``conf/local.yaml``
+(``base``, with ``shard.per_source_sets``), and, for the cases that need them, through the same chain
+without its passages stage (``nopass``) and as raw input (ingest -> tokenize -> shard, ``raw``). Planted
+variants are written from ``base``'s own train documents as Megatron shards (the format the shard
 stage writes; :mod:`udfs.megatron`), so the size of each defect is known exactly:
 
-1. ``same``: the same documents in another shuffle, against base, over ``BENCH_GATE_SETS`` seed sets
+1. ``same``: the same documents in another shuffle, against the baseline, ``BENCH_GATE_SETS`` copies
    (false alarms: a verdict other than no difference);
 2. ``dup``: near-duplicate copies (a document with 5 % of its tokens dropped) put back until they are
    10 / 30 / 50 % of the tokens;
-3. ``spam``: the pages the filter stage removed (its ``removed`` table), tokenized with the run's
-   tokenizer, put back at 10 / 30 / 50 % of the tokens;
-4. ``wavy``: the train documents written source by source (blocks) against the shuffled set;
-   ``wavy_mixed``: the web pages and the pages the filter removed, half the tokens each, in alternating
-   blocks of ``BENCH_GATE_BLOCK_TOKENS`` (default 16,384) against the same documents shuffled;
-5. ``raw``: the default chain against its raw input.
+3. ``spam``: the pages the filter stage removed for quality (its ``removed`` table), tokenized with the
+   run's tokenizer, put back at 10 / 30 / 50 % of the tokens;
+4. ``raw``: the default chain against its raw input; ``passages``: against the same chain with the
+   passages stage off;
+5. ``wavy``: the train documents written source by source (blocks) against the same documents shuffled;
+   ``wavy_mixed``: the train documents and the pages the filter removed, half the tokens each, in
+   alternating blocks of ``BENCH_GATE_BLOCK_TOKENS`` (default 16,384), in that order and shuffled.
 
 Every fourth train document of ``base`` is held out: with base's validation split it is the reference
-text every model is scored on; the other documents, shuffled, are the baseline variant ``clean``. ``BENCH_GATE_TOKENS``, ``BENCH_GATE_SEEDS`` and ``BENCH_GATE_MODEL`` (``d,layers,heads``) shrink
-the budget on a busy machine; the figures say what they ran with. ``speed`` measures tokens/s per core,
-the model FLOP utilisation against the measured matmul rate, and the gate's training loop against a
-plain JAX loop over the same arrays.
+text every model is scored on (no variant trains on it: ``raw`` and ``nopass`` lose those documents by
+doc_id); the other documents, shuffled, are the baseline variant ``clean``. ``BENCH_GATE_TOKENS``,
+``BENCH_GATE_SEEDS`` and ``BENCH_GATE_MODEL`` (``d,layers,heads``) shrink the budget on a busy machine;
+the figures say what they ran with. ``speed`` measures tokens/s per core, the model FLOP utilisation
+against the measured matmul rate, and the gate's training loop against a plain JAX loop over the same
+arrays.
 """
 
 from __future__ import annotations
@@ -46,19 +51,43 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("WINNOW_SHARED_DATA", REPO.parent / "shared" / "data"))
 WEB = ["web_crawl/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz",
        "web_crawl/dclm_human_quality_labels_A.jsonl", "web_crawl/dolma_ccnet_cc_en_head-0091.jsonl",
-       "web_crawl/dolma_ccnet_cc_en_head-0174.jsonl"]
+       "web_crawl/dolma_ccnet_cc_en_head-0174.jsonl", "web_crawl/dolma_warc_sample-0000.warc.gz",
+       "web_crawl/dolma_warc_sample-0001.warc.gz"]
+WIKI = "wikipedia/wtf_wikipedia_wikitext_pages.jsonl"
+SOURCES = [*WEB, WIKI, "scientific"]
+"""Every English sample of the shared data: web pages (JSONL and WARC), Wikipedia wikitext, PMC and
+unarXive papers; ``BENCH_GATE_SOURCES=web`` keeps the web pages only."""
 SHARES = (0.1, 0.3, 0.5)
 
 
-def chain(root: Path, raw: bool = False) -> None:
-    """Run the default chain (or ingest -> tokenize -> shard) on the web samples into ``root``."""
-    inputs = json.dumps([str(SHARED / p) for p in WEB])
+def sources() -> list[str]:
+    """The shared files the bench's runs read (``BENCH_GATE_SOURCES``: ``all``, the default, or ``web``)."""
+    return WEB if os.environ.get("BENCH_GATE_SOURCES", "all") == "web" else SOURCES
+
+
+def chain(root: Path, raw: bool = False, passages: bool = True) -> None:
+    """Run the default chain (``conf/local.yaml``: passages on), without the passages stage, or as
+    ingest -> tokenize -> shard (``raw``) on the shared samples into ``root``."""
+    inputs = json.dumps([str(SHARED / p) for p in sources()])
+    wiki = json.dumps({str(SHARED / WIKI): {"text": "wikitext", "record_format": "mediawiki"}})
     cmd = [sys.executable, "jobs/pipeline.py", "--conf", "conf/local.yaml", "--quiet", "--set", f"run.root={root}",
-           "--set", f"ingest.inputs={inputs}", "--set", "shard.formats=[megatron]", "--set", "decontam.eval_sets=[]",
+           "--set", f"ingest.inputs={inputs}", "--set", f"ingest.fields_by_input={wiki}",
+           "--set", "shard.formats=[megatron]", "--set", "decontam.eval_sets=[]",
            "--set", "shard.per_source_sets=true"]
     if raw:
         cmd += ["--set", "pipeline.stages=[ingest, tokenize, shard]", "--set", "tokenize.input_table=documents"]
+    if not passages:
+        cmd += ["--set", "passages.enabled=false"]
     subprocess.run(cmd, cwd=REPO, check=True, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+
+
+def tokenized(run: Path) -> dict[str, np.ndarray]:
+    """Every document of a run's ``tokenized`` Delta table: doc_id -> token ids (uint32, EOS last)."""
+    from deltalake import DeltaTable
+
+    t = DeltaTable(str(run / "tables" / "tokenized")).to_pyarrow_table(columns=["doc_id", "tokens"])
+    return {i: np.frombuffer(b, dtype="<u4") for i, b in zip(t["doc_id"].to_pylist(), t["tokens"].to_pylist(),
+                                                               strict=True)}
 
 
 def write_variant(root: Path, docs: list[np.ndarray], tokenizer: dict) -> Path:
@@ -304,54 +333,100 @@ def speed(base: Path, ref: Path) -> dict:
 
 
 def measure(cases: list[str], work: Path) -> dict:
-    """Build the runs and variants, run each case's gates; returns every figure."""
+    """Build the runs and variants, run each case's gates; returns every figure.
+
+    The planted variants (``dup``, ``spam``), the raw input (``raw``) and the chain without passages
+    (``passages``) share one gate, so ``clean``'s models are trained once for all of them; ``same`` runs
+    its copies ``BENCH_GATE_SAME_GROUP`` (default 5) to a gate, each gate with its own seed set; ``wavy``
+    and ``wavy_mixed`` share one gate with the shuffled documents as its baseline and the fewest seeds
+    (2: the wavy check reads the first seed's curve).
+    """
     from pipelines.gate import shards
     from pipelines.gate.runner import run_gate
 
-    base, raw = work / "base", work / "raw"
+    base, raw, nopass = work / "base", work / "raw", work / "nopass"
     if not (base / "shards" / "manifest.json").is_file():
         chain(base)
     v = shards.open_variant(str(base))
     tk, eos = v.tokenizer, int(v.tokenizer["eos_id"])
     docs, held = split_held([np.asarray(d) for d in shards.documents(v, "train")])
     held_keys = {key(d) for d in held}
+    ref_keys = held_keys | {key(d) for d in shards.documents(v, "validation")}
+    ref_ids = {i for i, t in tokenized(base).items() if key(t) in ref_keys}
     ref = reference_folder(base, held, work / "reference")
     clean = write_variant(work / "variants" / "clean", shuffled(docs, 1), tk)
     out: dict = {"base": {"train_documents": len(docs), "train_tokens": int(sum(map(len, docs))),
                           "reference_documents": len(list(ref.glob("*.txt"))),
-                          "reference_tokens": int(sum(map(len, held))) + v.tokens("validation")}}
+                          "reference_tokens": int(sum(map(len, held))) + v.tokens("validation"),
+                          "sources": sources()}}
     seed0 = 1000
 
-    def quiet(line: str) -> None:
-        return None
+    def quiet(line: str) -> None:  # progress on stderr: a long calibration shows it is alive
+        print(line, file=sys.stderr, flush=True)
 
-    def gate(name: str, variant_docs: list[np.ndarray], seed: int = seed0, **kw) -> dict:
-        path = write_variant(work / "variants" / name, variant_docs, tk)
+    def gate(variants: dict[str, list[np.ndarray]], seed: int = seed0, baseline: Path = clean, **kw) -> dict:
+        """One gate of ``baseline`` and ``variants`` (name -> documents): each variant's figures against it."""
+        paths = [write_variant(work / "variants" / name, d, tk) for name, d in variants.items()]
         t0 = time.perf_counter()
-        r = run_gate(gate_config([clean, path], ref, seed, **kw), quiet)
-        return {**verdict(r, path.name), "seconds": round(time.perf_counter() - t0, 1),
-                "budget": r["budget"]["tokens_per_model"], "seeds": len(r["budget"]["seeds"]),
-                "model": {k: r["model"][k] for k in ("d_model", "n_layers", "n_heads", "params")}}
+        r = run_gate(gate_config([baseline, *paths], ref, seed, **kw), quiet)
+        common = {"seconds": round(time.perf_counter() - t0, 1), "budget": r["budget"]["tokens_per_model"],
+                  "seeds": len(r["budget"]["seeds"]), "gate_variants": len(paths) + 1,
+                  "model": {k: r["model"][k] for k in ("d_model", "n_layers", "n_heads", "params")}}
+        out = {}
+        for p in paths:
+            rec = verdict(r, p.name)
+            mine = [n for n in (baseline.name, p.name) if n in rec["wavy"]]
+            rec["wavy"], rec["flagged"] = {n: rec["wavy"][n] for n in mine}, {n: rec["flagged"][n] for n in mine}
+            out[p.name] = {"name": p.name, "baseline": baseline.name, **rec, **common}
+        return out
 
-    if "same" in cases:
-        sets = int(os.environ.get("BENCH_GATE_SETS", 10))
-        runs = [gate(f"same{k}", shuffled(docs, 7 + k), seed=seed0 + 10 * k, wavy=False) for k in range(sets)]
-        out["same"] = {"runs": runs, "false_alarms": sum(r["verdict"] != "no_difference" for r in runs),
-                       "proxy_false_alarms": sum(r["proxy_verdict"] != "no_difference" for r in runs)}
+    planted_variants: dict[str, list[np.ndarray]] = {}
     if "dup" in cases:
         rng = np.random.default_rng(3)
         copies = [near_copy(docs[i], rng) for i in rng.permutation(len(docs))]
-        out["dup"] = {f"{s:.0%}": gate(f"dup{int(s * 100)}", planted(docs, copies, s, 5)[0], wavy=False)
-                      for s in SHARES}
+        planted_variants |= {f"dup{int(s * 100)}": planted(docs, copies, s, 5)[0] for s in SHARES}
     if "spam" in cases:
         pages = removed_pages(base, tk["spec"], eos)
         out["spam"] = {"removed_pages": len(pages), "removed_tokens": int(sum(map(len, pages)))}
-        out["spam"] |= {f"{s:.0%}": gate(f"spam{int(s * 100)}", planted(docs, pages, s, 6)[0], wavy=False)
-                        for s in SHARES}
+        planted_variants |= {f"spam{int(s * 100)}": planted(docs, pages, s, 6)[0] for s in SHARES}
+    if "raw" in cases:
+        if not (raw / "shards" / "manifest.json").is_file():
+            chain(raw, raw=True)
+        rv = shards.open_variant(str(raw))
+        # the raw run's documents that are held out as reference text (same tokens) are left out of it
+        planted_variants["raw"] = [np.asarray(d) for d in shards.documents(rv, "train") if key(d) not in ref_keys]
+        out["raw"] = {"raw_train_tokens": rv.tokens("train")}
+    if "passages" in cases:
+        if not (nopass / "tables" / "tokenized" / "_delta_log").is_dir():
+            chain(nopass, passages=False)
+        # every document of the run without passages but those of base's reference text (by doc_id: the
+        # stage changes the text of some), shuffled as clean is
+        kept = sorted((i, t) for i, t in tokenized(nopass).items() if i not in ref_ids)
+        planted_variants["nopass"] = shuffled([t for _, t in kept], 1)
+        out["passages"] = {"documents": len(kept), "tokens": int(sum(len(t) for _, t in kept)),
+                           "clean_documents": len(docs)}
+    if planted_variants:
+        res = gate(planted_variants, wavy=False)
+        for case in ("dup", "spam"):
+            if case in cases:
+                out.setdefault(case, {}).update({f"{s:.0%}": res[f"{case}{int(s * 100)}"] for s in SHARES})
+        if "raw" in cases:
+            out["raw"] |= res["raw"]
+        if "passages" in cases:
+            out["passages"] |= res["nopass"]
+    if "same" in cases:
+        sets, group = int(os.environ.get("BENCH_GATE_SETS", 10)), int(os.environ.get("BENCH_GATE_SAME_GROUP", 5))
+        runs: list[dict] = []
+        for g0 in range(0, sets, group):
+            ks = range(g0, min(sets, g0 + group))
+            res = gate({f"same{k}": shuffled(docs, 7 + k) for k in ks}, seed=seed0 + 10 * g0, wavy=False)
+            runs += [res[f"same{k}"] for k in ks]
+        out["same"] = {"runs": runs, "baselines": -(-sets // group),
+                       "false_alarms": sum(r["verdict"] != "no_difference" for r in runs),
+                       "proxy_false_alarms": sum(r["proxy_verdict"] != "no_difference" for r in runs)}
+    wavy_variants: dict[str, list[np.ndarray]] = {}
     if "wavy" in cases:
-        blocks = [d for d in source_blocks(base) if key(d) not in held_keys]
-        out["wavy"] = {"blocks": gate("blocks", blocks, ngram=False),
-                       "shuffled": gate("shuffled", shuffled(docs, 11), ngram=False)}
+        wavy_variants["blocks"] = [d for d in source_blocks(base) if key(d) not in ref_keys]
     if "wavy_mixed" in cases:
         # web pages and the pages the filter removed (language and quality), half the tokens each, in
         # alternating blocks of BENCH_GATE_BLOCK_TOKENS, against the same documents shuffled
@@ -362,18 +437,16 @@ def measure(cases: list[str], work: Path) -> dict:
         total, cut = sum(map(len, docs)), 0
         while cut < len(pages) and sum(map(len, pages[:cut])) < total:
             cut += 1
-        mixed = alternate([docs, pages[:cut]], block)
-        out["wavy_mixed"] = {"block_tokens": block, "removed_pages": cut,
-                             "blocks": gate("mixed_blocks", mixed, ngram=False),
-                             "shuffled": gate("mixed_shuffled", shuffled(mixed, 12), ngram=False)}
-    if "raw" in cases:
-        if not (raw / "shards" / "manifest.json").is_file():
-            chain(raw, raw=True)
-        rv = shards.open_variant(str(raw))
-        # the raw run's documents that are held out as reference text (same tokens) are left out of it
-        raw_docs = [np.asarray(d) for d in shards.documents(rv, "train") if key(d) not in held_keys]
-        out["raw"] = gate("raw", raw_docs)
-        out["raw"]["raw_train_tokens"] = rv.tokens("train")
+        wavy_variants["mixed_shuffled"] = shuffled(alternate([docs, pages[:cut]], block), 12)
+        wavy_variants["mixed_blocks"] = alternate([docs, pages[:cut]], block)
+        out["wavy_mixed"] = {"block_tokens": block, "removed_pages": cut}
+    if wavy_variants:
+        shuffled_root = write_variant(work / "variants" / "shuffled", shuffled(docs, 11), tk)
+        res = gate(wavy_variants, baseline=shuffled_root, ngram=False, seeds=2)
+        if "wavy" in cases:
+            out["wavy"] = {"blocks": res["blocks"], "shuffled": _baseline_wavy(res["blocks"], "shuffled")}
+        if "wavy_mixed" in cases:
+            out["wavy_mixed"] |= {"blocks": res["mixed_blocks"], "shuffled": res["mixed_shuffled"]}
     if "speed" in cases:
         out["speed"] = speed(clean, ref)
         # in CPU seconds: a best-of-10 matmul of 10 ms finds the cores free between other work's slices,
@@ -383,6 +456,12 @@ def measure(cases: list[str], work: Path) -> dict:
                         "gate_mfu": out["speed"]["mfu_cpu"],
                         "gate_default_minutes": out["speed"]["default_gate_minutes_estimate_idle"]}
     return out
+
+
+def _baseline_wavy(r: dict, name: str) -> dict:
+    """The wavy figures of a gate's baseline ``name``, from a variant's record of that gate."""
+    return {**r, "name": name, "verdict": None, "proxy_verdict": None, "wavy": {name: r["wavy"][name]},
+            "flagged": {name: r["flagged"][name]}}
 
 
 VERDICTS = {"better": "better", "worse": "worse", "no_difference": "no difference", None: "–"}
@@ -399,6 +478,10 @@ def _row(case: str, share: str, r: dict) -> dict:
             "mean diff (bits/byte)": round(r["mean_diff_bpb"], 4), "95 % interval": f"[{lo:+.3f}, {hi:+.3f}]",
             "smallest detectable": round(r["min_detectable_bpb"], 3), "verdict": VERDICTS[r["verdict"]],
             "proxy verdict": VERDICTS[r["proxy_verdict"]]}
+
+
+def _verdict_word(r: dict) -> str:
+    return "not flagged" if r["verdict"] == "no_difference" else f"flagged: {VERDICTS[r['verdict']]}"
 
 
 def _smallest_flagged(per_share: dict[str, dict]) -> str:
@@ -425,7 +508,9 @@ def render_markdown(figures: dict) -> list[str]:
     lines = []
     if "base" in f:
         b = f["base"]
-        lines += [f"Corpus: the shared web samples through the default chain, {b['train_documents']:,} train documents "
+        what = ("the shared English samples (web pages, Wikipedia, PMC and unarXive papers)"
+                if b.get("sources", SOURCES) == SOURCES else "the shared web samples")
+        lines += [f"Corpus: {what} through the default chain, {b['train_documents']:,} train documents "
                   f"({b['train_tokens']:,} tokens) as the baseline `clean`; {b['reference_documents']:,} held-out "
                   f"documents ({b['reference_tokens']:,} tokens) are the reference text every model is scored on. "
                   "A verdict other than \"no difference\" flags the variant (95 % interval of the paired seed "
@@ -436,16 +521,17 @@ def render_markdown(figures: dict) -> list[str]:
             summary.append({"defect": label, "smallest planted share flagged": _smallest_flagged(f[case]),
                             "model": _model(f[case][SHARE_KEYS[0]])})
             rows += [_row(case, k, f[case][k]) for k in SHARE_KEYS if k in f[case]]
-    if "raw" in f:
-        summary.append({"defect": "raw input vs the default chain", "model": _model(f["raw"]),
-                        "smallest planted share flagged": "flagged" if f["raw"]["verdict"] != "no_difference"
-                        else "not flagged (the whole raw input)"})
-        rows.append(_row("raw", "all", f["raw"]))
-    for case, label in (("wavy", "sources in blocks (web, 3 sources)"),
+    for case, label, share in (("raw", "raw input vs the default chain", "the whole raw input"),
+                               ("passages", "the chain without its passages stage", "the stage off")):
+        if case in f and "verdict" in f[case]:
+            summary.append({"defect": label, "model": _model(f[case]),
+                            "smallest planted share flagged": _verdict_word(f[case]) + f" ({share})"})
+            rows.append(_row(case, "all", f[case]))
+    for case, label in (("wavy", "sources in blocks (each source's documents after the last)"),
                         ("wavy_mixed", "sources in blocks (web / removed pages)")):
         if case in f:
             w = f[case]["blocks"]
-            name = next(k for k in w["wavy"] if k != "clean")
+            name = w.get("name") or next(k for k in w["wavy"] if k != "clean")
             summary.append({"defect": f"{label}: wavy flag", "model": _model(w),
                             "smallest planted share flagged": "flagged" if w["flagged"][name] else "not flagged"})
     if summary:
@@ -455,7 +541,10 @@ def render_markdown(figures: dict) -> list[str]:
     if "same" in f:
         runs = f["same"]["runs"]
         mdd = sorted(r["min_detectable_bpb"] for r in runs)
-        lines += [format_table([{"same data, another shuffle": f"{len(runs)} seed sets", "model": _model(runs[0]),
+        shared = f["same"].get("baselines", len(runs))
+        sets = (f"{len(runs)} seed sets" if shared == len(runs)
+                else f"{len(runs)} copies, {shared} baselines and seed sets")
+        lines += [format_table([{"same data, another shuffle": sets, "model": _model(runs[0]),
                                  "tokens/model": runs[0]["budget"], "false alarms": f["same"]["false_alarms"],
                                  "proxy false alarms": f["same"]["proxy_false_alarms"],
                                  "smallest detectable (median)": round(mdd[len(mdd) // 2], 3),
@@ -465,10 +554,11 @@ def render_markdown(figures: dict) -> list[str]:
         for order in ("blocks", "shuffled"):
             if case in f and order in f[case]:
                 w = f[case][order]
-                name = next(k for k in w["wavy"] if k != "clean")
-                wavy.append({"case": case, "shard order": order, "model": _model(w),
-                             "order share": w["wavy"][name], "flagged": w["flagged"][name],
-                             "baseline order share": w["wavy"].get("clean")})
+                name = w.get("name") or next(k for k in w["wavy"] if k != "clean")
+                ws = w["wavy"][name]
+                share = ws if not isinstance(ws, dict) else ws.get("order_share")
+                wavy.append({"case": case, "shard order": order, "model": _model(w), "order share": share,
+                             "flagged": w["flagged"][name], "verdict vs shuffled": VERDICTS[w.get("verdict")]})
     if wavy:
         lines += [format_table(wavy), ""]
     if "speed" in f:
@@ -490,7 +580,7 @@ def run(n_docs: int = 0, seed: int = 0) -> dict:
     """The ``make bench`` part (``n_docs`` and ``seed`` unused: the corpus is the shared web sample)."""
     work = Path(os.environ.get("BENCH_GATE_WORK") or tempfile.mkdtemp(prefix="winnow-gate-"))
     try:
-        return measure(os.environ.get("BENCH_GATE_CASES", "same,dup,spam,wavy,wavy_mixed,raw,speed").split(","), work)
+        return measure(os.environ.get("BENCH_GATE_CASES", "same,dup,spam,raw,passages,wavy,wavy_mixed,speed").split(","), work)
     finally:
         if not os.environ.get("BENCH_GATE_WORK"):
             shutil.rmtree(work, ignore_errors=True)
@@ -498,7 +588,7 @@ def run(n_docs: int = 0, seed: int = 0) -> dict:
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", default="same,dup,spam,wavy,wavy_mixed,raw,speed")
+    p.add_argument("--cases", default="same,dup,spam,raw,passages,wavy,wavy_mixed,speed")
     p.add_argument("--work", default=None, help="keep runs and variants here (reused when present)")
     a = p.parse_args()
     work = Path(a.work or tempfile.mkdtemp(prefix="winnow-gate-"))
