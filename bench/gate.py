@@ -416,9 +416,10 @@ def measure(cases: list[str], work: Path) -> dict:
             out["passages"] |= res["nopass"]
     if "same" in cases:
         sets, group = int(os.environ.get("BENCH_GATE_SETS", 10)), int(os.environ.get("BENCH_GATE_SAME_GROUP", 5))
+        first = int(os.environ.get("BENCH_GATE_SAME_FIRST", 0))  # a later process goes on from copy `first`
         runs: list[dict] = []
-        for g0 in range(0, sets, group):
-            ks = range(g0, min(sets, g0 + group))
+        for g0 in range(first, first + sets, group):
+            ks = range(g0, min(first + sets, g0 + group))
             res = gate({f"same{k}": shuffled(docs, 7 + k) for k in ks}, seed=seed0 + 10 * g0, wavy=False)
             runs += [res[f"same{k}"] for k in ks]
         out["same"] = {"runs": runs, "baselines": -(-sets // group),
