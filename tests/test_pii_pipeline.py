@@ -10,7 +10,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from pipelines.core import tables
 from pipelines.core.config import ConfigError
-from pipelines.pii.stage import OUTPUT_COLUMNS, OUTPUT_TABLE, redact_pii, run
+from pipelines.pii.stage import OUTPUT_COLUMNS, OUTPUT_TABLE, arrow_batch_settings, redact_pii, run
 
 DOCS_SCHEMA = "doc_id string, text string, source string"
 # Invented values only.
@@ -83,6 +83,19 @@ def test_disabled_and_kinds_switches(spark, make_cfg):
     ], checkRowOrder=False)
 
 
+def test_batches_cut_by_size_give_the_same_rows(spark, make_cfg):
+    cfg = make_cfg("pii.batch_mb=1").pii
+    assert arrow_batch_settings(cfg) == {"spark.sql.execution.arrow.maxBytesPerBatch": "1000000",
+                                         "spark.sql.execution.arrow.maxRecordsPerBatch": "10000"}
+    texts = {f"d{i}": f"{TEXTS['mail']} {'filler text ' * 40}{i}" for i in range(3000)}  # ~1.6 MB: 2 batches
+    docs = _docs(spark, texts).repartition(1)
+    by_rows = docs.transform(redact_pii, cfg).collect()
+    with tables.session_conf(spark, arrow_batch_settings(cfg)):
+        by_size = docs.transform(redact_pii, cfg).collect()
+    assertDataFrameEqual(by_size, by_rows, checkRowOrder=False)
+    assert {r["text"][:17] for r in by_size} == {'Write to "<EMAIL>'}
+
+
 def test_missing_column_is_named(spark, make_cfg):
     with pytest.raises(ValueError, match=r"missing columns \['text'\]"):
         redact_pii(spark.createDataFrame([("a",)], "doc_id string"), make_cfg().pii)
@@ -95,6 +108,8 @@ def test_bad_config_names_key_and_allowed(make_cfg):
         make_cfg("pii.action=erase")
     with pytest.raises(ConfigError, match=r"pii.phone_regions.*\['XX'\]"):
         make_cfg("pii.phone_regions=[XX]")
+    with pytest.raises(ConfigError, match=r"pii.batch_mb"):
+        make_cfg("pii.batch_mb=0")
 
 
 def test_run_writes_tables_and_balances(spark, make_cfg):

@@ -37,6 +37,10 @@ OUTPUT_COLUMNS: tuple[str, ...] = ("pii_counts", "pii_spans", "pii_action")
 ACTIONS: tuple[str, ...] = ("none", "redact", "flag", "drop", "skipped")
 REASON_PREFIX = "pii."
 _TOP = "_pii_top"
+BATCH_MAX_ROWS = 10_000
+"""Row cap of an Arrow batch under :func:`arrow_batch_settings` (Spark's default ``maxRecordsPerBatch``):
+``batch_mb`` decides for documents over ~800 bytes. Not -1 (no cap): Spark 4.2's columnar Arrow UDF
+path, taken over Parquet input, sizes its column vectors by it and fails on -1."""
 
 _SPAN = T.StructType([
     T.StructField("kind", T.StringType()), T.StructField("start", T.IntegerType()),
@@ -62,6 +66,22 @@ def pii_options(cfg: PiiConfig) -> PiiOptions:
         phone_regions=tuple(cfg.phone_regions),
         hash_salt=cfg.hash_salt,
     )
+
+
+def arrow_batch_settings(cfg: PiiConfig) -> dict[str, str]:
+    """Spark session settings that cut the Arrow batches going to the detector by size.
+
+    Args:
+        cfg: the ``pii`` config section (``batch_mb``: MB of text per batch).
+
+    Returns:
+        ``spark.sql.execution.arrow.maxBytesPerBatch`` = ``batch_mb`` MB (10^6 bytes) and
+        ``maxRecordsPerBatch`` = :data:`BATCH_MAX_ROWS`; apply them with
+        :func:`pipelines.core.tables.session_conf` around the actions that run the stage's DataFrame
+        (Spark reads them when a query runs).
+    """
+    return {"spark.sql.execution.arrow.maxBytesPerBatch": str(cfg.batch_mb * 1_000_000),
+            "spark.sql.execution.arrow.maxRecordsPerBatch": str(BATCH_MAX_ROWS)}
 
 
 def redact_pii(df: DataFrame, cfg: PiiConfig, with_top_kind: bool = False) -> DataFrame:
@@ -131,16 +151,19 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """
     name = tables.stage_input_table(cfg, STAGE, spark)
     src = tables.read_table(spark, cfg, name)
-    checked = redact_pii(src, cfg.pii, with_top_kind=True).persist(tables.TEXT_CACHE)
-    try:
-        stats = _stats(checked)
-        kept = checked.where(F.col("pii_action") != "drop").drop(_TOP)
-        dropped = (checked.where(F.col("pii_action") == "drop")
-                   .withColumn("reason", F.array(F.concat(F.lit(REASON_PREFIX), F.col(_TOP)))).drop(_TOP))
-        props = {"action": cfg.pii.action if cfg.pii.enabled else "skipped", "input_table": name}
-        outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=dropped, properties=props)
-    finally:
-        checked.unpersist()
+    # The Arrow batch settings are read when a query runs: every action on checked runs in the block.
+    with tables.session_conf(spark, arrow_batch_settings(cfg.pii)):
+        checked = redact_pii(src, cfg.pii, with_top_kind=True).persist(tables.TEXT_CACHE)
+        try:
+            stats = _stats(checked)
+            kept = checked.where(F.col("pii_action") != "drop").drop(_TOP)
+            dropped = (checked.where(F.col("pii_action") == "drop")
+                       .withColumn("reason", F.array(F.concat(F.lit(REASON_PREFIX), F.col(_TOP)))).drop(_TOP))
+            props = {"action": cfg.pii.action if cfg.pii.enabled else "skipped", "input_table": name}
+            outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=dropped,
+                                     properties=props)
+        finally:
+            checked.unpersist()
     removed = stats.pop("removed")
     return StageReport(
         stage=STAGE,
