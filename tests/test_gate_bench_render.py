@@ -29,10 +29,10 @@ def test_smallest_flagged_share_false_alarms_and_wavy_rows():
     md = "\n".join(render_markdown(figures))
     assert "| near-duplicates put back | 30% | 64 x 2 (0.37 M) |" in md
     assert "| pages the filter removed put back | none of 10% / 30% / 50% | 64 x 2 (0.37 M) |" in md
-    assert "| sources in blocks (web, 3 sources): wavy flag | flagged |" in md
+    assert "| sources in blocks (each source's documents after the last): wavy flag | flagged |" in md
     assert "| dup | 30% | 64 x 2 (0.37 M) | 131,072 | 3 | 0.05 | [+0.030, +0.070] | 0.025 | worse | no difference |" in md
     assert "| 10 seed sets | 64 x 2 (0.37 M) | 65,536 |" not in md and "| 10 seed sets | 64 x 2 (0.37 M) | 131,072 | 1 | 2 |" in md
-    assert "| wavy | blocks | 64 x 2 (0.37 M) | 0.7 | yes | 0 |" in md
+    assert "| wavy | blocks | 64 x 2 (0.37 M) | 0.7 | yes | no difference |" in md
     assert "{'" not in md  # no raw dict reaches the page
 
 
@@ -40,3 +40,14 @@ def test_a_subset_of_the_cases_renders_only_those():
     md = render_markdown({"raw": _gate("no_difference", 0.29)})
     assert any("raw input vs the default chain | not flagged" in line for line in md)
     assert not any("near-duplicates" in line for line in md)
+
+
+def test_passages_off_and_shared_baselines():
+    """The passages-off variant has its own row; copies of the same data that share baselines say so."""
+    figures = {"passages": {**_gate("worse", 0.04), "documents": 9, "tokens": 900},
+               "same": {"runs": [_gate("no_difference")] * 6, "baselines": 2, "false_alarms": 0,
+                        "proxy_false_alarms": 0}}
+    md = "\n".join(render_markdown(figures))
+    assert "| the chain without its passages stage | flagged: worse (the stage off) |" in md
+    assert "| passages | all | 64 x 2 (0.37 M) |" in md
+    assert "| 6 copies, 2 baselines and seed sets |" in md
