@@ -539,17 +539,21 @@ def render_markdown(figures: dict) -> list[str]:
         lines += [format_table(summary, ["defect", "smallest planted share flagged", "model"]), ""]
     if rows:
         lines += [format_table(rows), ""]
-    if "same" in f:
-        runs = f["same"]["runs"]
-        mdd = sorted(r["min_detectable_bpb"] for r in runs)
-        shared = f["same"].get("baselines", len(runs))
-        sets = (f"{len(runs)} seed sets" if shared == len(runs)
-                else f"{len(runs)} copies, {shared} baselines and seed sets")
-        lines += [format_table([{"same data, another shuffle": sets, "model": _model(runs[0]),
-                                 "tokens/model": runs[0]["budget"], "false alarms": f["same"]["false_alarms"],
-                                 "proxy false alarms": f["same"]["proxy_false_alarms"],
-                                 "smallest detectable (median)": round(mdd[len(mdd) // 2], 3),
-                                 "smallest detectable (range)": f"{mdd[0]:.3f} to {mdd[-1]:.3f}"}]), ""]
+    same_rows = []
+    for case in ("same", "same_small"):  # same_small: an earlier run of the same check on a smaller model
+        if case in f:
+            runs = f[case]["runs"]
+            mdd = sorted(r["min_detectable_bpb"] for r in runs)
+            shared = f[case].get("baselines", len(runs))
+            sets = (f"{len(runs)} seed sets" if shared == len(runs)
+                    else f"{len(runs)} copies, {shared} baselines and seed sets")
+            same_rows.append({"same data, another shuffle": sets, "model": _model(runs[0]),
+                              "tokens/model": runs[0]["budget"], "false alarms": f[case]["false_alarms"],
+                              "proxy false alarms": f[case]["proxy_false_alarms"],
+                              "smallest detectable (median)": round(mdd[len(mdd) // 2], 3),
+                              "smallest detectable (range)": f"{mdd[0]:.3f} to {mdd[-1]:.3f}"})
+    if same_rows:
+        lines += [format_table(same_rows), ""]
     wavy = []
     for case in ("wavy", "wavy_mixed"):
         for order in ("blocks", "shuffled"):
