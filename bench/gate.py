@@ -369,6 +369,10 @@ def measure(cases: list[str], work: Path) -> dict:
         paths = [write_variant(work / "variants" / name, d, tk) for name, d in variants.items()]
         t0 = time.perf_counter()
         r = run_gate(gate_config([baseline, *paths], ref, seed, **kw), quiet)
+        # the whole gate.json (bits per byte per seed, loss curves) beside the variants, to read later
+        (work / "gates").mkdir(exist_ok=True)
+        (work / "gates" / f"{baseline.name}-{'-'.join(p.name for p in paths)}-{seed}.json").write_text(
+            json.dumps(r, default=str))
         common = {"seconds": round(time.perf_counter() - t0, 1), "budget": r["budget"]["tokens_per_model"],
                   "seeds": len(r["budget"]["seeds"]), "gate_variants": len(paths) + 1,
                   "model": {k: r["model"][k] for k in ("d_model", "n_layers", "n_heads", "params")}}
