@@ -128,7 +128,7 @@ def build_corpus(n_docs: int, seed: int = 0, mean_words: int = MEAN_WORDS,
     if banner_every:
         banner = _sentences(np.random.default_rng(seed + 11), vocab, BANNER_WORDS, 2)
         for d in range(0, n_docs, banner_every):
-            inserts[d].append((len(base[d]), None, banner, item))
+            inserts[d].append((len(base[d]) + 1, None, banner, item))  # after every other insert
         item += 1
     seen: set[int] = set()
     docs, truth = [], {}
