@@ -5,8 +5,8 @@ seconds per document of each whole process tree.
 ``python -m bench.passages [n_docs] [workers]``; :func:`run` is the ``make bench`` part ``passages``;
 ``python -m bench.passages --real [workers]`` measures real text only (:func:`run_real`, below) and
 ``python -m bench.passages --real-tables FILE`` prints its figures (or a whole part's) as Markdown tables;
-``python -m bench.passages --million [n_docs] [workers] [driver_memory]`` measures the stage alone at a
-million short documents (:func:`run_million`: memory per task, spill, CPU).
+``python -m bench.passages --million [n_docs] [workers] [driver_memory] [shuffle_partitions]`` measures
+the stage alone at a million short documents (:func:`run_million`: memory per task, spill, CPU).
 
 * **Corpus** (seeded): ``n_docs`` documents of :mod:`bench.corpus` prose (Zipf words, sentences of 8-24
   words, paragraphs of 3-6 sentences on their own lines). Inserted into them:
@@ -289,12 +289,13 @@ def spark_memory_figures(spark) -> dict:
             "peak_storage_memory_mb": round(peaks.get("OnHeapStorageMemory", 0) / mb, 1)}
 
 
-def _winnow_million_child(root: Path, workers: int, driver_memory: str, out: Path) -> None:
+def _winnow_million_child(root: Path, workers: int, driver_memory: str, partitions: str, out: Path) -> None:
     from pipelines.core.runner import run_stage
     from pipelines.core.session import get_spark
 
-    memory = (f"spark.conf={{spark.driver.memory: {driver_memory}}}",) if driver_memory != "default" else ()
-    cfg = _cfg(root, workers, False, memory)
+    extra = (f"spark.conf={{spark.driver.memory: {driver_memory}}}",) if driver_memory != "default" else ()
+    extra += (f"spark.shuffle_partitions={partitions}",) if partitions != "bench" else ()
+    cfg = _cfg(root, workers, False, extra)
     spark = get_spark("winnow-bench-passages-million", cfg.spark)
     report = run_stage(spark, cfg, "passages")
     out.write_text(json.dumps({"rows_in": report.rows_in, "rows_out": report.rows_out, "removed": report.removed,
@@ -404,9 +405,11 @@ MILLION_BANNER_EVERY = 2
 unit at a million documents)."""
 
 
-def run_million(n_docs: int = MILLION_DOCS, workers: int = 2, seed: int = 0, driver_memory: str | None = None) -> dict:
+def run_million(n_docs: int = MILLION_DOCS, workers: int = 2, seed: int = 0, driver_memory: str | None = None,
+                shuffle_partitions: int | None = None) -> dict:
     """Memory and CPU of the passages stage alone at ``n_docs`` documents, Spark's default memory settings
     (``driver_memory``, e.g. ``"2g"``, sets ``spark.driver.memory`` instead: the heap of the one local JVM).
+    Shuffle partitions: ``2 * workers`` as in :func:`run` (the largest tasks), or ``shuffle_partitions``.
 
     Corpus: :func:`build_corpus` with ``mean_words`` :data:`MILLION_WORDS` and a banner in every
     :data:`MILLION_BANNER_EVERY`-th document. The ``deduped`` table is written once (not measured), then
@@ -434,8 +437,10 @@ def run_million(n_docs: int = MILLION_DOCS, workers: int = 2, seed: int = 0, dri
         del docs, truth
         prep = _measure(["prepare", str(work / "corpus"), str(work / "run"), str(workers)], work, "prepare")
         res["prepare_wall_s"] = prep["wall_s"]
-        m = _measure(["winnow-million", str(work / "run"), str(workers), driver_memory or "default"], work, "winnow")
+        m = _measure(["winnow-million", str(work / "run"), str(workers), driver_memory or "default",
+                      str(shuffle_partitions or "bench")], work, "winnow")
         res["driver_memory"] = driver_memory or "default"
+        res["shuffle_partitions"] = shuffle_partitions or 2 * workers
         res["winnow"] = {**m, "mb_per_cpu_s": round(res["mb"] / m["cpu_s"], 3),
                          "docs_per_cpu_s": round(res["n_docs"] / m["cpu_s"], 1)}
         shutil.rmtree(work, ignore_errors=True)
@@ -778,7 +783,7 @@ def main(argv: list[str]) -> None:
         elif kind == "winnow":
             _winnow_child(Path(rest[0]), int(rest[1]), rest[2] == "true", Path(rest[3]))
         elif kind == "winnow-million":
-            _winnow_million_child(Path(rest[0]), int(rest[1]), rest[2], Path(rest[3]))
+            _winnow_million_child(Path(rest[0]), int(rest[1]), rest[2], rest[3], Path(rest[4]))
         elif kind == "winnow-real":
             _winnow_real_child(Path(rest[0]), int(rest[1]), Path(rest[2]))
         elif kind == "dolma":
@@ -792,7 +797,8 @@ def main(argv: list[str]) -> None:
     if argv and argv[0] == "--million":
         print(json.dumps(run_million(int(argv[1]) if len(argv) > 1 else MILLION_DOCS,
                                      int(argv[2]) if len(argv) > 2 else 2,
-                                     driver_memory=argv[3] if len(argv) > 3 else None), indent=1))
+                                     driver_memory=argv[3] if len(argv) > 3 else None,
+                                     shuffle_partitions=int(argv[4]) if len(argv) > 4 else None), indent=1))
         return
     if argv and argv[0] == "--real-tables":
         res = json.loads(Path(argv[1]).read_text())
