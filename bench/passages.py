@@ -4,7 +4,9 @@ seconds per document of each whole process tree.
 
 ``python -m bench.passages [n_docs] [workers]``; :func:`run` is the ``make bench`` part ``passages``;
 ``python -m bench.passages --real [workers]`` measures real text only (:func:`run_real`, below) and
-``python -m bench.passages --real-tables FILE`` prints its figures (or a whole part's) as Markdown tables.
+``python -m bench.passages --real-tables FILE`` prints its figures (or a whole part's) as Markdown tables;
+``python -m bench.passages --million [n_docs] [workers] [driver_memory] [shuffle_partitions]`` measures
+the stage alone at a million short documents (:func:`run_million`: memory per task, spill, CPU).
 
 * **Corpus** (seeded): ``n_docs`` documents of :mod:`bench.corpus` prose (Zipf words, sentences of 8-24
   words, paragraphs of 3-6 sentences on their own lines). Inserted into them:
@@ -69,6 +71,8 @@ from bench.corpus import iter_texts
 
 N_FILES = 4
 MEAN_WORDS = 300
+BANNER_WORDS = 30
+"""Words of the banner :func:`build_corpus` repeats with ``banner_every``."""
 
 
 def _words(rng: np.random.Generator, vocab: list[str], n: int) -> list[str]:
@@ -89,10 +93,20 @@ def _light_edit(rng: np.random.Generator, text: str, vocab: list[str]) -> str:
     return " ".join(words) + "!"
 
 
-def build_corpus(n_docs: int, seed: int = 0) -> tuple[list[tuple[str, str]], dict[str, list[tuple[int, int]]]]:
-    """``([(doc_id, text)], {doc_id: truth spans})``: documents in ``doc_id`` order, spans in code points."""
+def build_corpus(n_docs: int, seed: int = 0, mean_words: int = MEAN_WORDS,
+                 banner_every: int | None = None) -> tuple[list[tuple[str, str]], dict[str, list[tuple[int, int]]]]:
+    """``([(doc_id, text)], {doc_id: truth spans})``: documents in ``doc_id`` order, spans in code points.
+
+    Args:
+        n_docs: documents.
+        seed: seed of the text and of the inserts.
+        mean_words: mean words of a document before the inserts (:func:`bench.corpus.iter_texts`).
+        banner_every: when set, one fixed paragraph of :data:`BANNER_WORDS` words (a consent banner) is
+            also appended as the last paragraph of every ``banner_every``-th document (the skew case: one
+            unit held ``n_docs / banner_every`` times); None adds none and leaves the corpus as without it.
+    """
     rng = np.random.default_rng(seed + 7)
-    base = [t.split("\n\n") for t in iter_texts(n_docs, seed, MEAN_WORDS)]
+    base = [t.split("\n\n") for t in iter_texts(n_docs, seed, mean_words)]
     vocab = sorted({w.rstrip(".") for paras in base[:50] for p in paras for w in p.lower().split(" ")})
     # inserts[d] = [(paragraph index, position: None = own paragraph / k = after sentence k, text, item)]
     inserts: list[list[tuple[int, int | None, str, int]]] = [[] for _ in range(n_docs)]
@@ -110,6 +124,11 @@ def build_corpus(n_docs: int, seed: int = 0) -> tuple[list[tuple[str, str]], dic
         for d in sorted(rng.choice(n_docs, size=int(rng.integers(2, 5)), replace=False).tolist()):
             p = int(rng.integers(0, len(base[d])))
             inserts[d].append((p, int(rng.integers(1, 3)), text, item))
+        item += 1
+    if banner_every:
+        banner = _sentences(np.random.default_rng(seed + 11), vocab, BANNER_WORDS, 2)
+        for d in range(0, n_docs, banner_every):
+            inserts[d].append((len(base[d]) + 1, None, banner, item))  # after every other insert
         item += 1
     seen: set[int] = set()
     docs, truth = [], {}
@@ -239,6 +258,54 @@ def _winnow_child(root: Path, workers: int, spans: bool, out: Path) -> None:
     spark.stop()
 
 
+def spark_memory_figures(spark) -> dict:
+    """Spill and JVM memory of a session's finished work, from its UI's REST API (Spark's own metrics):
+    bytes spilled from memory and to disk summed over stages, the largest stage's spill, and the
+    executors' peak heap, execution and storage memory. ``{}`` when the UI is off."""
+    import urllib.request
+
+    url = spark.sparkContext.uiWebUrl
+    if not url:
+        return {}
+    app = f"{url}/api/v1/applications/{spark.sparkContext.applicationId}"
+
+    def get(path: str) -> list:
+        with urllib.request.urlopen(f"{app}/{path}", timeout=60) as r:  # noqa: S310 (the local UI)
+            return json.loads(r.read())
+
+    stages = get("stages?status=complete")
+    peaks: dict[str, int] = {}
+    for ex in get("allexecutors"):
+        for k, v in (ex.get("peakMemoryMetrics") or {}).items():
+            peaks[k] = max(peaks.get(k, 0), int(v))
+    mb = 1e6
+    return {"stages": len(stages), "tasks": sum(s["numCompleteTasks"] for s in stages),
+            "memory_spilled_mb": round(sum(s["memoryBytesSpilled"] for s in stages) / mb, 1),
+            "disk_spilled_mb": round(sum(s["diskBytesSpilled"] for s in stages) / mb, 1),
+            "largest_stage_disk_spill_mb": round(max((s["diskBytesSpilled"] for s in stages), default=0) / mb, 1),
+            "shuffle_write_mb": round(sum(s["shuffleWriteBytes"] for s in stages) / mb, 1),
+            "peak_jvm_heap_mb": round(peaks.get("JVMHeapMemory", 0) / mb, 1),
+            "peak_execution_memory_mb": round(peaks.get("OnHeapExecutionMemory", 0) / mb, 1),
+            "peak_storage_memory_mb": round(peaks.get("OnHeapStorageMemory", 0) / mb, 1)}
+
+
+def _winnow_million_child(root: Path, workers: int, driver_memory: str, partitions: str, out: Path) -> None:
+    from pipelines.core.runner import run_stage
+    from pipelines.core.session import get_spark
+
+    extra = (f"spark.conf={{spark.driver.memory: {driver_memory}}}",) if driver_memory != "default" else ()
+    extra += (f"spark.shuffle_partitions={partitions}",) if partitions != "bench" else ()
+    cfg = _cfg(root, workers, False, extra)
+    spark = get_spark("winnow-bench-passages-million", cfg.spark)
+    report = run_stage(spark, cfg, "passages")
+    out.write_text(json.dumps({"rows_in": report.rows_in, "rows_out": report.rows_out, "removed": report.removed,
+                               "cut": report.notes.get("cut"), "stage_wall_s": round(report.elapsed_s, 1),
+                               "top_units": [{k: u[k] for k in ("occurrences", "first_seen_in")}
+                                             for u in report.extra["top_units"][:3]],
+                               "spark": spark_memory_figures(spark)}))
+    spark.stop()
+
+
 def _datatrove_child(corpus: Path, work: Path, workers: int, out: Path) -> None:
     from datatrove.executor.local import LocalPipelineExecutor
     from datatrove.pipeline.dedup.sentence_dedup import (
@@ -289,7 +356,8 @@ def _measure(args: list[str], work: Path, name: str) -> dict:
         raise RuntimeError(f"{name} failed (rc {rc}); see {work / f'{name}.log'}")
     result = json.loads(out.read_text()) if out.exists() else {}
     return {"wall_s": round(wall, 1), "cpu_s": round(max(summary["cpu_s"], reaped), 1),
-            "peak_rss_mb": summary["peak_rss_mb"], "load1_mean": summary["load1_mean"], **result}
+            "peak_rss_mb": summary["peak_rss_mb"], "peak_python_worker_rss_mb": summary["peak_python_worker_rss_mb"],
+            "max_python_workers": summary["max_python_workers"], "load1_mean": summary["load1_mean"], **result}
 
 
 def run(n_docs: int, seed: int = 0, workers: int = 2) -> dict:
@@ -320,6 +388,62 @@ def run(n_docs: int, seed: int = 0, workers: int = 2) -> dict:
         shutil.rmtree(work, ignore_errors=True)
         if (_shared() / "near_duplicates").is_dir():
             res["real"] = run_real(workers)
+        return res
+    except Exception:
+        print(f"kept {work} for its logs", file=sys.stderr)
+        raise
+
+
+# ------------------------------------------------------------------------------------------- scale
+MILLION_DOCS = int(os.environ.get("BENCH_PASSAGES_N", 1_000_000))
+"""Documents of :func:`run_million`'s corpus (``$BENCH_PASSAGES_N`` overrides it)."""
+MILLION_WORDS = 80
+"""Mean words of a document of :func:`run_million`'s corpus before the inserts: short documents keep a
+run of a million within ~20 minutes of two shared cores."""
+MILLION_BANNER_EVERY = 2
+""":func:`run_million` puts one banner in every second document (the skew case: 500,000 copies of one
+unit at a million documents)."""
+
+
+def run_million(n_docs: int = MILLION_DOCS, workers: int = 2, seed: int = 0, driver_memory: str | None = None,
+                shuffle_partitions: int | None = None) -> dict:
+    """Memory and CPU of the passages stage alone at ``n_docs`` documents, Spark's default memory settings
+    (``driver_memory``, e.g. ``"2g"``, sets ``spark.driver.memory`` instead: the heap of the one local JVM).
+    Shuffle partitions: ``2 * workers`` as in :func:`run` (the largest tasks), or ``shuffle_partitions``.
+
+    Corpus: :func:`build_corpus` with ``mean_words`` :data:`MILLION_WORDS` and a banner in every
+    :data:`MILLION_BANNER_EVERY`-th document. The ``deduped`` table is written once (not measured), then
+    the stage runs alone on ``local[workers]`` (defaults, ``passages.spans`` off) under
+    :class:`bench.common.TreeSampler`. Outputs are not scored (the scoring diff is the slow part).
+
+    Returns:
+        ``n_docs``, ``mb`` (UTF-8 MB of text), ``truth_spans``, ``winnow``: the child's process tree
+        (``cpu_s``, ``wall_s``, ``peak_rss_mb`` by role: ``jvm``, ``python_worker`` summed over workers;
+        ``peak_python_worker_rss_mb`` the largest single worker), the stage's report (rows, removed,
+        ``top_units``: the skew case's count first) and Spark's own spill and memory figures
+        (:func:`spark_memory_figures`); ``mb_per_cpu_s`` and ``docs_per_cpu_s`` of the tree.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    work = Path(tempfile.mkdtemp(prefix="winnow-passages-million-"))
+    try:
+        t0 = time.perf_counter()
+        docs, truth = build_corpus(n_docs, seed, MILLION_WORDS, MILLION_BANNER_EVERY)
+        write_jsonl(work / "corpus", docs)
+        res: dict = {"n_docs": len(docs), "mb": round(sum(len(t.encode()) for _, t in docs) / 1e6, 1),
+                     "workers": workers, "mean_words": MILLION_WORDS, "banner_every": MILLION_BANNER_EVERY,
+                     "truth_spans": sum(len(v) for v in truth.values()),
+                     "generate_s": round(time.perf_counter() - t0, 1)}
+        del docs, truth
+        prep = _measure(["prepare", str(work / "corpus"), str(work / "run"), str(workers)], work, "prepare")
+        res["prepare_wall_s"] = prep["wall_s"]
+        m = _measure(["winnow-million", str(work / "run"), str(workers), driver_memory or "default",
+                      str(shuffle_partitions or "bench")], work, "winnow")
+        res["driver_memory"] = driver_memory or "default"
+        res["shuffle_partitions"] = shuffle_partitions or 2 * workers
+        res["winnow"] = {**m, "mb_per_cpu_s": round(res["mb"] / m["cpu_s"], 3),
+                         "docs_per_cpu_s": round(res["n_docs"] / m["cpu_s"], 1)}
+        shutil.rmtree(work, ignore_errors=True)
         return res
     except Exception:
         print(f"kept {work} for its logs", file=sys.stderr)
@@ -658,6 +782,8 @@ def main(argv: list[str]) -> None:
             _prepare_child(Path(rest[0]), Path(rest[1]), int(rest[2]))
         elif kind == "winnow":
             _winnow_child(Path(rest[0]), int(rest[1]), rest[2] == "true", Path(rest[3]))
+        elif kind == "winnow-million":
+            _winnow_million_child(Path(rest[0]), int(rest[1]), rest[2], rest[3], Path(rest[4]))
         elif kind == "winnow-real":
             _winnow_real_child(Path(rest[0]), int(rest[1]), Path(rest[2]))
         elif kind == "dolma":
@@ -667,6 +793,12 @@ def main(argv: list[str]) -> None:
         return
     if argv and argv[0] == "--real":
         print(json.dumps(run_real(int(argv[1]) if len(argv) > 1 else 2), indent=1))
+        return
+    if argv and argv[0] == "--million":
+        print(json.dumps(run_million(int(argv[1]) if len(argv) > 1 else MILLION_DOCS,
+                                     int(argv[2]) if len(argv) > 2 else 2,
+                                     driver_memory=argv[3] if len(argv) > 3 else None,
+                                     shuffle_partitions=int(argv[4]) if len(argv) > 4 else None), indent=1))
         return
     if argv and argv[0] == "--real-tables":
         res = json.loads(Path(argv[1]).read_text())

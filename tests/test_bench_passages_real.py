@@ -1,9 +1,16 @@
 """How the passages benchmark judges removals on labelled real text: reused words found against the source,
-scores per label, dolma's byte offsets."""
+scores per label, dolma's byte offsets; the generated corpus's banner (the skew case)."""
 
 from __future__ import annotations
 
-from bench.passages import cut_byte_spans, removal_figures, removed_line_origin, reuse_spans, score_levels
+from bench.passages import (
+    build_corpus,
+    cut_byte_spans,
+    removal_figures,
+    removed_line_origin,
+    reuse_spans,
+    score_levels,
+)
 
 SOURCE = "Alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu."
 COPY = "Intro words here. Alpha beta gamma delta epsilon zeta eta theta iota kappa! Own ending."
@@ -47,3 +54,18 @@ def test_removed_line_origin_tells_earlier_pages_from_repeats_within_a_page():
     _, masks = removal_figures(docs, {"a": "banner line here\nown text", "b": "chorus\nmore"})
     seen = removed_line_origin(docs, masks)
     assert seen == {"other_page": len("bannerlinehere"), "same_page": len("chorus"), "other": 0}
+
+
+def test_build_corpus_banner_is_the_last_paragraph_of_every_kth_document_and_truth_after_the_first():
+    plain, plain_truth = build_corpus(30)
+    docs, truth = build_corpus(30, banner_every=4)
+    banner = docs[0][1].rsplit("\n\n", 1)[1]
+    assert len(banner.split()) == 30
+    holders = [i for i, (_, text) in enumerate(docs) if text.endswith("\n\n" + banner)]
+    assert holders == list(range(0, 30, 4))
+    for i in holders[1:]:
+        doc_id, text = docs[i]
+        start = len(text) - len(banner)
+        assert truth[doc_id][-1] == (start, len(text))
+    assert docs[1] == plain[1] and truth[docs[1][0]] == plain_truth[docs[1][0]]
+    assert all(span[1] <= len(docs[0][1]) - len(banner) for span in truth[docs[0][0]])

@@ -89,8 +89,9 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         report.outputs = {"removed": tables.clear_removed(spark, cfg, STAGE, empty)}
         return report
 
-    docs = docs.persist(tables.TEXT_CACHE)
-    cached: list[DataFrame] = [docs]
+    # Not cached here: annotate sorts the documents once into a cache of its own (with_ranks), and the
+    # Delta files are read again only by that sort.
+    cached: list[DataFrame] = []
     parts: dict[str, DataFrame] = {}
     ann = annotate(docs, c, cached, parts).persist(tables.TEXT_CACHE)
     cached.append(ann)
@@ -115,7 +116,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     report.outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=removed,
                                     properties=props)
     report.extra = {"by_source": by_source,
-                    "top_units": _top_units(parts["key_counts"], parts["paragraphs"], docs, c.top_paragraphs)}
+                    "top_units": _top_units(parts["key_counts"], parts["paragraphs"], parts["documents"],
+                                                  c.top_paragraphs)}
     for df in cached:
         df.unpersist()
     return report

@@ -18,6 +18,11 @@ row per key; the near rule aggregates packed n-gram blocks (:func:`near_repeats`
 4. Per document, the spans are cut from the text (:func:`udfs.paragraphs.apply_removals`); a document
    goes whole when at least ``doc_overlap`` of its characters were cut, or fewer than ``min_chars_after``
    non-blank (non-whitespace) characters are left.
+
+Every frame persisted here (the sorted documents, the units with their n-grams, the n-gram blocks) is
+kept on local disk (:data:`pipelines.core.cache.TEXT_CACHE`): each is as large as the text or larger,
+and on the heap the sorted documents of a million short documents took a 1 GB driver to
+``OutOfMemoryError`` (bench/notes.md, "Passages at a million documents").
 """
 
 from __future__ import annotations
@@ -25,13 +30,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from pipelines.core import chain
+from pipelines.core.cache import TEXT_CACHE
 from udfs import paragraphs as kernels
 from udfs.errors import UserError
 
@@ -60,7 +65,8 @@ RANK_COLUMN = "_rank"
 
 
 def with_ranks(docs: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """``docs`` sorted by ``doc_id`` with :data:`RANK_COLUMN` (long), persisted; and ``doc_id, _rank``.
+    """``docs`` sorted by ``doc_id`` with :data:`RANK_COLUMN` (long), persisted on local disk
+    (:data:`pipelines.core.cache.TEXT_CACHE`: the rows hold the text); and ``doc_id, _rank``.
 
     The rank is the document's position in ``doc_id`` order over the whole corpus (dense, from 0): a
     range-partitioned sort, ``monotonically_increasing_id`` (partition index in its upper bits, row in
@@ -75,7 +81,7 @@ def with_ranks(docs: DataFrame) -> tuple[DataFrame, DataFrame]:
         UserError: more documents than a unit id can rank (:data:`udfs.paragraphs.MAX_RANK`).
     """
     ordered = docs.orderBy("doc_id").withColumn("_m", F.monotonically_increasing_id())
-    ordered = ordered.persist(StorageLevel.MEMORY_AND_DISK)
+    ordered = ordered.persist(TEXT_CACHE)
     part = F.shiftright("_m", 33)
     sizes = dict(ordered.groupBy(part.alias("p")).count().collect())
     offsets, total = {}, 0
@@ -170,11 +176,11 @@ def near_repeats(paras: DataFrame, overlap: float, cached: list[DataFrame] | Non
 
     blocks = (paras.where(F.size("grams") > 0).select("uid", "grams")
               .mapInArrow(blocks_of, from_arrow_schema(kernels.BLOCK_SCHEMA))
-              .persist(StorageLevel.MEMORY_AND_DISK))
+              .persist(TEXT_CACHE))
     reduced = (blocks.where(F.col("bucket").isNotNull()).select("bucket", "grams", "uids", "counts")
                .repartition("bucket").sortWithinPartitions("bucket")
                .mapInArrow(_first_holders, from_arrow_schema(kernels.FIRST_SCHEMA))
-               .persist(StorageLevel.MEMORY_AND_DISK))
+               .persist(TEXT_CACHE))
     if cached is not None:
         cached += [blocks, reduced]
     seen = (blocks.where(F.col("bucket").isNull()).select("uid", "seen")
@@ -256,8 +262,9 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
         docs: documents; needs ``doc_id`` (unique) and ``text``.
         c: the ``passages`` config section.
         cached: receives every DataFrame persisted here (the caller unpersists them when done).
-        parts: receives ``paragraphs`` (:func:`paragraphs`, persisted) and ``key_counts``
-            (:func:`key_counts`), for the report's most repeated units.
+        parts: receives ``documents`` (``docs`` with :data:`RANK_COLUMN`, persisted), ``paragraphs``
+            (:func:`paragraphs`, persisted) and ``key_counts`` (:func:`key_counts`), for the report's
+            most repeated units.
 
     Returns:
         ``docs``' columns, ``text`` cut (``n_chars``/``n_bytes`` recomputed when present), plus
@@ -272,11 +279,11 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
     columns = docs.columns
     docs, ranks = with_ranks(docs)
     cached.append(docs)
-    paras = paragraphs(docs, c).persist(StorageLevel.MEMORY_AND_DISK)
+    paras = paragraphs(docs, c).persist(TEXT_CACHE)
     cached.append(paras)
     counts = key_counts(paras)
     if parts is not None:
-        parts.update(paragraphs=paras, key_counts=counts)
+        parts.update(documents=docs, paragraphs=paras, key_counts=counts)
     repeats = [exact_repeats(paras, counts)] if c.exact else []
     repeats += [near_repeats(paras, c.overlap, cached)] if c.near else []
     joined = docs
