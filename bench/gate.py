@@ -550,7 +550,7 @@ def render_markdown(figures: dict) -> list[str]:
             mdd = sorted(r["min_detectable_bpb"] for r in runs)
             shared = f[case].get("baselines", len(runs))
             sets = (f"{len(runs)} seed sets" if shared == len(runs)
-                    else f"{len(runs)} copies, {shared} baselines and seed sets")
+                    else f"{len(runs)} copies, {shared} baseline{'s' * (shared != 1)} and seed set{'s' * (shared != 1)}")
             same_rows.append({"same data, another shuffle": sets, "model": _model(runs[0]),
                               "tokens/model": runs[0]["budget"], "false alarms": f[case]["false_alarms"],
                               "proxy false alarms": f[case]["proxy_false_alarms"],
