@@ -18,6 +18,8 @@ Three comparisons, each ``rensa CPU s / Winnow CPU s`` (above 1: Winnow is faste
 * ``same_hashes``: the sketch step alone on identical 64-bit shingle hashes
   (:func:`udfs.minhash.shingle_hashes`, computed once): Winnow's fold to 32 bits + ``num_perm``
   affine permutations + per-document minimum, against ``RMinHash.digest_matrix_from_flat_token_hashes``.
+* ``oph_*``: the same three with Winnow's ``oph`` scheme (:func:`udfs.minhash.one_permutation`: one
+  hash per shingle, like rensa's sketch), whose accuracy ``accuracy`` reports as ``oph_rmse``.
 
 The two do not compute the same sketch. Winnow's ``fast`` scheme is classic MinHash: ``num_perm``
 hash evaluations per shingle (``a*h + b mod 2^32`` after an ``fmix32`` pre-mix, datasketch's
@@ -116,22 +118,34 @@ def speed(batch: pa.RecordBatch, rows: int, settings, rounds: int = ROUNDS) -> d
             h32 = minhash.fmix32(((h64 >> np.uint64(32)) ^ h64).astype(np.uint32))
             minhash._min_per_doc(h32, off, a, b, legacy=False)
 
+    def oph_text() -> None:
+        for s in slices:
+            minhash.signatures(s, spec, perm, settings.seed, "oph")
+
+    def oph_hashes() -> None:
+        for h64, off in hashed:
+            minhash.one_permutation(h64, off, perm, settings.seed)
+
     def rensa_hashes() -> None:
         for h64, off in hashed:
             RMinHash.digest_matrix_from_flat_token_hashes(h64, off.astype(np.uint64), perm, settings.seed)
 
     t = best_of({"winnow_text": winnow_text, "rensa_text": rensa_text, "rensa_shingles": rensa_shingles,
-                 "winnow_hashes": winnow_hashes, "rensa_hashes": rensa_hashes}, rounds)
+                 "winnow_hashes": winnow_hashes, "rensa_hashes": rensa_hashes,
+                 "oph_text": oph_text, "oph_hashes": oph_hashes}, rounds)
     mb = sum(len(x.encode()) for tt in texts for x in tt) / 1e6
     n_shingles = sum(len(h) for h, _ in hashed)
     return {
         "cpu_s": {k: round(v, 4) for k, v in t.items()},
-        "mb_per_cpu_s": {k: round(mb / v, 2) for k, v in t.items() if k != "winnow_hashes" and k != "rensa_hashes"},
+        "mb_per_cpu_s": {k: round(mb / v, 2) for k, v in t.items() if not k.endswith("_hashes")},
         "shingles": n_shingles,
         "ratio": {
             "text_to_signature": round(t["rensa_text"] / t["winnow_text"], 3),
             "same_shingles": round(t["rensa_shingles"] / t["winnow_text"], 3),
             "same_hashes": round(t["rensa_hashes"] / t["winnow_hashes"], 3),
+            "oph_text_to_signature": round(t["rensa_text"] / t["oph_text"], 3),
+            "oph_same_shingles": round(t["rensa_shingles"] / t["oph_text"], 3),
+            "oph_same_hashes": round(t["rensa_hashes"] / t["oph_hashes"], 3),
         },
     }
 
@@ -177,6 +191,8 @@ def accuracy(texts: list[str], settings, seed: int = 0) -> dict:
         return np.asarray(m.to_rows(), dtype=np.uint32)
 
     est_r = minhash.estimated_jaccard(rensa_sig(pa_a), rensa_sig(pa_b))
+    est_o = minhash.estimated_jaccard(minhash.signatures(pa_a, spec, perm, settings.seed, "oph"),
+                                      minhash.signatures(pa_b, spec, perm, settings.seed, "oph"))
     frac = np.asarray(frac)
     rows = {}
     for f in EDIT_FRACTIONS:
@@ -191,6 +207,7 @@ def accuracy(texts: list[str], settings, seed: int = 0) -> dict:
         "by_edit_fraction": rows,
         "winnow_rmse": round(float(np.sqrt(((est_w - exact) ** 2).mean())), 4),
         "rensa_rmse": round(float(np.sqrt(((est_r - exact) ** 2).mean())), 4),
+        "oph_rmse": round(float(np.sqrt(((est_o - exact) ** 2).mean())), 4),
     }
 
 

@@ -107,3 +107,12 @@ def test_representative_of_an_unknown_column_is_a_config_error(spark):
     df = spark.createDataFrame([("a", "t", 3)], "doc_id string, text string, n_chars int")
     with pytest.raises(ConfigError, match=r"dedup.representative='max:nope'.*no column 'nope'.*'n_chars'"):
         dedup.annotate(df, DedupConfig(representative="max:nope"), seed=1)
+
+
+def test_oph_scheme_finds_the_same_clusters(spark, corpus):
+    from pipelines.dedup.config import DedupConfig
+
+    df = documents_df(spark, corpus)
+    got = {s: dedup.annotate(df, DedupConfig(scheme=s), seed=42).where("cluster_size > 1")
+           .select("doc_id", "cluster_id", "kind").collect() for s in ("fast", "oph")}
+    assert sorted(got["oph"]) == sorted(got["fast"]) and len(got["oph"]) == 5

@@ -143,3 +143,55 @@ def test_normalize_and_signatures_take_large_strings_and_chunked_arrays():
     ref = minhash.signatures(texts, ShingleSpec(), 16, 1)
     assert np.array_equal(minhash.signatures(texts.cast(pa.large_string()), ShingleSpec(), 16, 1), ref)
     assert np.array_equal(minhash.signatures(pa.chunked_array([texts.slice(0, 1), texts.slice(1)]), ShingleSpec(), 16, 1), ref)
+
+
+def _edited_pairs(n: int, mean_words: int, seed: int) -> tuple[pa.Array, pa.Array]:
+    base = generate_texts(n, seed=seed, mean_words=mean_words)
+    rng = np.random.default_rng(seed)
+    edited = []
+    for t in base:
+        w = t.split(" ")
+        for p in rng.choice(len(w), size=int(rng.integers(1, max(2, len(w) // 4))), replace=False):
+            w[p] = "qq"
+        edited.append(" ".join(w))
+    return pa.array(base), pa.array(edited)
+
+
+@pytest.mark.parametrize("mean_words", [300, 40])
+def test_oph_estimates_are_unbiased_and_as_accurate_as_permutations_on_long_documents(mean_words):
+    """Documents of ~300 words (a few short ones among them) estimate as well as 256 permutations;
+    documents of ~40 words leave most bins to densification, with a larger but bounded error."""
+    a, b = _edited_pairs(80, mean_words, seed=4)
+    true = minhash.exact_jaccard(a, b, SPEC)
+    errors = {"fast": [], "oph": []}
+    for seed in range(4):
+        for scheme, err in errors.items():
+            est = minhash.estimated_jaccard(minhash.signatures(a, SPEC, 256, seed, scheme),
+                                            minhash.signatures(b, SPEC, 256, seed, scheme))
+            err.append(est - true)
+    rmse = {k: float(np.sqrt(np.mean(np.square(v)))) for k, v in errors.items()}
+    assert abs(np.mean(errors["oph"])) < 0.01
+    assert rmse["oph"] < (1.15 * rmse["fast"] if mean_words >= 300 else 0.06)
+
+
+@pytest.mark.parametrize("num_perm", [1, 3, 64, 100, 128])
+def test_oph_bins_filled_deterministic_and_independent_of_batching(num_perm):
+    texts = pa.array(["", "word", "a b c d e f g", *generate_texts(5, seed=6, mean_words=200)])
+    sig = minhash.signatures(texts, SPEC, num_perm, 7, "oph")
+    assert sig.shape == (8, num_perm) and sig.dtype == np.uint32
+    assert np.array_equal(sig[2:], minhash.signatures(texts.slice(2), SPEC, num_perm, 7, "oph"))
+    assert len(set(sig[1].tolist())) == 1  # one shingle: every bin densified from the one filled bin
+    assert not np.array_equal(sig, minhash.signatures(texts, SPEC, num_perm, 8, "oph"))
+
+
+def test_oph_power_of_two_bins_equal_the_general_formula():
+    h64, offsets = minhash.shingle_hashes(pa.array(generate_texts(20, seed=8)), SPEC)
+    x = h64 * minhash._oph_multiplier(3)
+    general = (x >> np.uint64(32)) * np.uint64(128) >> np.uint64(32)
+    assert np.array_equal(general, x >> np.uint64(57))
+    sig = minhash.one_permutation(h64, offsets, 128, 3)
+    doc = np.repeat(np.arange(20), np.diff(offsets))
+    for d in range(20):  # every filled bin holds the minimum low half of its shingles
+        mine = general[doc == d]
+        for b in np.unique(mine)[:5]:
+            assert sig[d, b] == (x[doc == d][mine == b] & minhash.MAX_HASH32).min()

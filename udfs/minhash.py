@@ -9,8 +9,14 @@ character, so their n-grams are character n-grams. A document with fewer than n 
 shingle of all its words; one whose normalised view is empty yields one shingle of its
 whitespace-collapsed raw text; so a signature is never empty.
 
-Three signature schemes, all with ``num_perm`` seeded permutations drawn exactly as datasketch 2.0.0
-draws them (``numpy.random.RandomState(seed)``, see ``datasketch/minhash.py``):
+Four signature schemes. ``oph`` hashes each shingle once; the other three use ``num_perm`` seeded
+permutations drawn exactly as datasketch 2.0.0 draws them (``numpy.random.RandomState(seed)``, see
+``datasketch/minhash.py``):
+
+* ``oph``: one-permutation hashing of the ``fast`` shingle hashes (:func:`one_permutation`): one seeded
+  re-mix per shingle places it in one of ``num_perm`` bins and gives its value, bins keep their
+  minimum, empty bins are densified. Its cost does not grow with ``num_perm``; its Jaccard estimates
+  are unbiased like the others' (Li, Owen and Zhang 2012; Shrivastava and Li 2014).
 
 * ``fast`` (default): shingle hash = 64-bit word hashes (each distinct word of the batch hashed once,
   bytes mixed with the MurmurHash3 ``fmix64`` finalizer and summed per word, all in numpy) combined
@@ -37,7 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-SCHEMES = ("fast", "datasketch_affine32", "datasketch_legacy")
+SCHEMES = ("fast", "oph", "datasketch_affine32", "datasketch_legacy")
 
 MERSENNE_PRIME = np.uint64((1 << 61) - 1)
 """Modulus of datasketch's ``legacy`` permutations."""
@@ -385,7 +391,8 @@ def signatures(texts: pa.Array, spec: ShingleSpec, num_perm: int, seed: int, sch
         spec: shingle settings.
         num_perm: permutations per signature.
         seed: permutation seed, 0 <= seed < 2^32.
-        scheme: ``fast``, ``datasketch_affine32`` or ``datasketch_legacy`` (see module docstring).
+        scheme: ``fast``, ``oph``, ``datasketch_affine32`` or ``datasketch_legacy`` (see module
+            docstring).
 
     Returns:
         uint32 array (n_docs, num_perm). Row i equals
@@ -401,6 +408,8 @@ def signatures(texts: pa.Array, spec: ShingleSpec, num_perm: int, seed: int, sch
     a, b = permutations(num_perm, seed, scheme)
     if len(texts) == 0:
         return np.zeros((0, num_perm), dtype=np.uint32)
+    if scheme == "oph":
+        return one_permutation(*shingle_hashes(texts, spec), num_perm, seed)
     if scheme == "fast":
         h64, offsets = shingle_hashes(texts, spec)
         h32 = fmix32(((h64 >> np.uint64(32)) ^ h64).astype(np.uint32))
@@ -413,6 +422,73 @@ def signatures(texts: pa.Array, spec: ShingleSpec, num_perm: int, seed: int, sch
     if scheme == "datasketch_legacy":
         return _min_per_doc(hv, offsets, a, b, legacy=True)
     return _min_per_doc(fmix32(hv.astype(np.uint32)), offsets, a, b, legacy=False)
+
+
+_EMPTY_BIN = np.uint64(1 << 32)
+"""Above every 32-bit bin value: marks a bin no shingle fell in (:func:`one_permutation`)."""
+
+
+def _oph_multiplier(seed: int) -> np.uint64:
+    """The seed's odd 64-bit multiplier: ``fmix64(seed + golden ratio) | 1``."""
+    return fmix64(np.array([seed], dtype=np.uint64) + _WORD_SEED)[0] | np.uint64(1)
+
+
+def one_permutation(h64: np.ndarray, offsets: np.ndarray, num_perm: int, seed: int) -> np.ndarray:
+    """One-permutation MinHash of every document: each shingle hashed once, whatever ``num_perm``.
+
+    Each 64-bit shingle hash (already ``fmix64`` output, so uniformly spread) is multiplied by the
+    seed's odd multiplier (a bijection of uint64): the high 32 bits of ``x = h * m`` pick one of
+    ``num_perm`` bins (multiply-shift, ``(x >> 32) * num_perm >> 32``), the low 32 bits are the value,
+    and a bin keeps the minimum value of the document's shingles that fall in it. Bins no shingle fell
+    in are densified (:func:`_densified`), so the fraction of equal bins of two signatures is an
+    unbiased estimate of the Jaccard similarity of the two shingle sets, as with ``num_perm``
+    independent permutations; for documents with fewer shingles than bins its variance is larger.
+
+    Args:
+        h64: uint64 shingle hashes of all documents (:func:`shingle_hashes`), duplicates allowed.
+        offsets: int64 (n_docs + 1,); document i owns ``h64[offsets[i]:offsets[i+1]]``, >= 1 shingle.
+        num_perm: bins per signature (1 <= num_perm <= 2^16).
+        seed: 0 <= seed < 2^32.
+
+    Returns:
+        uint32 array (n_docs, num_perm).
+
+    Source: Li, Owen and Zhang 2012, "One Permutation Hashing" (NeurIPS); Shrivastava and Li 2014,
+    "Improved Densification of One Permutation Hashing" (UAI), the random-direction densification.
+    """
+    n_docs = len(offsets) - 1
+    x = h64 * _oph_multiplier(seed)
+    if num_perm > 1 and num_perm & (num_perm - 1) == 0:  # the same bins as the general formula, in one pass
+        slot = x >> np.uint64(64 - num_perm.bit_length() + 1)
+    else:
+        slot = (x >> np.uint64(32)) * np.uint64(num_perm) >> np.uint64(32)
+    slot += np.repeat(np.arange(0, n_docs * num_perm, num_perm, dtype=np.uint64), np.diff(offsets))
+    out = np.full(n_docs * num_perm, _EMPTY_BIN, dtype=np.uint64)
+    np.minimum.at(out, slot.view(np.int64), x & MAX_HASH32)
+    empty = np.flatnonzero(out == _EMPTY_BIN)
+    if empty.size:
+        _densified(out, empty, num_perm, seed)
+    return out.astype(np.uint32).reshape(n_docs, num_perm)
+
+
+def _densified(flat: np.ndarray, empty: np.ndarray, k: int, seed: int) -> None:
+    """Fill the empty bins of ``flat`` (rows of ``k`` bins, flattened) in place from their rows.
+
+    Each empty bin takes the value of its row's nearest non-empty bin to the right or to the left,
+    circularly; the direction is drawn per bin position from the seed, the same for every row. Cost
+    O(empty bins x log(filled bins)), no loop over rows or bins. Every row has >= 1 filled bin.
+    """
+    full = np.flatnonzero(flat != _EMPTY_BIN)
+    row = empty - empty % k
+    first = full[np.searchsorted(full, row)]
+    last = full[np.searchsorted(full, row + k) - 1]
+    i = np.searchsorted(full, empty)
+    right = np.where(i < len(full), full[np.minimum(i, len(full) - 1)], first)
+    right = np.where(right < row + k, right, first)
+    left = full[np.maximum(i - 1, 0)]
+    left = np.where((i > 0) & (left >= row), left, last)
+    rightward = (fmix64(np.arange(k, dtype=np.uint64) + _oph_multiplier(seed)) >> np.uint64(63)).astype(bool)
+    flat[empty] = flat[np.where(rightward[empty % k], right, left)]
 
 
 # --------------------------------------------------------------------------------------- similarity

@@ -23,7 +23,7 @@ class DedupConfig(Section):
     fold_diacritics: bool = False
     split_unspaced: bool = True
     # signatures
-    scheme: Literal["fast", "datasketch_affine32", "datasketch_legacy"] = "fast"
+    scheme: Literal["fast", "oph", "datasketch_affine32", "datasketch_legacy"] = "fast"
     num_perm: int = Field(default=128, ge=1, le=1024)
     # LSH banding (datasketch MinHashLSH method) and the false-positive check
     threshold: float = Field(default=0.8, gt=0.0, lt=1.0)

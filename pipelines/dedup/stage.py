@@ -91,7 +91,7 @@ class SignatureSettings:
     @property
     def hash_name(self) -> str:
         """The shingle hash function, named as recorded in the ``winnow.signature`` property."""
-        return minhash.FAST_HASH_NAME if self.scheme == "fast" else "sha1_hash32 (datasketch.hashfunc)"
+        return minhash.FAST_HASH_NAME if self.scheme in ("fast", "oph") else "sha1_hash32 (datasketch.hashfunc)"
 
     def to_dict(self) -> dict:
         """The settings as stored in the ``winnow.signature`` table property (canonical JSON)."""
