@@ -10,6 +10,7 @@ known duplicates: CPU seconds per document and recall / precision of both.
   copies form a cluster of which all but one must go; every other document must stay.
 * **Winnow**: ``ingest`` then ``dedup`` (default config: signatures, LSH 16 x 8, exact-Jaccard check,
   connected components, Delta writes) on ``local[workers]``, one process tree, from Python start to end.
+  ``BENCH_NEARDUP_SCHEMES=oph`` (comma-separated ``dedup.scheme`` values) adds a Winnow run per scheme.
 * **datatrove 0.10.1** (the pipeline of its ``examples/minhash_deduplication.py``):
   ``JsonlReader -> MinhashDedupSignature``, ``MinhashDedupBuckets``, ``MinhashDedupCluster``,
   ``JsonlReader -> MinhashDedupFilter -> JsonlWriter`` with its default ``MinhashConfig`` (14 x 8,
@@ -93,13 +94,14 @@ def score(removed: set[str], clusters: list[list[str]]) -> dict:
             "precision": round(right / len(removed), 4) if removed else None}
 
 
-def _winnow_child(corpus: Path, root: Path, workers: int, out: Path) -> None:
+def _winnow_child(corpus: Path, root: Path, workers: int, out: Path, scheme: str | None = None) -> None:
     from pipelines.core.config import load_config
     from pipelines.core.runner import run_stage
     from pipelines.core.session import get_spark
 
-    cfg = load_config(["conf/local.yaml"], [f"run.root={root}", f"ingest.inputs=['{corpus}/*.jsonl']",
-                                            f"spark.master=local[{workers}]", f"spark.shuffle_partitions={2 * workers}"])
+    sets = [f"run.root={root}", f"ingest.inputs=['{corpus}/*.jsonl']", f"spark.master=local[{workers}]",
+            f"spark.shuffle_partitions={2 * workers}"] + ([f"dedup.scheme={scheme}"] if scheme else [])
+    cfg = load_config(["conf/local.yaml"], sets)
     spark = get_spark("winnow-bench-neardup", cfg.spark)
     reports = {s: run_stage(spark, cfg, s) for s in ("ingest", "dedup")}
     removed = [r["doc_id"].split("/", 1)[1] for r in
@@ -176,6 +178,7 @@ def run(n_docs: int, seed: int = 0, workers: int = 2) -> dict:
     """Both tools on one corpus of about ``1.12 * n_docs`` documents (``BENCH_NEARDUP_DOCS`` overrides
     ``n_docs``); figures as a JSON-ready dict."""
     n_docs = int(os.environ.get("BENCH_NEARDUP_DOCS", n_docs))
+    schemes = [x for x in os.environ.get("BENCH_NEARDUP_SCHEMES", "").split(",") if x]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     work = Path(tempfile.mkdtemp(prefix="winnow-neardup-"))
@@ -183,25 +186,29 @@ def run(n_docs: int, seed: int = 0, workers: int = 2) -> dict:
         facts = write_corpus(work / "corpus", n_docs, seed)
         res = {"n_docs": facts["docs"], "mb": round(facts["bytes"] / 1e6, 1), "workers": workers,
                "duplicate_clusters": len(facts["clusters"])}
-        for tool in ("datatrove", "winnow"):
+        for tool in ("datatrove", "winnow", *(f"winnow_{x}" for x in schemes)):
             m = _measure(tool, work / "corpus", work, workers)
             res[tool] = {**{k: v for k, v in m.items() if k != "removed"}, **score(m["removed"], facts["clusters"]),
                          "cpu_ms_per_doc": round(1000 * m["cpu_s"] / facts["docs"], 3)}
         w, d = res["winnow"], res["datatrove"]
         res["goals"] = {"neardup_cpu_vs_datatrove": round(d["cpu_s"] / w["cpu_s"], 2)}
+        for x in schemes:
+            res["goals"][f"neardup_cpu_vs_datatrove_{x}"] = round(d["cpu_s"] / res[f"winnow_{x}"]["cpu_s"], 2)
         res["quality_at_least_datatrove"] = (w["recall"] or 0) >= (d["recall"] or 0) and (w["precision"] or 0) >= (d["precision"] or 0)
-        return res
     except Exception:
         print(f"kept {work} for its logs", file=sys.stderr)
         raise
-    else:
-        shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
+    return res
 
 
 def main(argv: list[str]) -> None:
     if argv and argv[0] == "--child":
         tool, corpus, work, workers, out = argv[1], Path(argv[2]), Path(argv[3]), int(argv[4]), Path(argv[5])
-        (_winnow_child if tool == "winnow" else _datatrove_child)(corpus, work, workers, out)
+        if tool == "datatrove":
+            _datatrove_child(corpus, work, workers, out)
+        else:
+            _winnow_child(corpus, work, workers, out, tool.partition("_")[2] or None)
         return
     n = int(argv[0]) if argv else 20_000
     workers = int(argv[1]) if len(argv) > 1 else 2
