@@ -13,6 +13,8 @@ times slower fails here instead of landing unnoticed. The corpus is the generate
 * MinHash vs rensa: :func:`udfs.minhash.signatures` from the texts against rensa 0.5
   ``RMinHash.digest_matrix_from_token_byte_sets`` handed the same shingles
   (:func:`udfs.minhash.shingle_strings`, built before the clock starts), best of 5.
+* OPH vs rensa: the ``oph`` scheme's sketch step (:func:`udfs.minhash.one_permutation`) against rensa's
+  ``RMinHash.digest_matrix_from_flat_token_hashes`` on the same 64-bit shingle hashes, best of 5.
 * Tokenize: the stage's per-batch work (:func:`udfs.tokenize_batch.encode_batch`: encode with the engine
   ``tokenize.engine: auto`` picks for GPT-2, frame, range check, round-trip sample) against raw
   ``tokenizers`` GPT-2 ``encode_batch`` (ids only).
@@ -20,7 +22,7 @@ times slower fails here instead of landing unnoticed. The corpus is the generate
   repetition, C4 and FineWeb filters, every filter on every document (no short-circuit, as every
   signal is computed).
 
-``python -m tests.test_perf_floor`` prints the four ratios (how the floors were set).
+``python -m tests.test_perf_floor`` prints the five ratios (how the floors were set).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ FLOORS = {
     # 0.106 / 0.112 / 0.109 at load 3.3-3.5 (rensa is ~9x faster on shingles it is handed: one hash per
     # shingle against 128 permutations, docs/performance.md); the floor catches a 3x slowdown all the same.
     "minhash_vs_rensa": 0.035,
+    # 0.588 / 0.583 / 0.610 at load 2.6 (300 documents; 0.68-0.70 on 4,096 in bench/rensa.py).
+    "oph_vs_rensa_hashes": 0.2,
     # 4.32 / 4.25 / 4.26 (tiktoken engine, what tokenize.engine: auto picks for GPT-2).
     "tokenize_vs_encode_batch": 1.4,
     # 38.0 / 38.4 / 38.5.
@@ -118,6 +122,23 @@ def rensa_ratio(n_docs: int = 300) -> float:
                  lambda: RMinHash.digest_matrix_from_token_byte_sets(shingles, s.num_perm, s.seed), rounds=5)
 
 
+def oph_ratio(n_docs: int = 300) -> float:
+    """The ``oph`` sketch (:func:`udfs.minhash.one_permutation`) vs rensa's, on the same 64-bit shingle hashes."""
+    os.environ.setdefault("RAYON_NUM_THREADS", "1")
+    import numpy as np
+    from rensa import RMinHash
+
+    from pipelines.dedup.config import DedupConfig
+    from udfs import minhash
+
+    d = DedupConfig()
+    spec = minhash.ShingleSpec(d.ngram_size, d.fold_digits, d.fold_diacritics, d.split_unspaced)
+    h64, offsets = minhash.shingle_hashes(_batch(n_docs).column("text"), spec)
+    flat_offsets = offsets.astype(np.uint64)
+    return ratio(lambda: minhash.one_permutation(h64, offsets, d.num_perm, 42),
+                 lambda: RMinHash.digest_matrix_from_flat_token_hashes(h64, flat_offsets, d.num_perm, 42), rounds=5)
+
+
 def tokenize_ratio(n_docs: int = 300) -> float:
     """The tokenize stage's per-batch work vs raw ``tokenizers`` ``encode_batch``, same documents."""
     import pyarrow as pa
@@ -186,6 +207,10 @@ def test_minhash_stays_within_reach_of_rensa():
     _check("minhash_vs_rensa", rensa_ratio())
 
 
+def test_the_oph_sketch_stays_within_reach_of_rensa():
+    _check("oph_vs_rensa_hashes", oph_ratio())
+
+
 def test_the_tokenize_batch_stays_near_raw_encode_batch():
     _check("tokenize_vs_encode_batch", tokenize_ratio())
 
@@ -197,6 +222,7 @@ def test_quality_signals_stay_ahead_of_datatrove():
 if __name__ == "__main__":  # pragma: no cover
     t0 = time.perf_counter()
     print({"minhash_vs_datasketch": round(minhash_ratio(), 2), "minhash_vs_rensa": round(rensa_ratio(), 3),
+           "oph_vs_rensa_hashes": round(oph_ratio(), 3),
            "tokenize_vs_encode_batch": round(tokenize_ratio(), 2),
            "signals_vs_datatrove": round(signals_ratio(), 2), "wall_s": round(time.perf_counter() - t0, 1),
            "load1": round(os.getloadavg()[0], 1)})
