@@ -195,3 +195,10 @@ def test_oph_power_of_two_bins_equal_the_general_formula():
         mine = general[doc == d]
         for b in np.unique(mine)[:5]:
             assert sig[d, b] == (x[doc == d][mine == b] & minhash.MAX_HASH32).min()
+
+
+def test_oph_rejects_a_document_without_shingles():
+    h64 = np.arange(3, dtype=np.uint64)
+    with pytest.raises(ValueError, match="document 1 has no shingles"):
+        minhash.one_permutation(h64, np.array([0, 3, 3]), 16, 0)
+    assert minhash.one_permutation(h64[:0], np.array([0]), 16, 0).shape == (0, 16)

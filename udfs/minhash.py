@@ -453,16 +453,23 @@ def one_permutation(h64: np.ndarray, offsets: np.ndarray, num_perm: int, seed: i
     Returns:
         uint32 array (n_docs, num_perm).
 
+    Raises:
+        ValueError: a document without shingles (it has no bin to densify from).
+
     Source: Li, Owen and Zhang 2012, "One Permutation Hashing" (NeurIPS); Shrivastava and Li 2014,
     "Improved Densification of One Permutation Hashing" (UAI), the random-direction densification.
     """
     n_docs = len(offsets) - 1
+    counts = np.diff(offsets)
+    if (counts < 1).any():
+        raise ValueError(f"one_permutation: document {int(np.argmax(counts < 1))} has no shingles; every "
+                         "document needs >= 1 (shingle_hashes gives each one)")
     x = h64 * _oph_multiplier(seed)
     if num_perm > 1 and num_perm & (num_perm - 1) == 0:  # the same bins as the general formula, in one pass
         slot = x >> np.uint64(64 - num_perm.bit_length() + 1)
     else:
         slot = (x >> np.uint64(32)) * np.uint64(num_perm) >> np.uint64(32)
-    slot += np.repeat(np.arange(0, n_docs * num_perm, num_perm, dtype=np.uint64), np.diff(offsets))
+    slot += np.repeat(np.arange(0, n_docs * num_perm, num_perm, dtype=np.uint64), counts)
     out = np.full(n_docs * num_perm, _EMPTY_BIN, dtype=np.uint64)
     np.minimum.at(out, slot.view(np.int64), x & MAX_HASH32)
     empty = np.flatnonzero(out == _EMPTY_BIN)
