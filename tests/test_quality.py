@@ -184,3 +184,16 @@ def test_c4_words_and_long_words_per_line_read_as_re2_does():
     # expected few-word lines: "one two" (2), "foo  bar" (2), "a\vb c" (2), "end." (1), "y..." (1)
     assert [r["lines_too_few_words"] for r in c] == [1, 0, 1, 1, 1, 0, 1]
     assert [r["lines_long_word"] for r in c] == [0, 0, 0, 0, 0, 1, 0]
+
+
+def test_pieces_tokenize_as_they_do_alone_urls_included():
+    from udfs.quality.parse import _tokenize_joined
+
+    pieces = ["km-long", "http://a-b.example/x-y),", "(www.a-b.org/c-d).", "see-www.x-y.com", "x-www.a",
+              "Mr.", "U.S.", "don't", "a/b", "ftp://x:y@h-z", "plain", "e—f", "(end).", "www.", "://"]
+    got = _tokenize_joined(pa.array(pieces)).to_pylist()
+    assert [g.split() for g in got] == [q.tokenize_spacing(pa.array([p])).to_pylist()[0].split() for p in pieces]
+    # the same when the URL pieces are all there is, or there are none
+    for subset in (pieces[1:3], pieces[5:9]):
+        got = _tokenize_joined(pa.array(subset)).to_pylist()
+        assert [g.split() for g in got] == [q.tokenize_spacing(pa.array([p])).to_pylist()[0].split() for p in subset]

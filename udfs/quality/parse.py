@@ -44,6 +44,25 @@ def _per_doc(parent: np.ndarray, n: int, weights: np.ndarray | None = None) -> n
     return out
 
 
+def _per_doc_rows(parent: np.ndarray, n: int, table: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Per document, the sums of ``table[:, ids]`` over its elements (int64[k, n]).
+
+    Args:
+        parent: int64, the document of each element, ascending.
+        n: documents.
+        table: int64[k, m], ``k`` counts of each of ``m`` distinct values.
+        ids: int64, the distinct value of each element (as long as ``parent``).
+    """
+    out = np.zeros((len(table), n), np.int64)
+    bounds = np.searchsorted(parent, np.arange(n + 1))
+    filled = bounds[1:] > bounds[:-1]
+    if filled.any():
+        starts = bounds[:-1][filled]
+        for row, values in zip(out, table, strict=True):
+            row[filled] = np.add.reduceat(values[ids], starts)
+    return out
+
+
 def _utf8(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Offsets (int64[len + 1], from 0) and UTF-8 bytes (uint8) of a string array, without a copy of the bytes."""
     wide = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
@@ -147,6 +166,11 @@ _ABBREV_RX = (
 )
 # 2. infixes: hyphens, dashes and : < > = / between a letter or digit and a letter; URLs stay whole.
 _INFIX_RX = r"(\S*://\S*|www\.\S+)|([\pL\pN])([-/:<>=\x{2013}\x{2014}])(\pL)"
+#    Read piece by piece (:func:`_tokenize_joined`): a piece holding "://" is all one URL match (it only
+#    gains trailing spaces), so the rule is skipped for it; on a piece holding neither "://" nor "www."
+#    the URL branch never matches, so the infix branch runs alone (the branch's leading \S* made the
+#    pass 2.5x dearer).
+_INFIX_PLAIN_RX = r"([\pL\pN])([-/:<>=\x{2013}\x{2014}])(\pL)"
 # 3. prefixes: a run of prefix characters (or dots) at the start of a piece.
 _PREFIX_RX = f"(^|\\s)((?:{_PREFIX}|\\.\\.+)+)"
 # 4. suffixes: a run of suffix characters or dots at the end of a piece (the protected "." of step 1 is
@@ -172,8 +196,25 @@ def tokenize_spacing(texts: pa.Array) -> pa.Array:
     >>> tokenize_spacing(pa.array(["(Hi), Mr. Lee's 3.5 km-long walk..."])).to_pylist()[0].split()
     ['(', 'Hi', '),', 'Mr\\ue000', 'Lee', "'s", '3.5', 'km', '-', 'long', 'walk', '...']
     """
+    return _tokenize_steps(texts, np.full(len(texts), _FULL, np.int8))
+
+
+_PLAIN, _FULL, _URL = 0, 1, 2
+"""Which infix rule a text of :func:`_tokenize_steps` gets: the infix branch alone (no URL mark in it),
+the whole rule, none (a piece holding ``://``)."""
+
+
+def _tokenize_steps(texts: pa.Array, infix: np.ndarray) -> pa.Array:
+    """:func:`tokenize_spacing` with the infix rule chosen per text by ``infix`` (int8[len]:
+    :data:`_PLAIN`, :data:`_FULL` or :data:`_URL`; see :data:`_INFIX_PLAIN_RX`)."""
     out = pc.replace_substring_regex(texts, _ABBREV_RX, "\\1\\2\ue000")
-    out = pc.replace_substring_regex(out, _INFIX_RX, r"\1\2 \3 \4")
+    for kind, rx, repl in ((_PLAIN, _INFIX_PLAIN_RX, r"\1 \2 \3"), (_FULL, _INFIX_RX, r"\1\2 \3 \4")):
+        rows = infix == kind
+        if rows.all():
+            out = pc.replace_substring_regex(out, rx, repl)
+        elif rows.any():
+            mask = pa.array(rows)
+            out = pc.replace_with_mask(out, mask, pc.replace_substring_regex(out.filter(mask), rx, repl))
     out = pc.replace_substring_regex(out, _PREFIX_RX, r"\1\2 ")
     out = pc.replace_substring_regex(out, _SUFFIX_RX, _SUFFIX_REPL)
     return pc.replace_substring_regex(out, _CLITIC_RX, r" \1\2")
@@ -304,10 +345,19 @@ def _tokenize_joined(pieces: pa.Array) -> pa.Array:
     m = len(rest)
     if m == 0:
         return pieces
-    offsets = pa.array(np.r_[np.arange(0, m, _JOIN_PIECES), m].astype(np.int32))
-    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, rest), "\n")
-    spaced = pc.list_flatten(pc.split_pattern(tokenize_spacing(joined), "\n"))
-    return pc.replace_with_mask(pieces.cast(pa.string()), other, spaced)
+    # pieces by infix rule (see _INFIX_PLAIN_RX), each kind in strings of its own
+    kind = np.where(_np(pc.match_substring(rest, "www."), bool), _FULL, _PLAIN).astype(np.int8)
+    kind[_np(pc.match_substring(rest, "://"), bool)] = _URL
+    order = np.argsort(kind, kind="stable")
+    first = np.searchsorted(kind[order], [_PLAIN, _FULL, _URL, _URL + 1])
+    bounds = np.unique(np.concatenate([np.arange(a, b, _JOIN_PIECES)
+                                       for a, b in zip(first[:-1], first[1:], strict=True)] + [[m]]))
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(bounds.astype(np.int32)), rest.take(pa.array(order))),
+                            "\n")
+    spaced = pc.list_flatten(pc.split_pattern(_tokenize_steps(joined, kind[order][bounds[:-1]]), "\n"))
+    back = np.empty(m, np.int64)
+    back[order] = np.arange(m)
+    return pc.replace_with_mask(pieces.cast(pa.string()), other, spaced.take(pa.array(back)))
 
 
 def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
@@ -353,20 +403,29 @@ def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
     if len(sym):
         dots_as_one = pc.replace_substring_regex(word_dict.take(pa.array(sym)), r"\.\.+", ".")
         tokens_of[sym] = _np(pc.utf8_length(dots_as_one), np.int64)
-    symbol = symbol_of[word_ids]
     # whitespace words (Unicode whitespace, the paper's words) and those holding a letter, per piece
     ws_lists = pc.utf8_split_whitespace(pieces)
     ws = pc.list_flatten(ws_lists)
     ws_piece = _np(pc.list_parent_indices(ws_lists), np.int64)
     ws_real = _np(pc.utf8_length(ws), np.int64) > 0
     ws_alpha = _np(pc.match_substring_regex(ws, r"\pL"), bool) & ws_real
-    ws_of = np.bincount(ws_piece[ws_real], minlength=len(pieces))[piece_ids]
-    ws_alpha_of = np.bincount(ws_piece[ws_alpha], minlength=len(pieces))[piece_ids]
+    ws_of = np.bincount(ws_piece[ws_real], minlength=len(pieces))
+    # per-document counts: summed per distinct piece first (its tokens), then over the pieces' occurrences
+    # (in document order: one add.reduceat per count over the occurrences, not the words)
+    symbol = symbol_of[tok_word]
+    per_piece = np.stack([
+        np.bincount(tok_piece, symbol, minlength=len(pieces)),
+        np.bincount(tok_piece, tokens_of[tok_word], minlength=len(pieces)),
+        np.bincount(tok_piece, tok_chars * symbol, minlength=len(pieces)),
+        np.bincount(tok_piece, alpha_of[tok_word], minlength=len(pieces)),
+        ws_of, np.bincount(ws_piece[ws_alpha], minlength=len(pieces)),
+    ]).astype(np.int64)
+    doc_counts = _per_doc_rows(piece_doc, n, per_piece, piece_ids)
     # pieces of each stripped line: from its first to its last piece that is not all Unicode
     # whitespace (stripping removes those at the edges); the longest piece of each line
     # (pieces are in line order and every non-blank line has a solid piece)
     m = len(lines)
-    solid = np.flatnonzero(ws_of > 0)
+    solid = np.flatnonzero(ws_of[piece_ids] > 0)
     solid_line = piece_line[solid]
     first = solid[np.searchsorted(solid_line, np.arange(m), side="left")] if m else solid
     last = solid[np.searchsorted(solid_line, np.arange(m), side="right") - 1] if m else solid
@@ -375,12 +434,8 @@ def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
     return {
         "line_pieces": last - first + 1, "line_longest_piece": longest,
         "word_doc": word_doc, "word_chars": word_chars, "word_ids": word_ids, "word_dict": word_dict,
-        "symbol_words": _per_doc(word_doc, n, symbol).astype(np.int64),
-        "n_tokens": _per_doc(word_doc, n, tokens_of[word_ids]).astype(np.int64),
-        "symbol_chars": _per_doc(word_doc, n, word_chars * symbol).astype(np.int64),
-        "alpha_words": _per_doc(word_doc, n, alpha_of[word_ids]).astype(np.int64),
-        "ws_words": _per_doc(piece_doc, n, ws_of).astype(np.int64),
-        "ws_alpha_words": _per_doc(piece_doc, n, ws_alpha_of).astype(np.int64),
+        **dict(zip(("symbol_words", "n_tokens", "symbol_chars", "alpha_words", "ws_words", "ws_alpha_words"),
+                   doc_counts, strict=True)),
     }
 
 
