@@ -196,7 +196,7 @@ def tokenize_spacing(texts: pa.Array) -> pa.Array:
     >>> tokenize_spacing(pa.array(["(Hi), Mr. Lee's 3.5 km-long walk..."])).to_pylist()[0].split()
     ['(', 'Hi', '),', 'Mr\\ue000', 'Lee', "'s", '3.5', 'km', '-', 'long', 'walk', '...']
     """
-    return _tokenize_steps(texts, np.full(len(texts), _FULL, np.int8))
+    return _tokenize_steps(texts, np.full(len(texts), _FULL, np.int8), np.ones(len(texts), dtype=bool))
 
 
 _PLAIN, _FULL, _URL = 0, 1, 2
@@ -204,17 +204,23 @@ _PLAIN, _FULL, _URL = 0, 1, 2
 the whole rule, none (a piece holding ``://``)."""
 
 
-def _tokenize_steps(texts: pa.Array, infix: np.ndarray) -> pa.Array:
+def _on(texts: pa.Array, rows: np.ndarray, rx: str, repl: str) -> pa.Array:
+    """The regex replacement on the texts flagged in ``rows`` (bool[len]), the others as they are."""
+    if rows.all():
+        return pc.replace_substring_regex(texts, rx, repl)
+    if not rows.any():
+        return texts
+    mask = pa.array(rows)
+    return pc.replace_with_mask(texts, mask, pc.replace_substring_regex(texts.filter(mask), rx, repl))
+
+
+def _tokenize_steps(texts: pa.Array, infix: np.ndarray, dots: np.ndarray) -> pa.Array:
     """:func:`tokenize_spacing` with the infix rule chosen per text by ``infix`` (int8[len]:
-    :data:`_PLAIN`, :data:`_FULL` or :data:`_URL`; see :data:`_INFIX_PLAIN_RX`)."""
-    out = pc.replace_substring_regex(texts, _ABBREV_RX, "\\1\\2\ue000")
-    for kind, rx, repl in ((_PLAIN, _INFIX_PLAIN_RX, r"\1 \2 \3"), (_FULL, _INFIX_RX, r"\1\2 \3 \4")):
-        rows = infix == kind
-        if rows.all():
-            out = pc.replace_substring_regex(out, rx, repl)
-        elif rows.any():
-            mask = pa.array(rows)
-            out = pc.replace_with_mask(out, mask, pc.replace_substring_regex(out.filter(mask), rx, repl))
+    :data:`_PLAIN`, :data:`_FULL` or :data:`_URL`; see :data:`_INFIX_PLAIN_RX`) and the abbreviation
+    rule only on the texts flagged in ``dots`` (bool[len]; each of its matches holds a ``.``)."""
+    out = _on(texts, dots, _ABBREV_RX, "\\1\\2\ue000")
+    out = _on(out, infix == _PLAIN, _INFIX_PLAIN_RX, r"\1 \2 \3")
+    out = _on(out, infix == _FULL, _INFIX_RX, r"\1\2 \3 \4")
     out = pc.replace_substring_regex(out, _PREFIX_RX, r"\1\2 ")
     out = pc.replace_substring_regex(out, _SUFFIX_RX, _SUFFIX_REPL)
     return pc.replace_substring_regex(out, _CLITIC_RX, r" \1\2")
@@ -345,16 +351,20 @@ def _tokenize_joined(pieces: pa.Array) -> pa.Array:
     m = len(rest)
     if m == 0:
         return pieces
-    # pieces by infix rule (see _INFIX_PLAIN_RX), each kind in strings of its own
+    # pieces by infix rule (see _INFIX_PLAIN_RX) and by holding a "." (the abbreviation rule's mark),
+    # each group in strings of its own
     kind = np.where(_np(pc.match_substring(rest, "www."), bool), _FULL, _PLAIN).astype(np.int8)
     kind[_np(pc.match_substring(rest, "://"), bool)] = _URL
-    order = np.argsort(kind, kind="stable")
-    first = np.searchsorted(kind[order], [_PLAIN, _FULL, _URL, _URL + 1])
+    group = 2 * kind
+    group[_byte_rows(rest, ord("."))] |= 1
+    order = np.argsort(group, kind="stable")
+    first = np.searchsorted(group[order], np.arange(2 * _URL + 3))
     bounds = np.unique(np.concatenate([np.arange(a, b, _JOIN_PIECES)
                                        for a, b in zip(first[:-1], first[1:], strict=True)] + [[m]]))
     joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(bounds.astype(np.int32)), rest.take(pa.array(order))),
                             "\n")
-    spaced = pc.list_flatten(pc.split_pattern(_tokenize_steps(joined, kind[order][bounds[:-1]]), "\n"))
+    chunk = group[order][bounds[:-1]]
+    spaced = pc.list_flatten(pc.split_pattern(_tokenize_steps(joined, chunk >> 1, (chunk & 1) == 1), "\n"))
     back = np.empty(m, np.int64)
     back[order] = np.arange(m)
     return pc.replace_with_mask(pieces.cast(pa.string()), other, spaced.take(pa.array(back)))
