@@ -197,3 +197,24 @@ def test_pieces_tokenize_as_they_do_alone_urls_included():
     for subset in (pieces[1:3], pieces[5:9]):
         got = _tokenize_joined(pa.array(subset)).to_pylist()
         assert [g.split() for g in got] == [q.tokenize_spacing(pa.array([p])).to_pylist()[0].split() for p in subset]
+
+
+def test_edges_stop_words_and_word_sums_per_document():
+    import numpy as np
+
+    from udfs.quality.parse import _edge_in
+
+    lines = ["• item", "- dash", "*star", "x...", "y…", "", "‣", "…", ".."]
+    arr = pa.array(lines)
+    from udfs.quality.gopher import BULLETS
+
+    bullets = list(BULLETS)
+    assert _edge_in(arr, bullets, end=False).tolist() == [t.startswith(tuple(bullets)) for t in lines]
+    assert _edge_in(arr, ["...", "…"], end=True).tolist() == [t.endswith(("...", "…")) for t in lines]
+    assert _edge_in(arr.slice(3, 4), ["...", "…"], end=True).tolist() == [True, True, False, False]
+    texts = ["The cat and THE dog, with... the bird", "", "to be or not to be, that is", "nothing here", "With"]
+    p = q.parse(pa.array(texts))
+    (s0, s1, s2, s3, s4) = q.gopher_quality(p).to_pylist()
+    assert [s["stop_words"] for s in (s0, s1, s2, s3, s4)] == [3, 0, 3, 0, 1]
+    assert p.words.tolist() == np.bincount(p.word_doc, minlength=len(texts)).tolist()
+    assert p.word_char_sum.tolist() == np.bincount(p.word_doc, p.word_chars, minlength=len(texts)).astype(int).tolist()

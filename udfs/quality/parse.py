@@ -44,22 +44,23 @@ def _per_doc(parent: np.ndarray, n: int, weights: np.ndarray | None = None) -> n
     return out
 
 
-def _per_doc_rows(parent: np.ndarray, n: int, table: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Per document, the sums of ``table[:, ids]`` over its elements (int64[k, n]).
+def _per_doc_rows(parent: np.ndarray, n: int, table: np.ndarray, ids: np.ndarray, op: np.ufunc = np.add) -> np.ndarray:
+    """Per document, ``op`` (default: the sum) of ``table[:, ids]`` over its elements ([k, n], table's dtype).
 
     Args:
         parent: int64, the document of each element, ascending.
         n: documents.
-        table: int64[k, m], ``k`` counts of each of ``m`` distinct values.
-        ids: int64, the distinct value of each element (as long as ``parent``).
+        table: [k, m], ``k`` values of each of ``m`` distinct items.
+        ids: int64, the distinct item of each element (as long as ``parent``).
+        op: a reducing ufunc (``np.add``, ``np.bitwise_or``); 0 for a document without elements.
     """
-    out = np.zeros((len(table), n), np.int64)
+    out = np.zeros((len(table), n), table.dtype)
     bounds = np.searchsorted(parent, np.arange(n + 1))
     filled = bounds[1:] > bounds[:-1]
     if filled.any():
         starts = bounds[:-1][filled]
         for row, values in zip(out, table, strict=True):
-            row[filled] = np.add.reduceat(values[ids], starts)
+            row[filled] = op.reduceat(values[ids], starts)
     return out
 
 
@@ -108,15 +109,22 @@ def _edge_bytes(arr: pa.Array, k: int, end: bool) -> np.ndarray:
 
 def _edge_in(arr: pa.Array, strings: list[str], end: bool) -> np.ndarray:
     """bool[len]: the string starts (``end=False``) or ends with one of ``strings`` (compared on the UTF-8
-    bytes: one numpy comparison per string instead of a substring kernel per string)."""
+    bytes: the edge bytes of each length packed into one integer, looked up among the strings' own)."""
     encoded = [x.encode() for x in strings]
-    k = max(map(len, encoded), default=1)
-    edge = _edge_bytes(arr, k, end)
-    size = np.diff(_utf8(arr)[0])
+    off, data = _utf8(arr)
+    size = np.diff(off)
     out = np.zeros(len(arr), dtype=bool)
-    for b in encoded:
-        cols = edge[:, k - len(b):] if end else edge[:, : len(b)]
-        out |= (size >= len(b)) & (cols == np.frombuffer(b, np.uint8)).all(axis=1)
+    for k in sorted({len(b) for b in encoded if b}):
+        if k > 7:
+            raise ValueError(f"edge strings of at most 7 UTF-8 bytes; got {k}")
+        rows = np.flatnonzero(size >= k)
+        at = off[1:][rows] - k if end else off[:-1][rows]
+        key = np.zeros(len(rows), np.int64)
+        for j in range(k):
+            key = (key << 8) | data[at + j]
+        out[rows] |= np.isin(key, [int.from_bytes(b, "big") for b in encoded if len(b) == k])
+    if b"" in encoded:
+        out[:] = True
     return out
 
 
@@ -249,6 +257,10 @@ class Parsed:
         line_pieces / line_longest_piece: int64 per line, runs of characters other than ASCII
             whitespace in its stripped form (a vertical tab separates runs), and the characters of its
             longest run before stripping (C4's words per line and longest word).
+        words / word_char_sum: int64[n], words and their characters per document.
+        piece_ids / piece_doc: int64 per whitespace-separated piece of the batch (text order): its
+            distinct piece and document; ``tok_word`` int64, the word id of each word of each distinct
+            piece (pieces in order), ``tok_start`` int64[distinct pieces + 1], each piece's first one.
     """
 
     n: int
@@ -275,6 +287,23 @@ class Parsed:
     ws_alpha_words: np.ndarray
     line_pieces: np.ndarray
     line_longest_piece: np.ndarray
+    words: np.ndarray
+    word_char_sum: np.ndarray
+    piece_ids: np.ndarray
+    piece_doc: np.ndarray
+    tok_word: np.ndarray
+    tok_start: np.ndarray
+
+    def words_any(self, word_bits: np.ndarray) -> np.ndarray:
+        """Per document, the bitwise OR of ``word_bits`` (uint8[len(word_dict)], one value per distinct
+        word) over its words: uint8[n] (computed per distinct piece, then over the pieces' occurrences)."""
+        out = np.zeros(self.n, np.uint8)
+        if not len(self.tok_word):
+            return out
+        piece_bits = np.zeros(len(self.tok_start) - 1, np.uint8)
+        has = self.tok_start[:-1] < self.tok_start[1:]
+        piece_bits[has] = np.bitwise_or.reduceat(word_bits[self.tok_word], self.tok_start[:-1][has])
+        return _per_doc_rows(self.piece_doc, self.n, piece_bits[None, :], self.piece_ids, np.bitwise_or)[0]
 
     @functools.cached_property
     def line_duplicates(self) -> tuple[np.ndarray, np.ndarray]:
@@ -423,14 +452,15 @@ def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
     # per-document counts: summed per distinct piece first (its tokens), then over the pieces' occurrences
     # (in document order: one add.reduceat per count over the occurrences, not the words)
     symbol = symbol_of[tok_word]
-    per_piece = np.stack([
+    piece_table = np.stack([
         np.bincount(tok_piece, symbol, minlength=len(pieces)),
         np.bincount(tok_piece, tokens_of[tok_word], minlength=len(pieces)),
         np.bincount(tok_piece, tok_chars * symbol, minlength=len(pieces)),
         np.bincount(tok_piece, alpha_of[tok_word], minlength=len(pieces)),
         ws_of, np.bincount(ws_piece[ws_alpha], minlength=len(pieces)),
+        per_piece, np.bincount(tok_piece, tok_chars, minlength=len(pieces)),
     ]).astype(np.int64)
-    doc_counts = _per_doc_rows(piece_doc, n, per_piece, piece_ids)
+    doc_counts = _per_doc_rows(piece_doc, n, piece_table, piece_ids)
     # pieces of each stripped line: from its first to its last piece that is not all Unicode
     # whitespace (stripping removes those at the edges); the longest piece of each line
     # (pieces are in line order and every non-blank line has a solid piece)
@@ -444,8 +474,9 @@ def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
     return {
         "line_pieces": last - first + 1, "line_longest_piece": longest,
         "word_doc": word_doc, "word_chars": word_chars, "word_ids": word_ids, "word_dict": word_dict,
-        **dict(zip(("symbol_words", "n_tokens", "symbol_chars", "alpha_words", "ws_words", "ws_alpha_words"),
-                   doc_counts, strict=True)),
+        **dict(zip(("symbol_words", "n_tokens", "symbol_chars", "alpha_words", "ws_words", "ws_alpha_words",
+                    "words", "word_char_sum"), doc_counts, strict=True)),
+        "piece_ids": piece_ids, "piece_doc": piece_doc, "tok_word": tok_word, "tok_start": np.r_[first_tok, len(tok_word)],
     }
 
 
