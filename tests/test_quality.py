@@ -218,3 +218,14 @@ def test_edges_stop_words_and_word_sums_per_document():
     assert [s["stop_words"] for s in (s0, s1, s2, s3, s4)] == [3, 0, 3, 0, 1]
     assert p.words.tolist() == np.bincount(p.word_doc, minlength=len(texts)).tolist()
     assert p.word_char_sum.tolist() == np.bincount(p.word_doc, p.word_chars, minlength=len(texts)).astype(int).tolist()
+
+
+def test_c4_phrases_are_found_in_any_case():
+    import pyarrow.compute as pc
+
+    lines = ["Read our PRIVACY POLICY now.", "PR\u0130VACY POL\u0130CY here.", "Enable JavaScript please.",
+             "Lorem Ipsum dolor sit.", "JAVA\u017fCRIPT is not javascript to TFDS? no.", "Plain words end here."]
+    c = q.c4(q.parse(pa.array(["\n".join(lines)])), q.C4Options(min_words_per_line=1)).to_pylist()[0]
+    lower = pc.utf8_lower(pa.array(lines)).to_pylist()
+    assert c["lines_policy"] == sum("privacy policy" in t for t in lower) == 2
+    assert c["lines_javascript"] == sum("javascript" in t for t in lower) == 2
