@@ -329,19 +329,22 @@ def identify(
 
     code = label_codes(prefix, aliases)
 
+    # every string the model reads is predicted once: a one-line prose is its own sample
+    known = dict(zip(prepared, lang.to_pylist(), strict=True))
     if topk_max_chars is None:
         shares = langid_prose.window_shares(model, pieces, lang.to_pylist(), k, code,
-                                            prepare=lambda s: preprocess(s, max_chars))
+                                            prepare=lambda s: preprocess(s, max_chars), known=known)
         whole = [i for i, w in enumerate(pieces) if len(w) == 1]
         if whole:  # the sample holds the whole prose: its lines are judged, as many characters again
             sub = clean.take(pa.array(whole))
             longest = int(pc.max(pc.utf8_length(sub)).as_py() or 1)
             for i, s in zip(whole, langid_prose.language_shares(
-                    model, sub, longest, k, code, prepare=lambda lines: preprocess(lines, longest)), strict=True):
+                    model, sub, longest, k, code, prepare=lambda lines: preprocess(lines, longest), known=known),
+                            strict=True):
                 shares[i] = s
     else:
         shares = langid_prose.language_shares(model, clean, topk_max_chars, k, code,
-                                              prepare=lambda lines: preprocess(lines, topk_max_chars))
+                                              prepare=lambda lines: preprocess(lines, topk_max_chars), known=known)
     fallback = topk.to_pylist()
     bare = [i for i, sh in enumerate(shares) if not sh]
     if k > 1 and bare:

@@ -184,6 +184,7 @@ def window_shares(
     code,
     min_chars: int = 20,
     prepare=None,
+    known: dict[str, str] | None = None,
 ) -> list[list[dict]]:
     """Top ``k`` languages of each document with their share of its sample's characters.
 
@@ -202,6 +203,8 @@ def window_shares(
         min_chars: shorter slices are not judged (too little evidence).
         prepare: string array of slices -> the strings handed to the model (default: as they are);
             :func:`udfs.langid.identify` applies the sample's upper-case rule.
+        known: string handed to the model -> canonical code of its top label, already predicted
+            (read, and filled with this call's predictions; each distinct string is predicted once).
 
     Returns:
         ``n`` lists of ``{"lang", "score"}`` (score = share in [0, 1]), largest first; empty for a
@@ -214,20 +217,27 @@ def window_shares(
                 if len(w) >= min_chars:
                     doc.append(d)
                     pieces.append(w)
-    return _shares(model, doc, pieces, len(windows), k, code, first, prepare)
+    return _shares(model, doc, pieces, len(windows), k, code, first, prepare, known)
 
 
 def _shares(model, doc: list[int], pieces: list[str], n: int, k: int, code, first,
-            prepare) -> list[list[dict]]:
-    """Per document, the top ``k`` languages of its ``pieces`` weighted by characters (see callers)."""
+            prepare, known: dict[str, str] | None = None) -> list[list[dict]]:
+    """Per document, the top ``k`` languages of its ``pieces`` weighted by characters (see callers).
+
+    Each distinct string handed to the model is predicted once; ``known`` (string -> canonical code of
+    its top label, e.g. the samples' own predictions) is read first and filled in."""
     out: list[list[dict]] = [[] for _ in range(n)]
     if not pieces:
         return out
-    arr = pa.array(pieces, pa.string())
-    labels, _ = model.predict(prepare(arr) if prepare else pieces, k=1)
+    strings = prepare(pa.array(pieces, pa.string())) if prepare else list(pieces)
+    known = {} if known is None else known
+    todo = list(dict.fromkeys(t for t in strings if t not in known))
+    if todo:
+        labels, _ = model.predict(todo, k=1)
+        known.update(zip(todo, (code(ls[0]) for ls in labels), strict=True))
     per_doc: list[dict[str, int]] = [{} for _ in range(n)]
-    for d, ls, p in zip(doc, labels, pieces, strict=True):
-        c = code(ls[0])
+    for d, t, p in zip(doc, strings, pieces, strict=True):
+        c = known[t]
         per_doc[d][c] = per_doc[d].get(c, 0) + len(p)
     for d, counts in enumerate(per_doc):
         if not counts:
@@ -247,6 +257,7 @@ def language_shares(
     code,
     min_line_chars: int = 20,
     prepare=None,
+    known: dict[str, str] | None = None,
 ) -> list[list[dict]]:
     """Top ``k`` languages of each document with their share of its prose characters.
 
@@ -263,6 +274,7 @@ def language_shares(
         min_line_chars: shorter lines are not judged (too little evidence).
         prepare: string array of lines -> the strings handed to the model (default: the lines as they
             are); :func:`udfs.langid.identify` applies the sample's upper-case rule.
+        known: see :func:`window_shares`.
 
     Returns:
         ``n`` lists of ``{"lang", "score"}`` (score = share in [0, 1]), largest first; empty for a
@@ -274,7 +286,7 @@ def language_shares(
     chars = np.asarray(pc.utf8_length(flat).to_numpy(zero_copy_only=False), np.int64)
     keep = np.flatnonzero(chars >= min_line_chars)
     judged = flat.take(pa.array(keep)).to_pylist()
-    return _shares(model, doc[keep].tolist(), judged, len(texts), k, code, None, prepare)
+    return _shares(model, doc[keep].tolist(), judged, len(texts), k, code, None, prepare, known)
 
 
 def clamp_scores(scores: Sequence[float] | np.ndarray) -> np.ndarray:
