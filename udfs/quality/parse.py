@@ -139,8 +139,14 @@ def _not_first(keys: np.ndarray) -> np.ndarray:
     out = np.zeros(len(keys), dtype=bool)
     if len(keys) < 2:
         return out
-    order = np.argsort(keys, kind="stable")
-    sk = keys[order]
+    pbits = (len(keys) - 1).bit_length()
+    if keys.min() >= 0 and int(keys.max()).bit_length() + pbits <= 63:
+        # (key, position) packed into one int64: a plain sort gives the stable order
+        packed = np.sort((keys.astype(np.int64) << pbits) | np.arange(len(keys), dtype=np.int64))
+        sk, order = packed >> pbits, packed & ((1 << pbits) - 1)
+    else:
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
     out[order[1:]] = sk[1:] == sk[:-1]
     return out
 
