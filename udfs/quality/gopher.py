@@ -24,6 +24,8 @@ STOP_WORDS: tuple[str, ...] = ("the", "be", "to", "of", "and", "that", "have", "
 """Gopher's English stop words (Rae et al. 2021, A.1.1); a document needs at least 2 of them."""
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.uint8)
 """Set bits of each byte (distinct stop words of a document from its byte of stop-word bits)."""
+if len(STOP_WORDS) > 8:
+    raise ImportError("gopher_quality keeps the stop words of a document as one byte of bits: at most 8")
 
 BULLETS = "•‣◦⁃∙▪●-*"
 """Characters that start a bullet line. datatrove uses ``•`` and ``-``; the paper says "bullet point"."""

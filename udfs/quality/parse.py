@@ -109,7 +109,11 @@ def _edge_bytes(arr: pa.Array, k: int, end: bool) -> np.ndarray:
 
 def _edge_in(arr: pa.Array, strings: list[str], end: bool) -> np.ndarray:
     """bool[len]: the string starts (``end=False``) or ends with one of ``strings`` (compared on the UTF-8
-    bytes: the edge bytes of each length packed into one integer, looked up among the strings' own)."""
+    bytes: the edge bytes of each length packed into one integer, looked up among the strings' own).
+
+    Raises:
+        ValueError: a string of more than 7 UTF-8 bytes.
+    """
     encoded = [x.encode() for x in strings]
     off, data = _utf8(arr)
     size = np.diff(off)
