@@ -85,3 +85,19 @@ def test_fidelity_and_accuracy_on_the_shared_set(model, shared_data):
     # measured: 0.907 calling lid.176 directly on raw sentences; nb counts thanks to no -> nb
     assert len(acc) >= 66 and macro >= 0.90
     assert acc["en"] >= 0.98 and acc["nb"] >= 0.75
+
+
+def test_upper_case_rule_counts_every_letter_as_the_unicode_classes_do():
+    import random
+
+    import pyarrow.compute as pc
+
+    rng = random.Random(0)
+    alphabet = "aAbBzZ \u00e9\u00c9\u00df\u017f\u01c5\u01c8\u03a3\u03c3\u03c2\u0416\u0436\u13f8\u13b0\u0130\u0131\ufb00\u2c00\u2c30\U00010400\U00010428\u4e2d1."
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 30))) for _ in range(3000)]
+    texts += ["", "\u01c5", "\U00010400\U00010400a", "\u0416\u0416\u0436", "ABC \u00e9\u00e9\u00e9\u00e9"]
+    arr = pa.array(texts)
+    upper = pc.count_substring_regex(arr, r"\p{Lu}").to_pylist()
+    lower = pc.count_substring_regex(arr, r"\p{Ll}").to_pylist()
+    assert langid._more_upper_than_lower(arr).tolist() == [u > lo for u, lo in zip(upper, lower, strict=True)]
+    assert langid._more_upper_than_lower(arr.slice(5, 20)).tolist() == [u > lo for u, lo in zip(upper[5:25], lower[5:25], strict=True)]

@@ -184,3 +184,48 @@ def test_c4_words_and_long_words_per_line_read_as_re2_does():
     # expected few-word lines: "one two" (2), "foo  bar" (2), "a\vb c" (2), "end." (1), "y..." (1)
     assert [r["lines_too_few_words"] for r in c] == [1, 0, 1, 1, 1, 0, 1]
     assert [r["lines_long_word"] for r in c] == [0, 0, 0, 0, 0, 1, 0]
+
+
+def test_pieces_tokenize_as_they_do_alone_urls_included():
+    from udfs.quality.parse import _tokenize_joined
+
+    pieces = ["km-long", "http://a-b.example/x-y),", "(www.a-b.org/c-d).", "see-www.x-y.com", "x-www.a",
+              "Mr.", "U.S.", "don't", "a/b", "ftp://x:y@h-z", "plain", "e—f", "(end).", "www.", "://"]
+    got = _tokenize_joined(pa.array(pieces)).to_pylist()
+    assert [g.split() for g in got] == [q.tokenize_spacing(pa.array([p])).to_pylist()[0].split() for p in pieces]
+    # the same when the URL pieces are all there is, or there are none
+    for subset in (pieces[1:3], pieces[5:9]):
+        got = _tokenize_joined(pa.array(subset)).to_pylist()
+        assert [g.split() for g in got] == [q.tokenize_spacing(pa.array([p])).to_pylist()[0].split() for p in subset]
+
+
+def test_edges_stop_words_and_word_sums_per_document():
+    import numpy as np
+
+    from udfs.quality.parse import _edge_in
+
+    lines = ["• item", "- dash", "*star", "x...", "y…", "", "‣", "…", ".."]
+    arr = pa.array(lines)
+    from udfs.quality.gopher import BULLETS
+
+    bullets = list(BULLETS)
+    assert _edge_in(arr, bullets, end=False).tolist() == [t.startswith(tuple(bullets)) for t in lines]
+    assert _edge_in(arr, ["...", "…"], end=True).tolist() == [t.endswith(("...", "…")) for t in lines]
+    assert _edge_in(arr.slice(3, 4), ["...", "…"], end=True).tolist() == [True, True, False, False]
+    texts = ["The cat and THE dog, with... the bird", "", "to be or not to be, that is", "nothing here", "With"]
+    p = q.parse(pa.array(texts))
+    (s0, s1, s2, s3, s4) = q.gopher_quality(p).to_pylist()
+    assert [s["stop_words"] for s in (s0, s1, s2, s3, s4)] == [3, 0, 3, 0, 1]
+    assert p.words.tolist() == np.bincount(p.word_doc, minlength=len(texts)).tolist()
+    assert p.word_char_sum.tolist() == np.bincount(p.word_doc, p.word_chars, minlength=len(texts)).astype(int).tolist()
+
+
+def test_c4_phrases_are_found_in_any_case():
+    import pyarrow.compute as pc
+
+    lines = ["Read our PRIVACY POLICY now.", "PR\u0130VACY POL\u0130CY here.", "Enable JavaScript please.",
+             "Lorem Ipsum dolor sit.", "JAVA\u017fCRIPT is not javascript to TFDS? no.", "Plain words end here."]
+    c = q.c4(q.parse(pa.array(["\n".join(lines)])), q.C4Options(min_words_per_line=1)).to_pylist()[0]
+    lower = pc.utf8_lower(pa.array(lines)).to_pylist()
+    assert c["lines_policy"] == sum("privacy policy" in t for t in lower) == 2
+    assert c["lines_javascript"] == sum("javascript" in t for t in lower) == 2

@@ -38,27 +38,32 @@ _MATH_ENVS = ("equation|align|alignat|eqnarray|gather|multline|displaymath|math|
 _CODE_KEYWORDS = (r"import|from\s+\S+\s+import|def|class|return|public|private|static|void|int|var|let|const"
                   r"|function|#include|#define|package|using|namespace|if\s*\(|for\s*\(|while\s*\(|print\(|SELECT")
 
-# (pattern, replacement) in order; every pattern is RE2.
+# (pattern, replacement, trigger) in order; every pattern is RE2.
 # Patterns with the same replacement are one alternation where that reads every text alike (the
 # leftmost match wins where a sequence of passes would take them in turn; only interleaved blocks of two
 # kinds, such as a <pre> opened inside a <code> and closed after it, come out otherwise).
-_PASSES: tuple[tuple[str, str], ...] = (
-    (r"(?s)```.*?(?:```|$)|~~~.*?(?:~~~|$)", "\n"),
-    ("(?is)" + "|".join(rf"<{t}[\s>].*?</{t}>" for t in ("pre", "code", "script", "style", "math")), "\n"),
-    (r"(?is)<ref[^>/]*/>|<ref[^>]*>.*?</ref>", " "),
-    (r"(?s)\\documentclass.*?(\\begin\{document\}|$)", "\n"),
-    (rf"(?s)\\begin\{{(?:{_MATH_ENVS})\*?\}}.*?\\end\{{(?:{_MATH_ENVS})\*?\}}", "\n"),
-    (r"(?s)\$\$.*?\$\$|\\\[.*?\\\]|\\\(.*?\\\)", " "),
-    (r"\$[^$\n]{0,300}\$", " "),
-    (r"\\[a-zA-Z@]+\*?(\[[^\]\n]*\])?", " "),
-    (r"(?s)\{\|.*?\|\}", "\n"),
-    (r"\{\{[^{}]*\}\}", " "),
-    (r"\{\{[^{}]*\}\}", " "),  # templates nest once more often than not
-    (r"\[\[(?:[^|\]\n]*\|)?([^\]\n]*)\]\]", r"\1"),
-    (r"<[^<>\n]{1,300}>", " "),
-    (rf"(?m)^[ \t]*(?:#|//|/\*|\*/|--|(?:{_CODE_KEYWORDS})\b).*$|^.*[;{{}}][ \t]*$", ""),
-    (r"[{}]|'''|''", " "),
-    (r"(?m)^[^\pL\pN\n]+$", ""),  # residue of removed markup: "*" of a cited reference, "|}"
+# trigger: ASCII characters one of which every match of the pattern holds; such a pass reads only the
+# texts that held one of them before any pass (a pass only deletes characters, keeps captured ones or
+# writes a space or newline, so no pass gives a text a character it did not hold). Empty: every text
+# (a pattern that starts with one literal character is as fast on the whole batch: RE2 skips to it).
+_PASSES: tuple[tuple[str, str, str], ...] = (
+    (r"(?s)```.*?(?:```|$)|~~~.*?(?:~~~|$)", "\n", "`~"),
+    ("(?is)" + "|".join(rf"<{t}[\s>].*?</{t}>" for t in ("pre", "code", "script", "style", "math")),
+     "\n", "<"),
+    (r"(?is)<ref[^>/]*/>|<ref[^>]*>.*?</ref>", " ", "<"),
+    (r"(?s)\\documentclass.*?(\\begin\{document\}|$)", "\n", ""),
+    (rf"(?s)\\begin\{{(?:{_MATH_ENVS})\*?\}}.*?\\end\{{(?:{_MATH_ENVS})\*?\}}", "\n", ""),
+    (r"(?s)\$\$.*?\$\$|\\\[.*?\\\]|\\\(.*?\\\)", " ", "$\\"),
+    (r"\$[^$\n]{0,300}\$", " ", "$"),
+    (r"\\[a-zA-Z@]+\*?(\[[^\]\n]*\])?", " ", ""),
+    (r"(?s)\{\|.*?\|\}", "\n", ""),
+    (r"\{\{[^{}]*\}\}", " ", ""),
+    (r"\{\{[^{}]*\}\}", " ", ""),  # templates nest once more often than not
+    (r"\[\[(?:[^|\]\n]*\|)?([^\]\n]*)\]\]", r"\1", ""),
+    (r"<[^<>\n]{1,300}>", " ", "<"),
+    (rf"(?m)^[ \t]*(?:#|//|/\*|\*/|--|(?:{_CODE_KEYWORDS})\b).*$|^.*[;{{}}][ \t]*$", "", ""),
+    (r"[{}]|'''|''", " ", ""),
+    (r"(?m)^[^\pL\pN\n]+$", "", ""),  # residue of removed markup: "*" of a cited reference, "|}"
 )
 
 
@@ -77,8 +82,38 @@ def prose(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
     out = pc.fill_null(texts, "")
-    for pattern, repl in _PASSES:
-        out = pc.replace_substring_regex(out, pattern, repl)
+    holding = _holding(out, {c for _, _, trigger in _PASSES for c in trigger})
+    i = 0
+    while i < len(_PASSES):
+        trigger = _PASSES[i][2]
+        j = i + 1
+        while j < len(_PASSES) and _PASSES[j][2] == trigger:  # consecutive passes of one trigger: one subset
+            j += 1
+        rows = np.zeros(len(out), dtype=bool)
+        for c in trigger:
+            rows |= holding[c]
+        if not trigger or rows.all():
+            for pattern, repl, _ in _PASSES[i:j]:
+                out = pc.replace_substring_regex(out, pattern, repl)
+        elif rows.any():
+            mask = pa.array(rows)
+            sub = out.filter(mask)
+            for pattern, repl, _ in _PASSES[i:j]:
+                sub = pc.replace_substring_regex(sub, pattern, repl)
+            out = pc.replace_with_mask(out, mask, sub)
+        i = j
+    return out
+
+
+def _holding(texts: pa.Array, chars: set[str]) -> dict[str, np.ndarray]:
+    """Per ASCII character, bool[n]: the text holds it (:func:`udfs.quality.parse._byte_rows`)."""
+    from udfs.quality.parse import _byte_rows
+
+    out = {}
+    for c in sorted(chars):
+        rows = np.zeros(len(texts), dtype=bool)
+        rows[_byte_rows(texts, ord(c))] = True
+        out[c] = rows
     return out
 
 
@@ -149,6 +184,7 @@ def window_shares(
     code,
     min_chars: int = 20,
     prepare=None,
+    known: dict[str, str] | None = None,
 ) -> list[list[dict]]:
     """Top ``k`` languages of each document with their share of its sample's characters.
 
@@ -167,6 +203,8 @@ def window_shares(
         min_chars: shorter slices are not judged (too little evidence).
         prepare: string array of slices -> the strings handed to the model (default: as they are);
             :func:`udfs.langid.identify` applies the sample's upper-case rule.
+        known: string handed to the model -> canonical code of its top label, already predicted
+            (read, and filled with this call's predictions; each distinct string is predicted once).
 
     Returns:
         ``n`` lists of ``{"lang", "score"}`` (score = share in [0, 1]), largest first; empty for a
@@ -179,20 +217,27 @@ def window_shares(
                 if len(w) >= min_chars:
                     doc.append(d)
                     pieces.append(w)
-    return _shares(model, doc, pieces, len(windows), k, code, first, prepare)
+    return _shares(model, doc, pieces, len(windows), k, code, first, prepare, known)
 
 
 def _shares(model, doc: list[int], pieces: list[str], n: int, k: int, code, first,
-            prepare) -> list[list[dict]]:
-    """Per document, the top ``k`` languages of its ``pieces`` weighted by characters (see callers)."""
+            prepare, known: dict[str, str] | None = None) -> list[list[dict]]:
+    """Per document, the top ``k`` languages of its ``pieces`` weighted by characters (see callers).
+
+    Each distinct string handed to the model is predicted once; ``known`` (string -> canonical code of
+    its top label, e.g. the samples' own predictions) is read first and filled in."""
     out: list[list[dict]] = [[] for _ in range(n)]
     if not pieces:
         return out
-    arr = pa.array(pieces, pa.string())
-    labels, _ = model.predict(prepare(arr) if prepare else pieces, k=1)
+    strings = prepare(pa.array(pieces, pa.string())) if prepare else list(pieces)
+    known = {} if known is None else known
+    todo = list(dict.fromkeys(t for t in strings if t not in known))
+    if todo:
+        labels, _ = model.predict(todo, k=1)
+        known.update(zip(todo, (code(ls[0]) for ls in labels), strict=True))
     per_doc: list[dict[str, int]] = [{} for _ in range(n)]
-    for d, ls, p in zip(doc, labels, pieces, strict=True):
-        c = code(ls[0])
+    for d, t, p in zip(doc, strings, pieces, strict=True):
+        c = known[t]
         per_doc[d][c] = per_doc[d].get(c, 0) + len(p)
     for d, counts in enumerate(per_doc):
         if not counts:
@@ -212,6 +257,7 @@ def language_shares(
     code,
     min_line_chars: int = 20,
     prepare=None,
+    known: dict[str, str] | None = None,
 ) -> list[list[dict]]:
     """Top ``k`` languages of each document with their share of its prose characters.
 
@@ -228,6 +274,7 @@ def language_shares(
         min_line_chars: shorter lines are not judged (too little evidence).
         prepare: string array of lines -> the strings handed to the model (default: the lines as they
             are); :func:`udfs.langid.identify` applies the sample's upper-case rule.
+        known: see :func:`window_shares`.
 
     Returns:
         ``n`` lists of ``{"lang", "score"}`` (score = share in [0, 1]), largest first; empty for a
@@ -239,7 +286,7 @@ def language_shares(
     chars = np.asarray(pc.utf8_length(flat).to_numpy(zero_copy_only=False), np.int64)
     keep = np.flatnonzero(chars >= min_line_chars)
     judged = flat.take(pa.array(keep)).to_pylist()
-    return _shares(model, doc[keep].tolist(), judged, len(texts), k, code, None, prepare)
+    return _shares(model, doc[keep].tolist(), judged, len(texts), k, code, None, prepare, known)
 
 
 def clamp_scores(scores: Sequence[float] | np.ndarray) -> np.ndarray:

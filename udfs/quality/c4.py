@@ -41,6 +41,10 @@ _SENTENCE_END = r"[.!?\x{3002}\x{ff01}\x{ff1f}]+[\"'\x{201d}\x{2019})\]]*(?:\s|$
 
 
 _PHRASES = "|".join(("javascript", "lorem ipsum", *C4_POLICY_SUBSTRINGS))
+# Every line whose lower-cased form holds a phrase, without lower-casing the batch: RE2's case folding
+# matches every character Arrow lower-cases to an ASCII letter except U+0130 (lower-cased to "i"),
+# added by hand; it also matches a few more ("\u017f" folds to "s"), which only widens this first pass.
+_PHRASES_ANY_CASE = "(?i)" + _PHRASES.replace("i", "[i\u0130]")
 
 
 def _terminal(line: pa.Array, end_marks: str) -> np.ndarray:
@@ -129,7 +133,7 @@ def _line_rules(p: Parsed, o: C4Options) -> _Lines:
         few_words[reread] = ~_np(pc.match_substring_regex(line.take(pa.array(reread)), r"\S+" + r"\s+\S+" * (k - 1)), bool)
     # the phrases are looked for (lower-cased) only in lines one of them may hold: one regex pass finds
     # those before the citation rewrite, and rewritten lines are read again
-    phrase = _np(pc.match_substring_regex(pc.utf8_lower(p.lines_stripped), _PHRASES), bool) if len(line) else cited
+    phrase = _np(pc.match_substring_regex(p.lines_stripped, _PHRASES_ANY_CASE), bool) if len(line) else cited
     look = np.flatnonzero(phrase | cited)
     javascript, policy, lorem = (np.zeros(len(line), dtype=bool) for _ in range(3))
     if len(look):

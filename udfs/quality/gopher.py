@@ -22,6 +22,10 @@ from udfs.quality.parse import (
 
 STOP_WORDS: tuple[str, ...] = ("the", "be", "to", "of", "and", "that", "have", "with")
 """Gopher's English stop words (Rae et al. 2021, A.1.1); a document needs at least 2 of them."""
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+"""Set bits of each byte (distinct stop words of a document from its byte of stop-word bits)."""
+if len(STOP_WORDS) > 8:
+    raise ImportError("gopher_quality keeps the stop words of a document as one byte of bits: at most 8")
 
 BULLETS = "•‣◦⁃∙▪●-*"
 """Characters that start a bullet line. datatrove uses ``•`` and ``-``; the paper says "bullet point"."""
@@ -99,8 +103,8 @@ def gopher_quality(p: Parsed, alpha_words_reading: str = "whitespace") -> pa.Str
     """
     n = p.n
     n_words = p.n_tokens
-    word_count = _per_doc(p.word_doc, n).astype(np.int64) - p.symbol_words
-    word_len = _per_doc(p.word_doc, n, p.word_chars) - p.symbol_chars
+    word_count = p.words - p.symbol_words
+    word_len = p.word_char_sum - p.symbol_chars
     hashes = _per_doc(_byte_rows(p.texts, ord("#")), n).astype(np.int64)
     ellipses = _ellipses(p.texts)
 
@@ -108,12 +112,10 @@ def gopher_quality(p: Parsed, alpha_words_reading: str = "whitespace") -> pa.Str
     bullet = _edge_in(p.lines_stripped, list(BULLETS), end=False)
     ell_end = _edge_in(p.lines_stripped, ["...", "…"], end=True)
 
-    # Stop-word index of each distinct word (-1: none), gathered back to every word.
+    # Stop words as bits of each distinct word (8 stop words: one byte), OR-ed per document.
     stop_of_dict = _np(pc.fill_null(pc.index_in(pc.utf8_lower(p.word_dict), value_set=pa.array(STOP_WORDS)), -1), np.int64)
-    stop_idx = stop_of_dict[p.word_ids]
-    hit = stop_idx >= 0
-    pairs = p.word_doc[hit] * len(STOP_WORDS) + stop_idx[hit]
-    stop_words = _per_doc(np.unique(pairs) // len(STOP_WORDS), n).astype(np.int64)
+    bits = np.where(stop_of_dict >= 0, np.left_shift(1, np.maximum(stop_of_dict, 0)), 0).astype(np.uint8)
+    stop_words = _POPCOUNT[p.words_any(bits)].astype(np.int64)
     return _struct(
         {
             "word_count": word_count,
@@ -273,7 +275,7 @@ def gopher_repetition(p: Parsed) -> pa.StructArray:
 
     top = {k: np.zeros(n) for k in GOPHER_REPETITION_TOP_N}
     covered = {k: np.zeros(n) for k in GOPHER_REPETITION_DUP_N}
-    words_in_doc = _per_doc(p.word_doc, n).astype(np.int64)
+    words_in_doc = p.words
     cum = np.concatenate([[0], np.cumsum(p.word_chars)])
     for lo, hi in _word_chunks(words_in_doc, CHUNK_WORDS):
         _ngram_repeats(p.word_ids[lo:hi], p.word_doc[lo:hi], cum[lo : hi + 1] - cum[lo], top, covered)

@@ -44,6 +44,26 @@ def _per_doc(parent: np.ndarray, n: int, weights: np.ndarray | None = None) -> n
     return out
 
 
+def _per_doc_rows(parent: np.ndarray, n: int, table: np.ndarray, ids: np.ndarray, op: np.ufunc = np.add) -> np.ndarray:
+    """Per document, ``op`` (default: the sum) of ``table[:, ids]`` over its elements ([k, n], table's dtype).
+
+    Args:
+        parent: int64, the document of each element, ascending.
+        n: documents.
+        table: [k, m], ``k`` values of each of ``m`` distinct items.
+        ids: int64, the distinct item of each element (as long as ``parent``).
+        op: a reducing ufunc (``np.add``, ``np.bitwise_or``); 0 for a document without elements.
+    """
+    out = np.zeros((len(table), n), table.dtype)
+    bounds = np.searchsorted(parent, np.arange(n + 1))
+    filled = bounds[1:] > bounds[:-1]
+    if filled.any():
+        starts = bounds[:-1][filled]
+        for row, values in zip(out, table, strict=True):
+            row[filled] = op.reduceat(values[ids], starts)
+    return out
+
+
 def _utf8(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Offsets (int64[len + 1], from 0) and UTF-8 bytes (uint8) of a string array, without a copy of the bytes."""
     wide = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
@@ -89,15 +109,26 @@ def _edge_bytes(arr: pa.Array, k: int, end: bool) -> np.ndarray:
 
 def _edge_in(arr: pa.Array, strings: list[str], end: bool) -> np.ndarray:
     """bool[len]: the string starts (``end=False``) or ends with one of ``strings`` (compared on the UTF-8
-    bytes: one numpy comparison per string instead of a substring kernel per string)."""
+    bytes: the edge bytes of each length packed into one integer, looked up among the strings' own).
+
+    Raises:
+        ValueError: a string of more than 7 UTF-8 bytes.
+    """
     encoded = [x.encode() for x in strings]
-    k = max(map(len, encoded), default=1)
-    edge = _edge_bytes(arr, k, end)
-    size = np.diff(_utf8(arr)[0])
+    off, data = _utf8(arr)
+    size = np.diff(off)
     out = np.zeros(len(arr), dtype=bool)
-    for b in encoded:
-        cols = edge[:, k - len(b):] if end else edge[:, : len(b)]
-        out |= (size >= len(b)) & (cols == np.frombuffer(b, np.uint8)).all(axis=1)
+    for k in sorted({len(b) for b in encoded if b}):
+        if k > 7:
+            raise ValueError(f"edge strings of at most 7 UTF-8 bytes; got {k}")
+        rows = np.flatnonzero(size >= k)
+        at = off[1:][rows] - k if end else off[:-1][rows]
+        key = np.zeros(len(rows), np.int64)
+        for j in range(k):
+            key = (key << 8) | data[at + j]
+        out[rows] |= np.isin(key, [int.from_bytes(b, "big") for b in encoded if len(b) == k])
+    if b"" in encoded:
+        out[:] = True
     return out
 
 
@@ -112,8 +143,14 @@ def _not_first(keys: np.ndarray) -> np.ndarray:
     out = np.zeros(len(keys), dtype=bool)
     if len(keys) < 2:
         return out
-    order = np.argsort(keys, kind="stable")
-    sk = keys[order]
+    pbits = (len(keys) - 1).bit_length()
+    if keys.min() >= 0 and int(keys.max()).bit_length() + pbits <= 63:
+        # (key, position) packed into one int64: a plain sort gives the stable order
+        packed = np.sort((keys.astype(np.int64) << pbits) | np.arange(len(keys), dtype=np.int64))
+        sk, order = packed >> pbits, packed & ((1 << pbits) - 1)
+    else:
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
     out[order[1:]] = sk[1:] == sk[:-1]
     return out
 
@@ -147,6 +184,11 @@ _ABBREV_RX = (
 )
 # 2. infixes: hyphens, dashes and : < > = / between a letter or digit and a letter; URLs stay whole.
 _INFIX_RX = r"(\S*://\S*|www\.\S+)|([\pL\pN])([-/:<>=\x{2013}\x{2014}])(\pL)"
+#    Read piece by piece (:func:`_tokenize_joined`): a piece holding "://" is all one URL match (it only
+#    gains trailing spaces), so the rule is skipped for it; on a piece holding neither "://" nor "www."
+#    the URL branch never matches, so the infix branch runs alone (the branch's leading \S* made the
+#    pass 2.5x dearer).
+_INFIX_PLAIN_RX = r"([\pL\pN])([-/:<>=\x{2013}\x{2014}])(\pL)"
 # 3. prefixes: a run of prefix characters (or dots) at the start of a piece.
 _PREFIX_RX = f"(^|\\s)((?:{_PREFIX}|\\.\\.+)+)"
 # 4. suffixes: a run of suffix characters or dots at the end of a piece (the protected "." of step 1 is
@@ -172,8 +214,31 @@ def tokenize_spacing(texts: pa.Array) -> pa.Array:
     >>> tokenize_spacing(pa.array(["(Hi), Mr. Lee's 3.5 km-long walk..."])).to_pylist()[0].split()
     ['(', 'Hi', '),', 'Mr\\ue000', 'Lee', "'s", '3.5', 'km', '-', 'long', 'walk', '...']
     """
-    out = pc.replace_substring_regex(texts, _ABBREV_RX, "\\1\\2\ue000")
-    out = pc.replace_substring_regex(out, _INFIX_RX, r"\1\2 \3 \4")
+    return _tokenize_steps(texts, np.full(len(texts), _FULL, np.int8), np.ones(len(texts), dtype=bool))
+
+
+_PLAIN, _FULL, _URL = 0, 1, 2
+"""Which infix rule a text of :func:`_tokenize_steps` gets: the infix branch alone (no URL mark in it),
+the whole rule, none (a piece holding ``://``)."""
+
+
+def _on(texts: pa.Array, rows: np.ndarray, rx: str, repl: str) -> pa.Array:
+    """The regex replacement on the texts flagged in ``rows`` (bool[len]), the others as they are."""
+    if rows.all():
+        return pc.replace_substring_regex(texts, rx, repl)
+    if not rows.any():
+        return texts
+    mask = pa.array(rows)
+    return pc.replace_with_mask(texts, mask, pc.replace_substring_regex(texts.filter(mask), rx, repl))
+
+
+def _tokenize_steps(texts: pa.Array, infix: np.ndarray, dots: np.ndarray) -> pa.Array:
+    """:func:`tokenize_spacing` with the infix rule chosen per text by ``infix`` (int8[len]:
+    :data:`_PLAIN`, :data:`_FULL` or :data:`_URL`; see :data:`_INFIX_PLAIN_RX`) and the abbreviation
+    rule only on the texts flagged in ``dots`` (bool[len]; each of its matches holds a ``.``)."""
+    out = _on(texts, dots, _ABBREV_RX, "\\1\\2\ue000")
+    out = _on(out, infix == _PLAIN, _INFIX_PLAIN_RX, r"\1 \2 \3")
+    out = _on(out, infix == _FULL, _INFIX_RX, r"\1\2 \3 \4")
     out = pc.replace_substring_regex(out, _PREFIX_RX, r"\1\2 ")
     out = pc.replace_substring_regex(out, _SUFFIX_RX, _SUFFIX_REPL)
     return pc.replace_substring_regex(out, _CLITIC_RX, r" \1\2")
@@ -202,6 +267,10 @@ class Parsed:
         line_pieces / line_longest_piece: int64 per line, runs of characters other than ASCII
             whitespace in its stripped form (a vertical tab separates runs), and the characters of its
             longest run before stripping (C4's words per line and longest word).
+        words / word_char_sum: int64[n], words and their characters per document.
+        piece_ids / piece_doc: int64 per whitespace-separated piece of the batch (text order): its
+            distinct piece and document; ``tok_word`` int64, the word id of each word of each distinct
+            piece (pieces in order), ``tok_start`` int64[distinct pieces + 1], each piece's first one.
     """
 
     n: int
@@ -228,6 +297,23 @@ class Parsed:
     ws_alpha_words: np.ndarray
     line_pieces: np.ndarray
     line_longest_piece: np.ndarray
+    words: np.ndarray
+    word_char_sum: np.ndarray
+    piece_ids: np.ndarray
+    piece_doc: np.ndarray
+    tok_word: np.ndarray
+    tok_start: np.ndarray
+
+    def words_any(self, word_bits: np.ndarray) -> np.ndarray:
+        """Per document, the bitwise OR of ``word_bits`` (uint8[len(word_dict)], one value per distinct
+        word) over its words: uint8[n] (computed per distinct piece, then over the pieces' occurrences)."""
+        out = np.zeros(self.n, np.uint8)
+        if not len(self.tok_word):
+            return out
+        piece_bits = np.zeros(len(self.tok_start) - 1, np.uint8)
+        has = self.tok_start[:-1] < self.tok_start[1:]
+        piece_bits[has] = np.bitwise_or.reduceat(word_bits[self.tok_word], self.tok_start[:-1][has])
+        return _per_doc_rows(self.piece_doc, self.n, piece_bits[None, :], self.piece_ids, np.bitwise_or)[0]
 
     @functools.cached_property
     def line_duplicates(self) -> tuple[np.ndarray, np.ndarray]:
@@ -304,10 +390,23 @@ def _tokenize_joined(pieces: pa.Array) -> pa.Array:
     m = len(rest)
     if m == 0:
         return pieces
-    offsets = pa.array(np.r_[np.arange(0, m, _JOIN_PIECES), m].astype(np.int32))
-    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, rest), "\n")
-    spaced = pc.list_flatten(pc.split_pattern(tokenize_spacing(joined), "\n"))
-    return pc.replace_with_mask(pieces.cast(pa.string()), other, spaced)
+    # pieces by infix rule (see _INFIX_PLAIN_RX) and by holding a "." (the abbreviation rule's mark),
+    # each group in strings of its own
+    kind = np.where(_np(pc.match_substring(rest, "www."), bool), _FULL, _PLAIN).astype(np.int8)
+    kind[_np(pc.match_substring(rest, "://"), bool)] = _URL
+    group = 2 * kind
+    group[_byte_rows(rest, ord("."))] |= 1
+    order = np.argsort(group, kind="stable")
+    first = np.searchsorted(group[order], np.arange(2 * _URL + 3))
+    bounds = np.unique(np.concatenate([np.arange(a, b, _JOIN_PIECES)
+                                       for a, b in zip(first[:-1], first[1:], strict=True)] + [[m]]))
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(bounds.astype(np.int32)), rest.take(pa.array(order))),
+                            "\n")
+    chunk = group[order][bounds[:-1]]
+    spaced = pc.list_flatten(pc.split_pattern(_tokenize_steps(joined, chunk >> 1, (chunk & 1) == 1), "\n"))
+    back = np.empty(m, np.int64)
+    back[order] = np.arange(m)
+    return pc.replace_with_mask(pieces.cast(pa.string()), other, spaced.take(pa.array(back)))
 
 
 def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
@@ -353,20 +452,30 @@ def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
     if len(sym):
         dots_as_one = pc.replace_substring_regex(word_dict.take(pa.array(sym)), r"\.\.+", ".")
         tokens_of[sym] = _np(pc.utf8_length(dots_as_one), np.int64)
-    symbol = symbol_of[word_ids]
     # whitespace words (Unicode whitespace, the paper's words) and those holding a letter, per piece
     ws_lists = pc.utf8_split_whitespace(pieces)
     ws = pc.list_flatten(ws_lists)
     ws_piece = _np(pc.list_parent_indices(ws_lists), np.int64)
     ws_real = _np(pc.utf8_length(ws), np.int64) > 0
     ws_alpha = _np(pc.match_substring_regex(ws, r"\pL"), bool) & ws_real
-    ws_of = np.bincount(ws_piece[ws_real], minlength=len(pieces))[piece_ids]
-    ws_alpha_of = np.bincount(ws_piece[ws_alpha], minlength=len(pieces))[piece_ids]
+    ws_of = np.bincount(ws_piece[ws_real], minlength=len(pieces))
+    # per-document counts: summed per distinct piece first (its tokens), then over the pieces' occurrences
+    # (in document order: one add.reduceat per count over the occurrences, not the words)
+    symbol = symbol_of[tok_word]
+    piece_table = np.stack([
+        np.bincount(tok_piece, symbol, minlength=len(pieces)),
+        np.bincount(tok_piece, tokens_of[tok_word], minlength=len(pieces)),
+        np.bincount(tok_piece, tok_chars * symbol, minlength=len(pieces)),
+        np.bincount(tok_piece, alpha_of[tok_word], minlength=len(pieces)),
+        ws_of, np.bincount(ws_piece[ws_alpha], minlength=len(pieces)),
+        per_piece, np.bincount(tok_piece, tok_chars, minlength=len(pieces)),
+    ]).astype(np.int64)
+    doc_counts = _per_doc_rows(piece_doc, n, piece_table, piece_ids)
     # pieces of each stripped line: from its first to its last piece that is not all Unicode
     # whitespace (stripping removes those at the edges); the longest piece of each line
     # (pieces are in line order and every non-blank line has a solid piece)
     m = len(lines)
-    solid = np.flatnonzero(ws_of > 0)
+    solid = np.flatnonzero(ws_of[piece_ids] > 0)
     solid_line = piece_line[solid]
     first = solid[np.searchsorted(solid_line, np.arange(m), side="left")] if m else solid
     last = solid[np.searchsorted(solid_line, np.arange(m), side="right") - 1] if m else solid
@@ -375,12 +484,9 @@ def _words(lines: pa.Array, line_doc: np.ndarray, n: int) -> dict[str, object]:
     return {
         "line_pieces": last - first + 1, "line_longest_piece": longest,
         "word_doc": word_doc, "word_chars": word_chars, "word_ids": word_ids, "word_dict": word_dict,
-        "symbol_words": _per_doc(word_doc, n, symbol).astype(np.int64),
-        "n_tokens": _per_doc(word_doc, n, tokens_of[word_ids]).astype(np.int64),
-        "symbol_chars": _per_doc(word_doc, n, word_chars * symbol).astype(np.int64),
-        "alpha_words": _per_doc(word_doc, n, alpha_of[word_ids]).astype(np.int64),
-        "ws_words": _per_doc(piece_doc, n, ws_of).astype(np.int64),
-        "ws_alpha_words": _per_doc(piece_doc, n, ws_alpha_of).astype(np.int64),
+        **dict(zip(("symbol_words", "n_tokens", "symbol_chars", "alpha_words", "ws_words", "ws_alpha_words",
+                    "words", "word_char_sum"), doc_counts, strict=True)),
+        "piece_ids": piece_ids, "piece_doc": piece_doc, "tok_word": tok_word, "tok_start": np.r_[first_tok, len(tok_word)],
     }
 
 
