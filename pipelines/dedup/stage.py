@@ -291,6 +291,14 @@ def annotate(
     keyed = keyed.select("doc_id", "_xkey", "_xrep", *pol)
     if comp is None:
         grouped = keyed.withColumn("_ckey", F.col("_xrep")).withColumn("_refrep", F.lit(None).cast("string")).withColumn("_nref", F.lit(0))
+    elif reference is None:  # no reference documents: no per-component aggregate or join for them
+        grouped = (
+            keyed.join(comp.select(F.col("node").alias("_xrep"), "component"), "_xrep", "left")
+            .withColumn("_ckey", F.coalesce("component", "_xrep"))
+            .withColumn("_refrep", F.lit(None).cast("string"))
+            .withColumn("_nref", F.lit(0))
+            .drop("component")
+        )
     else:
         ref_info = comp.where("is_ref").groupBy("component").agg(F.min("node").alias("_refrep"), F.count(F.lit(1)).alias("_nref"))
         new_comp = comp.where(~F.col("is_ref")).select(F.col("node").alias("_xrep"), "component")
@@ -394,8 +402,10 @@ def _near_components(
             pairs = pairs.join(sig_small.toDF("src", "sig_a"), "src").join(sig_small.toDF("dst", "sig_b"), "dst")
         if exact:
             ends = candidates.select(F.col("src").alias("doc_id")).union(candidates.select(F.col("dst").alias("doc_id"))).distinct()
+            # One scan of the documents for the texts of both ends (cached: the two joins below read it).
             text_of = texts.select("doc_id", F.coalesce("text", F.lit("")).alias("text")).join(
-                _small(ends, 2 * result.n_candidate_edges), "doc_id", "left_semi")
+                _small(ends, 2 * result.n_candidate_edges), "doc_id", "left_semi").persist(StorageLevel.MEMORY_AND_DISK)
+            result.cached.append(text_of)
             pairs = pairs.join(text_of.toDF("src", "text_a"), "src", "left").join(text_of.toDF("dst", "text_b"), "dst", "left")
         cols = ["src", "dst", *(["sig_a", "sig_b"] if "sig_a" in pairs.columns else []), *(["text_a", "text_b"] if exact else [])]
         scored = pairs.select(*cols).mapInArrow(
