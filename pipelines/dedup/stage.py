@@ -37,7 +37,7 @@ from pyspark.sql import types as T
 from pipelines.core import chain, tables
 from pipelines.core.config import ConfigError, WinnowConfig
 from pipelines.core.runner import StageReport
-from pipelines.dedup.components import connected_components
+from pipelines.dedup.components import checkpoint, connected_components
 from pipelines.dedup.config import DedupConfig
 from udfs import lsh, minhash
 from udfs.errors import UserError
@@ -249,7 +249,7 @@ def annotate(
         seed: ``run.seed`` (MinHash permutations), 0 <= seed < 2^32.
         reference: optional earlier band table (``doc_id, bands, signature``); its documents are never
             removed, and a cluster holding one is represented by its smallest reference ``doc_id``.
-        checkpoint_dir: for connected components; None = localCheckpoint.
+        checkpoint_dir: for the numbered LSH nodes and connected components; None = localCheckpoint.
         result: filled with the signatures DataFrame, the largest buckets and edge counts.
 
     Returns:
@@ -369,24 +369,33 @@ def _near_components(
     if reference is not None:
         nodes = nodes.unionByName(reference.select("doc_id", "bands", F.lit(True).alias("is_ref")))
         sig_of = sig_of.unionByName(reference.select("doc_id", "signature"))
-    members = nodes.select("doc_id", "is_ref", F.posexplode("bands").alias("band", "key"))
+    # Buckets are aggregated over 64-bit node numbers in (doc_id, is_ref) order, so the smallest member
+    # is a hash aggregate's min over longs rather than a sort aggregate's min over string structs. The
+    # numbers come from a range-partitioned sort and are checkpointed: recomputed, the sort's sampled
+    # boundaries (and so the numbers) could differ.
+    numbered = checkpoint(nodes.orderBy("doc_id", "is_ref").withColumn("node", F.monotonically_increasing_id()), checkpoint_dir)
+    ids = numbered.select("node", "doc_id", "is_ref")
+    members = numbered.select("node", "is_ref", F.posexplode("bands").alias("band", "key"))
     buckets = (
         members.groupBy("band", "key")
-        .agg(F.count(F.lit(1)).alias("size"), F.min(F.struct("doc_id", "is_ref")).alias("centre"))
+        .agg(F.count(F.lit(1)).alias("size"), F.min("node").alias("centre"))
         .where(F.col("size") > 1)
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     result.cached.append(buckets)
-    big = buckets.where(F.col("size") > d.log_buckets_over).orderBy(F.col("size").desc(), "band", "key").limit(20)
-    result.large_buckets = [
-        {"band": r["band"], "size": r["size"], "smallest_doc_id": r["centre"]["doc_id"]} for r in big.collect()
-    ]
+    big = (buckets.where(F.col("size") > d.log_buckets_over).join(ids.toDF("centre", "smallest", "_cref"), "centre")
+           .orderBy(F.col("size").desc(), "band", "key").limit(20))
+    result.large_buckets = [{"band": r["band"], "size": r["size"], "smallest_doc_id": r["smallest"]} for r in big.collect()]
     for b in result.large_buckets:
         log.warning("dedup: LSH bucket of band %d holds %d documents (smallest %s)", b["band"], b["size"], b["smallest_doc_id"])
     candidates = (
         members.join(buckets, ["band", "key"])
-        .where((F.col("doc_id") != F.col("centre.doc_id")) & ~(F.col("is_ref") & F.col("centre.is_ref")))
-        .select(F.col("doc_id").alias("src"), F.col("centre.doc_id").alias("dst"))
+        .where(F.col("node") != F.col("centre"))
+        .select("node", "centre")
+        .join(ids.toDF("node", "src", "_sref"), "node")
+        .join(ids.toDF("centre", "dst", "_dref"), "centre")
+        .where((F.col("src") != F.col("dst")) & ~(F.col("_sref") & F.col("_dref")))
+        .select("src", "dst")
         .distinct()
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
