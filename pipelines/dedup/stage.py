@@ -205,6 +205,7 @@ class NearResult:
     n_edges: int = 0
     clustered: DataFrame | None = None
     n_clustered: int = 0
+    removed_by_kind: dict[str, int] = field(default_factory=dict)
     cached: list[DataFrame] = field(default_factory=list)
 
     def unpersist(self) -> None:
@@ -333,7 +334,10 @@ def annotate(
     )
     result.cached.append(clustered)
     result.clustered = clustered
-    result.n_clustered = clustered.count()
+    # One job counts the clustered documents and the removed ones by kind (``exact`` / ``near``).
+    counts = clustered.groupBy("is_representative", "kind").count().collect()
+    result.n_clustered = sum(r["count"] for r in counts)
+    result.removed_by_kind = {r["kind"]: r["count"] for r in counts if not r["is_representative"]}
     joined = df.join(_small(clustered, result.n_clustered).withColumnRenamed("doc_id", "_cdoc"),
                      F.col("doc_id") == F.col("_cdoc"), "left")
     found = F.col("_cdoc").isNotNull()
@@ -482,10 +486,9 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     ann = annotate(docs, d, cfg.run.seed, reference=reference, checkpoint_dir=d.checkpoint_dir, result=near)
     clustered = near.clustered
     report.rows_in = docs.count()
-    stats = clustered.where(~F.col("is_representative")).groupBy("kind").count().collect()
-    report.rows_out = report.rows_in - sum(r["count"] for r in stats)
-    for r in sorted(stats, key=lambda r: r["kind"]):
-        report.removed[f"dedup.{r['kind']}"] = r["count"]
+    report.rows_out = report.rows_in - sum(near.removed_by_kind.values())
+    for kind, n in sorted(near.removed_by_kind.items()):
+        report.removed[f"dedup.{kind}"] = n
 
     props = {"signature": s.to_dict(), "threshold": d.threshold, "s_curve": curve, "fp_check": d.fp_check or "none",
              "representative": d.representative, "exact_key": d.exact_key if d.exact else "none"}
