@@ -387,9 +387,11 @@ def _near_components(
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     result.cached.append(buckets)
-    big = (buckets.where(F.col("size") > d.log_buckets_over).join(ids.toDF("centre", "smallest", "_cref"), "centre")
-           .orderBy(F.col("size").desc(), "band", "key").limit(20))
-    result.large_buckets = [{"band": r["band"], "size": r["size"], "smallest_doc_id": r["smallest"]} for r in big.collect()]
+    big = buckets.where(F.col("size") > d.log_buckets_over).orderBy(F.col("size").desc(), "band", "key").limit(20).collect()
+    smallest = {}
+    if big:  # rare: name the smallest document of each large bucket
+        smallest = {r["node"]: r["doc_id"] for r in ids.where(F.col("node").isin([b["centre"] for b in big])).collect()}
+    result.large_buckets = [{"band": r["band"], "size": r["size"], "smallest_doc_id": smallest[r["centre"]]} for r in big]
     for b in result.large_buckets:
         log.warning("dedup: LSH bucket of band %d holds %d documents (smallest %s)", b["band"], b["size"], b["smallest_doc_id"])
     candidates = (
