@@ -116,3 +116,15 @@ def test_oph_scheme_finds_the_same_clusters(spark, corpus):
     got = {s: dedup.annotate(df, DedupConfig(scheme=s), seed=42).where("cluster_size > 1")
            .select("doc_id", "cluster_id", "kind").collect() for s in ("fast", "oph")}
     assert sorted(got["oph"]) == sorted(got["fast"]) and len(got["oph"]) == 5
+
+
+def test_large_buckets_name_their_smallest_document(spark, corpus):
+    from pipelines.dedup.config import DedupConfig
+
+    df = documents_df(spark, corpus)
+    result = dedup.NearResult()
+    dedup.annotate(df, DedupConfig(exact=False, log_buckets_over=2), seed=42, result=result).count()
+    # a, b (a copy) and c (one word changed) share most bands: buckets of 3 > 2; e/f buckets hold 2
+    assert result.large_buckets and {b["smallest_doc_id"] for b in result.large_buckets} == {"a"}
+    assert {b["size"] for b in result.large_buckets} == {3}
+    result.unpersist()

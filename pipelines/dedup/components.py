@@ -32,7 +32,10 @@ class ComponentsDidNotConverge(RuntimeError):
     """Connected components still changing after ``max_iterations`` rounds."""
 
 
-def _checkpoint(df: DataFrame, checkpoint_dir: str | None) -> DataFrame:
+def checkpoint(df: DataFrame, checkpoint_dir: str | None) -> DataFrame:
+    """``df`` computed once and cut from its lineage: ``checkpoint`` into ``checkpoint_dir`` (a reliable
+    folder, set as the context's checkpoint folder if it has none), or ``localCheckpoint`` (executor
+    storage) when None. Eager: runs one Spark job."""
     if checkpoint_dir is None:
         return df.localCheckpoint(eager=True)
     sc = df.sparkSession.sparkContext
@@ -119,10 +122,10 @@ def connected_components(
         few = cur.limit(local_max_edges + 1).collect()
         if len(few) <= local_max_edges:
             return _local_components([(r["a"], r["b"]) for r in few], cur.schema["a"].dataType, edges.sparkSession)
-    cur = _checkpoint(cur, checkpoint_dir)
+    cur = checkpoint(cur, checkpoint_dir)
     prev = _fingerprint(cur)
     for _ in range(max_iterations):
-        nxt = _checkpoint(_small_star(_large_star(cur)), checkpoint_dir)
+        nxt = checkpoint(_small_star(_large_star(cur)), checkpoint_dir)
         fp = _fingerprint(nxt)
         cur = nxt
         if fp == prev:

@@ -37,7 +37,7 @@ from pyspark.sql import types as T
 from pipelines.core import chain, tables
 from pipelines.core.config import ConfigError, WinnowConfig
 from pipelines.core.runner import StageReport
-from pipelines.dedup.components import connected_components
+from pipelines.dedup.components import checkpoint, connected_components
 from pipelines.dedup.config import DedupConfig
 from udfs import lsh, minhash
 from udfs.errors import UserError
@@ -205,6 +205,7 @@ class NearResult:
     n_edges: int = 0
     clustered: DataFrame | None = None
     n_clustered: int = 0
+    removed_by_kind: dict[str, int] = field(default_factory=dict)
     cached: list[DataFrame] = field(default_factory=list)
 
     def unpersist(self) -> None:
@@ -249,7 +250,7 @@ def annotate(
         seed: ``run.seed`` (MinHash permutations), 0 <= seed < 2^32.
         reference: optional earlier band table (``doc_id, bands, signature``); its documents are never
             removed, and a cluster holding one is represented by its smallest reference ``doc_id``.
-        checkpoint_dir: for connected components; None = localCheckpoint.
+        checkpoint_dir: for the numbered LSH nodes and connected components; None = localCheckpoint.
         result: filled with the signatures DataFrame, the largest buckets and edge counts.
 
     Returns:
@@ -291,6 +292,14 @@ def annotate(
     keyed = keyed.select("doc_id", "_xkey", "_xrep", *pol)
     if comp is None:
         grouped = keyed.withColumn("_ckey", F.col("_xrep")).withColumn("_refrep", F.lit(None).cast("string")).withColumn("_nref", F.lit(0))
+    elif reference is None:  # no reference documents: no per-component aggregate or join for them
+        grouped = (
+            keyed.join(comp.select(F.col("node").alias("_xrep"), "component"), "_xrep", "left")
+            .withColumn("_ckey", F.coalesce("component", "_xrep"))
+            .withColumn("_refrep", F.lit(None).cast("string"))
+            .withColumn("_nref", F.lit(0))
+            .drop("component")
+        )
     else:
         ref_info = comp.where("is_ref").groupBy("component").agg(F.min("node").alias("_refrep"), F.count(F.lit(1)).alias("_nref"))
         new_comp = comp.where(~F.col("is_ref")).select(F.col("node").alias("_xrep"), "component")
@@ -325,7 +334,10 @@ def annotate(
     )
     result.cached.append(clustered)
     result.clustered = clustered
-    result.n_clustered = clustered.count()
+    # One job counts the clustered documents and the removed ones by kind (``exact`` / ``near``).
+    counts = clustered.groupBy("is_representative", "kind").count().collect()
+    result.n_clustered = sum(r["count"] for r in counts)
+    result.removed_by_kind = {r["kind"]: r["count"] for r in counts if not r["is_representative"]}
     joined = df.join(_small(clustered, result.n_clustered).withColumnRenamed("doc_id", "_cdoc"),
                      F.col("doc_id") == F.col("_cdoc"), "left")
     found = F.col("_cdoc").isNotNull()
@@ -361,24 +373,35 @@ def _near_components(
     if reference is not None:
         nodes = nodes.unionByName(reference.select("doc_id", "bands", F.lit(True).alias("is_ref")))
         sig_of = sig_of.unionByName(reference.select("doc_id", "signature"))
-    members = nodes.select("doc_id", "is_ref", F.posexplode("bands").alias("band", "key"))
+    # Buckets are aggregated over 64-bit node numbers in (doc_id, is_ref) order, so the smallest member
+    # is a hash aggregate's min over longs rather than a sort aggregate's min over string structs. The
+    # numbers come from a range-partitioned sort and are checkpointed: recomputed, the sort's sampled
+    # boundaries (and so the numbers) could differ.
+    numbered = checkpoint(nodes.orderBy("doc_id", "is_ref").withColumn("node", F.monotonically_increasing_id()), checkpoint_dir)
+    ids = numbered.select("node", "doc_id", "is_ref")
+    members = numbered.select("node", "is_ref", F.posexplode("bands").alias("band", "key"))
     buckets = (
         members.groupBy("band", "key")
-        .agg(F.count(F.lit(1)).alias("size"), F.min(F.struct("doc_id", "is_ref")).alias("centre"))
+        .agg(F.count(F.lit(1)).alias("size"), F.min("node").alias("centre"))
         .where(F.col("size") > 1)
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     result.cached.append(buckets)
-    big = buckets.where(F.col("size") > d.log_buckets_over).orderBy(F.col("size").desc(), "band", "key").limit(20)
-    result.large_buckets = [
-        {"band": r["band"], "size": r["size"], "smallest_doc_id": r["centre"]["doc_id"]} for r in big.collect()
-    ]
+    big = buckets.where(F.col("size") > d.log_buckets_over).orderBy(F.col("size").desc(), "band", "key").limit(20).collect()
+    smallest = {}
+    if big:  # rare: name the smallest document of each large bucket
+        smallest = {r["node"]: r["doc_id"] for r in ids.where(F.col("node").isin([b["centre"] for b in big])).collect()}
+    result.large_buckets = [{"band": r["band"], "size": r["size"], "smallest_doc_id": smallest[r["centre"]]} for r in big]
     for b in result.large_buckets:
         log.warning("dedup: LSH bucket of band %d holds %d documents (smallest %s)", b["band"], b["size"], b["smallest_doc_id"])
     candidates = (
         members.join(buckets, ["band", "key"])
-        .where((F.col("doc_id") != F.col("centre.doc_id")) & ~(F.col("is_ref") & F.col("centre.is_ref")))
-        .select(F.col("doc_id").alias("src"), F.col("centre.doc_id").alias("dst"))
+        .where(F.col("node") != F.col("centre"))
+        .select("node", "centre")
+        .join(ids.toDF("node", "src", "_sref"), "node")
+        .join(ids.toDF("centre", "dst", "_dref"), "centre")
+        .where((F.col("src") != F.col("dst")) & ~(F.col("_sref") & F.col("_dref")))
+        .select("src", "dst")
         .distinct()
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
@@ -394,8 +417,10 @@ def _near_components(
             pairs = pairs.join(sig_small.toDF("src", "sig_a"), "src").join(sig_small.toDF("dst", "sig_b"), "dst")
         if exact:
             ends = candidates.select(F.col("src").alias("doc_id")).union(candidates.select(F.col("dst").alias("doc_id"))).distinct()
+            # One scan of the documents for the texts of both ends (cached: the two joins below read it).
             text_of = texts.select("doc_id", F.coalesce("text", F.lit("")).alias("text")).join(
-                _small(ends, 2 * result.n_candidate_edges), "doc_id", "left_semi")
+                _small(ends, 2 * result.n_candidate_edges), "doc_id", "left_semi").persist(StorageLevel.MEMORY_AND_DISK)
+            result.cached.append(text_of)
             pairs = pairs.join(text_of.toDF("src", "text_a"), "src", "left").join(text_of.toDF("dst", "text_b"), "dst", "left")
         cols = ["src", "dst", *(["sig_a", "sig_b"] if "sig_a" in pairs.columns else []), *(["text_a", "text_b"] if exact else [])]
         scored = pairs.select(*cols).mapInArrow(
@@ -463,10 +488,9 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     ann = annotate(docs, d, cfg.run.seed, reference=reference, checkpoint_dir=d.checkpoint_dir, result=near)
     clustered = near.clustered
     report.rows_in = docs.count()
-    stats = clustered.where(~F.col("is_representative")).groupBy("kind").count().collect()
-    report.rows_out = report.rows_in - sum(r["count"] for r in stats)
-    for r in sorted(stats, key=lambda r: r["kind"]):
-        report.removed[f"dedup.{r['kind']}"] = r["count"]
+    report.rows_out = report.rows_in - sum(near.removed_by_kind.values())
+    for kind, n in sorted(near.removed_by_kind.items()):
+        report.removed[f"dedup.{kind}"] = n
 
     props = {"signature": s.to_dict(), "threshold": d.threshold, "s_curve": curve, "fp_check": d.fp_check or "none",
              "representative": d.representative, "exact_key": d.exact_key if d.exact else "none"}
