@@ -132,6 +132,8 @@ def _goals(parts: list[str]) -> list[Goal]:
         Goal("neardup_cpu_vs_datatrove", "ingest + near-dedup CPU seconds at >= 40,000 documents: datatrove MinHash "
              "pipeline / Winnow, at equal or better recall and precision",
              "neardup", (r"^goals\.neardup_cpu_vs_datatrove$",), ">=", 8.0),
+        Goal("neardup_cpu_vs_text_dedup", "ingest + near-dedup CPU seconds at >= 40,000 documents: text-dedup 0.3.1's "
+             "Spark MinHash job (its defaults) / Winnow", "neardup", (r"^goals\.neardup_cpu_vs_text_dedup$",), ">=", 3.0),
         Goal("passages_per_core_vs_datatrove", "passages stage (exact + near) documents per CPU-second vs datatrove's "
              "sentence dedup, whole process trees, at equal or better recall and precision", "passages",
              (r"^goals\.winnow_per_core_vs_datatrove$",), ">=", 3.0),
