@@ -57,3 +57,30 @@ def test_ingest_counts_its_input_files(spark, make_cfg, tmp_path):
     f.write_text('{"text": "a"}\n' * 10)
     cfg = make_cfg(f"ingest.inputs=[{f}]")
     assert stage.input_bytes(spark, cfg, "ingest") == f.stat().st_size
+
+
+def test_every_stage_writes_tables_without_column_statistics_unless_the_user_asks(spark, make_cfg):
+    key = "spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols"
+    cfg = make_cfg()
+    assert stage.stage_settings(spark, cfg, "dedup")[key] == "0"
+    user = make_cfg(f"spark.conf={{{key}: '32'}}", root=cfg.run.root)
+    assert key not in stage.stage_settings(spark, user, "dedup")
+    written = {}
+
+    def writes_a_table(spark_, cfg_):
+        df = spark_.range(3).select(F.col("id").cast("string").alias("doc_id"))
+        path = tables.write_table(df, cfg_, "stats_probe")
+        written["props"] = spark_.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]["properties"]
+        raise RuntimeError("stop")
+
+    original = stage.stage_runner
+    stage.stage_runner = lambda name: writes_a_table
+    try:
+        try:
+            stage.run_stage(spark, cfg, "dedup")
+        except RuntimeError:
+            pass
+    finally:
+        stage.stage_runner = original
+    assert written["props"]["delta.dataSkippingNumIndexedCols"] == "0"
+    assert spark.conf.get(key, None) is None  # restored after the stage

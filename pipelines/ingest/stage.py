@@ -271,11 +271,6 @@ _STAGE_CONF = {
     # The parsed records are cached once and read by the tally, the id check and both writes. Text is
     # stored as it is either way; compressing the cache only spends CPU on trying (about 3 CPU-s per GB).
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
-    # Delta collects min/max/null statistics of the first 32 columns of every file it writes, for data
-    # skipping: about 7 CPU-s per GB of input here (5 of them for text), and no reader of these tables
-    # filters on a column whose per-file ranges could skip anything (doc ids are spread over every
-    # file). Row counts (numRecords) stay.
-    "spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols": "0",
 }
 """Session settings while ingest runs (restored after): measured on one 1 GB JSONL file, bench/notes.md."""
 
