@@ -13,6 +13,19 @@ def _documents(spark, cfg):
     tables.write_table(df, cfg, "documents")
 
 
+def _run_stopped(spark, cfg, fake_run):
+    """run_stage of dedup with ``fake_run`` as the stage, which ends by raising RuntimeError."""
+    original = stage.stage_runner
+    stage.stage_runner = lambda name: fake_run
+    try:
+        try:
+            stage.run_stage(spark, cfg, "dedup")
+        except RuntimeError:
+            pass
+    finally:
+        stage.stage_runner = original
+
+
 def test_small_table_input_turns_aqe_off_for_the_stage_only(spark, make_cfg):
     cfg = make_cfg()
     _documents(spark, cfg)
@@ -28,15 +41,7 @@ def test_small_table_input_turns_aqe_off_for_the_stage_only(spark, make_cfg):
         seen["aqe"] = spark_.conf.get("spark.sql.adaptive.enabled")
         raise RuntimeError("stop")
 
-    original = stage.stage_runner
-    stage.stage_runner = lambda name: fake_run
-    try:
-        try:
-            stage.run_stage(spark, cfg, "dedup")
-        except RuntimeError:
-            pass
-    finally:
-        stage.stage_runner = original
+    _run_stopped(spark, cfg, fake_run)
     assert seen["aqe"] == "false"
     assert spark.conf.get("spark.sql.adaptive.enabled") == before  # restored, also when the stage fails
 
@@ -73,14 +78,6 @@ def test_every_stage_writes_tables_without_column_statistics_unless_the_user_ask
         written["props"] = spark_.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]["properties"]
         raise RuntimeError("stop")
 
-    original = stage.stage_runner
-    stage.stage_runner = lambda name: writes_a_table
-    try:
-        try:
-            stage.run_stage(spark, cfg, "dedup")
-        except RuntimeError:
-            pass
-    finally:
-        stage.stage_runner = original
+    _run_stopped(spark, cfg, writes_a_table)
     assert written["props"]["delta.dataSkippingNumIndexedCols"] == "0"
     assert spark.conf.get(key, None) is None  # restored after the stage
