@@ -119,8 +119,15 @@ PROFILE_SIGNALS_TYPE = pa.struct([
 1,000 whitespace words, float64) and ``code_share`` (fraction of non-blank characters, float64 in [0, 1])."""
 
 
-def _count(texts: pa.Array, pattern: str) -> np.ndarray:
-    return np.asarray(pc.count_substring_regex(texts, pattern).to_numpy(zero_copy_only=False), np.int64)
+def _count(texts: pa.Array, pattern: str, rows: np.ndarray | None = None) -> np.ndarray:
+    """Matches of ``pattern`` per text; with ``rows`` (bool[n]) only those texts are searched (the
+    others cannot match: 0)."""
+    if rows is None:
+        return np.asarray(pc.count_substring_regex(texts, pattern).to_numpy(zero_copy_only=False), np.int64)
+    out = np.zeros(len(texts), np.int64)
+    if rows.any():
+        out[rows] = _count(texts.filter(pa.array(rows)), pattern)
+    return out
 
 
 _RE2_SPACE = np.zeros(256, bool)
@@ -139,19 +146,18 @@ def _space_counts(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """
     off, data = _utf8(texts)
     space = _RE2_SPACE[data]
-    prev_space = np.empty_like(space)
-    prev_space[:1] = True
-    prev_space[1:] = space[:-1]
-    prev_space[off[:-1][off[:-1] < off[1:]]] = True  # each text starts a new run
-    word_start = ~space & prev_space
-    nonblank = ~space & ((data & 0xC0) != 0x80)
+    solid = ~space
+    start = np.empty_like(solid)  # a run starts after a space byte, or where its text starts
+    start[:1] = solid[:1]
+    np.greater(solid[1:], solid[:-1], out=start[1:])
+    heads = off[:-1][off[:-1] < off[1:]]
+    start[heads] = solid[heads]
 
     def per_text(flags: np.ndarray) -> np.ndarray:
-        total = np.zeros(len(flags) + 1, np.int64)
-        np.cumsum(flags, out=total[1:])
-        return total[off[1:]] - total[off[:-1]]
+        return np.diff(np.searchsorted(np.flatnonzero(flags), off))
 
-    return per_text(word_start), per_text(nonblank)
+    continuation = (data & 0xC0) == 0x80
+    return per_text(start), np.diff(off) - per_text(space) - per_text(continuation)
 
 
 def _code_share(texts: pa.Array, total: np.ndarray) -> np.ndarray:
@@ -191,13 +197,17 @@ def profile_signals(texts: pa.Array | pa.ChunkedArray) -> pa.StructArray:
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
     texts = pc.fill_null(texts, "")
-    kinds = np.stack([_count(texts, p) for p in _WIKI_KINDS]) if len(texts) else np.zeros((5, 0), np.int64)
+    # the heading-line and chapter patterns cannot skip ahead to a literal; they run only on the texts
+    # holding a character every match holds ("=" of a heading, "C" of "Chapter"/"CHAPTER")
+    triggers = {_WIKI_KINDS[2]: _holding(texts, ord("=")), _CHAPTER: _holding(texts, ord("C"))}
+    kinds = (np.stack([_count(texts, p, triggers.get(p)) for p in _WIKI_KINDS]) if len(texts)
+             else np.zeros((5, 0), np.int64))
     words, nonblank = _space_counts(texts)
     scholarly = _count(texts, _SCHOLARLY)
     cols = [
         kinds.sum(axis=0), (kinds > 0).sum(axis=0), _count(texts, _LATEX), _count(texts, _PAPER_HEADINGS),
         np.where(words > 0, 1000.0 * scholarly / np.maximum(words, 1), 0.0), _code_share(texts, nonblank),
-        _count(texts, _CHAPTER), words, _count(texts, _REDIRECT),
+        _count(texts, _CHAPTER, triggers[_CHAPTER]), words, _count(texts, _REDIRECT),
         np.where(words > 0, 1000.0 * _count(texts, _PAPER_MARKS) / np.maximum(words, 1), 0.0),
     ]
     fields = list(PROFILE_SIGNALS_TYPE)
