@@ -135,9 +135,10 @@ def decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     default = "web" if cfg.default_profile == filter_rules.AUTO else cfg.default_profile
     profile = F.coalesce(F.col("filter_profile"), F.lit(default))
     # Only the profiles rows can have, and each row evaluates only its own profile's rules (one CASE
-    # branch per profile): with the six built-in ones every row used to evaluate every profile's rules
-    # in one array filtered by a lambda, which Spark interprets row by row instead of compiling.
-    # A stored profile outside them (a table decided with another profile_by_source) fails instead of passing.
+    # branch per profile, each a concat of compiled one-element arrays). Every profile's rules in one
+    # array filtered by a lambda would be interpreted row by row: with the six built-in profiles of
+    # `auto`, 5x the JVM time of this form (bench/notes.md). A stored profile outside them (a table
+    # decided with another profile_by_source) fails instead of passing.
     in_use = cfg.profiles_in_use()
     unknown = F.raise_error(F.concat(F.lit("filter: a row's filter_profile "), profile,
                                      F.lit(f" is not one of the profiles in use {in_use}")))
