@@ -4,6 +4,7 @@ shares."""
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
@@ -28,6 +29,23 @@ def test_empty_and_whitespace_text_are_web_with_zero_signals():
     sig = P.profile_signals(pa.array(["", "  \n ", None])).to_pylist()
     assert all(v == 0 for s in sig for v in s.values())
     assert P.choose(P.profile_signals(pa.array(["", None]))).to_pylist() == ["web", "web"]
+
+
+_SPACE_CASES = ["", " ", "\n\n", "a\x0bb", "\xa0x y\u2003z", "  lead trail  ", "x", "é à\tü\r\nß",
+                "🙂 🙂🙂\n\n🙂", "a\x0cb\x85c", "```\ncode\n```\nprose ~~~\nmore\n~~~", "```open\n{ a; }"]
+
+
+def test_space_counts_match_re2s_own_counts():
+    texts = pa.array(_SPACE_CASES, pa.string()).slice(1)  # a sliced array too: offsets not from 0
+    words, nonblank = P._space_counts(texts)
+    assert words.tolist() == pc.count_substring_regex(texts, r"\S+").to_pylist()
+    assert nonblank.tolist() == pc.utf8_length(pc.replace_substring_regex(texts, r"\s+", "")).to_pylist()
+
+
+def test_code_share_counts_fenced_blocks_of_backticks_and_tildes():
+    texts = pa.array(["```\nx = 1\n```\nSome prose line here.", "~~~\nx\n~~~", "no fence at all ~ ` here"])
+    share = P._code_share(texts, P._space_counts(texts)[1])
+    assert share.tolist() == [9 / (9 + 18), 1.0, 0.0]  # the fence lines count as code too
 
 
 def test_science_headings_just_inside_and_outside():

@@ -197,43 +197,26 @@ def _quality_score(text: pa.Array, locate: Any, positive: str) -> pa.Array:
     return pa.array(quality_model.score(qmodel, quality_model.prepare(text), positive), pa.float64())
 
 
-def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
-    """Add every signal column (:data:`SIGNAL_COLUMNS`) computed from ``text`` in one Arrow UDF.
-
-    Each row is judged under its rule profile (:func:`profile_column`; a row whose profile is ``auto``
-    gets the one :func:`udfs.quality.profile.auto_profile` picks from its text); a profile with
-    ``c4.clean_lines`` first removes the lines C4's line rules reject (``text`` becomes the cleaned
-    text, ``n_chars``/``n_bytes`` follow it) and every signal reads the cleaned text, as TFDS does.
+def batch_function(cfg: FilterConfig, lid_locate: Callable[[], str] | None,
+                   qm_locate: Callable[[], str] | None) -> Callable[[pa.Array, pa.Array], pa.StructArray]:
+    """The stage's per-batch work: texts and their profile names -> every signal, as one struct.
 
     Args:
-        df: a DataFrame with at least :data:`INPUT_COLUMNS`.
-        cfg: the ``filter`` config section (profiles, LID model, classifier model).
+        cfg: the ``filter`` config section.
+        lid_locate / qm_locate: how a worker finds the LID / classifier model (:func:`_model_locator`);
+            None: that model is off (its columns are null).
 
     Returns:
-        ``df`` plus struct columns ``gopher_quality``, ``gopher_repetition``, ``c4``, ``fineweb`` (fields
-        as in :mod:`udfs.quality`), ``lang`` string, ``lang_score`` double in [0, 1], ``lang_topk``
-        array<struct<lang,score>> (from the whole document), ``quality_score`` double (null without a
-        classifier), ``filter_profile`` string, ``line_cleaning`` struct<lines_removed, chars_removed>
-        (int64; null when the profile does not clean lines).
-        ``filter_profile`` is the profile that judged the row (never ``auto``).
-
-    Raises:
-        ValueError: a required column is missing, or a configured model file does not exist.
+        A function of (``text`` string[n], ``profile`` string[n], a :data:`AUTO` entry resolved per
+        document) returning StructArray[n] of :func:`_signals_arrow_type` plus ``__clean_text`` (the
+        line-cleaned text, null when the profile does not clean lines). It runs inside the Arrow UDF
+        of :func:`compute_signals`, and alone in benchmarks.
     """
-    from pyspark.sql.functions import arrow_udf
-
-    from udfs.langid import default_model_path
-
-    chain.require_columns(df, INPUT_COLUMNS, STAGE)
-    spark = df.sparkSession
     lid = cfg.langid
-    lid_locate = _model_locator(spark, (lid.model or default_model_path())) if lid.enabled else None
-    qm = cfg.quality_model
-    qm_locate = _model_locator(spark, qm.model) if qm.model else None
     arrow_type = pa.struct([*_signals_arrow_type(), ("__clean_text", pa.string())])
     lid_args = (lid.max_chars, lid.top_k, lid.label_prefix, dict(lid.aliases), lid.sample_windows,
                 lid.topk_max_chars)
-    positive = qm.positive_label
+    positive = cfg.quality_model.positive_label
     params = _profile_params(cfg)
 
     def one_profile(text: pa.Array, name: str) -> list[pa.Array]:
@@ -276,6 +259,54 @@ def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
             cols = [pa.concat_arrays([p[i] for p in parts]).take(back) for i in range(len(parts[0]))]
         return pa.StructArray.from_arrays(cols, fields=list(arrow_type))
 
+    return signals
+
+
+def lid_locator(spark: SparkSession | None, cfg: FilterConfig) -> Callable[[], str] | None:
+    """How a worker finds the LID model (:func:`_model_locator`; ``spark=None``: this machine's file),
+    or None when LID is off."""
+    from udfs.langid import default_model_path
+
+    if not cfg.langid.enabled:
+        return None
+    path = cfg.langid.model or default_model_path()
+    if spark is None:
+        if not os.path.isfile(path):
+            raise ValueError(f"model file not found: {path!r}")
+        return lambda: path
+    return _model_locator(spark, path)
+
+
+def compute_signals(df: DataFrame, cfg: FilterConfig) -> DataFrame:
+    """Add every signal column (:data:`SIGNAL_COLUMNS`) computed from ``text`` in one Arrow UDF.
+
+    Each row is judged under its rule profile (:func:`profile_column`; a row whose profile is ``auto``
+    gets the one :func:`udfs.quality.profile.auto_profile` picks from its text); a profile with
+    ``c4.clean_lines`` first removes the lines C4's line rules reject (``text`` becomes the cleaned
+    text, ``n_chars``/``n_bytes`` follow it) and every signal reads the cleaned text, as TFDS does.
+
+    Args:
+        df: a DataFrame with at least :data:`INPUT_COLUMNS`.
+        cfg: the ``filter`` config section (profiles, LID model, classifier model).
+
+    Returns:
+        ``df`` plus struct columns ``gopher_quality``, ``gopher_repetition``, ``c4``, ``fineweb`` (fields
+        as in :mod:`udfs.quality`), ``lang`` string, ``lang_score`` double in [0, 1], ``lang_topk``
+        array<struct<lang,score>> (from the whole document), ``quality_score`` double (null without a
+        classifier), ``filter_profile`` string, ``line_cleaning`` struct<lines_removed, chars_removed>
+        (int64; null when the profile does not clean lines).
+        ``filter_profile`` is the profile that judged the row (never ``auto``).
+
+    Raises:
+        ValueError: a required column is missing, or a configured model file does not exist.
+    """
+    from pyspark.sql.functions import arrow_udf
+
+    chain.require_columns(df, INPUT_COLUMNS, STAGE)
+    spark = df.sparkSession
+    qm = cfg.quality_model
+    signals = batch_function(cfg, lid_locator(spark, cfg), _model_locator(spark, qm.model) if qm.model else None)
+    arrow_type = pa.struct([*_signals_arrow_type(), ("__clean_text", pa.string())])
     signals_arrow_udf = arrow_udf(signals, _spark_type(arrow_type)).asNondeterministic()
     # Non-deterministic only to stop the optimiser from evaluating the UDF once per extracted field;
     # the function itself is deterministic.

@@ -134,26 +134,41 @@ def decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     df = df.drop(*[c for c in DECISION_COLUMNS if c in df.columns])
     default = "web" if cfg.default_profile == filter_rules.AUTO else cfg.default_profile
     profile = F.coalesce(F.col("filter_profile"), F.lit(default))
-    by_action: dict[str, list[Column]] = {"drop": [], "flag": []}
-    # Only the profiles rows can have: every profile's rules are one CASE each in the plan, and the six
-    # built-in ones made Spark's analysis of the stage ~1.2 s slower on make run's 330 rows. A stored
-    # profile outside them (a table decided with another profile_by_source) fails instead of passing.
+    # Only the profiles rows can have, and each row evaluates only its own profile's rules (one CASE
+    # branch per profile, each a concat of compiled one-element arrays). Every profile's rules in one
+    # array filtered by a lambda would be interpreted row by row: with the six built-in profiles of
+    # `auto`, 5x the JVM time of this form (bench/notes.md). A stored profile outside them (a table
+    # decided with another profile_by_source) fails instead of passing.
     in_use = cfg.profiles_in_use()
-    by_action["drop"].append(F.when(~profile.isin(in_use), F.raise_error(F.concat(
-        F.lit("filter: a row's filter_profile "), profile, F.lit(f" is not one of the profiles in use {in_use}")))))
-    for name in in_use:
-        in_profile = profile == F.lit(name)
+    unknown = F.raise_error(F.concat(F.lit("filter: a row's filter_profile "), profile,
+                                     F.lit(f" is not one of the profiles in use {in_use}")))
+    reasons, flags = unknown, _empty()
+    for name in reversed(in_use):
+        by_action: dict[str, list[tuple[str, Column]]] = {"drop": [], "flag": []}
         for rid, action, cond, langs in _rules(cfg.profile_config(name)):
             if langs is not None:
                 cond = cond & (F.col("lang").isNull() | F.col("lang").isin(list(langs)))
-            by_action[action].append(F.when(in_profile & F.coalesce(cond, F.lit(False)), F.lit(rid)))
+            by_action[action].append((rid, F.coalesce(cond, F.lit(False))))
+        in_profile = profile == F.lit(name)
+        reasons = F.when(in_profile, _failing(by_action["drop"])).otherwise(reasons)
+        flags = F.when(in_profile, _failing(by_action["flag"])).otherwise(flags)
+    # coalesce: never null (the unknown-profile branch raises before it could be)
+    return df.withColumn("filter_reasons", F.coalesce(reasons.cast(_REASONS_TYPE), _empty())).withColumn(
+        "filter_flags", flags.cast(_REASONS_TYPE))
 
-    def reasons(items: list[Column]) -> Column:
-        if not items:
-            return F.array().cast("array<string>")
-        return F.filter(F.array(*items), lambda x: x.isNotNull())
 
-    return df.withColumn("filter_reasons", reasons(by_action["drop"])).withColumn("filter_flags", reasons(by_action["flag"]))
+_REASONS_TYPE = "array<string>"
+
+
+def _empty() -> Column:
+    return F.array().cast(_REASONS_TYPE)
+
+
+def _failing(rules: list[tuple[str, Column]]) -> Column:
+    """array<string>: the reason id of each rule whose (never null) failure condition holds, in order."""
+    if not rules:
+        return _empty()
+    return F.concat(*[F.when(cond, F.array(F.lit(rid))).otherwise(_empty()) for rid, cond in rules])
 
 
 def filter_documents(df: DataFrame, cfg: WinnowConfig | FilterConfig) -> DataFrame:

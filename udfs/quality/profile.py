@@ -44,6 +44,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from udfs.quality.parse import _holding, _utf8
+
 AUTO_PROFILES: tuple[str, ...] = ("wiki", "science", "code", "books", "web")
 """The profiles ``auto`` chooses among, in the order they are checked."""
 
@@ -117,16 +119,60 @@ PROFILE_SIGNALS_TYPE = pa.struct([
 1,000 whitespace words, float64) and ``code_share`` (fraction of non-blank characters, float64 in [0, 1])."""
 
 
-def _count(texts: pa.Array, pattern: str) -> np.ndarray:
-    return np.asarray(pc.count_substring_regex(texts, pattern).to_numpy(zero_copy_only=False), np.int64)
+def _count(texts: pa.Array, pattern: str, rows: np.ndarray | None = None) -> np.ndarray:
+    """Matches of ``pattern`` per text; with ``rows`` (bool[n]) only those texts are searched (the
+    others cannot match: 0)."""
+    if rows is None:
+        return np.asarray(pc.count_substring_regex(texts, pattern).to_numpy(zero_copy_only=False), np.int64)
+    out = np.zeros(len(texts), np.int64)
+    if rows.any():
+        out[rows] = _count(texts.filter(pa.array(rows)), pattern)
+    return out
 
 
-def _code_share(texts: pa.Array) -> np.ndarray:
-    """Fraction of non-blank characters on code lines (fenced blocks count as code)."""
+_RE2_SPACE = np.zeros(256, bool)
+_RE2_SPACE[[0x09, 0x0A, 0x0C, 0x0D, 0x20]] = True
+"""Per UTF-8 byte: one of the characters RE2's ``\\s`` matches (``[\\t\\n\\f\\r ]``, ASCII only: RE2's
+Perl classes; ``\\v``, NBSP and other Unicode spaces are not ``\\s``, and ``\\S`` holds them)."""
+
+
+def _space_counts(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """int64[n] each: the runs of ``\\S+`` (RE2) and the characters that are not ``\\s``, per text.
+
+    The same numbers as ``count_substring_regex(texts, r"\\S+")`` and the length of
+    ``replace_substring_regex(texts, r"\\s+", "")``, from one numpy pass over the UTF-8 bytes: an
+    ASCII byte never occurs inside a multi-byte character, so a byte table finds every ``\\s``
+    character, and a character is counted at its first byte (any byte but ``0b10xxxxxx``).
+    """
+    off, data = _utf8(texts)
+    space = _RE2_SPACE[data]
+    solid = ~space
+    start = np.empty_like(solid)  # a run starts after a space byte, or where its text starts
+    start[:1] = solid[:1]
+    np.greater(solid[1:], solid[:-1], out=start[1:])
+    heads = off[:-1][off[:-1] < off[1:]]
+    start[heads] = solid[heads]
+
+    def per_text(flags: np.ndarray) -> np.ndarray:
+        return np.diff(np.searchsorted(np.flatnonzero(flags), off))
+
+    continuation = (data & 0xC0) == 0x80
+    return per_text(start), np.diff(off) - per_text(space) - per_text(continuation)
+
+
+def _code_share(texts: pa.Array, total: np.ndarray) -> np.ndarray:
+    """Fraction of non-blank characters on code lines (fenced blocks count as code); ``total``: the
+    non-blank characters of each text (:func:`_space_counts`)."""
     n = len(texts)
-    fenced = pc.replace_substring_regex(texts, _FENCE, "")
-    total = _nonblank_chars(texts)
-    fence_chars = np.maximum(total - _nonblank_chars(fenced), 0)
+    fence_chars = np.zeros(n, np.int64)
+    fenced = texts
+    # a fence holds three backticks or tildes: only the texts holding one can change
+    rows = _holding(texts, ord("`")) | _holding(texts, ord("~"))
+    if rows.any():
+        mask = pa.array(rows)
+        sub = pc.replace_substring_regex(texts.filter(mask), _FENCE, "")
+        fence_chars[rows] = np.maximum(total[rows] - _space_counts(sub)[1], 0)
+        fenced = pc.replace_with_mask(texts, mask, sub)
     lines = pc.split_pattern(fenced, "\n")
     flat = pc.list_flatten(lines)
     if len(flat) == 0:
@@ -136,11 +182,6 @@ def _code_share(texts: pa.Array) -> np.ndarray:
     is_code = np.asarray(pc.match_substring_regex(flat, _CODE_LINE).to_numpy(zero_copy_only=False), bool)
     code = np.bincount(doc, weights=chars * is_code, minlength=n) + fence_chars
     return np.where(total > 0, code / np.maximum(total, 1), 0.0)
-
-
-def _nonblank_chars(texts: pa.Array) -> np.ndarray:
-    squeezed = pc.replace_substring_regex(texts, r"\s+", "")
-    return np.asarray(pc.utf8_length(squeezed).to_numpy(zero_copy_only=False), np.int64)
 
 
 def profile_signals(texts: pa.Array | pa.ChunkedArray) -> pa.StructArray:
@@ -156,13 +197,17 @@ def profile_signals(texts: pa.Array | pa.ChunkedArray) -> pa.StructArray:
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
     texts = pc.fill_null(texts, "")
-    kinds = np.stack([_count(texts, p) for p in _WIKI_KINDS]) if len(texts) else np.zeros((5, 0), np.int64)
-    words = _count(texts, r"\S+")
+    # the heading-line and chapter patterns cannot skip ahead to a literal; they run only on the texts
+    # holding a character every match holds ("=" of a heading, "C" of "Chapter"/"CHAPTER")
+    triggers = {_WIKI_KINDS[2]: _holding(texts, ord("=")), _CHAPTER: _holding(texts, ord("C"))}
+    kinds = (np.stack([_count(texts, p, triggers.get(p)) for p in _WIKI_KINDS]) if len(texts)
+             else np.zeros((5, 0), np.int64))
+    words, nonblank = _space_counts(texts)
     scholarly = _count(texts, _SCHOLARLY)
     cols = [
         kinds.sum(axis=0), (kinds > 0).sum(axis=0), _count(texts, _LATEX), _count(texts, _PAPER_HEADINGS),
-        np.where(words > 0, 1000.0 * scholarly / np.maximum(words, 1), 0.0), _code_share(texts),
-        _count(texts, _CHAPTER), words, _count(texts, _REDIRECT),
+        np.where(words > 0, 1000.0 * scholarly / np.maximum(words, 1), 0.0), _code_share(texts, nonblank),
+        _count(texts, _CHAPTER, triggers[_CHAPTER]), words, _count(texts, _REDIRECT),
         np.where(words > 0, 1000.0 * _count(texts, _PAPER_MARKS) / np.maximum(words, 1), 0.0),
     ]
     fields = list(PROFILE_SIGNALS_TYPE)
