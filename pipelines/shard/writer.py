@@ -149,7 +149,8 @@ class _ShardFiles:
             raise ValueError(f"shard {k}: a document has null tokens")
         doc_lengths, flat = token_ids(tokens)
         self.lengths_parts.append(doc_lengths)
-        if flat.size and (flat.min() < 0 or flat.max() >= layout.vocab_size):
+        # Unsigned ids (the binary layout) need no lower bound: one pass over them, not two.
+        if flat.size and ((flat.dtype.kind != "u" and flat.min() < 0) or flat.max() >= layout.vocab_size):
             raise ValueError(f"shard {k}: token id outside [0, {layout.vocab_size})")
         data = flat.astype(self.np_dtype.newbyteorder("<"), copy=False)
         if self.bin_file is not None:
@@ -185,7 +186,8 @@ class _ShardFiles:
         size, sha = write_file(self.root / "mds" / name, blob)
         self.files.append({"path": f"mds/{name}", "format": "mds", "kind": "mds", "shard": self.k,
                            "samples": len(chunk), "tokens": int(chunk.size), "bytes": size, "sha256": sha})
-        self.entries.append(mds.index_entry(blob, name, len(chunk), self.np_dtype, self.layout.size_limit))
+        self.entries.append(mds.index_entry(blob, name, len(chunk), self.np_dtype, self.layout.size_limit,
+                                            sha256=sha))
         self.mds_file += 1
 
     def _close_megatron(self, lengths: np.ndarray) -> None:
