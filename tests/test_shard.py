@@ -224,3 +224,28 @@ def test_streamed_shard_writer_refuses_rows_out_of_key_order(tmp_path):
     batches = table.to_batches(max_chunksize=10)
     with pytest.raises(RuntimeError, match="out of shuffle order"):
         list(write(iter([batches[1], batches[0]])))
+
+
+def test_sets_writer_writes_a_shard_under_its_own_set_by_its_number_there(tmp_path):
+    """Shard id 3 with sets starting at 0 and 2 is the second set's shard 1: its files, its plan, id 3 kept."""
+    import pyarrow as pa
+
+    from pipelines.shard.writer import ShardLayout, make_sets_writer
+
+    table = _writer_inputs(30)
+    table = table.set_column(table.schema.get_field_index("shard_id"), "shard_id", pa.array([3] * 30, pa.int32()))
+    tokens = sum(table.column("n_tokens").to_pylist())
+
+    def layout(name, plan):
+        return ShardLayout(str(tmp_path / name), plan, "t", ["megatron"], "uint16", 50257, 16, 512, 10)
+
+    other = {k: {"docs": 1, "tokens": 1, "first_doc": k, "mds_first_file": 0} for k in range(2)}
+    mine = {1: {"docs": 30, "tokens": tokens, "first_doc": 0, "mds_first_file": 0}}
+    out = list(make_sets_writer([(0, layout("train", other)), (2, layout("validation", mine))])(
+        iter(table.to_batches(max_chunksize=8))))
+    assert out[0].column("shard_id").to_pylist() == [3]
+    assert [f["path"] for f in json.loads(out[0].column("files")[0].as_py())] == ["megatron/t_00001.bin",
+                                                                                  "megatron/t_00001.idx"]
+    assert (tmp_path / "validation/megatron/t_00001.bin").is_file() and not (tmp_path / "train").exists()
+    with pytest.raises(ValueError, match="ascending first shard id"):
+        make_sets_writer([(2, layout("validation", mine)), (0, layout("train", other))])

@@ -83,15 +83,20 @@ def encode_shard(samples: np.ndarray, size_limit: int | None) -> bytes:
     head = _shape_header(seq_len)
     datum_size = len(head) + seq_len * dtype.itemsize
     per = 4 + datum_size
-    prefix = np.frombuffer(np.uint32(datum_size).tobytes() + head, dtype=np.uint8)
-    body = np.empty((n, per), dtype=np.uint8)
-    body[:, : prefix.size] = prefix
-    body[:, prefix.size :] = np.ascontiguousarray(samples.astype(dtype.newbyteorder("<"))).view(np.uint8).reshape(n, -1)
     start = 4 + 4 * (n + 1) + len(config)
-    offsets = (start + per * np.arange(n + 1, dtype=np.int64)).astype("<u4")
     if start + per * n >= 1 << 32:
         raise ValueError("an MDS shard file must stay below 4 GiB (uint32 offsets); lower shard.mds_size_limit")
-    return np.uint32(n).astype("<u4").tobytes() + offsets.tobytes() + config + body.tobytes()
+    # One buffer filled in place: header, offsets, config, then each sample's size + shape prefix and
+    # values (little-endian; a view of ``samples`` when they already are), copied out once as bytes.
+    out = np.empty(start + per * n, dtype=np.uint8)
+    out[:4] = np.frombuffer(np.uint32(n).astype("<u4").tobytes(), dtype=np.uint8)
+    out[4 : 4 + 4 * (n + 1)] = (start + per * np.arange(n + 1, dtype=np.int64)).astype("<u4").view(np.uint8)
+    out[4 + 4 * (n + 1) : start] = np.frombuffer(config, dtype=np.uint8)
+    body = out[start:].reshape(n, per)
+    body[:, : 4 + len(head)] = np.frombuffer(np.uint32(datum_size).astype("<u4").tobytes() + head, dtype=np.uint8)
+    values = np.ascontiguousarray(samples, dtype=dtype.newbyteorder("<"))
+    body[:, 4 + len(head) :] = values.view(np.uint8).reshape(n, -1)
+    return out.tobytes()
 
 
 def decode_shard(data: bytes, seq_len: int, dtype: np.dtype) -> np.ndarray:
@@ -129,12 +134,19 @@ def files_per_shard(n_tokens: int, seq_len: int, per_file: int) -> int:
     return math.ceil(n_tokens // seq_len / per_file)
 
 
-def index_entry(data: bytes, basename: str, n_samples: int, dtype: np.dtype, size_limit: int | None) -> dict[str, Any]:
-    """The ``index.json`` entry of one shard file."""
+def index_entry(data: bytes, basename: str, n_samples: int, dtype: np.dtype, size_limit: int | None,
+                sha256: str | None = None) -> dict[str, Any]:
+    """The ``index.json`` entry of one shard file.
+
+    Args:
+        sha256: the hex sha256 of ``data`` when the caller has it already (the writer hashes what it
+            writes); None computes it.
+    """
     entry = shard_config(dtype, size_limit)
+    digest = sha256 if sha256 is not None else hashlib.sha256(data).hexdigest()
     entry.update(
         {
-            "raw_data": {"basename": basename, "bytes": len(data), "hashes": {"sha256": hashlib.sha256(data).hexdigest()}},
+            "raw_data": {"basename": basename, "bytes": len(data), "hashes": {"sha256": digest}},
             "samples": n_samples,
             "zip_data": None,
         }

@@ -31,6 +31,7 @@ the corpus in several runs (e.g. by source) or raise the driver memory.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.core import chain, provenance, storage, tables
@@ -53,9 +54,9 @@ from pipelines.shard import mix as shard_mix
 from pipelines.shard import short as shard_short
 from pipelines.shard import sources as shard_sources
 from pipelines.shard.blend import blend_files
-from pipelines.shard.plan import EmptyInput, plan_shards, shard_id_column, shuffle_key
+from pipelines.shard.plan import EmptyInput, ShardPlan, plan_shards, shard_id_column, shuffle_key
 from pipelines.shard.split import SplitPlan, plan_split, split_key
-from pipelines.shard.writer import RESULT_SCHEMA, make_shard_writer, write_file
+from pipelines.shard.writer import RESULT_SCHEMA, ShardLayout, make_sets_writer, write_file
 from udfs import mds, megatron
 from udfs import shuffle_quality as sq
 
@@ -119,8 +120,14 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     def write(part: DataFrame, name: str, num: int | None, per: int | None) -> tuple[Any, ...]:
         return _write_split(cfg, part, name, local / name, dtype, vocab, num, per)
 
+    def write_all(p: _PartsPlan) -> list[tuple[str, tuple[Any, ...]]]:
+        key = shuffle_key(cfg.run.seed)
+        sets = [_plan_set(cfg, part, name, local / name, dtype, vocab, num, per, key)
+                for name, part, num, per in p.parts]
+        return _write_sets(cfg, p.base, key, sets, p.conds)
+
     try:
-        written = _write_parts(plan, write)
+        written = _write_parts(plan, write, write_all)
     except EmptyInput:
         # No document survived: no shard and no manifest (the old ones are gone), a completion record
         # all the same, so the report still runs and shows the funnel down to zero.
@@ -208,6 +215,10 @@ class _PartsPlan:
     mix: dict[str, Any] | None
     train_docs: DataFrame
     counts: dict[str, Any]
+    base: DataFrame | None = None
+    conds: list[Column] | None = None
+    """With a validation split and no mix: the documents every part is a filter of, and each part's
+    filter (row for row with ``parts``), so that one job writes every split (:func:`_write_sets`)."""
 
 
 def _plan_parts(cfg: WinnowConfig, df: DataFrame) -> _PartsPlan:
@@ -216,8 +227,10 @@ def _plan_parts(cfg: WinnowConfig, df: DataFrame) -> _PartsPlan:
     cut = plan_split(df, cfg.run.seed, scfg.split)
     parts: list[tuple[str, DataFrame, int | None, int | None]] = [
         ("train", df, scfg.num_shards, scfg.tokens_per_shard)]
+    conds = None
     if cut.cut is not None:
         held = split_key(cfg.run.seed) < F.lit(cut.cut)
+        conds = [~held, held]
         parts = [("train", df.filter(~held), scfg.num_shards, scfg.tokens_per_shard),
                  ("validation", df.filter(held), scfg.split.validation_shards, None)]
     mix: dict[str, Any] | None = None
@@ -229,7 +242,8 @@ def _plan_parts(cfg: WinnowConfig, df: DataFrame) -> _PartsPlan:
         copies = shard_mix.apply_mix(parts[0][1], cfg.run.seed, plans)
         mix = shard_mix.mix_section(plans, shard_mix.mix_counts(copies))
         parts[0] = ("train", copies.select(*INPUT_COLUMNS, "_key"), scfg.num_shards, scfg.tokens_per_shard)
-    return _PartsPlan(parts, cut, mix, train_docs, counts)
+        conds = None  # the mixed train rows are copies, not a filter of df: each split is its own job
+    return _PartsPlan(parts, cut, mix, train_docs, counts, df if conds else None, conds)
 
 
 @dataclass
@@ -243,25 +257,37 @@ class _Written:
     requested: dict[str, int] = field(default_factory=dict)
 
 
-def _write_parts(plan: _PartsPlan, write: Any) -> _Written:
-    """Write each shard set of ``plan`` with ``write(part, name, num, per)`` (:func:`_write_split`).
+def _write_parts(plan: _PartsPlan, write: Any, write_all: Any = None) -> _Written:
+    """Write each shard set of ``plan`` with ``write(part, name, num, per)`` (:func:`_write_split`), or
+    all of them in one job with ``write_all(plan)`` (:func:`_write_sets`) when ``plan.base`` is set.
 
     Raises:
         EmptyInput: train holds no document (an empty validation set raises it too, as an error).
     """
     out = _Written()
-    for name, part, num, per in plan.parts:
-        try:
-            section, files, blob, asked = write(part, name, num, per)
-        except EmptyInput as e:
-            if name != "train":  # an error, not an empty run: the caller returns early on EmptyInput only
-                raise ValueError(str(e)) from None
-            raise
+    try:
+        if write_all is not None and plan.base is not None:
+            done = write_all(plan)
+        else:
+            done = [(name, write(part, name, num, per)) for name, part, num, per in plan.parts]
+    except _EmptySet as e:
+        if e.name != "train":  # an error, not an empty run: the caller returns early on EmptyInput only
+            raise ValueError(str(e)) from None
+        raise EmptyInput(str(e)) from None
+    for name, (section, files, blob, asked) in done:
         out.sections[name], out.data_files = section, out.data_files + files
         out.requested[name] = asked
         if blob is not None:
             out.index_blobs[f"{name}/{MDS_INDEX}"] = blob
     return out
+
+
+class _EmptySet(EmptyInput):
+    """A shard set of the run holds no document (``name``: which)."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(message)
+        self.name = name
 
 
 def _publish_files(cfg: WinnowConfig, written: _Written, mix: dict[str, Any] | None,
@@ -323,18 +349,28 @@ def _check_local(local: Path, files: list[dict[str, Any]]) -> None:
         raise RuntimeError(f"shard: {len(bad)} written files are missing or of another size than reported: {bad[:5]}")
 
 
-def _write_split(cfg: WinnowConfig, df: DataFrame, name: str, out: Path, dtype: np.dtype, vocab: int,
-                 num_shards: int | None, tokens_per_shard: int | None
-                 ) -> tuple[dict[str, Any], list[dict[str, Any]], bytes | None, int]:
-    """Shuffle and write one split's shards under ``out``.
+@dataclass
+class _SetWrite:
+    """One shard set's share of a write job: its plan, the writer's layout and its shard id column."""
 
-    Returns:
-        (its manifest section, its data files with paths relative to the shard root, the bytes of its
-        ``mds/index.json`` or None when MDS is not written, the number of shards asked for).
+    name: str
+    plan: ShardPlan
+    layout: ShardLayout
+    shard_id: Column
+
+
+def _plan_set(cfg: WinnowConfig, df: DataFrame, name: str, out: Path, dtype: np.dtype, vocab: int,
+              num_shards: int | None, tokens_per_shard: int | None, key: Column) -> _SetWrite:
+    """Plan one shard set (:func:`plan_shards`: slim jobs only) and lay out its files under ``out``.
+
+    Raises:
+        _EmptySet: the set holds no document.
     """
     scfg = cfg.shard
-    key = F.col("_key") if "_key" in df.columns else shuffle_key(cfg.run.seed)
-    sp = plan_shards(df, cfg.run.seed, num_shards, tokens_per_shard, cfg.spark.shuffle_partitions, key=key)
+    try:
+        sp = plan_shards(df, cfg.run.seed, num_shards, tokens_per_shard, cfg.spark.shuffle_partitions, key=key)
+    except EmptyInput as e:
+        raise _EmptySet(name, str(e)) from None
     per_file = mds.samples_per_file(scfg.seq_len, dtype, scfg.mds_size_limit)
     plan: dict[int, dict[str, int]] = {}
     next_file = 0
@@ -343,27 +379,70 @@ def _write_split(cfg: WinnowConfig, df: DataFrame, name: str, out: Path, dtype: 
         plan[k] = {"docs": int(sp.starts[k + 1] - sp.starts[k]), "tokens": tokens_k, "first_doc": int(sp.starts[k]),
                    "mds_first_file": next_file}
         next_file += mds.files_per_shard(tokens_k, scfg.seq_len, per_file) if "mds" in scfg.formats else 0
-    writer = make_shard_writer(
-        str(out), plan, prefix=scfg.name_prefix, formats=list(scfg.formats), dtype=dtype.name, vocab_size=vocab,
-        seq_len=scfg.seq_len, size_limit=scfg.mds_size_limit, window=scfg.shuffle_window_docs,
-    )
-    keyed = df.withColumn("_key", key)
+    layout = ShardLayout(str(out), plan, scfg.name_prefix, list(scfg.formats), dtype.name, vocab, scfg.seq_len,
+                         scfg.mds_size_limit, scfg.shuffle_window_docs)
+    return _SetWrite(name, sp, layout, shard_id_column(sp.boundary_keys))
+
+
+def _write_sets(cfg: WinnowConfig, rows: DataFrame, key: Column, sets: list[_SetWrite],
+                conds: list[Column] | None) -> list[tuple[str, tuple[Any, ...]]]:
+    """Write the shards of every set of ``sets`` in one Spark job over ``rows``: one read of the tokens,
+    one shuffle. Set ``i`` holds the rows where ``conds[i]`` is true (``conds`` None: one set, every row);
+    its shards get the ids after the previous sets' (:func:`pipelines.shard.writer.make_sets_writer`).
+
+    Returns:
+        Per set, ``(name, (manifest section, data files, mds/index.json bytes or None, shards asked for))``
+        as :func:`_write_split` returns them.
+    """
+    scfg = cfg.shard
+    firsts = np.concatenate([[0], np.cumsum([s.plan.shards for s in sets])]).tolist()
+    if conds is None:
+        shard_id = sets[0].shard_id
+    else:
+        # The sets' filters are disjoint; a row in none of them (a null doc_id) is in no set, as with a filter.
+        rows = rows.filter(functools.reduce(lambda a, b: a | b, conds))
+        shard_id = F.when(conds[0], sets[0].shard_id)
+        for s, cond, first in zip(sets[1:], conds[1:], firsts[1:-1], strict=True):
+            shard_id = shard_id.when(cond, s.shard_id + F.lit(first))
+    writer = make_sets_writer([(first, s.layout) for first, s in zip(firsts, sets, strict=False)])
     # Rows reach the writer sorted by key within their shard: the grouped-map operator needs its input
     # clustered by shard_id and sorted by it, which this partitioning and sort already satisfy, so Spark
     # adds no exchange or sort of its own (the writer checks the order as it streams).
     with_shard = (
-        keyed.withColumn("shard_id", shard_id_column(sp.boundary_keys))
-        .repartition(min(sp.shards, cfg.spark.shuffle_partitions), "shard_id")
+        rows.withColumn("_key", key).withColumn("shard_id", shard_id.cast("int"))
+        .repartition(min(firsts[-1], cfg.spark.shuffle_partitions), "shard_id")
         .sortWithinPartitions("shard_id", "_key")
     )
     results = sorted(with_shard.groupBy("shard_id").applyInArrow(writer, RESULT_SCHEMA).collect(), key=lambda r: r["shard_id"])
-    totals = {"docs": sp.docs, "tokens": sp.tokens, "shards": sp.shards, "max_doc_tokens": sp.max_doc_tokens}
-    section = split_section(cfg, results, totals)
-    files = [dict(f, path=f"{name}/{f['path']}") for r in results for f in json.loads(r["files"])]
-    blob = None
-    if "mds" in scfg.formats:
-        blob = mds.index_json([e for r in results for e in json.loads(r["mds_entries"])]).encode("utf-8")
-    return section, files, blob, sp.requested
+    done = []
+    for s, first, end in zip(sets, firsts[:-1], firsts[1:], strict=True):
+        mine = [r for r in results if first <= r["shard_id"] < end]
+        sp = s.plan
+        totals = {"docs": sp.docs, "tokens": sp.tokens, "shards": sp.shards, "max_doc_tokens": sp.max_doc_tokens}
+        section = split_section(cfg, mine, totals)
+        files = [dict(f, path=f"{s.name}/{f['path']}") for r in mine for f in json.loads(r["files"])]
+        blob = None
+        if "mds" in scfg.formats:
+            blob = mds.index_json([e for r in mine for e in json.loads(r["mds_entries"])]).encode("utf-8")
+        done.append((s.name, (section, files, blob, sp.requested)))
+    return done
+
+
+def _write_split(cfg: WinnowConfig, df: DataFrame, name: str, out: Path, dtype: np.dtype, vocab: int,
+                 num_shards: int | None, tokens_per_shard: int | None
+                 ) -> tuple[dict[str, Any], list[dict[str, Any]], bytes | None, int]:
+    """Shuffle and write one split's shards under ``out``.
+
+    Returns:
+        (its manifest section, its data files with paths relative to the shard root, the bytes of its
+        ``mds/index.json`` or None when MDS is not written, the number of shards asked for).
+
+    Raises:
+        EmptyInput: ``df`` holds no document.
+    """
+    key = F.col("_key") if "_key" in df.columns else shuffle_key(cfg.run.seed)
+    one = _plan_set(cfg, df, name, out, dtype, vocab, num_shards, tokens_per_shard, key)
+    return _write_sets(cfg, df, key, [one], None)[0][1]
 
 
 def split_section(cfg: WinnowConfig, results: list[Any], totals: dict[str, int]) -> dict[str, Any]:

@@ -149,7 +149,8 @@ class _ShardFiles:
             raise ValueError(f"shard {k}: a document has null tokens")
         doc_lengths, flat = token_ids(tokens)
         self.lengths_parts.append(doc_lengths)
-        if flat.size and (flat.min() < 0 or flat.max() >= layout.vocab_size):
+        # Unsigned ids (the binary layout) need no lower bound: one pass over them, not two.
+        if flat.size and ((flat.dtype.kind != "u" and flat.min() < 0) or flat.max() >= layout.vocab_size):
             raise ValueError(f"shard {k}: token id outside [0, {layout.vocab_size})")
         data = flat.astype(self.np_dtype.newbyteorder("<"), copy=False)
         if self.bin_file is not None:
@@ -185,7 +186,8 @@ class _ShardFiles:
         size, sha = write_file(self.root / "mds" / name, blob)
         self.files.append({"path": f"mds/{name}", "format": "mds", "kind": "mds", "shard": self.k,
                            "samples": len(chunk), "tokens": int(chunk.size), "bytes": size, "sha256": sha})
-        self.entries.append(mds.index_entry(blob, name, len(chunk), self.np_dtype, self.layout.size_limit))
+        self.entries.append(mds.index_entry(blob, name, len(chunk), self.np_dtype, self.layout.size_limit,
+                                            sha256=sha))
         self.mds_file += 1
 
     def _close_megatron(self, lengths: np.ndarray) -> None:
@@ -269,18 +271,40 @@ def make_shard_writer(
     in Python. The arguments are the fields of :class:`ShardLayout`.
     """
     layout = ShardLayout(out_dir, plan, prefix, formats, dtype, vocab_size, seq_len, size_limit, window)
+    return make_sets_writer([(0, layout)])
+
+
+def make_sets_writer(sets: list[tuple[int, ShardLayout]]):
+    """The ``applyInArrow`` function of :func:`make_shard_writer` for several shard sets written by one job.
+
+    Args:
+        sets: ``(first, layout)`` per shard set, ``first`` ascending: the rows of ``shard_id`` ``g`` belong
+            to the set with the largest ``first <= g`` and are written as its shard ``g - first`` (file
+            names, ``plan`` and the facts returned use that number; the result row keeps ``g``).
+
+    Returns:
+        The grouped-map function (an iterator of one shard's Arrow batches in, one result row out).
+    """
+    firsts = [first for first, _ in sets]
+    if firsts != sorted(firsts):
+        raise ValueError(f"shard sets must be given by ascending first shard id, got {firsts}")
     out_schema = _arrow_result_schema()
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # The type hints select Spark's iterator form of applyInArrow (the batches of one shard).
         shard: _ShardFiles | None = None
+        g = 0
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             if shard is None:
-                shard = _ShardFiles(layout, int(batch.column("shard_id")[0].as_py()))
+                g = int(batch.column("shard_id")[0].as_py())
+                first, layout = next((f, lay) for f, lay in reversed(sets) if f <= g)
+                shard = _ShardFiles(layout, g - first)
             shard.add(batch)
         if shard is not None:
-            yield pa.RecordBatch.from_pydict(shard.finish(), schema=out_schema)
+            row = shard.finish()
+            row["shard_id"] = [g]
+            yield pa.RecordBatch.from_pydict(row, schema=out_schema)
 
     return write
