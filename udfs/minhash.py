@@ -167,7 +167,8 @@ def _words(texts: pa.Array, spec: ShingleSpec) -> tuple[pa.Array, np.ndarray]:
     """
     texts = pc.fill_null(texts, "")
     norm, ascii_only = _normalized(texts, spec)
-    norm = pc.utf8_trim_whitespace(norm)
+    # on the ASCII path's output (whitespace only [\t\n\f\r ]) the ASCII trim is the same and 3x cheaper
+    norm = (pc.ascii_trim_whitespace if ascii_only else pc.utf8_trim_whitespace)(norm)
     empty = pc.equal(norm, "")
     if pc.any(empty).as_py():
         raw = pc.utf8_trim_whitespace(texts)
