@@ -70,8 +70,7 @@ def band_keys(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """One 64-bit key per band: the ``rows`` values of the band mixed into one integer.
 
     Two signatures share a key when their band values are equal (and, with probability 2^-64 per
-    pair, by accident; the false-positive check removes such pairs). The band's index is mixed in,
-    so keys of different bands differ (but for the same 2^-64 accident): a key alone names its bucket.
+    pair, by accident; the false-positive check removes such pairs).
 
     Args:
         sig: uint32 signatures (n_docs, num_perm), ``bands * rows <= num_perm``.

@@ -396,12 +396,10 @@ def _near_components(
     # boundaries (and so the numbers) could differ.
     numbered = checkpoint(nodes.orderBy("doc_id", "is_ref").withColumn("node", F.monotonically_increasing_id()), checkpoint_dir)
     ids = numbered.select("node", "doc_id", "is_ref")
-    # A band key already mixes in its band's index (udfs.lsh.band_keys), so the key alone names the
-    # bucket: one bigint grouping and join key instead of (band, key); the band rides along for the log.
     members = numbered.select("node", "is_ref", F.posexplode("bands").alias("band", "key"))
     buckets = (
-        members.groupBy("key")
-        .agg(F.count(F.lit(1)).alias("size"), F.min("node").alias("centre"), F.min("band").alias("band"))
+        members.groupBy("band", "key")
+        .agg(F.count(F.lit(1)).alias("size"), F.min("node").alias("centre"))
         .where(F.col("size") > 1)
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
@@ -414,7 +412,7 @@ def _near_components(
     for b in result.large_buckets:
         log.warning("dedup: LSH bucket of band %d holds %d documents (smallest %s)", b["band"], b["size"], b["smallest_doc_id"])
     candidates = (
-        members.join(buckets.select("key", "centre"), "key")
+        members.join(buckets, ["band", "key"])
         .where(F.col("node") != F.col("centre"))
         .select("node", "centre")
         .join(ids.toDF("node", "src", "_sref"), "node")
