@@ -13,8 +13,7 @@ Steps (all distributed; the driver only sees counts and the few largest LSH buck
    chance of any collision is ~10^-19, where a 64-bit hash would already reach a few percent at 10^9.
    Each exact group keeps its representative; only representatives go on to near dedup.
 2. Signatures (``udfs.minhash``) and band keys (``udfs.lsh``) in one ``mapInArrow`` pass.
-3. Buckets (a band key, which mixes in its band's index) -> star edges: each member to the bucket's
-   smallest ``doc_id``.
+3. Buckets (band, key) -> star edges: each member to the bucket's smallest ``doc_id``.
 4. False-positive check: an edge survives if the Jaccard of its two documents >= ``threshold``
    (exact over shingle sets, or estimated from signatures).
 5. Connected components (:mod:`pipelines.dedup.components`); cluster = component plus the exact duplicates
