@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 
 import numpy as np
@@ -202,3 +203,36 @@ def test_oph_rejects_a_document_without_shingles():
     with pytest.raises(ValueError, match="document 1 has no shingles"):
         minhash.one_permutation(h64, np.array([0, 3, 3]), 16, 0)
     assert minhash.one_permutation(h64[:0], np.array([0]), 16, 0).shape == (0, 16)
+
+
+def _ngram_reference(word_hash: np.ndarray, offsets: np.ndarray, n: int) -> list[int]:
+    # The formula of _ngram_hashes, one window at a time in Python integers (mod 2^64).
+    out = []
+    for d in range(len(offsets) - 1):
+        words = [int(h) for h in word_hash[offsets[d] : offsets[d + 1]]]
+        windows = [words] if len(words) < n else [words[j : j + n] for j in range(len(words) - n + 1)]
+        for w in windows:
+            acc = sum(h * int(minhash._POS_MULT[k]) for k, h in enumerate(w)) % 2**64
+            out.append(int(minhash.fmix64(np.array([acc], dtype=np.uint64))[0]))
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 7])
+def test_ngram_hashes_equal_the_per_window_formula(n):
+    rng = np.random.default_rng(n)
+    for _ in range(20):
+        counts = rng.integers(1, 12, rng.integers(1, 15))
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        word_hash = rng.integers(0, 2**63, offsets[-1], dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        hashes, sh_off = minhash._ngram_hashes(word_hash, offsets, n)
+        assert hashes.tolist() == _ngram_reference(word_hash, offsets, n)
+        assert np.diff(sh_off).tolist() == [max(1, c - n + 1) for c in counts]
+
+
+def test_md5_digests_are_hashlib_md5_of_the_utf8_bytes_and_null_as_empty():
+    texts = pa.array(["abc", None, "", "h\u00e9llo w\u00f6rld", "x" * 5000]).slice(1)
+    expected = [hashlib.md5((t or "").encode("utf-8")).digest() for t in texts.to_pylist()]
+    assert minhash.md5_digests(texts).to_pylist() == expected
+    assert minhash.md5_digests(texts.cast(pa.large_string())).to_pylist() == expected
+    assert minhash.md5_digests(pa.chunked_array([texts, texts])).to_pylist() == expected * 2
+    assert minhash.md5_digests(pa.array([], pa.string())).to_pylist() == []

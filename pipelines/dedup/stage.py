@@ -7,7 +7,8 @@ later incremental runs) and the stage's rows of ``removed`` (reason ``dedup.exac
 
 Steps (all distributed; the driver only sees counts and the few largest LSH buckets):
 
-1. Exact key: MD5 (128 bits, Spark's JVM ``md5``) of the text, or of its whitespace-collapsed form.
+1. Exact key: MD5 (128 bits) of the text's UTF-8 bytes, taken in the signature pass (Python's
+   ``hashlib``); of its whitespace-collapsed form, or with near dedup off, Spark's JVM ``md5``.
    MD5 is used as a fast, well-distributed 128-bit hash, not for security: at 10^10 documents the
    chance of any collision is ~10^-19, where a 64-bit hash would already reach a few percent at 10^9.
    Each exact group keeps its representative; only representatives go on to near dedup.
@@ -54,6 +55,8 @@ CLUSTER_COLUMNS = ("doc_id", "cluster_id", "cluster_size", "is_representative", 
 BAND_COLUMNS = ("doc_id", "bands", "signature")
 """Columns of ``dedup_bands``: band keys array<bigint>, signature binary (num_perm little-endian uint32)."""
 REASON_EXACT, REASON_NEAR = "dedup.exact", "dedup.near"
+EXACT_KEY = "_xkey"
+"""Internal column: the exact-dedup key (MD5 of the text, or the ``doc_id`` when exact dedup is off)."""
 
 
 class SignatureSettingsMismatch(UserError, ValueError):
@@ -111,9 +114,10 @@ class SignatureSettings:
 
 
 # --------------------------------------------------------------------------------- signatures
-def _signature_batches(batches: Iterator[pa.RecordBatch], s: SignatureSettings) -> Iterator[pa.RecordBatch]:
+def _signature_batches(batches: Iterator[pa.RecordBatch], s: SignatureSettings, md5_key: bool) -> Iterator[pa.RecordBatch]:
     for batch in batches:
-        sig = minhash.signatures(batch.column("text"), s.shingle, s.num_perm, s.seed, s.scheme)
+        text = batch.column("text")
+        sig = minhash.signatures(text, s.shingle, s.num_perm, s.seed, s.scheme)
         keys = lsh.band_keys(sig, s.bands, s.rows)
         n = len(sig)
         band_arr = pa.ListArray.from_arrays(np.arange(0, (n + 1) * s.bands, s.bands, dtype=np.int32), pa.array(keys.reshape(-1)))
@@ -121,15 +125,21 @@ def _signature_batches(batches: Iterator[pa.RecordBatch], s: SignatureSettings) 
         width = s.num_perm * 4
         sig_arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(np.arange(0, (n + 1) * width, width, dtype=np.int32).tobytes()), pa.py_buffer(sig_bytes)])
         kept = [name for name in batch.schema.names if name != "text"]
-        yield pa.record_batch([batch.column(name) for name in kept] + [band_arr, sig_arr], names=[*kept, "bands", "signature"])
+        extra, extra_names = ([minhash.md5_digests(text)], [EXACT_KEY]) if md5_key else ([], [])
+        yield pa.record_batch([batch.column(name) for name in kept] + extra + [band_arr, sig_arr],
+                              names=[*kept, *extra_names, "bands", "signature"])
 
 
-def signatures(df: DataFrame, s: SignatureSettings) -> DataFrame:
+def signatures(df: DataFrame, s: SignatureSettings, *, md5_key: bool = False) -> DataFrame:
     """``doc_id, text`` (+ any other columns) -> the same columns without ``text``, plus ``bands
-    array<bigint>`` and ``signature binary`` (one ``mapInArrow`` pass; other columns pass through)."""
+    array<bigint>`` and ``signature binary`` (one ``mapInArrow`` pass; other columns pass through).
+
+    With ``md5_key``, also ``_xkey binary``: the MD5 of each text's UTF-8 bytes (a null as ``''``,
+    :func:`udfs.minhash.md5_digests`), the exact-dedup key, computed in the same pass."""
     kept = [f for f in df.schema.fields if f.name != "text"]
-    schema = T.StructType([*kept, T.StructField("bands", T.ArrayType(T.LongType())), T.StructField("signature", T.BinaryType())])
-    return df.mapInArrow(lambda it: _signature_batches(it, s), schema)
+    extra = [T.StructField(EXACT_KEY, T.BinaryType(), False)] if md5_key else []
+    schema = T.StructType([*kept, *extra, T.StructField("bands", T.ArrayType(T.LongType())), T.StructField("signature", T.BinaryType())])
+    return df.mapInArrow(lambda it: _signature_batches(it, s, md5_key), schema)
 
 
 def _sig_matrix(col: pa.Array, num_perm: int) -> np.ndarray:
@@ -181,11 +191,14 @@ def _check_columns(df: DataFrame, d: DedupConfig) -> None:
 
 
 def exact_key(d: DedupConfig) -> Column:
-    """128-bit exact-dedup key (hex MD5) of ``text`` or of its whitespace-collapsed form."""
+    """128-bit exact-dedup key (hex MD5) of the UTF-8 bytes of ``text`` or of its whitespace-collapsed form.
+
+    The bytes are the string's own (a cast to binary): the same digest as ``encode(text, 'UTF-8')``
+    for valid UTF-8, without ``encode``'s validation pass over every text."""
     text = F.col("text")
     if d.exact_key == "collapsed_whitespace":
         text = F.trim(F.regexp_replace(text, r"\s+", " "))
-    return F.md5(F.encode(F.coalesce(text, F.lit("")), "UTF-8"))
+    return F.md5(F.coalesce(text, F.lit("")).cast("binary"))
 
 
 # ------------------------------------------------------------------------------------- transform
@@ -268,10 +281,13 @@ def annotate(
     order = policy_order(d.representative)
     pol = [c for c in _policy_columns(d) if c != "doc_id"]
 
-    key = exact_key(d) if d.exact else F.col("doc_id")
-    narrow = df.select("doc_id", key.alias("_xkey"), *pol, *(["text"] if d.near else []))
+    # With near dedup on, the MD5 of the plain text is taken in the signature pass (Python's OpenSSL MD5,
+    # several times cheaper than the JVM's under the C1 compiler); other keys are JVM expressions.
+    md5_in_pass = d.near and d.exact and d.exact_key == "text"
+    key = [] if md5_in_pass else [(exact_key(d) if d.exact else F.col("doc_id")).alias("_xkey")]
+    narrow = df.select("doc_id", *key, *pol, *(["text"] if d.near else []))
     if d.near:
-        narrow = signatures(narrow, settings).persist(StorageLevel.MEMORY_AND_DISK)
+        narrow = signatures(narrow, settings, md5_key=md5_in_pass).persist(StorageLevel.MEMORY_AND_DISK)
         result.signatures = narrow.select(*BAND_COLUMNS)
         result.cached.append(narrow)
     cols = ["doc_id", "_xkey", *pol, *(["bands"] if d.near else [])]
