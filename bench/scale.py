@@ -1,7 +1,9 @@
 """Scale benchmark: one large JSONL file and one large Parquet file through ingest -> dedup -> filter ->
 tokenize -> shard on ``local[2]``, with peak memory by role and MB/s per core per stage.
 
-``python -m bench.scale [jsonl_mb] [parquet_mb]``; the ``make bench`` part ``scale`` reads the sizes
+``python -m bench.scale [jsonl_mb] [parquet_mb]``; ``python -m bench.scale inputs FOLDER JSONL_MB
+PARQUET_MB`` writes the inputs only and ``python -m bench.scale chain FOLDER ROOT`` runs the chain alone on
+them (:func:`chain_only`, for commits compared in turn on the same inputs); the ``make bench`` part ``scale`` reads the sizes
 from ``BENCH_SCALE_MB`` (JSONL; default 2500, over Spark's 2 GB ``binaryFile`` limit) and
 ``BENCH_SCALE_PARQUET_MB`` (default 1000). The corpus is generated (:mod:`bench.corpus`, ~3.5 KB
 documents, 2 % exact copies), nothing is shipped. The chain runs as ``jobs/pipeline.py`` in one
@@ -202,6 +204,25 @@ def measure(jsonl_mb: float, parquet_mb: float, seed: int = 0, cores: int = 2, i
             shutil.rmtree(work, ignore_errors=True)
 
 
+def chain_only(folder: Path, root: Path, cores: int = 2) -> dict:
+    """The chain alone on the inputs :func:`write_inputs` left in ``folder``, into ``root``: per stage
+    CPU-seconds, seconds and load, and the whole chain's MB of text per CPU-second. Run it from two
+    checkouts in turn on the same ``folder`` to compare commits (the before/after of ``bench/notes.md``)."""
+    facts = describe_inputs(folder)
+    files = [str(folder / "big.jsonl")] + ([str(folder / "big.parquet")] if facts["parquet_docs"] else [])
+    chain = run_chain(files, root, cores, facts=facts)
+    cpu = sum(f["cpu_s"] for f in chain["stages"].values())
+    mb = facts["jsonl_mb"] + facts["parquet_text_mb"]
+    return {**facts, "finished": chain["finished"], "wall_s": chain["wall_s"], "cpu_s": round(cpu, 1),
+            "mb_per_cpu_s": round(mb / cpu, 3) if cpu else None,
+            "stages": {s: {k: f[k] for k in ("cpu_s", "seconds", "load1_mean")} for s, f in chain["stages"].items()}}
+
+
 if __name__ == "__main__":
     a = sys.argv[1:]
-    print(json.dumps(measure(float(a[0]) if a else 2500, float(a[1]) if len(a) > 1 else 1000), indent=1))
+    if a[:1] == ["inputs"]:  # python -m bench.scale inputs FOLDER JSONL_MB PARQUET_MB
+        print(json.dumps(write_inputs(Path(a[1]), float(a[2]), float(a[3]))))
+    elif a[:1] == ["chain"]:  # python -m bench.scale chain FOLDER ROOT
+        print(json.dumps(chain_only(Path(a[1]), Path(a[2])), indent=1))
+    else:
+        print(json.dumps(measure(float(a[0]) if a else 2500, float(a[1]) if len(a) > 1 else 1000), indent=1))
