@@ -612,3 +612,15 @@ def summarize_pyspy_raw(path: str | Path, top: int = 8) -> dict[str, Any]:
 
     return {"samples": total, "self": share(leaf, total), "inclusive": share(incl, total),
             "worker_samples": wtotal, "worker_self": share(wleaf, wtotal)}
+
+
+def delta_files(table: Path) -> list[Path]:
+    """The data files of the latest version of the Delta table at ``table`` (read by delta-rs, no JVM).
+
+    Raises:
+        deltalake.exceptions.TableNotFoundError: no Delta table there.
+    """
+    from deltalake import DeltaTable
+
+    return [Path(u.removeprefix("file://")) for u in DeltaTable(str(table)).file_uris()]
+

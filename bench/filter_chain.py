@@ -31,22 +31,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.common import delta_files
+
 REPO = Path(__file__).resolve().parents[1]
 _SETTINGS = ("spark.master=local[2]", "spark.shuffle_partitions=8", "pipeline.stages=[ingest, dedup, filter]",
              "pipeline.progress_s=0")
-
-
-def _active_files(table: Path) -> list[Path]:
-    """The data files of the Delta table's latest version (adds minus removes of its JSON log)."""
-    files: dict[str, bool] = {}
-    for log in sorted((table / "_delta_log").glob("*.json")):
-        for line in log.read_text().splitlines():
-            entry = json.loads(line)
-            if "add" in entry:
-                files[entry["add"]["path"]] = True
-            elif "remove" in entry:
-                files.pop(entry["remove"]["path"], None)
-    return [table / p for p in sorted(files)]
 
 
 def text_mb(table: Path) -> float:
@@ -55,7 +44,7 @@ def text_mb(table: Path) -> float:
     import pyarrow.parquet as pq
 
     return sum(pc.sum(pc.binary_length(pq.read_table(f, columns=["text"])["text"])).as_py() or 0
-               for f in _active_files(table)) / 1e6
+               for f in delta_files(table)) / 1e6
 
 
 def _cpu_by_role(sampler) -> dict[str, float]:
@@ -148,7 +137,7 @@ def kernel(deduped: Path, rows: int | None = None) -> dict:
 
     cfg = load_config([REPO / "conf" / "local.yaml"], list(_SETTINGS))
     fcfg = cfg.filter
-    table = pa.concat_tables(pq.read_table(f, columns=["text", "source"]) for f in _active_files(deduped))
+    table = pa.concat_tables(pq.read_table(f, columns=["text", "source"]) for f in delta_files(deduped))
     if rows:
         table = table.slice(0, rows)
     fn = S.batch_function(fcfg, S.lid_locator(None, fcfg), None)
@@ -180,7 +169,7 @@ def same(a: Path, b: Path) -> dict:
     for name in ("filtered", "removed"):
         tabs = []
         for root in (a, b):
-            t = pa.concat_tables(pq.read_table(f) for f in _active_files(root / "tables" / name))
+            t = pa.concat_tables(pq.read_table(f) for f in delta_files(root / "tables" / name))
             if name == "removed":
                 t = t.filter(pc.equal(t["stage"], "filter"))
             t = t.sort_by("doc_id")

@@ -35,7 +35,7 @@ import shutil  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from bench.common import TreeSampler, roles  # noqa: E402
+from bench.common import TreeSampler, delta_files, roles  # noqa: E402
 
 CHAIN = "[ingest, dedup, filter, tokenize, shard]"
 """``pipeline.stages`` of ``bench.scale.run_chain`` (tokenize reads ``filtered``)."""
@@ -168,19 +168,6 @@ def spark_stages(log: Path) -> list[dict]:
                        "shuffle_read_mb": round((val("internal.metrics.shuffle.read.remoteBytesRead")
                                                  + val("internal.metrics.shuffle.read.localBytesRead")) / 1e6, 1)})
     return stages
-
-
-def delta_files(table: Path) -> list[Path]:
-    """The data files of a Delta table's latest version (adds minus removes of its JSON log)."""
-    live: dict[str, None] = {}
-    for log in sorted((table / "_delta_log").glob("*.json")):
-        for line in log.read_text().splitlines():
-            action = json.loads(line)
-            if "add" in action:
-                live[action["add"]["path"]] = None
-            elif "remove" in action:
-                live.pop(action["remove"]["path"], None)
-    return [table / p for p in live]
 
 
 def kernel(table: Path, limit_mb: float | None) -> dict:
