@@ -113,6 +113,16 @@ def test_out_of_range_value():
         load_config(overrides=["run.seed=-1"])
 
 
+@pytest.mark.parametrize("value", ["abc", "-2", " 5", "1.5", "", "2147483648"])
+def test_delta_statistics_columns_in_spark_conf_must_be_an_integer_from_minus_one(value):
+    # Delta would read the value only at a stage's first table write, with a Java stack trace.
+    key = "spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols"
+    with pytest.raises(ConfigError, match=rf"spark\.conf\.{re.escape(key)}='{re.escape(value)}': allowed: an integer >= -1"):
+        load_config(overrides=[f'spark.conf={{{key}: "{value}"}}'])
+    for ok in ("-1", "0", "32"):
+        assert load_config(overrides=[f'spark.conf={{{key}: "{ok}"}}']).spark.conf == {key: ok}
+
+
 
 @pytest.mark.parametrize("root", ["run.root=", "run.root='  '"])
 def test_blank_root_is_refused_not_the_filesystem_root(root):

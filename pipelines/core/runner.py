@@ -20,6 +20,7 @@ from typing import Any
 
 from pipelines.core.chain import STAGES
 from pipelines.core.config import WinnowConfig
+from pipelines.core.section import DELTA_STATS_COLUMNS
 
 StageRun = Callable[..., "StageReport"]
 
@@ -194,7 +195,7 @@ def small_input_settings(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str,
     return {k: v for k, v in settings.items() if k not in sc.conf}
 
 
-NO_COLUMN_STATS = {"spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols": "0"}
+NO_COLUMN_STATS = {DELTA_STATS_COLUMNS: "0"}
 """Delta collects min/max/null statistics of the first 32 columns of every file it writes, for data
 skipping (Delta's ``delta.dataSkippingNumIndexedCols``, default 32): 1.9 of 9.9 CPU-s to write 590 MB of
 filtered documents, most of it for ``text``. No reader of Winnow's tables filters on a column whose

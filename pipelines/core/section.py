@@ -88,6 +88,13 @@ class RunConfig(Section):
 
 
 # ------------------------------------------------------------------------------------------- spark
+DELTA_STATS_COLUMNS = "spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols"
+"""The Spark setting behind the ``delta.dataSkippingNumIndexedCols`` property of the Delta tables a session
+writes: per-column statistics of that many leading columns, -1 every column, 0 none (Delta's
+``DeltaConfigs.DATA_SKIPPING_NUM_INDEXED_COLS``: an integer >= -1, default 32). Every stage sets it to 0
+unless ``spark.conf`` names it (:func:`pipelines.core.runner.stage_settings`)."""
+
+
 class SparkConfig(Section):
     master: str | None = None
     shuffle_partitions: int = Field(default=200, ge=1)
@@ -97,6 +104,17 @@ class SparkConfig(Section):
     log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "WARN"
     local_jit: Literal["c1", "tiered"] = "c1"
     small_input_mb: int = Field(default=64, ge=0)
+
+    @field_validator("conf")
+    @classmethod
+    def _delta_stats_columns(cls, v: dict[str, str]) -> dict[str, str]:
+        # Delta reads it only when a stage writes its first table, after the stage's work; a Java
+        # stack trace then. Checked here, it fails before Spark starts, naming the key.
+        value = v.get(DELTA_STATS_COLUMNS)
+        if value is not None and not (re.fullmatch(r"-?[0-9]{1,10}", value) and -1 <= int(value) < 2**31):
+            raise ValueError(f"spark.conf.{DELTA_STATS_COLUMNS}={value!r}: allowed: an integer >= -1 "
+                             "(-1: statistics of every column, 0: none, Delta's default: \"32\")")
+        return v
 
 
 # ---------------------------------------------------------------------------------------- pipeline
