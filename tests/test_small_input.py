@@ -70,6 +70,11 @@ def test_every_stage_writes_tables_without_column_statistics_unless_the_user_ask
     assert stage.stage_settings(spark, cfg, "dedup")[key] == "0"
     user = make_cfg(f"spark.conf={{{key}: '32'}}", root=cfg.run.root)
     assert key not in stage.stage_settings(spark, user, "dedup")
+    spark.conf.set(key, "5")  # a cluster's own setting
+    try:
+        assert key not in stage.stage_settings(spark, cfg, "dedup")
+    finally:
+        spark.conf.unset(key)
     written = {}
 
     def writes_a_table(spark_, cfg_):

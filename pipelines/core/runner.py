@@ -204,9 +204,13 @@ per-file ranges could skip a file (doc ids are spread over every file). Row coun
 
 def stage_settings(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str, str]:
     """Spark settings while ``stage`` runs: :data:`NO_COLUMN_STATS` on the tables it creates, and
-    :func:`small_input_settings`; a setting named in ``spark.conf`` is left as the user set it."""
-    settings = {k: v for k, v in NO_COLUMN_STATS.items() if k not in cfg.spark.conf}
-    return {**settings, **small_input_settings(spark, cfg, stage)} if spark is not None else {}
+    :func:`small_input_settings`. A setting named in ``spark.conf``, or already set in the session (a
+    cluster's or spark-submit's own settings), is left as the user set it."""
+    if spark is None:
+        return {}
+    settings = {k: v for k, v in NO_COLUMN_STATS.items()
+                if k not in cfg.spark.conf and spark.conf.get(k, None) is None}
+    return {**settings, **small_input_settings(spark, cfg, stage)}
 
 
 def run_stage(spark: Any, cfg: WinnowConfig, stage: str, **options: Any) -> StageReport:
