@@ -62,16 +62,16 @@ def test_recorded_counts_decide_when_records_name_their_source():
         mix_check.check_ingested_sources({"web": 1, "books": 1}, extra)
     assert mix_check.check_ingested_sources({"web": 1}, extra) == [
         "winnow: warning: shard.mix.wiki: source 'wiki' has 2 documents after ingest but no mix entry; the shard "
-        "stage will refuse it (e.g. --set shard.mix.wiki.epochs=1)"]
+        "stage will refuse it if any of them are left after filtering (e.g. --set shard.mix.wiki.epochs=1)"]
     assert mix_check.check_ingested_sources({"web": 1, "wiki": 1}, extra) == []
     assert mix_check.check_ingested_sources({}, extra) == []
     assert mix_check.check_ingested_sources({"books": 1}, {}) == []  # a record from before the counts
     # Only the first sources by name are recorded: one not among them may still have documents.
     assert mix_check.check_ingested_sources({"zz": 1}, {**extra, "documents_by_source_omitted": 3}) == [
         "winnow: warning: shard.mix.web: source 'web' has 4 documents after ingest but no mix entry; the shard "
-        "stage will refuse it (e.g. --set shard.mix.web.epochs=1)",
+        "stage will refuse it if any of them are left after filtering (e.g. --set shard.mix.web.epochs=1)",
         "winnow: warning: shard.mix.wiki: source 'wiki' has 2 documents after ingest but no mix entry; the shard "
-        "stage will refuse it (e.g. --set shard.mix.wiki.epochs=1)"]
+        "stage will refuse it if any of them are left after filtering (e.g. --set shard.mix.wiki.epochs=1)"]
 
 
 def test_chain_stops_right_after_ingest_and_again_from_its_record(spark, tmp_path, capsys):

@@ -98,7 +98,8 @@ def plan_mix(counts: dict[str, tuple[int, int]], mix: dict[str, MixSourceConfig]
     found = sorted(counts)
     for s in sorted(mix):
         if s not in counts:
-            raise UserError(f"shard.mix.{s}: no document of source {s!r} in the train set; "
+            raise UserError(f"shard.mix.{s}: no document of source {s!r} in the train set (earlier stages "
+                            f"may have removed all of them: drop its entry); "
                             f"allowed source names (found in the data): {found}")
     for s in found:
         if s not in mix:

@@ -105,5 +105,6 @@ def check_ingested_sources(mix: Mapping[str, Any], extra: Mapping[str, Any]) -> 
     if not extra.get("documents_by_source_omitted"):  # all sources listed: an absent one has no document
         _unknown(mix, counts, "among the documents ingest wrote")
     return [f"winnow: warning: shard.mix.{s}: source {s!r} has {n} documents after ingest but no mix entry; "
-            f"the shard stage will refuse it (e.g. --set shard.mix.{s}.epochs=1)"
+            f"the shard stage will refuse it if any of them are left after filtering "
+            f"(e.g. --set shard.mix.{s}.epochs=1)"
             for s, n in sorted(counts.items()) if s not in mix]
