@@ -56,6 +56,21 @@ def test_fewer_documents_than_shards_is_capped_and_said():
     assert line.startswith("winnow: only 1 document for 2 shards: wrote 1 shard") and "shard.num_shards" in line
 
 
+
+def test_the_short_set_and_its_setting_are_named_with_a_validation_split():
+    by_split = {"train": {"requested": 2, "shards": 1, "documents": 1, "setting": "shard.num_shards"},
+                "validation": {"requested": 1, "shards": 1, "documents": 58}}
+    stages = _reports(shard={"docs": 59, "extra": {"totals": {"shards": 2}, "shards_requested": 3, "by_split": by_split}})
+    status, line = small_run(CFG, stages)
+    assert status == 0
+    assert line.startswith("winnow: only 1 document in the train set for 2 shards: wrote 1 shard")
+    assert "set shard.num_shards to 1 or fewer" in line
+    by_split = {"train": {"requested": 2, "shards": 2, "documents": 50},
+                "validation": {"requested": 3, "shards": 2, "documents": 2, "setting": "shard.split.validation_shards"}}
+    stages = _reports(shard={"docs": 52, "extra": {"totals": {"shards": 4}, "shards_requested": 5, "by_split": by_split}})
+    line = small_run(CFG, stages)[1]
+    assert "2 documents in the validation set for 3 shards" in line and "shard.split.validation_shards to 2" in line
+
 # ------------------------------------------------------------------ the whole chain on a tiny input
 def _one_clean_sample_document() -> str:
     """The first English sample document (sample_data/) that the default filter keeps: chosen by the

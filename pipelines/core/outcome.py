@@ -67,11 +67,20 @@ def small_run(cfg: WinnowConfig, stages: Mapping[str, Any]) -> tuple[int, str | 
     if shard["extra"].get("empty"):
         return EXIT_EMPTY, (f"winnow: no document reached the shard stage, no shard written; {report}."
                             " Exit status 3.")
-    requested = int(shard["extra"].get("shards_requested") or 0)
-    written = int((shard["extra"].get("totals") or {}).get("shards") or 0)
-    if requested > written:
-        return 0, (f"winnow: only {plural(shard['rows_in'], 'document')} for {plural(requested, 'shard')}:"
-                   f" wrote {plural(written, 'shard')}"
-                   f" (at least one document each). To change: set shard.num_shards to {written} or fewer"
-                   " (or use shard.tokens_per_shard) for runs this small, or give more input.")
+    extra = shard["extra"]
+    by_split = extra.get("by_split") or {  # a record written before the per-set counts: the run's totals
+        "train": {"requested": int(extra.get("shards_requested") or 0), "documents": shard["rows_in"],
+                  "shards": int((extra.get("totals") or {}).get("shards") or 0)}}
+    for name, c in by_split.items():
+        requested, written = int(c["requested"]), int(c["shards"])
+        if requested > written:
+            key = c.get("setting") or "shard.num_shards"
+            docs = plural(int(c["documents"]), "document")
+            docs += "" if len(by_split) == 1 else f" in the {name} set"
+            return 0, (f"winnow: only {docs} for {plural(requested, 'shard')}:"
+                       f" wrote {plural(written, 'shard')}"
+                       f" (at least one document each). To change: set {key} to {written} or fewer"
+                       + (" (or use shard.tokens_per_shard)" if key == "shard.num_shards" else "")
+                       + " for runs this small, or give more input.")
     return 0, None
+

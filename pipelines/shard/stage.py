@@ -166,10 +166,18 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         outputs={"shards": root, "manifest": f"{root}/{MANIFEST}"},
         extra={"totals": manifest["totals"], "balance": manifest["balance"], "split": manifest["split"],
                "shuffle_quality": manifest["shuffle_quality"], "upload": upload_stats,
-               "shards_requested": sum(written.requested.values()), **({"mix": mix} if mix is not None else {})},
+               "shards_requested": sum(written.requested.values()),
+               "by_split": {name: {"requested": written.requested[name], "shards": sec["shards"],
+                                   "documents": sec["documents"], "setting": SHARD_COUNT_SETTINGS.get(name)}
+                            for name, sec in written.sections.items()},
+               **({"mix": mix} if mix is not None else {})},
         notes=mix_notes(mix),
         detail=split_figures(manifest),
     )
+
+
+SHARD_COUNT_SETTINGS = {"train": "shard.num_shards", "validation": "shard.split.validation_shards"}
+"""The setting that asks for each shard set's number of shards (the run's closing line names it)."""
 
 
 def split_figures(manifest: dict[str, Any]) -> str:
