@@ -624,3 +624,11 @@ def delta_files(table: Path) -> list[Path]:
 
     return [Path(u.removeprefix("file://")) for u in DeltaTable(str(table)).file_uris()]
 
+
+def cpu_by_role(cpu_by_pid: dict[int, float], role_by_pid: dict[int, str]) -> dict[str, float]:
+    """CPU-seconds summed by process role (``role_by_pid``; a pid without one counts as ``other``)."""
+    out: dict[str, float] = {}
+    for pid, cpu in cpu_by_pid.items():
+        role = role_by_pid.get(pid, "other")
+        out[role] = out.get(role, 0.0) + cpu
+    return out

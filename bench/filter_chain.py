@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import delta_files
+from bench.common import cpu_by_role, delta_files
 
 REPO = Path(__file__).resolve().parents[1]
 _SETTINGS = ("spark.master=local[2]", "spark.shuffle_partitions=8", "pipeline.stages=[ingest, dedup, filter]",
@@ -48,11 +48,7 @@ def text_mb(table: Path) -> float:
 
 
 def _cpu_by_role(sampler) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for pid, cpu in sampler.cpu_by_pid.items():
-        role = sampler.role_by_pid.get(pid, "other")
-        out[role] = out.get(role, 0.0) + cpu
-    return out
+    return cpu_by_role(sampler.cpu_by_pid, sampler.role_by_pid)
 
 
 def _mark_actions(sampler) -> list[list]:

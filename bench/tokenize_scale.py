@@ -35,7 +35,7 @@ import shutil  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from bench.common import TreeSampler, delta_files, roles  # noqa: E402
+from bench.common import TreeSampler, cpu_by_role, delta_files, roles  # noqa: E402
 
 CHAIN = "[ingest, dedup, filter, tokenize, shard]"
 """``pipeline.stages`` of ``bench.scale.run_chain`` (tokenize reads ``filtered``)."""
@@ -73,11 +73,7 @@ class _RoleSampler(TreeSampler):
         super().sample()
 
     def by_role(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for pid, cpu in self.cpu_by_pid.items():
-            role = self.role_of.get(pid, "other")
-            out[role] = out.get(role, 0.0) + cpu
-        return out
+        return cpu_by_role(self.cpu_by_pid, self.role_of)
 
 
 def thread_cpu(pid: int) -> dict[str, float]:
