@@ -274,10 +274,11 @@ def keep_records(records: DataFrame) -> DataFrame:
 
     On a ``local`` master, as rows: a lazy local checkpoint. Spark's columnar cache turns every row into
     column buffers, gathers min/max statistics of every string (the texts too) and, under adaptive
-    execution, fills the cache in a job of its own that the tally then reads back; on 408 MB of JSONL
-    the rows cost about 1.7 CPU-s less (bench/notes.md, "Ingest's JVM"). On a cluster the columnar cache
-    stays: a checkpoint's blocks live on the executor that wrote them and a lost executor would fail the
-    job, where a lost cache block is computed again.
+    execution, fills the cache in a job of its own that the tally then reads back. On 408 MB of JSONL
+    the executors spent about 1.7 CPU-s less on the rows in one pair of runs; whole-process totals of
+    two more pairs did not tell the two apart (bench/notes.md, "Ingest's reads of its parsed
+    records"). On a cluster the columnar cache stays: a checkpoint's blocks live on the executor that
+    wrote them and a lost executor would fail the job, where a lost cache block is computed again.
     """
     if records.sparkSession.sparkContext.master.startswith("local"):
         return records.localCheckpoint(eager=False, storageLevel=tables.TEXT_CACHE)
