@@ -280,16 +280,21 @@ def keep_records(records: DataFrame) -> DataFrame:
     records"). On a cluster the columnar cache stays: a checkpoint's blocks live on the executor that
     wrote them and a lost executor would fail the job, where a lost cache block is computed again.
     """
-    if records.sparkSession.sparkContext.master.startswith("local"):
+    if _as_rows(records):
         return records.localCheckpoint(eager=False, storageLevel=tables.TEXT_CACHE)
     return records.persist(tables.TEXT_CACHE)
 
 
+def _as_rows(records: DataFrame) -> bool:
+    """True where :func:`keep_records` keeps rows (a ``local`` master), False where it caches."""
+    return records.sparkSession.sparkContext.master.startswith("local")
+
+
 def release_records(records: DataFrame) -> None:
-    """Drop the blocks of a frame from :func:`keep_records` (without waiting for them)."""
-    plan = records._jdf.queryExecution().logical()
-    if plan.getClass().getSimpleName() == "LogicalRDD":
-        plan.rdd().unpersist(False)
+    """Drop the blocks of a frame from :func:`keep_records` (without waiting for them): the checkpoint's
+    RDD (the frame's plan is a ``LogicalRDD`` over it) or the cache."""
+    if _as_rows(records):
+        records._jdf.queryExecution().logical().rdd().unpersist(False)
     else:
         records.unpersist()
 
