@@ -167,3 +167,62 @@ def test_ids_held_twice_give_the_same_tables_broadcast_or_shuffled(spark, split_
     assert (r1.rows_out, r2.rows_out) == (a.count(), a.count())
     copies = a.where("text = 'same id twice' or doc_id like 'big/d1'").select("doc_id").collect()
     assert copies and all(r["doc_id"].startswith("big/~") for r in copies)
+
+
+def _rows_by_file(spark, path):
+    """The rows of a Delta table file by file (by part number), each in its order within the file."""
+    from pyspark.sql import functions as F
+
+    df = spark.read.format("delta").load(path).withColumn("_f", F.regexp_extract(F.input_file_name(), r"part-(\d+)", 1))
+    out: dict = {}
+    for r in df.collect():
+        out.setdefault(r["_f"], []).append(tuple(v for k, v in r.asDict().items() if k != "_f"))
+    return out
+
+
+@pytest.mark.parametrize("split_bytes", [1 << 20, 4096])
+def test_documents_already_in_order_are_written_unsorted_the_same(spark, make_cfg, tmp_path, monkeypatch, split_bytes):
+    # Unique ids, nothing quarantined: the tally lets the writes skip the sort (when each partition holds
+    # one split) and the read for the empty quarantine table; the files hold the same rows in the same order.
+    from pipelines.ingest import tally as ingest_tally
+
+    (tmp_path / "in").mkdir()
+    lines = [json.dumps({"id": f"u{i}", "text": f"document {i} " + "w" * (i % 97)}) for i in range(400)]
+    (tmp_path / "in" / "u.jsonl").write_text("\n".join(lines) + "\n")
+    inputs = f"ingest.inputs=['{tmp_path}/in/*']", f"ingest.split_bytes={split_bytes}"
+    fast = make_cfg(*inputs, root=tmp_path / "fast")
+    r1 = ingest.run(spark, fast)
+    monkeypatch.setattr(ingest_tally.Tally, "docs_in_order", property(lambda self: False))
+    slow = make_cfg(*inputs, root=tmp_path / "slow")
+    r2 = ingest.run(spark, slow)
+    assert (r1.rows_out, r1.quarantined, r1.extra) == (r2.rows_out, r2.quarantined, r2.extra) == (400, {}, r1.extra)
+    for name in ("documents", "quarantine"):
+        assert _rows_by_file(spark, fast.table_path(name)) == _rows_by_file(spark, slow.table_path(name))
+
+
+def test_a_split_whose_documents_go_back_says_so():
+    from udfs.formats.collector import Collector
+
+    c = Collector("f.jsonl", "f.jsonl", 0, "f", ParseOptions(format="jsonl"))
+    c._check_order(pa.array([1, 2, 5], pa.int64()))
+    c._check_order(pa.array([6], pa.int64()))
+    assert not c.unordered
+    assert "docs_unordered" not in dict(c.summary("jsonl", 10).column("meta")[0].as_py())
+    c._check_order(pa.array([6, 7], pa.int64()))  # 6 again
+    assert c.unordered
+    assert dict(c.summary("jsonl", 10).column("meta")[0].as_py())["docs_unordered"] == "1"
+
+
+def test_records_kept_as_rows_or_cached_give_the_same_tables(spark, split_dir, make_cfg, tmp_path, monkeypatch):
+    # A local master keeps the parsed records as rows (a local checkpoint); a cluster caches them.
+    inputs = f"ingest.inputs=['{split_dir}/*']", "ingest.split_bytes=8192"
+    rows = make_cfg(*inputs, root=tmp_path / "rows")
+    r1 = ingest.run(spark, rows)
+    monkeypatch.setattr(ingest, "_as_rows", lambda records: False)
+    cached = make_cfg(*inputs, root=tmp_path / "cached")
+    r2 = ingest.run(spark, cached)
+    assert (r1.rows_in, r1.rows_out, r1.quarantined, r1.extra) == (r2.rows_in, r2.rows_out, r2.quarantined, r2.extra)
+    for name in ("documents", "quarantine"):
+        assert _rows_by_file(spark, rows.table_path(name)) == _rows_by_file(spark, cached.table_path(name))
+    left = [i.toString() for i in spark.sparkContext._jsc.sc().getRDDStorageInfo()]
+    assert not [x for x in left if "Delta Table State" not in x], left  # ingest leaves no blocks behind

@@ -25,7 +25,7 @@ import sys
 from collections import Counter
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.core import tables
@@ -139,10 +139,7 @@ def explode_files(files: DataFrame, cfg: IngestConfig, by_path: dict[str, ParseO
     return files.select(*cols).mapInArrow(parse, RECORD_DDL)
 
 
-def candidate_id() -> Column:
-    """The ``doc_id`` a document's own id gives it (``source/src_id``), used where present and unique
-    within its source."""
-    return F.concat_ws("/", "source", "src_id")
+candidate_id = ingest_tally.candidate_id
 
 
 def assign_doc_ids(records: DataFrame, dups: DataFrame | None = None, *, unique: bool = False) -> DataFrame:
@@ -180,17 +177,24 @@ def assign_doc_ids(records: DataFrame, dups: DataFrame | None = None, *, unique:
     )
 
 
-def to_documents(records: DataFrame, dups: DataFrame | None = None, *, unique: bool = False) -> DataFrame:
+def to_documents(records: DataFrame, dups: DataFrame | None = None, *, unique: bool = False,
+                 in_order: bool = False) -> DataFrame:
     """The ``documents`` table of :func:`explode_files` rows: :data:`DOCUMENT_COLUMNS` (``dups`` and
-    ``unique`` as in :func:`assign_doc_ids`)."""
+    ``unique`` as in :func:`assign_doc_ids`), sorted by ``input_file`` and ``record`` within each
+    partition. ``in_order``: they are already (:attr:`pipelines.ingest.tally.Tally.docs_in_order`) and
+    no join moves them (``unique``): the sort, which copies every text once more, is left out."""
     docs = assign_doc_ids(records, dups, unique=unique)
-    return docs.sortWithinPartitions("input_file", "record").select(*DOCUMENT_COLUMNS)
+    if not (in_order and unique):
+        docs = docs.sortWithinPartitions("input_file", "record")
+    return docs.select(*DOCUMENT_COLUMNS)
 
 
-def to_quarantine(records: DataFrame) -> DataFrame:
-    """The ``quarantine`` table of :func:`explode_files` rows: :data:`QUARANTINE_COLUMNS`."""
+def to_quarantine(records: DataFrame, none: bool = False) -> DataFrame:
+    """The ``quarantine`` table of :func:`explode_files` rows: :data:`QUARANTINE_COLUMNS`. ``none``: the
+    tally found no quarantined row, so the table is written empty without reading the records again."""
     require_columns(records, ("kind", *QUARANTINE_COLUMNS), "to_quarantine")
-    return records.where(F.col("kind") == "quarantine").select(*QUARANTINE_COLUMNS)
+    out = records.where(F.col("kind") == "quarantine").select(*QUARANTINE_COLUMNS)
+    return out.limit(0) if none else out
 
 
 def _hadoop_literal(path: str) -> str:
@@ -264,12 +268,44 @@ def _empty_split_files(spark: SparkSession, summaries: list[Any]) -> tuple[DataF
     return spark.createDataFrame(rows, RECORD_DDL), rows
 
 
+def keep_records(records: DataFrame) -> DataFrame:
+    """``records`` kept on local disk (:data:`pipelines.core.tables.TEXT_CACHE`) by the first job that
+    reads them (the tally), for the jobs after it (the writes). Free them with :func:`release_records`.
+
+    On a ``local`` master, as rows: a lazy local checkpoint. Spark's columnar cache turns every row into
+    column buffers, gathers min/max statistics of every string (the texts too) and, under adaptive
+    execution, fills the cache in a job of its own that the tally then reads back. On 408 MB of JSONL
+    the executors spent about 1.7 CPU-s less on the rows in one pair of runs; whole-process totals of
+    two more pairs did not tell the two apart (bench/notes.md, "Ingest's reads of its parsed
+    records"). On a cluster the columnar cache stays: a checkpoint's blocks live on the executor that
+    wrote them and a lost executor would fail the job, where a lost cache block is computed again.
+    """
+    if _as_rows(records):
+        return records.localCheckpoint(eager=False, storageLevel=tables.TEXT_CACHE)
+    return records.persist(tables.TEXT_CACHE)
+
+
+def _as_rows(records: DataFrame) -> bool:
+    """True where :func:`keep_records` keeps rows (a ``local`` master), False where it caches."""
+    return records.sparkSession.sparkContext.master.startswith("local")
+
+
+def release_records(records: DataFrame) -> None:
+    """Drop the blocks of a frame from :func:`keep_records` (without waiting for them): the checkpoint's
+    RDD (the frame's plan is a ``LogicalRDD`` over it) or the cache."""
+    if _as_rows(records):
+        records._jdf.queryExecution().logical().rdd().unpersist(False)
+    else:
+        records.unpersist()
+
+
 # --------------------------------------------------------------------------------------------- run
 _STAGE_CONF = {
     # One binaryFile row (a whole file) per Arrow batch into the Python worker; splits are tiny rows.
     "spark.sql.execution.arrow.maxRecordsPerBatch": "1",
-    # The parsed records are cached once and read by the tally, the id check and both writes. Text is
-    # stored as it is either way; compressing the cache only spends CPU on trying (about 3 CPU-s per GB).
+    # The parsed records are kept once (keep_records) and read by the tally and the writes. Text is
+    # stored as it is either way; compressing a columnar cache only spends CPU on trying (about 3 CPU-s
+    # per GB).
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
 }
 """Session settings while ingest runs (restored after): measured on one 1 GB JSONL file, bench/notes.md."""
@@ -278,8 +314,9 @@ _STAGE_CONF = {
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """Ingest ``ingest.inputs`` into ``documents`` and ``quarantine`` (each replaced in one Delta commit).
 
-    Spark jobs: one parses every split into a cache and tallies it (:func:`pipelines.ingest.tally.tally`),
-    one finds duplicated source ids (only when some document has one), one writes each table.
+    Spark jobs: one parses every split, keeps the records (:func:`keep_records`) and tallies them, the
+    duplicated source ids included (:func:`pipelines.ingest.tally.tally`); one writes each table (none
+    reads the records for an empty ``quarantine``).
 
     Returns:
         The :class:`StageReport`: ``rows_in`` = records read (parser count), ``rows_out`` = rows of
@@ -298,7 +335,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     if hidden:
         print(skipped_line(hidden), file=sys.stderr, flush=True)
     with tables.session_conf(spark, _STAGE_CONF):
-        parsed = read_records(spark, listing, icfg, globs).persist(tables.TEXT_CACHE)
+        parsed = keep_records(read_records(spark, listing, icfg, globs))
         try:
             t = ingest_tally.tally(parsed)
             extra = _file_stats(t.summaries)
@@ -319,12 +356,13 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             dups = ingest_tally.duplicated_ids(spark, docs, candidate_id(), t)
             outputs = tables.publish(
                 spark, cfg, STAGE,
-                {"documents": to_documents(records, dups, unique=dups is None), "quarantine": to_quarantine(records)},
+                {"documents": to_documents(records, dups, unique=dups is None, in_order=t.docs_in_order),
+                 "quarantine": to_quarantine(records, none=not any(r for _, r, _ in counts))},
                 properties={"doc_id_scheme": DOC_ID_SCHEME},
                 table_properties={"quarantine": {"reasons": sorted(QUARANTINE_REASONS)}},
             )
         finally:
-            parsed.unpersist()
+            release_records(parsed)
     quarantined: Counter = Counter()
     for _, reason, n in counts:
         if reason is not None:

@@ -1,5 +1,5 @@
-"""Ingest's accounting in as few Spark jobs as possible: one aggregation over the parsed records, one
-for duplicated source ids (the row counts of the written tables come from their Delta commits,
+"""Ingest's accounting in as few Spark jobs as possible: one aggregation over the parsed records, which
+also finds the duplicated source ids (the row counts of the written tables come from their Delta commits,
 :func:`pipelines.core.tables.written_rows`).
 
 Why: on one 1 GB JSONL file (bench/notes.md, "Ingest alone") the separate jobs of the first design (the
@@ -9,10 +9,12 @@ the duplicated ids, and two reads of the written tables) cost about as much CPU 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -33,6 +35,10 @@ class Tally:
         chars, n_bytes, replaced: sums of ``n_chars``, ``n_bytes``, ``n_replaced`` over the documents.
         with_src_id: documents with a non-empty source id (0: no id can be duplicated).
         by_source: documents per ``source`` (``""`` for none), for the chain's ``shard.mix`` check.
+        dup_ids: the candidate ids more than one document holds; ``None`` when there are more than
+            :data:`DUP_BROADCAST_MAX` (then left to a distributed aggregation, :func:`duplicated_ids`).
+        doc_splits: per Spark partition of the records, the splits ``(input_file, split_start)`` whose
+            documents it holds.
     """
 
     summaries: list[dict[str, Any]] = field(default_factory=list)
@@ -42,6 +48,17 @@ class Tally:
     replaced: int = 0
     with_src_id: int = 0
     by_source: Counter = field(default_factory=Counter)
+    dup_ids: list[str] | None = field(default_factory=list)
+    doc_splits: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
+
+    @property
+    def docs_in_order(self) -> bool:
+        """True when every partition of the records holds the documents of one split at most and no
+        split emitted its documents out of record order (no summary row says ``docs_unordered``): the
+        documents already lie in ``(input_file, record)`` order within each partition, so sorting them
+        there changes nothing (as long as the rows stay in those partitions)."""
+        return (all(len(s) <= 1 for s in self.doc_splits.values())
+                and not any(dict(s["meta"]).get("docs_unordered") for s in self.summaries))
 
 
 def has_src_id() -> Any:
@@ -49,35 +66,71 @@ def has_src_id() -> Any:
     return F.col("src_id").isNotNull() & (F.col("src_id") != "")
 
 
+def candidate_id() -> Any:
+    """The ``doc_id`` a document's own id gives it (``source/src_id``), used where present and unique
+    within its source."""
+    return F.concat_ws("/", "source", "src_id")
+
+
+_KEYS = ("input_file", "split_start", "kind", "reason", "src", "part")
+"""The tally's grouping: per split, kind, reason and source; ``part`` (the Spark partition) adds no group,
+a split lying in one partition."""
+
+
 def tally(records: DataFrame) -> Tally:
     """One aggregation over the parser's rows (:data:`pipelines.ingest.stage.RECORD_DDL`): per split, kind and
-    reason the rows, their sums, and the split's summary rows.
+    reason the rows, their sums, and the split's summary rows; in the same pass, the candidate ids
+    (:func:`candidate_id`) more than one document holds (up to :data:`DUP_BROADCAST_MAX` of them).
+
+    The two groupings are grouping sets of one aggregation (Spark expands each row into one row per set),
+    so the records are read once for both; the candidate ids cross the shuffle, never the texts.
 
     Returns:
         The :class:`Tally` (record numbers play no part, so this may run before they are fixed).
     """
     is_doc = F.col("kind") == "doc"
-    summary = F.when(F.col("kind") == "file", F.struct("key_path", "record", "meta"))
-    rows = (
-        records.groupBy("input_file", "split_start", "kind", "reason",
-                        F.coalesce(F.col("source"), F.lit("")).alias("src"))
+    # A split's one summary row as a grouping key (JSON: a map cannot be one): no collect_list, whose
+    # object buffers make Spark aggregate by sorting once a task sees 128 keys (the candidate ids).
+    summary = F.when(F.col("kind") == "file", F.to_json(F.struct("key_path", "record", "meta")))
+    cols = records.select(
+        "input_file", "split_start", "kind", "reason", F.coalesce(F.col("source"), F.lit("")).alias("src"),
+        F.spark_partition_id().alias("part"), F.when(is_doc & has_src_id(), candidate_id()).alias("_cand"),
+        F.when(is_doc, F.col("n_chars")).alias("_chars"), F.when(is_doc, F.col("n_bytes")).alias("_bytes"),
+        F.when(is_doc, F.col("n_replaced")).alias("_replaced"), summary.alias("_summary"),
+    )
+    both = (
+        cols.groupingSets([[*_KEYS, "_summary"], ["_cand"]], *_KEYS, "_summary", "_cand")
         .agg(
             F.count(F.lit(1)).alias("n"),
-            F.sum(F.when(is_doc, F.col("n_chars"))).alias("chars"),
-            F.sum(F.when(is_doc, F.col("n_bytes"))).alias("bytes"),
-            F.sum(F.when(is_doc, F.col("n_replaced"))).alias("replaced"),
-            F.sum(F.when(is_doc & has_src_id(), 1)).alias("with_src_id"),
-            F.collect_list(summary).alias("files"),  # nulls (other kinds) are left out
+            F.sum("_chars").alias("chars"),
+            F.sum("_bytes").alias("bytes"),
+            F.sum("_replaced").alias("replaced"),
+            F.count("_cand").alias("with_src_id"),
+            F.grouping("_cand").alias("_by_keys"),  # 1: a row of the first set, 0: a candidate id
         )
-        .collect()
     )
+    dup = (F.col("_by_keys") == 0) & F.col("_cand").isNotNull() & (F.col("n") > 1)
+    # Kept (small: no text) for the bounded look at the duplicated ids after the per-key rows; two
+    # branches of one query would each read the records (Spark does not reuse the aggregation's shuffle
+    # once a filter differs).
+    kept = both.where((F.col("_by_keys") == 1) | dup).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        rows = kept.where(F.col("_by_keys") == 1).collect()
+        dup_rows = []
+        if any(r["with_src_id"] for r in rows):  # else no id can be duplicated: no job
+            dup_rows = kept.where(~F.col("_by_keys").cast("boolean")).select("_cand")
+            dup_rows = dup_rows.limit(DUP_BROADCAST_MAX + 1).collect()
+    finally:
+        kept.unpersist()
     t = Tally()
+    t.dup_ids = [r["_cand"] for r in dup_rows] if len(dup_rows) <= DUP_BROADCAST_MAX else None
     per: Counter = Counter()
     for r in rows:
         if r["kind"] == "file":
             at = {"input_file": r["input_file"], "split_start": r["split_start"]}
-            t.summaries += [{**at, "key_path": f["key_path"], "record": f["record"], "meta": f["meta"]}
-                            for f in r["files"]]
+            f = json.loads(r["_summary"])  # the JSON of a null key_path leaves it out
+            one = {**at, "key_path": f.get("key_path"), "record": f["record"]}
+            t.summaries += [{**one, "meta": dict(f["meta"])} for _ in range(int(r["n"]))]
             continue
         per[(r["input_file"], r["reason"] if r["kind"] != "doc" else None)] += int(r["n"])
         t.chars += int(r["chars"] or 0)
@@ -86,6 +139,7 @@ def tally(records: DataFrame) -> Tally:
         t.with_src_id += int(r["with_src_id"] or 0)
         if r["kind"] == "doc":
             t.by_source[r["src"]] += int(r["n"])
+            t.doc_splits.setdefault(int(r["part"]), set()).add((r["input_file"], int(r["split_start"])))
     t.summaries.sort(key=lambda s: (s["input_file"], s["split_start"]))
     t.counts = sorted(((f, reason, n) for (f, reason), n in per.items()), key=lambda x: (x[0], x[1] or ""))
     return t
@@ -95,19 +149,16 @@ def duplicated_ids(spark: SparkSession, docs: DataFrame, candidate: Any, t: Tall
     """The candidate ids (``_cand``) that more than one document holds, as a frame to join on ``_cand``
     (column ``_dup`` true); ``None`` when there is none (no join needed).
 
-    At most :data:`DUP_BROADCAST_MAX` of them come back as a small local frame marked for broadcast (one
-    Spark job, no shuffle of the documents; none at all when no document has a source id); more stay
-    a distributed aggregate.
+    Those the tally collected (:attr:`Tally.dup_ids`, at most :data:`DUP_BROADCAST_MAX`) come as a small
+    local frame marked for broadcast (no Spark job, no shuffle of the documents); more stay a
+    distributed aggregate of ``docs``.
     """
-    if not t.with_src_id:
-        return None
-    dups = (
+    if t.dup_ids is not None:
+        if not t.dup_ids:
+            return None
+        rows = [(c, True) for c in t.dup_ids]
+        return F.broadcast(spark.createDataFrame(rows, "_cand string, _dup boolean"))
+    return (
         docs.where(has_src_id()).groupBy(candidate.alias("_cand")).count().where(F.col("count") > 1)
         .select("_cand", F.lit(True).alias("_dup"))
     )
-    few = dups.limit(DUP_BROADCAST_MAX + 1).collect()
-    if not few:
-        return None
-    if len(few) > DUP_BROADCAST_MAX:
-        return dups
-    return F.broadcast(spark.createDataFrame([(r["_cand"], True) for r in few], "_cand string, _dup boolean"))

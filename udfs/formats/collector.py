@@ -46,6 +46,9 @@ class Collector:
             ``mojibake_fixed``), emitted as ``count.<key>`` in the summary row.
         file_columns: the column names of a columnar file (Parquet), for messages about a text field
             it does not have; ``None`` for other formats.
+        last_doc: the record number of the last document emitted (0 before any).
+        unordered: some document was emitted after one with the same or a higher record number; the
+            summary row then says ``docs_unordered`` (the driver sorts the split's documents only then).
     """
 
     path: str
@@ -62,6 +65,8 @@ class Collector:
     skipped: Counter = field(default_factory=Counter)
     counted: Counter = field(default_factory=Counter)
     file_columns: list[str] | None = None
+    last_doc: int = 0
+    unordered: bool = False
 
     def doc(
         self,
@@ -270,8 +275,17 @@ class Collector:
         self.columns = []
         self.pending_bytes = 0
         if n:
+            self._check_order(cols["record"])
             self.emitted += n
             yield self._batch("doc", n, cols)
+
+    def _check_order(self, record: pa.Array) -> None:
+        """Note in :attr:`unordered` whether the emitted documents' record numbers (int64, one batch)
+        stop rising strictly, within the batch or after the previous one."""
+        r = record.to_numpy(zero_copy_only=False)
+        if r[0] <= self.last_doc or (len(r) > 1 and not bool((np.diff(r) > 0).all())):
+            self.unordered = True
+        self.last_doc = max(self.last_doc, int(r.max()))
 
     def _batch(self, kind: str, n: int, cols: dict[str, Any]) -> pa.RecordBatch:
         fixed = {
@@ -308,6 +322,8 @@ class Collector:
             meta.append(("looks_like", looks))
         if self.file_columns is not None and self.split_start == 0:
             meta.append(("columns", ", ".join(self.file_columns)))
+        if self.unordered:
+            meta.append(("docs_unordered", "1"))
         meta += [(f"skipped.{k}", str(v)) for k, v in sorted(self.skipped.items())]
         meta += [(f"count.{k}", str(v)) for k, v in sorted(self.counted.items())]
         return self._batch("file", 1, {"record": [self.emitted], "meta": [meta]})
