@@ -25,6 +25,7 @@ from urllib.parse import unquote
 from pipelines.core.config import WinnowConfig
 
 _LOCAL_GLOB = re.compile(r"[{}]")
+_GLOB = re.compile(r"[*?\[\]{}\\]")
 """Hadoop brace alternatives (``{a,b}``) have no Python glob equivalent: those globs need Spark."""
 
 
@@ -103,6 +104,102 @@ def read_records(table: str) -> list[dict[str, Any]]:
         for r in t.to_pylist():
             rows.append({k: dict(v) if k in maps and v is not None else v for k, v in r.items()})
     return rows
+
+
+def _log(table: str, version: int | None = None) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The commits of the local Delta table at ``table`` up to ``version`` (default: the latest), oldest
+    first, each as ``(commitInfo, actions)`` read from its ``_delta_log/NNN.json``.
+
+    Raises:
+        NeedsSpark: no such table or version, a log that does not start at version 0 (checkpointed and
+            cleaned up), a reader feature (deletion vectors, column mapping, ...), or a commit coordinator
+            (commits not yet in ``_delta_log/NNN.json``): the caller asks Delta instead.
+    """
+    versions = _commits(table)
+    if version is not None:
+        versions = [v for v in versions if v <= version]
+    complete = bool(versions) and versions == list(range(len(versions)))
+    if not complete or (version is not None and versions[-1] != version):
+        raise NeedsSpark(f"{table}: no complete Delta log up to version {version}")
+    out = []
+    for v in versions:
+        text = (Path(table) / "_delta_log" / f"{v:020d}.json").read_text(encoding="utf-8")
+        actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+        for action in actions:
+            protocol = action.get("protocol") or {}
+            if protocol.get("readerFeatures") or protocol.get("minReaderVersion", 1) > 1:
+                raise NeedsSpark(f"{table}: reader protocol {protocol}")
+            coordinated = [f for f in [*(protocol.get("writerFeatures") or []),
+                                       *((action.get("metaData") or {}).get("configuration") or {})]
+                           if "oordinatedCommits" in f or "catalogOwned" in f or "catalogManaged" in f]
+            if coordinated:
+                raise NeedsSpark(f"{table}: commits managed by a coordinator ({coordinated})")
+        out.append((next((a["commitInfo"] for a in actions if "commitInfo" in a), {}), actions))
+    return out
+
+
+def live_files(table: str, version: int | None = None) -> tuple[list[str], str]:
+    """The Parquet data files of version ``version`` (default: the latest) of the local Delta table at
+    ``table``, and its schema, from the JSON commits of its log (:func:`_log`; no Spark job).
+
+    Returns:
+        ``(absolute file paths in the order the log adds them, schemaString of the table's metadata)``.
+
+    Raises:
+        NeedsSpark: what :func:`_log` refuses, partition columns, or a file path that is not relative to
+            the table or holds a glob character: the caller reads the table through Delta instead.
+    """
+    live: dict[str, None] = {}
+    schema = None
+    for _, actions in _log(table, version):
+        for action in actions:
+            if "metaData" in action:
+                if action["metaData"].get("partitionColumns"):
+                    raise NeedsSpark(f"{table}: partitioned")
+                schema = action["metaData"]["schemaString"]
+            if "add" in action:
+                live[action["add"]["path"]] = None
+            elif "remove" in action:
+                live.pop(action["remove"]["path"], None)
+    root = os.path.abspath(table)
+    files = [os.path.join(root, unquote(rel)) for rel in live]
+    outside = any(":" in rel or rel.startswith("/") for rel in live)
+    # A Hadoop path with glob characters would be expanded by Spark's reader, not read as named.
+    if schema is None or outside or any(_GLOB.search(f) for f in files):
+        raise NeedsSpark(f"{table}: no metadata, a data file outside the table, or a glob character")
+    return files, schema
+
+
+def table_configuration(table: str) -> dict[str, str]:
+    """The table properties (``metaData.configuration`` of the latest metadata action) of the local Delta
+    table at ``table``: what ``DESCRIBE DETAIL`` reports as ``properties``, from its log (:func:`_log`).
+
+    Raises:
+        NeedsSpark: what :func:`_log` refuses, or no metadata in the log.
+    """
+    metas = [a["metaData"] for _, actions in _log(table) for a in actions if "metaData" in a]
+    if not metas:
+        raise NeedsSpark(f"{table}: no metadata in its log")
+    return dict(metas[-1].get("configuration") or {})
+
+
+def file_labels(table: str) -> dict[str, str | None]:
+    """Each live data file of the local Delta table at ``table`` -> the label of the ``WRITE`` commit that
+    added it: its ``replaceWhere`` predicate, else its ``userMetadata``; None for a file another
+    operation (DELETE, MERGE, ...) added.
+
+    Raises:
+        NeedsSpark: what :func:`_log` refuses.
+    """
+    live: dict[str, str | None] = {}
+    for info, actions in _log(table):
+        label = (info.get("operationParameters") or {}).get("predicate") or info.get("userMetadata")
+        for action in actions:
+            if "add" in action:
+                live[action["add"]["path"]] = label if info.get("operation") == "WRITE" else None
+            elif "remove" in action:
+                live.pop(action["remove"]["path"], None)
+    return live
 
 
 def input_files(globs: list[str]) -> list[tuple[str, int, int]]:
