@@ -5,8 +5,14 @@ Every stage publishes its outputs through :func:`publish`: each output table in 
 that replaces it (:func:`write_table`) with the standard ``winnow.*`` table properties
 (:func:`standard_properties`: stage, config fingerprint, stage fingerprint) plus the stage's own; its
 removed documents into the shared ``removed`` table (:func:`write_removed`, an atomic ``replaceWhere
-stage = ...`` overwrite, so re-running a stage replaces its own removals and never duplicates them);
+stage = ...`` overwrite, so re-running a stage replaces its own removals and never duplicates them; an
+append where the table's log shows no row of the stage to replace);
 and its effective config (:func:`write_effective_config`).
+
+**Local tables** (a path on this machine, a local master): :func:`read_path` reads the Parquet files the
+Delta log lists and :func:`table_properties` the log's metadata (:mod:`pipelines.core.local_state`),
+without the Spark jobs Delta runs to rebuild a snapshot; a log that reader does not follow (deletion
+vectors, column mapping, partitions, a checkpointed log) is read through Delta as before.
 
 **Metastore mode** (``run.catalog`` + ``run.schema``): :meth:`WinnowConfig.table_path` gives a table name
 ``<catalog>.<schema>.<name>`` instead of a folder, and every function here that takes a table location
@@ -198,7 +204,8 @@ def write_table(
 
 
 def write_removed(df: DataFrame, cfg: WinnowConfig, stage: str) -> str:
-    """Replace this stage's rows of the shared ``removed`` table with ``df`` (one atomic commit).
+    """Replace this stage's rows of the shared ``removed`` table with ``df`` (one atomic commit): a
+    ``replaceWhere`` overwrite, or an append where :func:`holds_no_rows_of` shows nothing to replace.
 
     ``df`` holds the full removed rows plus ``reason`` (array<string>) and ``duplicate_of`` (string,
     nullable); the ``stage`` column is added here. New columns are merged into the table schema, so
@@ -236,7 +243,8 @@ def holds_no_rows_of(path: str, stage: str) -> bool:
     ``replaceWhere`` predicate, or the ``userMetadata`` of an append, names that stage). False when it
     cannot tell (a table name, no table yet, a file from a DELETE or another writer, a log this reader
     does not follow): the caller then replaces the stage's rows through Delta as before. Reads a few
-    small JSON files; no Spark job."""
+    small JSON files; no Spark job. The run root's lock (:mod:`pipelines.core.lock`, one run at a time)
+    keeps another writer from adding rows of the stage between this check and the append."""
     from pipelines.core import local_state
 
     if is_table_name(path) or not local_state.is_local(path):
