@@ -106,81 +106,86 @@ def read_records(table: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _log(table: str, version: int | None = None) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """The commits of the local Delta table at ``table`` up to ``version`` (default: the latest), oldest
-    first, each as ``(commitInfo, actions)`` read from its ``_delta_log/NNN.json``.
+def _log(table: str) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The commits of the local Delta table at ``table``, oldest first, each as ``(commitInfo, actions)``
+    read from its ``_delta_log/NNN.json`` (Delta protocol, "Delta Log Entries"): which commit added each
+    file, which delta-rs does not expose.
 
     Raises:
-        NeedsSpark: no such table or version, a log that does not start at version 0 (checkpointed and
-            cleaned up), a reader feature (deletion vectors, column mapping, ...), or a commit coordinator
-            (commits not yet in ``_delta_log/NNN.json``): the caller asks Delta instead.
+        NeedsSpark: what :func:`_delta_table` refuses, or a log whose JSON commits do not all remain from
+            version 0 (cleaned up after a checkpoint): the caller asks Delta instead.
     """
+    _delta_table(table)
     versions = _commits(table)
-    if version is not None:
-        versions = [v for v in versions if v <= version]
-    complete = bool(versions) and versions == list(range(len(versions)))
-    if not complete or (version is not None and versions[-1] != version):
-        raise NeedsSpark(f"{table}: no complete Delta log up to version {version}")
+    if not versions or versions != list(range(len(versions))):
+        raise NeedsSpark(f"{table}: no complete Delta log")
     out = []
     for v in versions:
         text = (Path(table) / "_delta_log" / f"{v:020d}.json").read_text(encoding="utf-8")
         actions = [json.loads(line) for line in text.splitlines() if line.strip()]
-        for action in actions:
-            protocol = action.get("protocol") or {}
-            if protocol.get("readerFeatures") or protocol.get("minReaderVersion", 1) > 1:
-                raise NeedsSpark(f"{table}: reader protocol {protocol}")
-            coordinated = [f for f in [*(protocol.get("writerFeatures") or []),
-                                       *((action.get("metaData") or {}).get("configuration") or {})]
-                           if "oordinatedCommits" in f or "catalogOwned" in f or "catalogManaged" in f]
-            if coordinated:
-                raise NeedsSpark(f"{table}: commits managed by a coordinator ({coordinated})")
         out.append((next((a["commitInfo"] for a in actions if "commitInfo" in a), {}), actions))
     return out
 
 
-def live_files(table: str, version: int | None = None) -> tuple[list[str], str]:
-    """The Parquet data files of version ``version`` (default: the latest) of the local Delta table at
-    ``table``, and its schema, from the JSON commits of its log (:func:`_log`; no Spark job).
-
-    Returns:
-        ``(absolute file paths in the order the log adds them, schemaString of the table's metadata)``.
+def _delta_table(table: str, version: int | None = None):
+    """The ``deltalake.DeltaTable`` of the local table at ``table`` (at ``version``), for a table delta-rs
+    reads as Spark's Delta does: reader protocol 1 (no deletion vectors, column mapping or other reader
+    feature), no partition columns, no commit coordinator.
 
     Raises:
-        NeedsSpark: what :func:`_log` refuses, partition columns, or a file path that is not relative to
-            the table or holds a glob character: the caller reads the table through Delta instead.
+        NeedsSpark: no table or version there, delta-rs cannot load it, or it is one of the above: the
+            caller asks Delta instead.
     """
-    live: dict[str, None] = {}
-    schema = None
-    for _, actions in _log(table, version):
-        for action in actions:
-            if "metaData" in action:
-                if action["metaData"].get("partitionColumns"):
-                    raise NeedsSpark(f"{table}: partitioned")
-                schema = action["metaData"]["schemaString"]
-            if "add" in action:
-                live[action["add"]["path"]] = None
-            elif "remove" in action:
-                live.pop(action["remove"]["path"], None)
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError, DeltaProtocolError, TableNotFoundError
+
+    try:
+        dt = DeltaTable(table, version=version)
+        protocol, meta = dt.protocol(), dt.metadata()
+    except (TableNotFoundError, DeltaProtocolError, DeltaError, OSError) as e:
+        raise NeedsSpark(f"{table}: delta-rs cannot load it ({e})") from None
+    if protocol.min_reader_version > 1 or protocol.reader_features:
+        raise NeedsSpark(f"{table}: reader protocol {protocol}")
+    if meta.partition_columns:
+        raise NeedsSpark(f"{table}: partitioned")
+    coordinated = [f for f in [*(protocol.writer_features or []), *meta.configuration]
+                   if "oordinatedCommits" in f or "catalogOwned" in f or "catalogManaged" in f]
+    if coordinated:
+        raise NeedsSpark(f"{table}: commits managed by a coordinator ({coordinated})")
+    return dt
+
+
+def live_files(table: str, version: int | None = None) -> tuple[list[str], str]:
+    """The Parquet data files of version ``version`` (default: the latest) of the local Delta table at
+    ``table``, and its schema, as delta-rs reads its log (:func:`_delta_table`; no Spark job).
+
+    Returns:
+        ``(absolute file paths, the table's schema as Delta's JSON, which Spark's
+        ``StructType.fromJson`` reads)``.
+
+    Raises:
+        NeedsSpark: what :func:`_delta_table` refuses, or a file outside the table or whose path holds a
+            glob character: the caller reads the table through Delta instead.
+    """
+    dt = _delta_table(table, version)
     root = os.path.abspath(table)
-    files = [os.path.join(root, unquote(rel)) for rel in live]
-    outside = any(":" in rel or rel.startswith("/") for rel in live)
+    # delta-rs gives local paths percent-encoded (a space as %20), with or without a file: scheme.
+    files = [os.path.abspath(unquote(f.removeprefix("file://"))) for f in dt.file_uris()]
+    outside = any(not f.startswith(root + os.sep) or not os.path.isfile(f) for f in files)
     # A Hadoop path with glob characters would be expanded by Spark's reader, not read as named.
-    if schema is None or outside or any(_GLOB.search(f) for f in files):
-        raise NeedsSpark(f"{table}: no metadata, a data file outside the table, or a glob character")
-    return files, schema
+    if outside or any(_GLOB.search(f) for f in files):
+        raise NeedsSpark(f"{table}: a data file missing or outside the table, or a glob character")
+    return files, dt.schema().to_json()
 
 
 def table_configuration(table: str) -> dict[str, str]:
-    """The table properties (``metaData.configuration`` of the latest metadata action) of the local Delta
-    table at ``table``: what ``DESCRIBE DETAIL`` reports as ``properties``, from its log (:func:`_log`).
+    """The table properties (``metaData.configuration``) of the local Delta table at ``table``: what
+    ``DESCRIBE DETAIL`` reports as ``properties``, as delta-rs reads its log (:func:`_delta_table`).
 
     Raises:
-        NeedsSpark: what :func:`_log` refuses, or no metadata in the log.
+        NeedsSpark: what :func:`_delta_table` refuses.
     """
-    metas = [a["metaData"] for _, actions in _log(table) for a in actions if "metaData" in a]
-    if not metas:
-        raise NeedsSpark(f"{table}: no metadata in its log")
-    return dict(metas[-1].get("configuration") or {})
+    return dict(_delta_table(table).metadata().configuration or {})
 
 
 def file_labels(table: str) -> dict[str, str | None]:
