@@ -80,3 +80,43 @@ def test_written_rows_and_small_table_cache(spark, make_cfg, monkeypatch):
     tables.release_cached(spark)
     assert not cached.is_cached
     assert tables.commit_metrics(spark, cfg.table_path("missing")) == {}
+
+
+def test_removed_slice_appended_only_when_the_log_proves_it_absent(spark, make_cfg):
+    # write_removed appends (no snapshot rebuild) only where the log shows no file of the stage; a
+    # DELETE's rewritten files are unlabelled, so the next write replaces through Delta again.
+    cfg = make_cfg()
+    path = cfg.table_path("removed")
+    rows = spark.createDataFrame([("a", "x"), ("b", "y")], "doc_id string, text string").withColumn(
+        "reason", F.array(F.lit("r"))).coalesce(1)  # one file: the DELETE below rewrites it
+    assert not tables.holds_no_rows_of(path, "dedup")  # no table yet: created by a replaceWhere write
+    tables.write_removed(rows, cfg, "dedup")
+    assert tables.holds_no_rows_of(path, "filter") and not tables.holds_no_rows_of(path, "dedup")
+    tables.write_removed(rows.limit(1), cfg, "filter")
+    assert not tables.holds_no_rows_of(path, "filter") and tables.holds_no_rows_of(path, "pii")
+    tables.clear_removed(spark, cfg, "pii", rows.limit(0))  # nothing of pii: no commit
+    assert tables.table_version(spark, path) == 1
+    tables.write_removed(rows.where("doc_id = 'b'"), cfg, "filter")  # a re-run replaces its slice
+    got = tables.read_path(spark, path).select("doc_id", "stage")
+    assertDataFrameEqual(got, [("a", "dedup"), ("b", "dedup"), ("b", "filter")], checkRowOrder=False)
+    from delta.tables import DeltaTable
+
+    DeltaTable.forPath(spark, path).delete("doc_id = 'a'")  # rewrites dedup's file: its stage unknown
+    assert not tables.holds_no_rows_of(path, "pii")
+
+
+def test_direct_parquet_read_matches_delta_read(spark, make_cfg):
+    # read_path reads a local table's live files with the log's schema: same rows and schema as Delta,
+    # at the latest version and at an earlier one, and an empty table.
+    cfg = make_cfg()
+    df = spark.createDataFrame([("a", 1, {"k": "v"}), ("b", 2, None)], "doc_id string, n int, meta map<string,string>")
+    path = tables.write_table(df, cfg, "documents")
+    tables.write_table(df.where("n = 2"), cfg, "documents")
+    for version in (None, 0, 1):
+        direct = tables.read_path(spark, path, version)
+        via_delta = spark.read.format("delta").option("versionAsOf", 1 if version is None else version).load(path)
+        assert "delta" not in direct._jdf.queryExecution().analyzed().toString().lower()
+        assert direct.schema == via_delta.schema
+        assertDataFrameEqual(direct, via_delta, checkRowOrder=False)
+    empty = tables.read_path(spark, tables.write_table(df.limit(0), cfg, "quarantine"))
+    assert empty.count() == 0 and empty.schema == spark.read.format("delta").load(cfg.table_path("quarantine")).schema

@@ -25,6 +25,7 @@ from urllib.parse import unquote
 from pipelines.core.config import WinnowConfig
 
 _LOCAL_GLOB = re.compile(r"[{}]")
+_GLOB = re.compile(r"[*?\[\]{}\\]")
 """Hadoop brace alternatives (``{a,b}``) have no Python glob equivalent: those globs need Spark."""
 
 
@@ -103,6 +104,107 @@ def read_records(table: str) -> list[dict[str, Any]]:
         for r in t.to_pylist():
             rows.append({k: dict(v) if k in maps and v is not None else v for k, v in r.items()})
     return rows
+
+
+def _log(table: str) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The commits of the local Delta table at ``table``, oldest first, each as ``(commitInfo, actions)``
+    read from its ``_delta_log/NNN.json`` (Delta protocol, "Delta Log Entries"): which commit added each
+    file, which delta-rs does not expose.
+
+    Raises:
+        NeedsSpark: what :func:`_delta_table` refuses, or a log whose JSON commits do not all remain from
+            version 0 (cleaned up after a checkpoint): the caller asks Delta instead.
+    """
+    _delta_table(table)
+    versions = _commits(table)
+    if not versions or versions != list(range(len(versions))):
+        raise NeedsSpark(f"{table}: no complete Delta log")
+    out = []
+    for v in versions:
+        text = (Path(table) / "_delta_log" / f"{v:020d}.json").read_text(encoding="utf-8")
+        actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+        out.append((next((a["commitInfo"] for a in actions if "commitInfo" in a), {}), actions))
+    return out
+
+
+def _delta_table(table: str, version: int | None = None):
+    """The ``deltalake.DeltaTable`` of the local table at ``table`` (at ``version``), for a table delta-rs
+    reads as Spark's Delta does: reader protocol 1 (no deletion vectors, column mapping or other reader
+    feature), no partition columns, no commit coordinator.
+
+    Raises:
+        NeedsSpark: no table or version there, delta-rs cannot load it, or it is one of the above: the
+            caller asks Delta instead.
+    """
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError, DeltaProtocolError, TableNotFoundError
+
+    try:
+        dt = DeltaTable(table, version=version)
+        protocol, meta = dt.protocol(), dt.metadata()
+    except (TableNotFoundError, DeltaProtocolError, DeltaError, OSError) as e:
+        raise NeedsSpark(f"{table}: delta-rs cannot load it ({e})") from None
+    if protocol.min_reader_version > 1 or protocol.reader_features:
+        raise NeedsSpark(f"{table}: reader protocol {protocol}")
+    if meta.partition_columns:
+        raise NeedsSpark(f"{table}: partitioned")
+    coordinated = [f for f in [*(protocol.writer_features or []), *meta.configuration]
+                   if "oordinatedCommits" in f or "catalogOwned" in f or "catalogManaged" in f]
+    if coordinated:
+        raise NeedsSpark(f"{table}: commits managed by a coordinator ({coordinated})")
+    return dt
+
+
+def live_files(table: str, version: int | None = None) -> tuple[list[str], str]:
+    """The Parquet data files of version ``version`` (default: the latest) of the local Delta table at
+    ``table``, and its schema, as delta-rs reads its log (:func:`_delta_table`; no Spark job).
+
+    Returns:
+        ``(absolute file paths, the table's schema as Delta's JSON, which Spark's
+        ``StructType.fromJson`` reads)``.
+
+    Raises:
+        NeedsSpark: what :func:`_delta_table` refuses, or a file outside the table or whose path holds a
+            glob character: the caller reads the table through Delta instead.
+    """
+    dt = _delta_table(table, version)
+    root = os.path.abspath(table)
+    # delta-rs gives local paths percent-encoded (a space as %20), with or without a file: scheme.
+    files = [os.path.abspath(unquote(f.removeprefix("file://"))) for f in dt.file_uris()]
+    outside = any(not f.startswith(root + os.sep) or not os.path.isfile(f) for f in files)
+    # A Hadoop path with glob characters would be expanded by Spark's reader, not read as named.
+    if outside or any(_GLOB.search(f) for f in files):
+        raise NeedsSpark(f"{table}: a data file missing or outside the table, or a glob character")
+    return files, dt.schema().to_json()
+
+
+def table_configuration(table: str) -> dict[str, str]:
+    """The table properties (``metaData.configuration``) of the local Delta table at ``table``: what
+    ``DESCRIBE DETAIL`` reports as ``properties``, as delta-rs reads its log (:func:`_delta_table`).
+
+    Raises:
+        NeedsSpark: what :func:`_delta_table` refuses.
+    """
+    return dict(_delta_table(table).metadata().configuration or {})
+
+
+def file_labels(table: str) -> dict[str, str | None]:
+    """Each live data file of the local Delta table at ``table`` -> the label of the ``WRITE`` commit that
+    added it: its ``replaceWhere`` predicate, else its ``userMetadata``; None for a file another
+    operation (DELETE, MERGE, ...) added.
+
+    Raises:
+        NeedsSpark: what :func:`_log` refuses.
+    """
+    live: dict[str, str | None] = {}
+    for info, actions in _log(table):
+        label = (info.get("operationParameters") or {}).get("predicate") or info.get("userMetadata")
+        for action in actions:
+            if "add" in action:
+                live[action["add"]["path"]] = label if info.get("operation") == "WRITE" else None
+            elif "remove" in action:
+                live.pop(action["remove"]["path"], None)
+    return live
 
 
 def input_files(globs: list[str]) -> list[tuple[str, int, int]]:

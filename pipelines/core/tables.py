@@ -5,8 +5,14 @@ Every stage publishes its outputs through :func:`publish`: each output table in 
 that replaces it (:func:`write_table`) with the standard ``winnow.*`` table properties
 (:func:`standard_properties`: stage, config fingerprint, stage fingerprint) plus the stage's own; its
 removed documents into the shared ``removed`` table (:func:`write_removed`, an atomic ``replaceWhere
-stage = ...`` overwrite, so re-running a stage replaces its own removals and never duplicates them);
+stage = ...`` overwrite, so re-running a stage replaces its own removals and never duplicates them; an
+append where the table's log shows no row of the stage to replace);
 and its effective config (:func:`write_effective_config`).
+
+**Local tables** (a path on this machine, a local master): :func:`read_path` reads the Parquet files the
+Delta log lists and :func:`table_properties` the log's metadata (:mod:`pipelines.core.local_state`),
+without the Spark jobs Delta runs to rebuild a snapshot; a log that reader does not follow (deletion
+vectors, column mapping, partitions, a checkpointed log) is read through Delta as before.
 
 **Metastore mode** (``run.catalog`` + ``run.schema``): :meth:`WinnowConfig.table_path` gives a table name
 ``<catalog>.<schema>.<name>`` instead of a folder, and every function here that takes a table location
@@ -20,12 +26,14 @@ Shards, the report and effective configs always go to paths (``shard.output``, `
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from pipelines.core.cache import (  # noqa: F401  (re-exported: callers use tables.<name>)
     SMALL_BULK_TABLE_BYTES,
@@ -196,7 +204,8 @@ def write_table(
 
 
 def write_removed(df: DataFrame, cfg: WinnowConfig, stage: str) -> str:
-    """Replace this stage's rows of the shared ``removed`` table with ``df`` (one atomic commit).
+    """Replace this stage's rows of the shared ``removed`` table with ``df`` (one atomic commit): a
+    ``replaceWhere`` overwrite, or an append where :func:`holds_no_rows_of` shows nothing to replace.
 
     ``df`` holds the full removed rows plus ``reason`` (array<string>) and ``duplicate_of`` (string,
     nullable); the ``stage`` column is added here. New columns are merged into the table schema, so
@@ -209,18 +218,44 @@ def write_removed(df: DataFrame, cfg: WinnowConfig, stage: str) -> str:
     out = df.withColumn("stage", F.lit(stage))
     if "duplicate_of" not in out.columns:
         out = out.withColumn("duplicate_of", F.lit(None).cast("string"))
-    writer = (
-        out.write.format("delta")
-        .mode("overwrite")
-        .option("replaceWhere", f"stage = '{stage}'")
-        .option("mergeSchema", "true")
-    )
+    writer = out.write.format("delta").option("mergeSchema", "true")
+    if holds_no_rows_of(path, stage):
+        # Nothing of this stage to replace: a blind append writes the same rows without the Delta
+        # snapshot rebuild and file scan a replaceWhere runs to find them; its userMetadata says whose.
+        writer = writer.mode("append").option("userMetadata", _stage_predicate(stage))
+    else:
+        writer = writer.mode("overwrite").option("replaceWhere", _stage_predicate(stage))
     if is_table_name(path):
         _ensure_schema(out.sparkSession, path)
         writer.saveAsTable(path)
     else:
         writer.save(path)
     return path
+
+
+def _stage_predicate(stage: str) -> str:
+    return f"stage = '{stage}'"
+
+
+def holds_no_rows_of(path: str, stage: str) -> bool:
+    """True when the log of the local ``removed`` table at ``path`` proves that none of its files holds a
+    row of ``stage``: every live file was added by a :func:`write_removed` commit of another stage (its
+    ``replaceWhere`` predicate, or the ``userMetadata`` of an append, names that stage). False when it
+    cannot tell (a table name, no table yet, a file from a DELETE or another writer, a log this reader
+    does not follow): the caller then replaces the stage's rows through Delta as before. Reads a few
+    small JSON files; no Spark job. The run root's lock (:mod:`pipelines.core.lock`, one run at a time)
+    keeps another writer from adding rows of the stage between this check and the append."""
+    from pipelines.core import local_state
+
+    if is_table_name(path) or not local_state.is_local(path):
+        return False
+    try:
+        labels = local_state.file_labels(path)
+    except local_state.NeedsSpark:
+        return False
+    known = re.compile(r"stage = '([^']*)'")
+    stages = [known.fullmatch(label or "") for label in labels.values()]
+    return all(m is not None and m.group(1) != stage for m in stages)
 
 
 def clear_removed(spark: SparkSession, cfg: WinnowConfig, stage: str, empty: DataFrame) -> str:
@@ -243,15 +278,29 @@ def clear_removed(spark: SparkSession, cfg: WinnowConfig, stage: str, empty: Dat
     path = cfg.table_path("removed")
     if not table_exists(spark, path):
         return write_removed(empty, cfg, stage)
+    if holds_no_rows_of(path, stage):
+        return path  # the DELETE would match no row and commit nothing
     table = DeltaTable.forName(spark, path) if is_table_name(path) else DeltaTable.forPath(spark, path)
     table.delete(F.col("stage") == F.lit(stage))
     return path
 
 
 def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
-    """All ``winnow.*`` table properties of the Delta table at ``path``, prefix stripped."""
-    detail = spark.sql(f"DESCRIBE DETAIL {_delta_ident(spark, path)}").collect()[0]
-    props = detail["properties"] or {}
+    """All ``winnow.*`` table properties of the Delta table at ``path``, prefix stripped.
+
+    A local table's come from its log (:func:`local_state.table_configuration`): ``DESCRIBE DETAIL``
+    rebuilds the table's snapshot in a Spark job for them."""
+    from pipelines.core import local_state
+
+    props = None
+    if not is_table_name(path) and local_state.is_local(path):
+        try:
+            props = local_state.table_configuration(path)
+        except local_state.NeedsSpark:
+            props = None
+    if props is None:
+        detail = spark.sql(f"DESCRIBE DETAIL {_delta_ident(spark, path)}").collect()[0]
+        props = detail["properties"] or {}
     return {k[len(PROPERTY_PREFIX):]: v for k, v in props.items() if k.startswith(PROPERTY_PREFIX)}
 
 
@@ -292,10 +341,45 @@ def read_path(spark: SparkSession, path: str, version: int | None = None) -> Dat
     if is_table_name(path):
         at = f" VERSION AS OF {int(version)}" if version is not None else ""
         return spark.sql(f"SELECT * FROM {_quoted(path)}{at}")
+    direct = _read_parquet_files(spark, path, version)
+    if direct is not None:
+        return direct
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", version)
     return reader.load(path)
+
+
+DIRECT_READ_MAX_FILES = 32
+"""Most data files :func:`_read_parquet_files` names to Spark's Parquet reader: Spark's
+``spark.sql.sources.parallelPartitionDiscovery.threshold`` (default 32), above which it lists the paths
+in a Spark job of its own."""
+
+
+def _read_parquet_files(spark: SparkSession, path: str, version: int | None) -> DataFrame | None:
+    """The local Delta table at ``path`` (at ``version``) read as the Parquet files its log lists, with
+    the schema its log records; None where that is not the same read as Delta's (a non-local master or
+    path, more than :data:`DIRECT_READ_MAX_FILES` files, or a log :func:`local_state.live_files` refuses).
+
+    Why: reading through Delta rebuilds the table's snapshot from its log in a Spark job and lists the
+    files of the scan in a second one, for each table each stage reads (2 of the ~8 Spark jobs of a small
+    local stage, 0.3-0.9 s with their planning, bench/notes.md); the log of a table of a local run is a
+    few small JSON files that Python reads in milliseconds. Same files, same schema, same rows.
+    """
+    from pipelines.core import local_state
+
+    if not local_state.is_local(path) or not spark.sparkContext.master.startswith("local"):
+        return None
+    try:
+        files, schema_json = local_state.live_files(path, version)
+    except local_state.NeedsSpark:
+        return None
+    if len(files) > DIRECT_READ_MAX_FILES:
+        return None
+    schema = T.StructType.fromJson(json.loads(schema_json))
+    if not files:
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(*files)
 
 
 _LOADED: dict[tuple[int, str, int], DataFrame] = {}

@@ -76,14 +76,15 @@ def _fails(rule: Rule, value: Any) -> Column:
     return signal  # "true": the boolean signal itself
 
 
-def _rules(cfg: FilterConfig) -> list[tuple[str, str, Column, list[str] | None]]:
-    """Every active rule as (reason id, action, failure condition, languages or None), in rule order.
+def _active(cfg: FilterConfig) -> list[tuple[str, str, list[tuple[Rule, Any]], list[str] | None]]:
+    """Every active rule as (reason id, action, [(rule row, threshold)], languages or None), in rule order.
 
-    Rows of :data:`pipelines.filter.rules.RULES` sharing a reason id are OR-ed into one condition; a row
-    whose threshold is null (or a ``drop_*`` key false) or whose ``requires`` key is unset is left out.
+    Rows of :data:`pipelines.filter.rules.RULES` sharing a reason id are grouped under it; a row whose
+    threshold is null (or a ``drop_*`` key false) or whose ``requires`` key is unset is left out. Plain
+    Python: no Spark column is built, so :func:`rule_ids` costs no JVM call.
     """
     section = cfg.model_dump()
-    active: dict[str, tuple[str, Column, list[str] | None]] = {}
+    active: dict[str, tuple[str, list[tuple[Rule, Any]], list[str] | None]] = {}
     for rule in RULES:
         value = filter_rules.lookup(section, rule.key)
         if value is None or value is False or (rule.requires and not filter_rules.lookup(section, rule.requires)):
@@ -96,17 +97,27 @@ def _rules(cfg: FilterConfig) -> list[tuple[str, str, Column, list[str] | None]]
             action, langs = sub.action, None
         if action == "off":
             continue
-        cond = _fails(rule, value)
-        if rule.reason in active:
-            cond = active[rule.reason][1] | cond
-        active[rule.reason] = (action, cond, langs)
-    return [(rid, action, cond, langs) for rid, (action, cond, langs) in active.items()]
+        rows = active[rule.reason][1] if rule.reason in active else []
+        active[rule.reason] = (action, [*rows, (rule, value)], langs)
+    return [(rid, action, rows, langs) for rid, (action, rows, langs) in active.items()]
+
+
+def _rules(cfg: FilterConfig) -> list[tuple[str, str, Column, list[str] | None]]:
+    """Every active rule (:func:`_active`) as (reason id, action, failure condition, languages or None),
+    in rule order; the rows sharing a reason id are OR-ed into one condition."""
+    out = []
+    for rid, action, rows, langs in _active(cfg):
+        cond = _fails(*rows[0])
+        for rule, value in rows[1:]:
+            cond = cond | _fails(rule, value)
+        out.append((rid, action, cond, langs))
+    return out
 
 
 def rule_ids(cfg: FilterConfig) -> list[str]:
     """The reason ids of every active rule of any profile, in decision order (``default_profile`` first)."""
     names = [*cfg.profiles_in_use(), *cfg.profile_names()]
-    return list(dict.fromkeys(rid for name in names for rid, *_ in _rules(cfg.profile_config(name))))
+    return list(dict.fromkeys(rid for name in names for rid, *_ in _active(cfg.profile_config(name))))
 
 
 def decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
