@@ -10,9 +10,10 @@ append where the table's log shows no row of the stage to replace);
 and its effective config (:func:`write_effective_config`).
 
 **Local tables** (a path on this machine, a local master): :func:`read_path` reads the Parquet files the
-Delta log lists and :func:`table_properties` the log's metadata (:mod:`pipelines.core.local_state`),
-without the Spark jobs Delta runs to rebuild a snapshot; a log that reader does not follow (deletion
-vectors, column mapping, partitions, a checkpointed log) is read through Delta as before.
+Delta log lists and :func:`table_properties` the log's metadata, both as delta-rs reads the log
+(:mod:`pipelines.core.local_state`), without the Spark jobs Delta runs to rebuild a snapshot; a table
+delta-rs cannot read as Delta does (deletion vectors, column mapping or another reader feature,
+partitions, a commit coordinator) is read through Delta as before.
 
 **Metastore mode** (``run.catalog`` + ``run.schema``): :meth:`WinnowConfig.table_path` gives a table name
 ``<catalog>.<schema>.<name>`` instead of a folder, and every function here that takes a table location
@@ -364,7 +365,7 @@ def _read_parquet_files(spark: SparkSession, path: str, version: int | None) -> 
     Why: reading through Delta rebuilds the table's snapshot from its log in a Spark job and lists the
     files of the scan in a second one, for each table each stage reads (2 of the ~8 Spark jobs of a small
     local stage, 0.3-0.9 s with their planning, bench/notes.md); the log of a table of a local run is a
-    few small JSON files that Python reads in milliseconds. Same files, same schema, same rows.
+    few small JSON files that delta-rs reads in milliseconds. Same files, same schema, same rows.
     """
     from pipelines.core import local_state
 
