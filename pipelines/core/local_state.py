@@ -25,8 +25,9 @@ from urllib.parse import unquote
 from pipelines.core.config import WinnowConfig
 
 _LOCAL_GLOB = re.compile(r"[{}]")
-_GLOB = re.compile(r"[*?\[\]{}\\]")
 """Hadoop brace alternatives (``{a,b}``) have no Python glob equivalent: those globs need Spark."""
+_GLOB = re.compile(r"[*?\[\]{}\\]")
+"""Characters Hadoop's path globbing expands: a data file path holding one is left to Delta's reader."""
 
 
 class NeedsSpark(RuntimeError):
