@@ -6,7 +6,9 @@ Delta table ``DEDUPED`` when given): documents whose ``lang``, ``lang_score`` or
 :func:`udfs.langid.identify` without the cascade, the share of documents the cascade reads once, and the
 keep/drop decision of every document whose ``lang`` or ``lang_score`` differs (under the profile ``auto``
 picks, :func:`bench.auto_profile.judge_auto`; a document whose ``lang`` and ``lang_score`` are equal is
-decided alike, since no other signal changes). Each differing decision is listed with its reasons.
+decided alike, since no other signal changes). Each differing decision is listed with its reasons;
+``first_lang_change`` is the highest threshold at which some ``lang`` would change (the largest sample
+score of a several-slice document that its shares relabel). :func:`kernel_cpu` times ``identify`` alone.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def compare(texts: list[str], threshold: float) -> dict[str, Any]:
     args = (c.max_chars, c.sample_windows, c.topk_max_chars, c.top_k)
     base = [a.to_pylist() for a in langid.identify(model, arr, *args)]
     got = [a.to_pylist() for a in langid.identify(model, arr, *args, confident=threshold)]
-    sample_score = langid.identify(model, arr, *args, agree=False)[1].to_pylist()
+    sample_lang, sample_score = (a.to_pylist() for a in langid.identify(model, arr, *args, agree=False)[:2])
     pieces = langid_prose.spread_windows(langid_prose.prose(arr), c.max_chars, c.sample_windows)
     once = int(langid._confident(pa.array(sample_score, pa.float64()), threshold, pieces).sum())
     diff = {name: [i for i, (x, y) in enumerate(zip(b, g, strict=True)) if x != y]
@@ -87,7 +89,10 @@ def compare(texts: list[str], threshold: float) -> dict[str, Any]:
                       "reasons": [b, a], "slices": len(pieces[i])}
                      for i, b, a in zip(moved, before, after, strict=True) if bool(b) != bool(a)]
     n = len(texts)
-    return {"n": n, "read_once": round(once / n, 4), "lang_differs": len(diff["lang"]),
+    # the cascade changes lang only where a sample of several slices is relabelled by its shares: the
+    # highest such sample score is the threshold at and below which lang first changes
+    relabelled = [s for s, a, b, p in zip(sample_score, base[0], sample_lang, pieces, strict=True) if a != b and len(p) > 1]
+    return {"n": n, "read_once": round(once / n, 4), "first_lang_change": round(max(relabelled, default=0.0), 4), "lang_differs": len(diff["lang"]),
             "lang_score_differs": len(diff["lang_score"]), "lang_topk_differs": len(diff["lang_topk"]),
             "decided_alike": round(1 - len(decisions) / n, 5), "decisions_differ": decisions,
             "lang_changes": [{"doc": i, "lang": [base[0][i], got[0][i]], "score": [round(base[1][i], 3), round(got[1][i], 3)]}
