@@ -113,7 +113,8 @@ def judge(texts: list[str], profile: str, base: FilterConfig | None = None) -> l
         sig = [{**s, "c4": c} for s, c in zip(sig, c4_page, strict=True)]
     lid = cfg.langid
     model = langid.load_model(langid.default_model_path())
-    lang, score, _ = langid.identify(model, arr, lid.max_chars, lid.sample_windows, lid.topk_max_chars, lid.top_k)
+    lang, score, _ = langid.identify(model, arr, lid.max_chars, lid.sample_windows, lid.topk_max_chars, lid.top_k,
+                                     confident=lid.confident_score)
     rows = [{**s, "lang": la, "lang_score": sc} for s, la, sc in zip(sig, lang.to_pylist(), score.to_pylist(), strict=True)]
     return [reasons(r, cfg) for r in rows]
 

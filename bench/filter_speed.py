@@ -53,7 +53,8 @@ def kernels(calls: int = 2) -> dict:
     model = langid.load_model(langid.default_model_path())
     parts = {
         "signals": lambda: quality.quality_signals(arr),
-        "lid": lambda: langid.identify(model, arr, lid.max_chars, lid.sample_windows, lid.topk_max_chars, lid.top_k),
+        "lid": lambda: langid.identify(model, arr, lid.max_chars, lid.sample_windows, lid.topk_max_chars, lid.top_k,
+                                       confident=lid.confident_score),
     }
     out = {"mb": sum(len(t.encode()) for t in texts) / 1e6, "docs": len(texts)}
     for name, fn in parts.items():

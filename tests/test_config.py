@@ -203,3 +203,11 @@ def test_a_section_check_names_its_keys_without_the_whole_section():
     line = str(e.value).splitlines()[1].strip()
     assert line.startswith("ingest.fields_by_input: 'b/*.jsonl' is not one of ingest.inputs"), line
     assert "got {" not in line
+
+
+def test_langid_confident_score_is_a_probability_or_null():
+    assert load_config(overrides=["filter.langid.confident_score=null"]).filter.langid.confident_score is None
+    assert load_config(overrides=["filter.langid.confident_score=0.9"]).filter.langid.confident_score == 0.9
+    for bad in ("1.5", "-0.1"):
+        with pytest.raises(ConfigError, match=r"filter.langid.confident_score"):
+            load_config(overrides=[f"filter.langid.confident_score={bad}"])

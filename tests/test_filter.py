@@ -85,6 +85,7 @@ def test_decide_only_refuses_settings_that_shape_the_signals():
     fs.check_decide_only(stored, FilterConfig(langid={"allowed": ["en", "de"], "min_score": 0.5}))  # decisions: fine
     fs.check_decide_only(None, FilterConfig(signals_from="prose"))  # a table from before the record: no check
     for over, key in (({"langid": {"sample_windows": 8}}, "filter.langid.sample_windows"),
+                      ({"langid": {"confident_score": None}}, "filter.langid.confident_score"),
                       ({"profile_by_source": {"wiki*": "wiki"}}, "filter.profile_by_source"),
                       ({"profiles": {"wiki": {"c4": {"clean_lines": True}}}}, "filter.profiles.wiki.c4.clean_lines")):
         with pytest.raises(ConfigError, match=re.escape(key) + ": signals computed with "):

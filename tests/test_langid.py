@@ -101,3 +101,41 @@ def test_upper_case_rule_counts_every_letter_as_the_unicode_classes_do():
     lower = pc.count_substring_regex(arr, r"\p{Ll}").to_pylist()
     assert langid._more_upper_than_lower(arr).tolist() == [u > lo for u, lo in zip(upper, lower, strict=True)]
     assert langid._more_upper_than_lower(arr.slice(5, 20)).tolist() == [u > lo for u, lo in zip(upper[5:25], lower[5:25], strict=True)]
+
+
+class _Counting:
+    """A fastText model that records the strings of every ``predict`` call."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, []
+
+    def predict(self, texts, k=1):
+        self.calls.append(list(texts))
+        return self.model.predict(texts, k=k)
+
+
+def test_confident_sample_skips_the_slice_pass_and_an_ambiguous_one_is_relabelled(model):
+    english = ("The town has a long history and many old houses. People like to work together and build "
+               "schools, roads and parks for the whole region. ")
+    russian = "Город имеет долгую историю и много старых домов. Люди любят работать вместе и строить школы. "
+    confident = pa.array([english * 20])  # four English slices: the sample scores 0.96
+    counting = _Counting(model)
+    lang, score, topk = langid.identify(counting, confident, 1000, 4, None, 3, confident=0.8)
+    assert len(counting.calls) == 1  # the sample only
+    assert topk.to_pylist() == [[{"lang": "en", "score": 1.0}]]
+    assert [a.to_pylist() for a in (lang, score, topk)] == [
+        a.to_pylist() for a in langid.identify(model, confident, 1000, 4, None, 3)]
+    # the sample falls on the Russian head (ru, 0.55): its slices are judged, three of four English
+    bilingual = pa.array([russian * 6 + "\n" + english * 18])
+    counting = _Counting(model)
+    lang, score, topk = langid.identify(counting, bilingual, 1000, 4, None, 3, confident=0.8)
+    assert len(counting.calls) == 2
+    assert lang.to_pylist() == ["en"] and score.to_pylist()[0] == pytest.approx(0.75, abs=0.01)
+    assert [s["lang"] for s in topk.to_pylist()[0]] == ["en", "ru"]
+    # a one-slice sample keeps its line pass however confident
+    short = pa.array([english + "\n" + english])
+    counting = _Counting(model)
+    assert langid.identify(counting, short, 1000, 4, None, 3, confident=0.0)[2].to_pylist() == [[{"lang": "en", "score": 1.0}]]
+    assert len(counting.calls) == 2
+    with pytest.raises(ValueError, match="confident"):
+        langid.identify(model, confident, 1000, 4, None, 3, confident=1.5)

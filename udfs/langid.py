@@ -276,6 +276,7 @@ def identify(
     aliases: Mapping[str, str] = LID176_ALIASES,
     agree: bool = True,
     clean: pa.Array | None = None,
+    confident: float | None = None,
 ) -> tuple[pa.Array, pa.Array, pa.Array]:
     """Language of each document from its prose (:mod:`udfs.langid_prose`).
 
@@ -295,6 +296,12 @@ def identify(
     another one (``agree=False``: the sample's language, as measured against). Among equal shares the
     sample's language comes first.
 
+    With ``confident`` set (and ``topk_max_chars`` None), a sample of several slices whose top language
+    scores at least ``confident`` is taken as that language alone: its slices are not judged again and
+    ``lang_topk`` is ``[(lang, 1.0)]``, what the shares are when every judged slice agrees. Only the
+    other documents are read a second time; a one-slice sample still has its lines judged
+    (:func:`_confident`).
+
     Args:
         model: a loaded fastText model (:func:`load_model`).
         texts: string array of ``n`` documents.
@@ -305,6 +312,8 @@ def identify(
         k / prefix / aliases: see :func:`predict`.
         agree: make ``lang`` agree with the largest share (see above).
         clean: ``langid_prose.prose(texts)`` when the caller already has it (saves its RE2 passes).
+        confident: top-language probability in [0, 1] at or above which the sample alone decides
+            (see above); None: every document's slices or lines are judged.
 
     Returns:
         ``lang`` string[n], ``lang_score`` float64[n] in [0, 1], ``lang_topk``
@@ -332,9 +341,14 @@ def identify(
     # every string the model reads is predicted once: a one-line prose is its own sample
     known = dict(zip(prepared, lang.to_pylist(), strict=True))
     if topk_max_chars is None:
-        shares = langid_prose.window_shares(model, pieces, lang.to_pylist(), k, code,
-                                            prepare=lambda s: preprocess(s, max_chars), known=known)
-        whole = [i for i, w in enumerate(pieces) if len(w) == 1]
+        langs = lang.to_pylist()
+        sure = _confident(score, confident, pieces)
+        # a confident document's slices are not handed over (window_shares judges none of an empty list)
+        shares = langid_prose.window_shares(model, [[] if s else w for s, w in zip(sure, pieces, strict=True)],
+                                            langs, k, code, prepare=lambda s: preprocess(s, max_chars), known=known)
+        for i in np.flatnonzero(sure).tolist():
+            shares[i] = [{"lang": langs[i], "score": 1.0}]
+        whole = [i for i, w in enumerate(pieces) if len(w) == 1 and not sure[i]]
         if whole:  # the sample holds the whole prose: its lines are judged, as many characters again
             sub = clean.take(pa.array(whole))
             longest = int(pc.max(pc.utf8_length(sub)).as_py() or 1)
@@ -355,6 +369,30 @@ def identify(
     if agree:
         lang, score = agree_with_shares(lang, score, shares)
     return lang, score, pa.array(merged, topk.type)
+
+
+def _confident(score: pa.Array, confident: float | None, pieces: list[list[str]]) -> np.ndarray:
+    """bool[n]: the document's sample is several slices, one of them long enough to be judged (the
+    20 characters of :func:`udfs.langid_prose.window_shares`, so its shares would not fall back to the
+    sample's top-k), and the sample's top-language probability is at least ``confident``. All False
+    when ``confident`` is None.
+
+    A one-slice sample (a prose no longer than the sample) is never confident: its lines are judged as
+    without ``confident``, because there a single line pass is what relabels a short bilingual page
+    (measured on the shared web_crawl sample, ``bench/notes.md``).
+
+    Raises:
+        ValueError: ``confident`` outside [0, 1].
+    """
+    n = len(score)
+    if confident is None:
+        return np.zeros(n, bool)
+    if not 0.0 <= confident <= 1.0:
+        raise ValueError(f"confident must be in [0, 1]; got {confident}")
+    sure = np.asarray(pc.greater_equal(score, confident).to_numpy(zero_copy_only=False), bool)
+    for i in np.flatnonzero(sure).tolist():
+        sure[i] = len(pieces[i]) > 1 and any(len(w) >= 20 for w in pieces[i])
+    return sure
 
 
 def agree_with_shares(lang: pa.Array, score: pa.Array, shares: list[list[dict]]) -> tuple[pa.Array, pa.Array]:

@@ -137,6 +137,7 @@ class LangIdConfig(Section):
     max_chars: int = Field(default=1000, ge=1)
     sample_windows: int = Field(default=4, ge=1, le=64)
     topk_max_chars: int | None = Field(default=None, ge=1)
+    confident_score: float | None = Field(default=0.8, ge=0, le=1)
     top_k: int = Field(default=3, ge=1, le=20)
     action: Action = "drop"
     _off = field_validator("action", mode="before")(_yaml_off)
@@ -179,7 +180,8 @@ class FilterConfig(Section):
     # LID and the classifier run once per document with the filter-wide settings (pipelines/filter/stage.py
     # compute_signals): in a profile these keys would be silently ignored, so they are refused.
     _SHARED_SIGNAL_KEYS: ClassVar[dict[str, tuple[str, ...]]] = {
-        "langid": ("model", "label_prefix", "aliases", "max_chars", "sample_windows", "topk_max_chars", "top_k"),
+        "langid": ("model", "label_prefix", "aliases", "max_chars", "sample_windows", "topk_max_chars",
+                   "confident_score", "top_k"),
         "quality_model": ("model", "positive_label")}
 
     @model_validator(mode="after")

@@ -143,7 +143,8 @@ def signal_settings(cfg: FilterConfig) -> dict[str, Any]:
                 p + "c4.page_checks": opts.page_checks, p + "c4.sentences_in": opts.sentences_in,
                 p + "c4.clean_lines": clean, p + "signals_from": "prose" if prose else "text"}
     lid, qm = cfg.langid, cfg.quality_model
-    lid_keys = ("enabled", "model", "label_prefix", "max_chars", "sample_windows", "topk_max_chars", "top_k")
+    lid_keys = ("enabled", "model", "label_prefix", "max_chars", "sample_windows", "topk_max_chars", "confident_score",
+                "top_k")
     out |= {f"langid.{k}": getattr(lid, k) for k in lid_keys}
     out |= {"langid.aliases": dict(sorted(lid.aliases.items())), "quality_model.model": qm.model,
             "quality_model.positive_label": qm.positive_label,
@@ -182,9 +183,10 @@ def _language(text: pa.Array, locate: Any, lid_args: tuple[Any, ...],
     n = len(text)
     if locate is None:
         return pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()), pa.nulls(n, _TOPK_TYPE)
-    max_chars, k, prefix, aliases, windows, topk_chars = lid_args
+    max_chars, k, prefix, aliases, windows, topk_chars, confident = lid_args
     model = langid.load_model(locate())
-    return langid.identify(model, text, max_chars, windows, topk_chars, k, prefix, aliases, clean=clean)
+    return langid.identify(model, text, max_chars, windows, topk_chars, k, prefix, aliases, clean=clean,
+                           confident=confident)
 
 
 def _quality_score(text: pa.Array, locate: Any, positive: str) -> pa.Array:
@@ -215,7 +217,7 @@ def batch_function(cfg: FilterConfig, lid_locate: Callable[[], str] | None,
     lid = cfg.langid
     arrow_type = pa.struct([*_signals_arrow_type(), ("__clean_text", pa.string())])
     lid_args = (lid.max_chars, lid.top_k, lid.label_prefix, dict(lid.aliases), lid.sample_windows,
-                lid.topk_max_chars)
+                lid.topk_max_chars, lid.confident_score)
     positive = cfg.quality_model.positive_label
     params = _profile_params(cfg)
 
