@@ -372,8 +372,8 @@ def identify(
 
 
 def _confident(score: pa.Array, confident: float | None, pieces: list[list[str]]) -> np.ndarray:
-    """bool[n]: the document's sample is several slices, one of them long enough to be judged (the
-    20 characters of :func:`udfs.langid_prose.window_shares`, so its shares would not fall back to the
+    """bool[n]: the document's sample is several slices, one of them long enough to be judged
+    (:data:`udfs.langid_prose.MIN_JUDGED_CHARS`, so its shares would not fall back to the
     sample's top-k), and the sample's top-language probability is at least ``confident``. All False
     when ``confident`` is None.
 
@@ -384,6 +384,8 @@ def _confident(score: pa.Array, confident: float | None, pieces: list[list[str]]
     Raises:
         ValueError: ``confident`` outside [0, 1].
     """
+    from udfs import langid_prose
+
     n = len(score)
     if confident is None:
         return np.zeros(n, bool)
@@ -391,7 +393,7 @@ def _confident(score: pa.Array, confident: float | None, pieces: list[list[str]]
         raise ValueError(f"confident must be in [0, 1]; got {confident}")
     sure = np.asarray(pc.greater_equal(score, confident).to_numpy(zero_copy_only=False), bool)
     for i in np.flatnonzero(sure).tolist():
-        sure[i] = len(pieces[i]) > 1 and any(len(w) >= 20 for w in pieces[i])
+        sure[i] = len(pieces[i]) > 1 and any(len(w) >= langid_prose.MIN_JUDGED_CHARS for w in pieces[i])
     return sure
 
 

@@ -176,13 +176,17 @@ def spread_sample(texts: pa.Array, max_chars: int, windows: int) -> list[str]:
     return [" ".join(w) for w in spread_windows(texts, max_chars, windows)]
 
 
+MIN_JUDGED_CHARS = 20
+"""Shortest slice or line judged alone: shorter strings give fastText too few n-grams to trust."""
+
+
 def window_shares(
     model,
     windows: list[list[str]],
     first: Sequence[str],
     k: int,
     code,
-    min_chars: int = 20,
+    min_chars: int = MIN_JUDGED_CHARS,
     prepare=None,
     known: dict[str, str] | None = None,
 ) -> list[list[dict]]:
@@ -255,7 +259,7 @@ def language_shares(
     max_chars: int,
     k: int,
     code,
-    min_line_chars: int = 20,
+    min_line_chars: int = MIN_JUDGED_CHARS,
     prepare=None,
     known: dict[str, str] | None = None,
 ) -> list[list[dict]]:
