@@ -77,25 +77,10 @@ def read_records(table: str) -> list[dict[str, Any]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    versions = _commits(table)
-    if not versions:
+    if not _commits(table):
         return []
-    if versions[0] != 0 or versions != list(range(len(versions))):
-        raise NeedsSpark(f"{table}: the Delta log starts after version 0 (checkpointed and cleaned up)")
-    live: dict[str, None] = {}
-    for v in versions:
-        for line in (Path(table) / "_delta_log" / f"{v:020d}.json").read_text(encoding="utf-8").splitlines():
-            action = json.loads(line) if line.strip() else {}
-            if "protocol" in action and action["protocol"].get("readerFeatures"):
-                raise NeedsSpark(f"{table}: reader features {action['protocol']['readerFeatures']}")
-            if "metaData" in action and action["metaData"].get("partitionColumns"):
-                raise NeedsSpark(f"{table}: partitioned")
-            if "add" in action:
-                live[action["add"]["path"]] = None
-            elif "remove" in action:
-                live.pop(action["remove"]["path"], None)
     rows: list[dict[str, Any]] = []
-    for rel in live:
+    for rel in file_labels(table):  # the live files, in the order the log adds them
         # ParquetFile, not pq.read_table: that imports pyarrow.dataset (and pandas), a second of start-up.
         t = pq.ParquetFile(Path(table) / unquote(rel)).read()
         us = pa.timestamp("us")  # Spark's INT96 reads as nanoseconds; records hold microseconds
