@@ -6,7 +6,8 @@ the Delta table ``DEDUPED`` (a ``deduped`` table of the scale chain, :mod:`bench
 the session is started first (not measured), then :func:`pipelines.core.runs.run_and_record` runs the
 stage as ``jobs/pipeline.py`` does, with the chain's settings (``conf/local.yaml``, ``local[2]``, 8
 shuffle partitions, ``pipeline.stages`` ending at the filter). CPU-seconds of the process tree are split
-by role: the driver JVM (driver and tasks in local mode), the Python workers, the driver's Python.
+by role: the driver JVM (driver and tasks in local mode), the Python workers, the driver's Python;
+the largest Python worker's peak RSS (sampled every 0.5 s) is reported beside them.
 With ``BASE_COMMIT`` the base's ``udfs``, ``pipelines`` and ``conf`` are extracted to a temporary folder
 and its stage runs alternate with the working tree's, ``rounds`` times each (default 1).
 
@@ -117,6 +118,7 @@ def stage(deduped: Path, out: Path) -> dict:
     return {"cpu_s": round(sum(split.values()), 1), "by_role": split, "wall_s": round(time.perf_counter() - t0, 1),
             "actions": actions,
             "rows_in": report.rows_in, "rows_out": report.rows_out,
+            "peak_python_worker_rss_mb": round(sampler.peak_worker_rss / 2**20, 1),
             "load1_mean": round(sum(sampler.load) / max(len(sampler.load), 1), 2)}
 
 

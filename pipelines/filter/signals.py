@@ -251,6 +251,9 @@ def batch_function(cfg: FilterConfig, lid_locate: Callable[[], str] | None,
     def signals(text: pa.Array, profile: pa.Array) -> pa.Array:
         import numpy as np
 
+        from udfs.worker_memory import keep_freed_memory
+
+        keep_freed_memory()  # the batches' large arrays reuse freed memory (no page faults per batch)
         names = resolve_auto(text, profile.to_numpy(zero_copy_only=False))
         groups = [(name, np.flatnonzero(names == name)) for name in dict.fromkeys(names.tolist())]
         if len(groups) == 1:

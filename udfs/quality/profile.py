@@ -130,34 +130,43 @@ def _count(texts: pa.Array, pattern: str, rows: np.ndarray | None = None) -> np.
     return out
 
 
-_RE2_SPACE = np.zeros(256, bool)
-_RE2_SPACE[[0x09, 0x0A, 0x0C, 0x0D, 0x20]] = True
-"""Per UTF-8 byte: one of the characters RE2's ``\\s`` matches (``[\\t\\n\\f\\r ]``, ASCII only: RE2's
-Perl classes; ``\\v``, NBSP and other Unicode spaces are not ``\\s``, and ``\\S`` holds them)."""
+def _re2_space(data: np.ndarray) -> np.ndarray:
+    """bool per UTF-8 byte (uint8): one of the characters RE2's ``\\s`` matches (``[\\t\\n\\f\\r ]``,
+    bytes 9, 10, 12, 13 and 32: RE2's Perl classes are ASCII only; ``\\v``, NBSP and other Unicode
+    spaces are not ``\\s``, and ``\\S`` holds them). Comparisons, not a table lookup (3x cheaper)."""
+    space = data == 0x20
+    low = (data - np.uint8(9)) <= np.uint8(4)  # bytes 9..13 (uint8 arithmetic wraps the others above 4)
+    low &= data != 0x0B
+    space |= low
+    return space
+
+
+def _count_per_text(flags: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """int64[n]: the True bytes of each text (``flags`` bool per byte, ``off`` int64[n + 1] byte offsets
+    from 0); one vectorised ``count_nonzero`` per text, cheaper than locating every True byte."""
+    bounds = off.tolist()
+    return np.fromiter((np.count_nonzero(flags[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)),
+                       np.int64, len(bounds) - 1)
 
 
 def _space_counts(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """int64[n] each: the runs of ``\\S+`` (RE2) and the characters that are not ``\\s``, per text.
 
     The same numbers as ``count_substring_regex(texts, r"\\S+")`` and the length of
-    ``replace_substring_regex(texts, r"\\s+", "")``, from one numpy pass over the UTF-8 bytes: an
-    ASCII byte never occurs inside a multi-byte character, so a byte table finds every ``\\s``
+    ``replace_substring_regex(texts, r"\\s+", "")``, from numpy passes over the UTF-8 bytes: an
+    ASCII byte never occurs inside a multi-byte character, so :func:`_re2_space` finds every ``\\s``
     character, and a character is counted at its first byte (any byte but ``0b10xxxxxx``).
     """
     off, data = _utf8(texts)
-    space = _RE2_SPACE[data]
-    solid = ~space
-    start = np.empty_like(solid)  # a run starts after a space byte, or where its text starts
-    start[:1] = solid[:1]
-    np.greater(solid[1:], solid[:-1], out=start[1:])
+    space = _re2_space(data)
+    start = np.empty_like(space)  # a run starts at a solid byte after a space byte, or where its text starts
+    start[:1] = ~space[:1]
+    np.greater(space[:-1], space[1:], out=start[1:])
     heads = off[:-1][off[:-1] < off[1:]]
-    start[heads] = solid[heads]
-
-    def per_text(flags: np.ndarray) -> np.ndarray:
-        return np.diff(np.searchsorted(np.flatnonzero(flags), off))
-
-    continuation = (data & 0xC0) == 0x80
-    return per_text(start), np.diff(off) - per_text(space) - per_text(continuation)
+    start[heads] = ~space[heads]
+    continuation = (data & np.uint8(0xC0)) == np.uint8(0x80)
+    return (_count_per_text(start, off),
+            np.diff(off) - _count_per_text(space, off) - _count_per_text(continuation, off))
 
 
 def _code_share(texts: pa.Array, total: np.ndarray) -> np.ndarray:
