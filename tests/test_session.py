@@ -62,3 +62,14 @@ def test_spark_zips_stay_on_the_path_when_pyspark_is_only_there(tmp_path):
     path = [*zips, site, str(tmp_path)]
     assert prefer_installed_pyspark(path) == zips and path == [site, str(tmp_path)]
     assert sys.path_importer_cache.get(zips[0]) is None
+
+
+def test_the_daemon_module_only_where_the_workers_find_this_package(tmp_path, monkeypatch):
+    from pipelines.core import session
+
+    assert session.workers_import_this_package()  # the suite runs in the checkout, with it on PYTHONPATH
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    # found through neither the working directory nor PYTHONPATH (this checkout is not installed)
+    assert not session.workers_import_this_package()
+    assert session.DAEMON_MODULE not in session._default_settings(SparkConfig(), "local[2]")

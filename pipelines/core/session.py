@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -198,7 +199,7 @@ def _default_settings(cfg: SparkConfig, master: str) -> dict[str, str]:
         # same code again: each Delta snapshot rebuild plans the same query), so it kept recompiling
         # them with Janino on the driver's critical path (bench/notes.md, "Fixed cost").
         out[CODEGEN_CACHE] = "1000"
-    if DAEMON_MODULE not in cfg.conf and master.startswith("local"):
+    if DAEMON_MODULE not in cfg.conf and master.startswith("local") and workers_import_this_package():
         # The workers run this interpreter: pyspark from its installed package, not Spark's zip
         # (pipelines/core/pydaemon.py says what the zip cost).
         out[DAEMON_MODULE] = LOCAL_DAEMON
@@ -208,6 +209,22 @@ def _default_settings(cfg: SparkConfig, master: str) -> dict[str, str]:
         # on one machine 50 tiny tasks per read were ~44 % of a small run's CPU (bench/notes.md).
         out[SNAPSHOT_PARTITIONS] = str(local_snapshot_partitions(master))
     return out
+
+
+def workers_import_this_package() -> bool:
+    """True when the Python workers of a local session import the ``pipelines`` package this process
+    runs: they run this interpreter (``PYSPARK_PYTHON``) in this working directory with this
+    ``PYTHONPATH``, and the package's folder is one of those or a site-packages folder. Else (a package
+    found through a path added at run time, an editable install's ``.pth`` file) False: a worker could
+    not start :data:`LOCAL_DAEMON`."""
+    import site
+
+    python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    if os.path.realpath(shutil.which(python) or python) != os.path.realpath(sys.executable):
+        return False
+    root = os.path.realpath(Path(__file__).resolve().parents[2])
+    seen = [os.getcwd(), *os.environ.get("PYTHONPATH", "").split(os.pathsep), *site.getsitepackages()]
+    return any(p and os.path.realpath(p) == root for p in seen)
 
 
 LOG4J2_PROPERTIES = """\
