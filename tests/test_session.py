@@ -30,3 +30,46 @@ def test_local_sessions_start_with_winnows_log4j2_file(tmp_path, monkeypatch):
         assert f".name = {logger}\n" in text
     path.write_text("stale")
     assert session.log4j2_properties().read_text() == session.LOG4J2_PROPERTIES  # rewritten when it differs
+
+
+def test_local_python_workers_import_the_installed_pyspark(spark):
+    from pipelines.core.session import DAEMON_MODULE, LOCAL_DAEMON
+
+    def _worker_pyspark(_):  # defined here: pickled by value, the workers need not import this module
+        import sys
+
+        import pyspark
+
+        return [(pyspark.__file__, [p for p in sys.path if p.endswith(".zip")])]
+
+    assert spark.sparkContext.getConf().get(DAEMON_MODULE) == LOCAL_DAEMON
+    found, zips = spark.sparkContext.parallelize([0], 1).mapPartitions(_worker_pyspark).collect()[0]
+    # The worker's pyspark is the interpreter's installed package (cached bytecode), not Spark's zip.
+    assert ".zip" not in found, found
+    assert not [z for z in zips if "pyspark" in z or "py4j" in z], zips
+
+
+def test_spark_zips_stay_on_the_path_when_pyspark_is_only_there(tmp_path):
+    from pipelines.core.pydaemon import prefer_installed_pyspark
+
+    zips = [str(tmp_path / "pyspark.zip"), str(tmp_path / "py4j-0.10.9.9-src.zip")]
+    path = [*zips, str(tmp_path)]  # neither package importable outside the zips
+    assert prefer_installed_pyspark(path) == [] and path == [*zips, str(tmp_path)]
+    import os
+    import sys
+
+    site = os.path.dirname(os.path.dirname(__import__("pyspark").__file__))
+    path = [*zips, site, str(tmp_path)]
+    assert prefer_installed_pyspark(path) == zips and path == [site, str(tmp_path)]
+    assert sys.path_importer_cache.get(zips[0]) is None
+
+
+def test_the_daemon_module_only_where_the_workers_find_this_package(tmp_path, monkeypatch):
+    from pipelines.core import session
+
+    assert session.workers_import_this_package()  # the suite runs in the checkout, with it on PYTHONPATH
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    # found through neither the working directory nor PYTHONPATH (this checkout is not installed)
+    assert not session.workers_import_this_package()
+    assert session.DAEMON_MODULE not in session._default_settings(SparkConfig(), "local[2]")

@@ -120,3 +120,19 @@ def test_direct_parquet_read_matches_delta_read(spark, make_cfg):
         assertDataFrameEqual(direct, via_delta, checkRowOrder=False)
     empty = tables.read_path(spark, tables.write_table(df.limit(0), cfg, "quarantine"))
     assert empty.count() == 0 and empty.schema == spark.read.format("delta").load(cfg.table_path("quarantine")).schema
+
+
+def test_local_frame_is_create_dataframe_without_python_tasks(spark):
+    ddl = "path string, key_path string, size bigint, start bigint, end bigint"
+    rows = [(f"p{i}", None if i % 3 == 0 else f"k{i}", i, 2 * i, 3 * i) for i in range(37)]
+    mine, theirs = tables.local_frame(spark, rows, ddl), spark.createDataFrame(rows, ddl)
+    assert mine.schema == theirs.schema
+    # the same rows in the same partitions (so a round-robin repartition after it deals them alike)
+    with_part = [F.spark_partition_id().alias("part"), "*"]
+    assert mine.select(*with_part).collect() == theirs.select(*with_part).collect()
+    # no Python task: the plan reads the rows in the JVM, where createDataFrame's maps them in Python
+    assert "PythonRDD[" not in mine._jdf.queryExecution().toRdd().toDebugString()
+    assert "PythonRDD[" in theirs._jdf.queryExecution().toRdd().toDebugString()
+    assert tables.local_frame(spark, [{"a": 1, "b": "x"}], "a int, b string").collect()[0].asDict() == {"a": 1, "b": "x"}
+    with pytest.raises(TypeError):
+        tables.local_frame(spark, [("x", "y")], "a int, b string")

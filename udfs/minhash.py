@@ -165,7 +165,8 @@ def _words(texts: pa.Array, spec: ShingleSpec) -> tuple[pa.Array, np.ndarray]:
     their words, and a document empty even raw gets the empty string as its one word, so every
     document has >= 1 word.
     """
-    texts = pc.fill_null(texts, "")
+    if texts.null_count:  # fill_null copies every text even when none is null (~5 % of the signature pass)
+        texts = pc.fill_null(texts, "")
     norm, ascii_only = _normalized(texts, spec)
     # on the ASCII path's output (whitespace only [\t\n\f\r ]) the ASCII trim is the same and 3x cheaper
     norm = (pc.ascii_trim_whitespace if ascii_only else pc.utf8_trim_whitespace)(norm)
@@ -564,20 +565,34 @@ def estimated_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray:
     return (sig_a == sig_b).mean(axis=1) if len(sig_a) else np.zeros(0)
 
 
-def _unique_pairs(h: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
-    order = np.lexsort((h, owner))
-    h, owner = h[order], owner[order]
-    first = np.ones(len(h), dtype=bool)
-    first[1:] = (h[1:] != h[:-1]) | (owner[1:] != owner[:-1])
-    return h[first], owner[first]
+def _owner_hash_order(owner: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Indices that sort ``(owner, h)`` pairs by owner, then hash (the order of ``np.lexsort((h, owner))``
+    up to ties of equal pairs).
+
+    One argsort of the hashes, then a stable sort by owner, which numpy does as a radix sort when the
+    owners fit 16 bits: about 4.5x faster than ``lexsort``'s two indirect merge sorts (1,024 documents
+    of 400-700 shingles, numpy 2.4: 21 ms against 95 ms).
+
+    Args:
+        owner: int64 (n,), values in [0, n_owners).
+        h: uint64 (n,).
+
+    Returns:
+        int64 (n,) permutation.
+    """
+    by_hash = np.argsort(h)
+    top = int(owner.max()) if len(owner) else 0
+    key = owner[by_hash].astype(np.uint16 if top < 1 << 16 else np.int64)
+    return by_hash[np.argsort(key, kind="stable")]
 
 
 def exact_jaccard(texts_a: pa.Array, texts_b: pa.Array, spec: ShingleSpec) -> np.ndarray:
     """Jaccard similarity of the shingle sets of each pair ``(texts_a[i], texts_b[i])``.
 
     Sets of 64-bit ``fast`` shingle hashes stand for the shingle sets (a false match needs a 2^-64
-    collision). Fully vectorised: sort (pair, hash), count shared hashes per pair.
+    collision). Fully vectorised: both sides' ``(pair, hash, side)`` rows in one sort by (pair, hash);
+    each run of equal (pair, hash) is one distinct shingle of the pair, counted for a side when the run
+    holds a row of it, shared when it holds rows of both.
 
     Returns:
         float64 array (n_pairs,) in [0, 1].
@@ -585,16 +600,29 @@ def exact_jaccard(texts_a: pa.Array, texts_b: pa.Array, spec: ShingleSpec) -> np
     n = len(texts_a)
     if n == 0:
         return np.zeros(0)
-    ha, oa = shingle_hashes(texts_a, spec)
-    hb, ob = shingle_hashes(texts_b, spec)
-    ua, pa_ = _unique_pairs(ha, oa)
-    ub, pb_ = _unique_pairs(hb, ob)
-    both_h = np.concatenate([ua, ub])
-    both_p = np.concatenate([pa_, pb_])
-    order = np.lexsort((both_h, both_p))
-    both_h, both_p = both_h[order], both_p[order]
-    dup = (both_h[1:] == both_h[:-1]) & (both_p[1:] == both_p[:-1])
-    inter = np.bincount(both_p[1:][dup], minlength=n)
-    size_a = np.bincount(pa_, minlength=n)
-    size_b = np.bincount(pb_, minlength=n)
+    # One call for both sides: a shingle hash depends on its document only, not on the batch.
+    h, offsets = shingle_hashes(pa.concat_arrays([_plain(texts_a), _plain(texts_b)]), spec)
+    per_doc = np.diff(offsets)
+    owner = np.concatenate([np.arange(n, dtype=np.int64)] * 2).repeat(per_doc)
+    side_b = np.zeros(len(h), dtype=bool)
+    side_b[offsets[n]:] = True
+    order = _owner_hash_order(owner, h)
+    h, owner, side_b = h[order], owner[order], side_b[order]
+    start = np.ones(len(h), dtype=bool)
+    start[1:] = (h[1:] != h[:-1]) | (owner[1:] != owner[:-1])
+    run = np.cumsum(start) - 1
+    in_a = np.zeros(int(run[-1]) + 1, dtype=bool)
+    in_b = np.zeros_like(in_a)
+    in_a[run[~side_b]] = True
+    in_b[run[side_b]] = True
+    run_pair = owner[start]
+    size_a = np.bincount(run_pair[in_a], minlength=n)
+    size_b = np.bincount(run_pair[in_b], minlength=n)
+    inter = np.bincount(run_pair[in_a & in_b], minlength=n)
     return inter / (size_a + size_b - inter)
+
+
+def _plain(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``texts`` as one ``large_string`` array (chunks combined), so two sides of any string type concatenate."""
+    texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    return texts.cast(pa.large_string()) if texts.type != pa.large_string() else texts

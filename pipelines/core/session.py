@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -147,16 +148,8 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         master = cfg.master or "local[*]"
         builder = builder.master(master)
-        if CODEGEN_CACHE not in cfg.conf:
-            # Spark keeps 100 compiled classes of generated code; a chain run compiles ~760 (many the
-            # same code again: each Delta snapshot rebuild plans the same query), so it kept recompiling
-            # them with Janino on the driver's critical path (bench/notes.md, "Fixed cost").
-            builder = builder.config(CODEGEN_CACHE, "1000")
-        if SNAPSHOT_PARTITIONS not in cfg.conf:
-            # Delta rebuilds a table's snapshot from its log in 50 tasks by default, sized for clusters
-            # and large logs; Winnow reads small logs (one commit per run) dozens of times per run, so
-            # on one machine 50 tiny tasks per read were ~44 % of a small run's CPU (bench/notes.md).
-            builder = builder.config(SNAPSHOT_PARTITIONS, str(local_snapshot_partitions(master)))
+        for key, value in _default_settings(cfg, master).items():
+            builder = builder.config(key, value)
         jars = cfg.jars or cached_delta_jars() or resolve_delta_jars()
         if jars:
             builder = builder.config("spark.jars", ",".join(jars))
@@ -196,6 +189,42 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     _apply_runtime_conf(spark, cfg)
     _check_delta(spark)
     return spark
+
+
+def _default_settings(cfg: SparkConfig, master: str) -> dict[str, str]:
+    """Settings a session started here (not by ``spark-submit``) gets unless ``spark.conf`` sets them."""
+    out = {}
+    if CODEGEN_CACHE not in cfg.conf:
+        # Spark keeps 100 compiled classes of generated code; a chain run compiles ~760 (many the
+        # same code again: each Delta snapshot rebuild plans the same query), so it kept recompiling
+        # them with Janino on the driver's critical path (bench/notes.md, "Fixed cost").
+        out[CODEGEN_CACHE] = "1000"
+    if DAEMON_MODULE not in cfg.conf and master.startswith("local") and workers_import_this_package():
+        # The workers run this interpreter: pyspark from its installed package, not Spark's zip
+        # (pipelines/core/pydaemon.py says what the zip cost).
+        out[DAEMON_MODULE] = LOCAL_DAEMON
+    if SNAPSHOT_PARTITIONS not in cfg.conf:
+        # Delta rebuilds a table's snapshot from its log in 50 tasks by default, sized for clusters
+        # and large logs; Winnow reads small logs (one commit per run) dozens of times per run, so
+        # on one machine 50 tiny tasks per read were ~44 % of a small run's CPU (bench/notes.md).
+        out[SNAPSHOT_PARTITIONS] = str(local_snapshot_partitions(master))
+    return out
+
+
+def workers_import_this_package() -> bool:
+    """True when the Python workers of a local session import the ``pipelines`` package this process
+    runs: they run this interpreter (``PYSPARK_PYTHON``) in this working directory with this
+    ``PYTHONPATH``, and the package's folder is one of those or a site-packages folder. Else (a package
+    found through a path added at run time, an editable install's ``.pth`` file) False: a worker could
+    not start :data:`LOCAL_DAEMON`."""
+    import site
+
+    python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    if os.path.realpath(shutil.which(python) or python) != os.path.realpath(sys.executable):
+        return False
+    root = os.path.realpath(Path(__file__).resolve().parents[2])
+    seen = [os.getcwd(), *os.environ.get("PYTHONPATH", "").split(os.pathsep), *site.getsitepackages()]
+    return any(p and os.path.realpath(p) == root for p in seen)
 
 
 LOG4J2_PROPERTIES = """\
@@ -329,6 +358,11 @@ def class_archive(jars: list[str], extra_class_path: str = "") -> Path:
 
 CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
 """Spark static SQL setting: compiled generated classes kept for reuse (``StaticSQLConf``, default 100)."""
+
+DAEMON_MODULE = "spark.python.daemon.module"
+"""Spark setting: the module a Python worker daemon runs (``python -m <module>``; ``pyspark.daemon``)."""
+LOCAL_DAEMON = "pipelines.core.pydaemon"
+"""The daemon module of a local session (:mod:`pipelines.core.pydaemon`)."""
 
 SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 """Delta SQL setting: partitions of the job that rebuilds a table snapshot from its ``_delta_log``

@@ -513,3 +513,41 @@ def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
+
+def local_frame(spark: SparkSession, rows: list[Any], schema: str | T.StructType) -> DataFrame:
+    """``spark.createDataFrame(rows, schema)`` for rows the driver holds, without Python tasks.
+
+    pyspark sends such rows to the JVM pickled in batches and then, to change the batching, adds an
+    identity ``map`` over them (``RDD._reserialize`` in ``RDD._to_java_object_rdd``): every job that
+    reads the frame then runs Python tasks for it, and the first one of a local session starts a Python
+    worker daemon and workers of their own (~0.2 CPU-s each for start and imports). The JVM unpickles
+    either batching alike (``SerDeUtil.pythonToJava`` flattens each pickled batch), so here the
+    parallelized batches go to it as they are: the same rows in the same partitions, read in the JVM.
+
+    Args:
+        rows: tuples (or ``Row`` objects, or dicts) matching ``schema``.
+        schema: a DDL string or a StructType.
+
+    Returns:
+        The DataFrame ``createDataFrame`` would give (rows checked against the schema as it does).
+
+    Raises:
+        TypeError, ValueError: a row does not fit the schema (pyspark's type verifier).
+    """
+    try:
+        from pyspark.sql.types import _make_type_verifier, _parse_datatype_string
+
+        jvm = spark.sparkContext._jvm
+        create_from_local = spark._createFromLocal
+    except Exception:  # Spark Connect or another pyspark build: createDataFrame, Python map and all
+        return spark.createDataFrame(rows, schema)
+    struct = schema if isinstance(schema, T.StructType) else _parse_datatype_string(schema)
+    verify = _make_type_verifier(struct)
+    for row in rows:
+        verify(row)
+    rdd, struct = create_from_local(rows, struct)
+    java_rows = jvm.SerDeUtil.toJavaArray(jvm.SerDeUtil.pythonToJava(rdd._jrdd, True))
+    df = DataFrame(spark._jsparkSession.applySchemaToPythonRDD(java_rows.rdd(), struct.json()), spark)
+    df._schema = struct
+    return df

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipelines.core.chain import require_columns
+from pipelines.core.tables import local_frame
 
 EDGE_COLUMNS = ("src", "dst")
 OUTPUT_COLUMNS = ("node", "component")
@@ -85,7 +86,7 @@ def _local_components(pairs: list[tuple], dtype: T.DataType, spark: SparkSession
             parent[max(ra, rb)] = min(ra, rb)
     rows = sorted((node, find(node)) for node in parent)
     schema = T.StructType([T.StructField("node", dtype), T.StructField("component", dtype)])
-    return spark.createDataFrame(rows, schema)
+    return local_frame(spark, rows, schema)
 
 
 def connected_components(

@@ -138,7 +138,9 @@ def explode_splits(
         spark.sparkContext.defaultParallelism, math.ceil(total / icfg.split_bytes)
     )
     n = max(1, min(n, len(splits)))
-    frame = spark.createDataFrame(splits, SPLIT_DDL)
+    from pipelines.core.tables import local_frame  # driver side only: the workers need not import it
+
+    frame = local_frame(spark, splits, SPLIT_DDL)
     frame = frame.repartition(n) if n > 1 else frame.coalesce(1)
 
     def parse(batches):
@@ -182,7 +184,9 @@ def number_lines(records: DataFrame, summaries: list[Any], spark: SparkSession) 
             seen += lines
     if not offsets:
         return records
-    off = spark.createDataFrame(offsets, "input_file string, split_start bigint, _lines_before bigint")
+    from pipelines.core.tables import local_frame  # driver side only: the workers need not import it
+
+    off = local_frame(spark, offsets, "input_file string, split_start bigint, _lines_before bigint")
     fixed = F.when(
         (F.col("kind") != "file") & (F.col("record") > 0),
         F.col("record") + F.coalesce("_lines_before", F.lit(0)),

@@ -157,7 +157,9 @@ def duplicated_ids(spark: SparkSession, docs: DataFrame, candidate: Any, t: Tall
         if not t.dup_ids:
             return None
         rows = [(c, True) for c in t.dup_ids]
-        return F.broadcast(spark.createDataFrame(rows, "_cand string, _dup boolean"))
+        from pipelines.core.tables import local_frame  # driver side only: the workers need not import it
+
+        return F.broadcast(local_frame(spark, rows, "_cand string, _dup boolean"))
     return (
         docs.where(has_src_id()).groupBy(candidate.alias("_cand")).count().where(F.col("count") > 1)
         .select("_cand", F.lit(True).alias("_dup"))
