@@ -183,6 +183,9 @@ def make_encoder(spec: EncoderSpec, schema: pa.Schema, *,
     """
 
     def encode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from udfs.worker_memory import keep_freed_memory
+
+        keep_freed_memory()  # each batch's id arrays reuse freed memory (no page faults per batch)
         tok_udfs.set_thread_budget(spec.threads)
         loaded = tok_udfs.load_tokenizer(spec.tokenizer, allow_download=spec.allow_download)
         fast = None
