@@ -346,6 +346,43 @@ def doc_hashes(
     return distinct_lists(grams, word_docs(offsets)[np.concatenate(all_first)], len(values))
 
 
+def pair_order(major: np.ndarray, minor: np.ndarray, major_bits: int = 64,
+               minor_bits: int = 64) -> np.ndarray:
+    """Indices that sort pairs by ``major``, then ``minor`` (both compared as unsigned 64-bit).
+
+    The same order as ``np.lexsort((minor, major))`` except among pairs equal in both (their order is
+    arbitrary; every caller drops or merges them). One ``argsort`` of a packed uint64 key, ``major`` in
+    the high bits: numpy's vectorised quicksort of one key is ~5x faster than ``lexsort``'s two stable
+    passes on the millions of n-grams of a batch. When the two need more than 64 bits, the low bits of
+    the wider one are left out of the key and the sorted pairs are checked; a tie of the key that hides
+    a different order (two distinct values of one major sharing their top ``64 - major_bits`` bits:
+    about ``m**2 / 2**(65 - major_bits)`` for ``m`` values of a major) falls back to ``lexsort``.
+
+    Args:
+        major, minor: uint64 [N] (an int64 array's ``view(np.uint64)``: negatives then sort last).
+        major_bits, minor_bits: every value of ``major`` (``minor``) is below ``2**major_bits``
+            (``2**minor_bits``); 64 when nothing is known.
+
+    Returns:
+        int64 [N] indices.
+    """
+    major = np.asarray(major, np.uint64)
+    minor = np.asarray(minor, np.uint64)
+    major_bits, minor_bits = min(max(major_bits, 1), 64), min(max(minor_bits, 1), 64)
+    drop = major_bits + minor_bits - 64
+    if drop <= 0:
+        return np.argsort((major << np.uint64(minor_bits)) | minor)
+    if major_bits >= minor_bits:  # the low bits of the major go
+        key = ((major >> np.uint64(drop)) << np.uint64(minor_bits)) | minor
+    else:  # the low bits of the minor go
+        key = (major << np.uint64(64 - major_bits)) | (minor >> np.uint64(drop))
+    order = np.argsort(key)
+    a, b = major[order], minor[order]
+    if ((a[1:] < a[:-1]) | ((a[1:] == a[:-1]) & (b[1:] < b[:-1]))).any():
+        return np.lexsort((minor, major))
+    return order
+
+
 def distinct_lists(values: np.ndarray, rows: np.ndarray, n_rows: int) -> pa.ListArray:
     """Group uint64 ``values`` by ``rows`` into one sorted list of distinct values per row.
 
@@ -359,7 +396,8 @@ def distinct_lists(values: np.ndarray, rows: np.ndarray, n_rows: int) -> pa.List
         a row without values gets an empty list.
     """
     values = np.asarray(values).view(np.uint64)
-    order = np.lexsort((values, rows))
+    rows = np.asarray(rows, np.int64)
+    order = pair_order(rows.view(np.uint64), values, major_bits=max(n_rows - 1, 1).bit_length())
     values, rows = values[order], rows[order]
     if values.size:
         keep = np.ones(values.size, dtype=bool)

@@ -56,8 +56,11 @@ def _top_units(counts: DataFrame, paras: DataFrame, docs: DataFrame, k: int) -> 
         return []
     top = counts.orderBy(F.col("n").desc(), "key").limit(k)
     where = paras.select(F.col("uid").alias("first"), "doc_id", "start", "end")
+    # At most k rows, sent to every task: joined by a shuffle instead, every document's text was
+    # shuffled and sorted to meet them.
+    firsts = F.broadcast(top.select("key", "n", "first").join(where, "first"))
     rows = (
-        top.select("key", "n", "first").join(where, "first").join(docs.select("doc_id", "text"), "doc_id")
+        firsts.join(docs.select("doc_id", "text"), "doc_id")
         .select("n", "doc_id", "key",
                 F.expr(f"substring(text, start + 1, least(`end` - start, {EXCERPT_CHARS}))").alias("excerpt"))
         .orderBy(F.col("n").desc(), "key").collect()

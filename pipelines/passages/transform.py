@@ -235,9 +235,16 @@ _CUT_TYPE = T.StructType([T.StructField("text", T.StringType()), T.StructField("
 
 
 def _cut_udf(n: int):
+    """The Arrow UDF ``(text, _units, _windows) -> _cut`` (:data:`_CUT_TYPE`): a null ``_cut`` where a row
+    has neither units nor windows (its text is not needed and comes as null)."""
     def cut(texts: pa.Array, units: pa.Array, windows: pa.Array) -> pa.Array:
         out_text, out_spans, out_chars = [], [], []
         for text, u, w in zip(texts.to_pylist(), units.to_pylist(), windows.to_pylist(), strict=True):
+            if u is None and w is None:
+                out_text.append(None)
+                out_spans.append(None)
+                out_chars.append(None)
+                continue
             text = text or ""
             unit_spans = [(s["start"], s["end"], s["kind"], s["first_seen_in"]) for s in u or []]
             new, spans = kernels.removals(text, unit_spans, [(x["pos"], x["first"]) for x in w or []], n)
@@ -246,10 +253,11 @@ def _cut_udf(n: int):
             out_chars.append(sum(s[1] - s[0] for s in spans))
         span_type = pa.list_(pa.struct([("start", pa.int32()), ("end", pa.int32()), ("kind", pa.string()),
                                         ("first_seen_in", pa.string())]))
+        untouched = pa.array([c is None for c in out_chars], pa.bool_())
         return pa.StructArray.from_arrays(
             [pa.array(out_text, pa.string()), pa.array(out_spans, span_type),
              pa.array(out_chars, pa.int32())],
-            names=["text", "spans", "removed_chars"])
+            names=["text", "spans", "removed_chars"], mask=untouched)
 
     return F.arrow_udf(cut, _CUT_TYPE)
 
@@ -297,12 +305,13 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
     else:
         joined = joined.withColumn("_windows", F.lit(None))
     touched = F.col("_units").isNotNull() | F.col("_windows").isNotNull()
-    # Only touched documents go through the Python UDF (Spark would run it for every row under F.when).
-    hits = joined.where(touched).withColumn("_cut", _cut_udf(c.min_span_words)(
-        F.col("text"), F.col("_units").cast(SPAN_TYPE),
-        F.col("_windows").cast("array<struct<pos:int,first:string>>")))
-    rest = joined.where(~touched).withColumn("_cut", F.lit(None).cast(_CUT_TYPE))
-    return _decide(hits.unionByName(rest), columns, c)
+    # Every row goes through the Python UDF once (Spark would evaluate it for every row under F.when
+    # anyway), but only a touched document's text: the others send a null and get a null ``_cut``.
+    # Splitting the rows into touched and untouched ones instead made Spark plan the join twice,
+    # shuffling and sorting the text of every document twice.
+    cut = _cut_udf(c.min_span_words)(F.when(touched, F.col("text")), F.col("_units").cast(SPAN_TYPE),
+                                     F.col("_windows").cast("array<struct<pos:int,first:string>>"))
+    return _decide(joined.withColumn("_cut", cut), columns, c)
 
 
 def _decide(df: DataFrame, columns: list[str], c: PassagesConfig) -> DataFrame:
