@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pipelines.core import chain, tables
 from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import StageReport
-from pipelines.passages.transform import ACTION_COLUMN, SPANS_COLUMN, STAGE, annotate
+from pipelines.passages.transform import ACTION_COLUMN, CHARS_IN_COLUMN, SPANS_COLUMN, STAGE, annotate
 
 OUTPUT_TABLE = chain.stage(STAGE).main_table
 EXCERPT_CHARS = 200
@@ -33,7 +33,7 @@ def _counts(ann: DataFrame) -> tuple[list[dict[str, Any]], dict[str, int]]:
         F.sum(F.coalesce(F.expr(_UNITS), F.lit(0))).alias("units_removed"),
         F.sum(F.coalesce(F.expr(_SPANS), F.lit(0))).alias("passages_removed"),
         F.sum(F.coalesce(F.expr(_CHARS), F.lit(0))).alias("chars_removed"),
-        F.sum(F.length("_input_text")).alias("chars_in"),
+        F.sum(CHARS_IN_COLUMN).alias("chars_in"),
     ).collect()
     by_source: dict[str, dict[str, Any]] = {}
     actions: dict[str, int] = {}
