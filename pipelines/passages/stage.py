@@ -92,8 +92,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         report.outputs = {"removed": tables.clear_removed(spark, cfg, STAGE, empty)}
         return report
 
-    # Not cached here: annotate sorts the documents once into a cache of its own (with_ranks), and the
-    # Delta files are read again only by that sort.
+    # Not cached here: annotate joins the documents to their ranks once into a cache of its own
+    # (with_ranks); the Delta files are read again only by that join and by the sort of the doc_id.
     cached: list[DataFrame] = []
     parts: dict[str, DataFrame] = {}
     ann = annotate(docs, c, cached, parts).persist(tables.TEXT_CACHE)

@@ -19,10 +19,11 @@ row per key; the near rule aggregates packed n-gram blocks (:func:`near_repeats`
    goes whole when at least ``doc_overlap`` of its characters were cut, or fewer than ``min_chars_after``
    non-blank (non-whitespace) characters are left.
 
-Every frame persisted here (the sorted documents, the units with their n-grams, the n-gram blocks) is
+Every frame persisted here (the ranked documents, the units with their n-grams, the n-gram blocks) is
 kept on local disk (:data:`pipelines.core.cache.TEXT_CACHE`): each is as large as the text or larger,
 and on the heap the sorted documents of a million short documents took a 1 GB driver to
-``OutOfMemoryError`` (bench/notes.md, "Passages at a million documents").
+``OutOfMemoryError`` (bench/notes.md, "Passages at a million documents"). Only the sorted ``doc_id``
+of :func:`with_ranks` is cached in memory (and on disk when it does not fit).
 """
 
 from __future__ import annotations
