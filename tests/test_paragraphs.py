@@ -170,15 +170,15 @@ def test_unit_ids_order_as_document_rank_then_position():
 def test_short_unit_hashes_equal_one_window_of_all_their_words():
     import numpy as np
 
-    from udfs.decontam import ngram_windows, word_hashes
+    from udfs.decontam import ngram_windows, whole_hashes, word_hashes
 
     texts = ["one", "two words", "a b c d e f g", "x y", "", "the quick brown fox jumps over the lazy dog"]
     hashes, offsets = word_hashes(texts)[:2]
     rows = np.array([0, 1, 2, 3, 5], np.int64)
     expect = [int(ngram_windows(hashes[offsets[r]:offsets[r + 1]], np.array([0, offsets[r + 1] - offsets[r]]),
                                 int(offsets[r + 1] - offsets[r]))[0][0]) for r in rows]
-    assert P._short_grams(hashes, offsets, rows).tolist() == expect
-    assert P._short_grams(hashes, offsets, rows[:0]).size == 0
+    assert whole_hashes(hashes, offsets, rows).tolist() == expect
+    assert whole_hashes(hashes, offsets, rows[:0]).size == 0
 
 
 def test_gram_blocks_keep_each_block_in_signed_gram_order():

@@ -246,6 +246,36 @@ def ngram_windows(hashes: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.n
     return acc[inside], first[inside]
 
 
+def whole_hashes(hashes: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The hash of all the words of each text of ``rows`` as one n-gram: what :func:`ngram_windows`
+    gives the one window of ``n`` = the text's word count, for every row at once.
+
+    Horner's multiply-adds over a window equal ``sum_k word_k * Q**(n-1-k)`` in wrapping uint64
+    arithmetic, so each word's term is its hash times the power of ``Q`` of its distance from its text's
+    last word, and the terms of a text are summed at once (``np.add.reduceat``), without a loop per text.
+
+    Args:
+        hashes: word hashes uint64 [W] from :func:`word_hashes`.
+        offsets: doc offsets int64 [D+1].
+        rows: int64 [R] text indexes, each text holding at least one word.
+
+    Returns:
+        uint64 [R].
+    """
+    if not rows.size:
+        return np.zeros(0, np.uint64)
+    a, b = offsets[rows], offsets[rows + 1]
+    n = b - a
+    starts = np.concatenate(([0], np.cumsum(n)[:-1]))
+    # every word of the rows, in order: its index in ``hashes`` and its distance from its text's end
+    word = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(a - starts, n)
+    to_end = np.repeat(b, n) - 1 - word
+    with np.errstate(over="ignore"):
+        powers = np.cumprod(np.r_[np.uint64(1), np.full(int(n.max()) - 1, _Q, np.uint64)], dtype=np.uint64)
+        acc = np.add.reduceat(hashes[word] * powers[to_end], starts)
+        return fmix64(acc + n.astype(np.uint64) * _K)
+
+
 def word_docs(offsets: np.ndarray) -> np.ndarray:
     """Text index (int64 [W]) of every word, from the doc offsets of :func:`word_hashes`."""
     return np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from udfs.decontam import _K, _Q, distinct_lists, fmix64, ngram_windows, pair_order, word_docs, word_hashes
+from udfs.decontam import distinct_lists, ngram_windows, pair_order, whole_hashes, word_docs, word_hashes
 
 UNITS: tuple[str, ...] = ("line", "blank_line", "sentence")
 """Allowed values of ``passages.unit``."""
@@ -196,31 +196,6 @@ def unit_ids(ranks: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return (np.asarray(ranks, np.int64) << IDX_BITS) | np.asarray(idx, np.int64)
 
 
-def _short_grams(hashes: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """One hash per row of ``rows``: all its words as one n-gram, the hash :func:`udfs.decontam.ngram_windows`
-    gives a window of ``n`` = the row's word count (every row holds at least one word).
-
-    Vectorised over the rows: Horner's multiply-adds over a window equal ``sum_k word_k * Q**(n-1-k)``
-    in wrapping uint64 arithmetic, so each word's term is its hash times a power of ``Q`` picked by its
-    distance from the row's last word, and the terms of a row are summed at once (``np.add.reduceat``).
-
-    Returns:
-        uint64 [len(rows)].
-    """
-    if not rows.size:
-        return np.zeros(0, np.uint64)
-    a, b = offsets[rows], offsets[rows + 1]
-    n = b - a
-    starts = np.concatenate(([0], np.cumsum(n)[:-1]))
-    # every word of the rows, in order: its index in ``hashes`` and its distance from its row's end
-    word = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(a - starts, n)
-    to_end = np.repeat(b, n) - 1 - word
-    with np.errstate(over="ignore"):
-        powers = np.cumprod(np.r_[np.uint64(1), np.full(int(n.max()) - 1, _Q, np.uint64)], dtype=np.uint64)
-        acc = np.add.reduceat(hashes[word] * powers[to_end], starts)
-        return fmix64(acc + n.astype(np.uint64) * _K)
-
-
 def paragraph_batch(
     doc_ids: Sequence[str | None],
     texts: Sequence[str | None],
@@ -274,7 +249,7 @@ def paragraph_batch(
         g, first = ngram_windows(hashes, offsets, ngram_size)
         g_row = word_docs(offsets)[first]
         short = keep[n_words[keep] < ngram_size]
-        g = np.concatenate([g, _short_grams(hashes, offsets, short)])
+        g = np.concatenate([g, whole_hashes(hashes, offsets, short)])
         g_row = np.concatenate([g_row, short])
         kept_row = np.zeros(len(pieces), bool)
         kept_row[keep] = True
