@@ -93,3 +93,43 @@ def test_ngram_hash_matches_a_direct_reference(n):
             acc = (acc * int(d._Q) + int(wh[j + k])) & mask
         ref = d.fmix64(np.array([(acc + n * int(d._K)) & mask], dtype=np.uint64))[0]
         assert grams[j] == ref
+
+
+def _lexsorted(major: np.ndarray, minor: np.ndarray) -> list[tuple[int, int]]:
+    order = np.lexsort((minor, major))
+    return list(zip(major[order].tolist(), minor[order].tolist(), strict=True))
+
+
+@pytest.mark.parametrize("major_bits", [1, 5, 17, 40, 64])
+def test_pair_order_sorts_as_lexsort(major_bits):
+    rng = np.random.default_rng(major_bits)
+    for n in (0, 1, 2, 1000):
+        major = rng.integers(0, 2**major_bits, n, dtype=np.uint64, endpoint=False)
+        minor = rng.integers(0, 2**64 - 1, n, dtype=np.uint64)
+        minor[: n // 3] = minor[n // 3: 2 * (n // 3)]  # equal pairs too
+        order = d.pair_order(major, minor, major_bits=major_bits)
+        got = list(zip(major[order].tolist(), minor[order].tolist(), strict=True))
+        assert got == _lexsorted(major, minor)
+
+
+def test_pair_order_falls_back_when_the_packed_key_hides_the_order():
+    # Same major, minors that differ only in their low bits (dropped from the key) and come reversed.
+    major = np.zeros(4, np.uint64)
+    minor = np.array([7, 6, 5, 4], np.uint64)
+    order = d.pair_order(major, minor, major_bits=8)
+    assert minor[order].tolist() == [4, 5, 6, 7]
+    # The small one is the minor: the major loses its low bits.
+    major = np.array([3, 2, 1, 0], np.uint64)
+    order = d.pair_order(major, np.zeros(4, np.uint64), minor_bits=8)
+    assert major[order].tolist() == [0, 1, 2, 3]
+
+
+def test_distinct_lists_are_sorted_unsigned_and_distinct_per_row():
+    rng = np.random.default_rng(3)
+    values = rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64)
+    values[:100] = values[100:200]
+    rows = rng.integers(0, 30, 500)
+    got = d.distinct_lists(values, rows, 32).to_pylist()
+    for r in range(32):
+        expect = sorted({int(v) for v, w in zip(values, rows, strict=True) if w == r}, key=lambda v: v % 2**64)
+        assert got[r] == expect

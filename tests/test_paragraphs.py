@@ -165,3 +165,32 @@ def test_unit_ids_order_as_document_rank_then_position():
 
     ids = P.unit_ids(np.array([0, 0, 1, 2]), np.array([0, (1 << P.IDX_BITS) - 1, 0, 3]))
     assert ids.tolist() == sorted(ids.tolist()) and ids[2] == 1 << P.IDX_BITS
+
+
+def test_short_unit_hashes_equal_one_window_of_all_their_words():
+    import numpy as np
+
+    from udfs.decontam import ngram_windows, whole_hashes, word_hashes
+
+    texts = ["one", "two words", "a b c d e f g", "x y", "", "the quick brown fox jumps over the lazy dog"]
+    hashes, offsets = word_hashes(texts)[:2]
+    rows = np.array([0, 1, 2, 3, 5], np.int64)
+    expect = [int(ngram_windows(hashes[offsets[r]:offsets[r + 1]], np.array([0, offsets[r + 1] - offsets[r]]),
+                                int(offsets[r + 1] - offsets[r]))[0][0]) for r in rows]
+    assert whole_hashes(hashes, offsets, rows).tolist() == expect
+    assert whole_hashes(hashes, offsets, rows[:0]).size == 0
+
+
+def test_gram_blocks_keep_each_block_in_signed_gram_order():
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(11)
+    lists = [sorted(set(rng.integers(-(2**63), 2**63 - 1, 50, dtype=np.int64).tolist())) for _ in range(40)]
+    lists[5] = lists[3]  # shared grams: one first holder, the later one seen
+    uids = rng.permutation(np.arange(40, dtype=np.int64) * 7)
+    batch = P.gram_blocks(uids, pa.array(lists, pa.list_(pa.int64())), 4).to_pylist()
+    grams = [np.frombuffer(r["grams"], np.int64) for r in batch if r["bucket"] is not None]
+    assert all((np.diff(g) > 0).all() for g in grams) and sum(g.size for g in grams) == len(set().union(*lists))
+    seen = {r["uid"]: r["seen"] for r in batch if r["bucket"] is None}
+    assert seen == {int(max(uids[3], uids[5])): 50}

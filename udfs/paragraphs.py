@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from udfs.decontam import distinct_lists, ngram_windows, word_docs, word_hashes
+from udfs.decontam import distinct_lists, ngram_windows, pair_order, whole_hashes, word_docs, word_hashes
 
 UNITS: tuple[str, ...] = ("line", "blank_line", "sentence")
 """Allowed values of ``passages.unit``."""
@@ -196,16 +196,6 @@ def unit_ids(ranks: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return (np.asarray(ranks, np.int64) << IDX_BITS) | np.asarray(idx, np.int64)
 
 
-def _short_grams(hashes: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """One hash per row of ``rows``: all its words as one n-gram (``ngram_windows`` with n = its words)."""
-    out = np.zeros(rows.size, np.uint64)
-    for i, r in enumerate(rows.tolist()):
-        a, b = int(offsets[r]), int(offsets[r + 1])
-        g, _ = ngram_windows(hashes[a:b], np.array([0, b - a]), b - a)
-        out[i] = g[0]
-    return out
-
-
 def paragraph_batch(
     doc_ids: Sequence[str | None],
     texts: Sequence[str | None],
@@ -259,9 +249,11 @@ def paragraph_batch(
         g, first = ngram_windows(hashes, offsets, ngram_size)
         g_row = word_docs(offsets)[first]
         short = keep[n_words[keep] < ngram_size]
-        g = np.concatenate([g, _short_grams(hashes, offsets, short)])
+        g = np.concatenate([g, whole_hashes(hashes, offsets, short)])
         g_row = np.concatenate([g_row, short])
-        inside = np.isin(g_row, keep)
+        kept_row = np.zeros(len(pieces), bool)
+        kept_row[keep] = True
+        inside = kept_row[g_row]
         lists = distinct_lists(g[inside], g_row[inside], len(pieces)).take(pa.array(keep))
     else:
         lists = pa.array([[]] * keep.size, pa.list_(pa.int64()))
@@ -439,6 +431,19 @@ def _seen_counts(uids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return u.astype(np.int64), k.astype(np.int32)
 
 
+def _signed_order(x: np.ndarray) -> np.ndarray:
+    """int64 [N] as uint64 [N] in the same order (the sign bit flipped): a key for
+    :func:`udfs.decontam.pair_order`."""
+    return x.view(np.uint64) ^ np.uint64(1 << 63)
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Each value's position in ``sorted(x)`` (int64 [N], 0 to N-1); equal values get distinct ranks."""
+    out = np.empty(x.size, np.int64)
+    out[np.argsort(x, kind="stable")] = np.arange(x.size, dtype=np.int64)
+    return out
+
+
 def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUCKETS) -> pa.RecordBatch:
     """The map step of the near rule on one batch of units: each n-gram's first holder in the batch,
     packed per hash bucket; the other holders counted as seen.
@@ -458,8 +463,10 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
     """
     lengths = np.diff(np.asarray(grams.offsets)).astype(np.int64) if len(grams) else np.zeros(0, np.int64)
     g = np.asarray(grams.flatten().to_numpy(zero_copy_only=False), np.int64)
-    u = np.repeat(np.asarray(uids, np.int64), lengths)
-    order = np.lexsort((u, g))
+    uids = np.asarray(uids, np.int64)
+    u = np.repeat(uids, lengths)
+    order = pair_order(_signed_order(g), np.repeat(_ranks(uids), lengths),
+                       minor_bits=max(uids.size - 1, 1).bit_length())
     g, u = g[order], u[order]
     starts = _runs_of(g)
     counts = np.diff(np.r_[starts, g.size]).astype(np.int64)
@@ -468,7 +475,8 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
     seen_u, seen_k = _seen_counts(u[later])
     hg, hu = g[starts], u[starts]
     bucket = (hg.view(np.uint64) % np.uint64(n_buckets)).astype(np.int64)
-    by = np.argsort(bucket, kind="stable")
+    # Bucket numbers fit 16 bits, where numpy's stable sort is a radix sort.
+    by = np.argsort(bucket.astype(np.uint16 if n_buckets <= 1 << 16 else np.int64), kind="stable")
     hg, hu, counts, bucket = hg[by], hu[by], counts[by], bucket[by]
     cuts = _runs_of(bucket)
     ends = np.r_[cuts[1:], bucket.size][:cuts.size].astype(np.int64)

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pipelines.core import chain, tables
 from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import StageReport
-from pipelines.passages.transform import ACTION_COLUMN, SPANS_COLUMN, STAGE, annotate
+from pipelines.passages.transform import ACTION_COLUMN, CHARS_IN_COLUMN, SPANS_COLUMN, STAGE, annotate
 
 OUTPUT_TABLE = chain.stage(STAGE).main_table
 EXCERPT_CHARS = 200
@@ -33,7 +33,7 @@ def _counts(ann: DataFrame) -> tuple[list[dict[str, Any]], dict[str, int]]:
         F.sum(F.coalesce(F.expr(_UNITS), F.lit(0))).alias("units_removed"),
         F.sum(F.coalesce(F.expr(_SPANS), F.lit(0))).alias("passages_removed"),
         F.sum(F.coalesce(F.expr(_CHARS), F.lit(0))).alias("chars_removed"),
-        F.sum(F.length("_input_text")).alias("chars_in"),
+        F.sum(CHARS_IN_COLUMN).alias("chars_in"),
     ).collect()
     by_source: dict[str, dict[str, Any]] = {}
     actions: dict[str, int] = {}
@@ -56,8 +56,11 @@ def _top_units(counts: DataFrame, paras: DataFrame, docs: DataFrame, k: int) -> 
         return []
     top = counts.orderBy(F.col("n").desc(), "key").limit(k)
     where = paras.select(F.col("uid").alias("first"), "doc_id", "start", "end")
+    # At most k rows, sent to every task: joined by a shuffle instead, every document's text was
+    # shuffled and sorted to meet them.
+    firsts = F.broadcast(top.select("key", "n", "first").join(where, "first"))
     rows = (
-        top.select("key", "n", "first").join(where, "first").join(docs.select("doc_id", "text"), "doc_id")
+        firsts.join(docs.select("doc_id", "text"), "doc_id")
         .select("n", "doc_id", "key",
                 F.expr(f"substring(text, start + 1, least(`end` - start, {EXCERPT_CHARS}))").alias("excerpt"))
         .orderBy(F.col("n").desc(), "key").collect()
@@ -89,8 +92,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         report.outputs = {"removed": tables.clear_removed(spark, cfg, STAGE, empty)}
         return report
 
-    # Not cached here: annotate sorts the documents once into a cache of its own (with_ranks), and the
-    # Delta files are read again only by that sort.
+    # Not cached here: annotate joins the documents to their ranks once into a cache of its own
+    # (with_ranks); the Delta files are read again only by that join and by the sort of the doc_id.
     cached: list[DataFrame] = []
     parts: dict[str, DataFrame] = {}
     ann = annotate(docs, c, cached, parts).persist(tables.TEXT_CACHE)

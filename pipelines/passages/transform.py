@@ -19,10 +19,11 @@ row per key; the near rule aggregates packed n-gram blocks (:func:`near_repeats`
    goes whole when at least ``doc_overlap`` of its characters were cut, or fewer than ``min_chars_after``
    non-blank (non-whitespace) characters are left.
 
-Every frame persisted here (the sorted documents, the units with their n-grams, the n-gram blocks) is
+Every frame persisted here (the ranked documents, the units with their n-grams, the n-gram blocks) is
 kept on local disk (:data:`pipelines.core.cache.TEXT_CACHE`): each is as large as the text or larger,
 and on the heap the sorted documents of a million short documents took a 1 GB driver to
-``OutOfMemoryError`` (bench/notes.md, "Passages at a million documents").
+``OutOfMemoryError`` (bench/notes.md, "Passages at a million documents"). Only the sorted ``doc_id``
+of :func:`with_ranks` is cached in memory (and on disk when it does not fit).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -57,6 +59,8 @@ stage's *input* text (end exclusive; length = end - start), ``kind`` ``exact`` |
 ``first_seen_in`` the ``doc_id`` holding the first occurrence."""
 ACTION_COLUMN = "passages_action"
 """``keep`` (nothing cut), ``cut`` (spans cut, kept) or a removal reason."""
+CHARS_IN_COLUMN = "_chars_in"
+"""Code points of the text as read (int), in :func:`annotate`'s rows."""
 REASON_DUPLICATE = "passages.duplicate_text"
 REASON_TOO_SHORT = "passages.too_short_after"
 KINDS = ("exact", "near", "span")
@@ -64,24 +68,35 @@ RANK_COLUMN = "_rank"
 """The document's dense 0-based rank in ``doc_id`` order (:func:`with_ranks`)."""
 
 
-def with_ranks(docs: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """``docs`` sorted by ``doc_id`` with :data:`RANK_COLUMN` (long), persisted on local disk
-    (:data:`pipelines.core.cache.TEXT_CACHE`: the rows hold the text); and ``doc_id, _rank``.
+def with_ranks(docs: DataFrame, cached: list[DataFrame] | None = None) -> tuple[DataFrame, DataFrame]:
+    """``docs`` with :data:`RANK_COLUMN` (long), hash-partitioned and sorted by ``doc_id`` within each
+    partition, persisted on local disk (:data:`pipelines.core.cache.TEXT_CACHE`: the rows hold the
+    text); and ``doc_id, _rank``.
 
     The rank is the document's position in ``doc_id`` order over the whole corpus (dense, from 0): a
-    range-partitioned sort, ``monotonically_increasing_id`` (partition index in its upper bits, row in
-    partition below) and each partition's offset from one count per partition. It depends on the set of
-    ``doc_id`` only, never on partitioning, so unit ids built on it (:func:`udfs.paragraphs.unit_ids`)
-    order units as ``(doc_id, idx)`` does.
+    range-partitioned sort of the ``doc_id`` alone, ``monotonically_increasing_id`` (partition index in
+    its upper bits, row in partition below) and each partition's offset from one count per partition.
+    It depends on the set of ``doc_id`` only, never on partitioning, so unit ids built on it
+    (:func:`udfs.paragraphs.unit_ids`) order units as ``(doc_id, idx)`` does. The ranks are then joined
+    to the documents by ``doc_id``: the cached documents keep that join's hash partitioning, which the
+    later joins by ``doc_id`` (the cuts, the most repeated units) use as it is instead of shuffling and
+    sorting the text again. A null ``doc_id`` (ingest never writes one) gets rank 0, as the sort put it
+    first.
+
+    Args:
+        docs: documents with ``doc_id`` (unique).
+        cached: receives the sorted ``doc_id`` frame persisted here (the caller unpersists it).
 
     Returns:
-        (the ranked documents, persisted: the caller unpersists them; the ``doc_id, _rank`` projection).
+        (the ranked documents, persisted: the caller unpersists them; ``doc_id, _rank``).
 
     Raises:
         UserError: more documents than a unit id can rank (:data:`udfs.paragraphs.MAX_RANK`).
     """
-    ordered = docs.orderBy("doc_id").withColumn("_m", F.monotonically_increasing_id())
-    ordered = ordered.persist(TEXT_CACHE)
+    ordered = docs.select("doc_id").orderBy("doc_id").withColumn("_m", F.monotonically_increasing_id())
+    ordered = ordered.persist(StorageLevel.MEMORY_AND_DISK)
+    if cached is not None:
+        cached.append(ordered)
     part = F.shiftright("_m", 33)
     sizes = dict(ordered.groupBy(part.alias("p")).count().collect())
     offsets, total = {}, 0
@@ -95,8 +110,11 @@ def with_ranks(docs: DataFrame) -> tuple[DataFrame, DataFrame]:
     table = F.array(*(F.lit(offsets.get(p, 0)).cast("long") for p in range(max(offsets, default=0) + 1)))
     offset = F.element_at(table, (part + F.lit(1)).cast("int"))
     rank = (offset + F.col("_m").bitwiseAND(F.lit((1 << 33) - 1))).alias(RANK_COLUMN)
-    ranked = ordered.select(*docs.columns, rank)
-    return ranked, ranked.select("doc_id", RANK_COLUMN)
+    ranks = ordered.select("doc_id", rank)
+    ranked = (docs.join(ranks, "doc_id", "left")
+              .select(*docs.columns, F.coalesce(RANK_COLUMN, F.lit(0).cast("long")).alias(RANK_COLUMN))
+              .persist(TEXT_CACHE))
+    return ranked, ranks
 
 
 def first_doc(uid: str = "first") -> Column:
@@ -235,9 +253,16 @@ _CUT_TYPE = T.StructType([T.StructField("text", T.StringType()), T.StructField("
 
 
 def _cut_udf(n: int):
+    """The Arrow UDF ``(text, _units, _windows) -> _cut`` (:data:`_CUT_TYPE`): a null ``_cut`` where a row
+    has neither units nor windows (its text is not needed and comes as null)."""
     def cut(texts: pa.Array, units: pa.Array, windows: pa.Array) -> pa.Array:
         out_text, out_spans, out_chars = [], [], []
         for text, u, w in zip(texts.to_pylist(), units.to_pylist(), windows.to_pylist(), strict=True):
+            if u is None and w is None:
+                out_text.append(None)
+                out_spans.append(None)
+                out_chars.append(None)
+                continue
             text = text or ""
             unit_spans = [(s["start"], s["end"], s["kind"], s["first_seen_in"]) for s in u or []]
             new, spans = kernels.removals(text, unit_spans, [(x["pos"], x["first"]) for x in w or []], n)
@@ -246,10 +271,11 @@ def _cut_udf(n: int):
             out_chars.append(sum(s[1] - s[0] for s in spans))
         span_type = pa.list_(pa.struct([("start", pa.int32()), ("end", pa.int32()), ("kind", pa.string()),
                                         ("first_seen_in", pa.string())]))
+        untouched = pa.array([c is None for c in out_chars], pa.bool_())
         return pa.StructArray.from_arrays(
             [pa.array(out_text, pa.string()), pa.array(out_spans, span_type),
              pa.array(out_chars, pa.int32())],
-            names=["text", "spans", "removed_chars"])
+            names=["text", "spans", "removed_chars"], mask=untouched)
 
     return F.arrow_udf(cut, _CUT_TYPE)
 
@@ -268,8 +294,8 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
 
     Returns:
         ``docs``' columns, ``text`` cut (``n_chars``/``n_bytes`` recomputed when present), plus
-        :data:`SPANS_COLUMN`, :data:`ACTION_COLUMN` (string) and ``_input_text`` (the text as read,
-        for the ``removed`` rows).
+        :data:`SPANS_COLUMN`, :data:`ACTION_COLUMN` (string), ``_input_text`` (the text as read, for
+        the ``removed`` rows; null in the rows kept) and :data:`CHARS_IN_COLUMN`.
 
     Raises:
         ValueError: ``docs`` lacks ``doc_id`` or ``text``.
@@ -277,7 +303,7 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
     chain.require_columns(docs, INPUT_COLUMNS, STAGE)
     cached = cached if cached is not None else []
     columns = docs.columns
-    docs, ranks = with_ranks(docs)
+    docs, ranks = with_ranks(docs, cached)
     cached.append(docs)
     paras = paragraphs(docs, c).persist(TEXT_CACHE)
     cached.append(paras)
@@ -297,12 +323,13 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
     else:
         joined = joined.withColumn("_windows", F.lit(None))
     touched = F.col("_units").isNotNull() | F.col("_windows").isNotNull()
-    # Only touched documents go through the Python UDF (Spark would run it for every row under F.when).
-    hits = joined.where(touched).withColumn("_cut", _cut_udf(c.min_span_words)(
-        F.col("text"), F.col("_units").cast(SPAN_TYPE),
-        F.col("_windows").cast("array<struct<pos:int,first:string>>")))
-    rest = joined.where(~touched).withColumn("_cut", F.lit(None).cast(_CUT_TYPE))
-    return _decide(hits.unionByName(rest), columns, c)
+    # Every row goes through the Python UDF once (Spark would evaluate it for every row under F.when
+    # anyway), but only a touched document's text: the others send a null and get a null ``_cut``.
+    # Splitting the rows into touched and untouched ones instead made Spark plan the join twice,
+    # shuffling and sorting the text of every document twice.
+    cut = _cut_udf(c.min_span_words)(F.when(touched, F.col("text")), F.col("_units").cast(SPAN_TYPE),
+                                     F.col("_windows").cast("array<struct<pos:int,first:string>>"))
+    return _decide(joined.withColumn("_cut", cut), columns, c)
 
 
 def _decide(df: DataFrame, columns: list[str], c: PassagesConfig) -> DataFrame:
@@ -323,13 +350,19 @@ def _decide(df: DataFrame, columns: list[str], c: PassagesConfig) -> DataFrame:
     if "n_bytes" in cols:
         cols["n_bytes"] = F.octet_length(new_text).cast("int")
     spans = F.when(cut["removed_chars"] > 0, cut["spans"]).otherwise(F.lit(None).cast(SPAN_TYPE))
-    return df.select(*(v.alias(k) for k, v in cols.items()), spans.alias(SPANS_COLUMN),
-                     action.alias(ACTION_COLUMN),
-                     F.col("text").alias("_input_text"))
+    decided = df.select(*(v.alias(k) for k, v in cols.items()), spans.alias(SPANS_COLUMN),
+                        action.alias(ACTION_COLUMN), F.col("text").alias("_text_in"))
+    # The text as read is kept only where the document goes (its ``removed`` row shows it): elsewhere
+    # it was a second copy of every text in the stage's cache of these rows.
+    gone = ~F.col(ACTION_COLUMN).isin("keep", "cut")
+    return decided.select(*cols, SPANS_COLUMN, ACTION_COLUMN,
+                          F.when(gone, F.col("_text_in")).alias("_input_text"),
+                          F.length("_text_in").alias(CHARS_IN_COLUMN))
 
 
 def passages(df: DataFrame, c: PassagesConfig) -> DataFrame:
     """``df.transform(lambda d: passages(d, cfg.passages))``: the kept documents, text cut, plus
     :data:`SPANS_COLUMN`."""
     out = annotate(df, c)
-    return out.where(~F.col(ACTION_COLUMN).startswith(f"{STAGE}.")).drop(ACTION_COLUMN, "_input_text")
+    return (out.where(~F.col(ACTION_COLUMN).startswith(f"{STAGE}."))
+            .drop(ACTION_COLUMN, "_input_text", CHARS_IN_COLUMN))
