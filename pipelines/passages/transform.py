@@ -69,19 +69,18 @@ RANK_COLUMN = "_rank"
 
 
 def with_ranks(docs: DataFrame, cached: list[DataFrame] | None = None) -> tuple[DataFrame, DataFrame]:
-    """``docs`` with :data:`RANK_COLUMN` (long), hash-partitioned and sorted by ``doc_id`` within each
-    partition, persisted on local disk (:data:`pipelines.core.cache.TEXT_CACHE`: the rows hold the
-    text); and ``doc_id, _rank``.
+    """``docs`` with :data:`RANK_COLUMN` (long), joined to their ranks by ``doc_id`` and persisted on
+    local disk (:data:`pipelines.core.cache.TEXT_CACHE`: the rows hold the text); and ``doc_id, _rank``.
 
     The rank is the document's position in ``doc_id`` order over the whole corpus (dense, from 0): a
     range-partitioned sort of the ``doc_id`` alone, ``monotonically_increasing_id`` (partition index in
     its upper bits, row in partition below) and each partition's offset from one count per partition.
     It depends on the set of ``doc_id`` only, never on partitioning, so unit ids built on it
     (:func:`udfs.paragraphs.unit_ids`) order units as ``(doc_id, idx)`` does. The ranks are then joined
-    to the documents by ``doc_id``: the cached documents keep that join's hash partitioning, which the
-    later joins by ``doc_id`` (the cuts, the most repeated units) use as it is instead of shuffling and
-    sorting the text again. A null ``doc_id`` (ingest never writes one) gets rank 0, as the sort put it
-    first.
+    to the documents by ``doc_id``: where Spark plans that join as a shuffle, the cached documents keep its
+    hash partitioning, which the later joins by ``doc_id`` (the cuts, the most repeated units) use as it
+    is instead of shuffling and sorting the text again; nothing downstream depends on the rows' order.
+    A null ``doc_id`` (ingest never writes one) gets rank 0, as the sort put it first.
 
     Args:
         docs: documents with ``doc_id`` (unique).
