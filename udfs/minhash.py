@@ -43,6 +43,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from udfs.decontam import pair_order
+
 SCHEMES = ("fast", "oph", "datasketch_affine32", "datasketch_legacy")
 
 MERSENNE_PRIME = np.uint64((1 << 61) - 1)
@@ -565,27 +567,6 @@ def estimated_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray:
     return (sig_a == sig_b).mean(axis=1) if len(sig_a) else np.zeros(0)
 
 
-def _owner_hash_order(owner: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """Indices that sort ``(owner, h)`` pairs by owner, then hash (the order of ``np.lexsort((h, owner))``
-    up to ties of equal pairs).
-
-    One argsort of the hashes, then a stable sort by owner, which numpy does as a radix sort when the
-    owners fit 16 bits: about 4.5x faster than ``lexsort``'s two indirect merge sorts (1,024 documents
-    of 400-700 shingles, numpy 2.4: 21 ms against 95 ms).
-
-    Args:
-        owner: int64 (n,), values in [0, n_owners).
-        h: uint64 (n,).
-
-    Returns:
-        int64 (n,) permutation.
-    """
-    by_hash = np.argsort(h)
-    top = int(owner.max()) if len(owner) else 0
-    key = owner[by_hash].astype(np.uint16 if top < 1 << 16 else np.int64)
-    return by_hash[np.argsort(key, kind="stable")]
-
-
 def exact_jaccard(texts_a: pa.Array, texts_b: pa.Array, spec: ShingleSpec) -> np.ndarray:
     """Jaccard similarity of the shingle sets of each pair ``(texts_a[i], texts_b[i])``.
 
@@ -606,7 +587,7 @@ def exact_jaccard(texts_a: pa.Array, texts_b: pa.Array, spec: ShingleSpec) -> np
     owner = np.concatenate([np.arange(n, dtype=np.int64)] * 2).repeat(per_doc)
     side_b = np.zeros(len(h), dtype=bool)
     side_b[offsets[n]:] = True
-    order = _owner_hash_order(owner, h)
+    order = pair_order(owner.view(np.uint64), h, major_bits=max(n - 1, 1).bit_length())
     h, owner, side_b = h[order], owner[order], side_b[order]
     start = np.ones(len(h), dtype=bool)
     start[1:] = (h[1:] != h[:-1]) | (owner[1:] != owner[:-1])
