@@ -101,7 +101,9 @@ def _ascii_table(fold_digits: bool) -> np.ndarray:
     return lut
 
 
-_ASCII_TABLES = {False: _ascii_table(False), True: _ascii_table(True)}
+_ASCII_TABLES = {f: bytes(_ascii_table(f)) + b" " * 128 for f in (False, True)}
+"""The two tables as ``bytes.translate`` tables (256 entries; bytes >= 0x80 never reach them: the fast
+path takes ASCII only): the translation runs ~4x faster than the same lookup as numpy fancy indexing."""
 
 
 def _ascii_fold(texts: pa.Array, fold_digits: bool) -> pa.Array:
@@ -112,8 +114,8 @@ def _ascii_fold(texts: pa.Array, fold_digits: bool) -> pa.Array:
     odt = np.int64 if large else np.int32
     bufs = texts.buffers()
     offs = np.frombuffer(bufs[1], dtype=odt, count=len(texts) + 1, offset=texts.offset * np.dtype(odt).itemsize)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    folded = _ASCII_TABLES[fold_digits][data[offs[0] : offs[-1]]]
+    data = memoryview(bufs[2] if bufs[2] is not None else b"")[int(offs[0]) : int(offs[-1])]
+    folded = data.tobytes().translate(_ASCII_TABLES[fold_digits])
     return pa.Array.from_buffers(texts.type, len(texts), [None, pa.py_buffer(offs - offs[0]), pa.py_buffer(folded)])
 
 
