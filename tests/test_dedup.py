@@ -68,6 +68,23 @@ def test_run_writes_survivors_clusters_and_removed(spark, make_cfg, corpus):
     assertDataFrameEqual(tables.read_table(spark, cfg, "dedup_bands").select("doc_id"), deduped, checkRowOrder=False)
 
 
+def test_removed_rows_are_the_documents_rows(spark, make_cfg, corpus):
+    # "longest": c (a's near copy, one word longer) represents a's cluster, so a (its exact group's
+    # first) and b (an exact copy, never a candidate pair's end) go; the removed rows come from the
+    # exact check's scan and must be the documents' rows, every column.
+    cfg = make_cfg("dedup.representative=longest")
+    longer = [(d, t + " tail") if d == "c" else (d, t) for d, t in corpus]
+    tables.write_table(documents_df(spark, longer), cfg, "documents")
+    report = run_stage(spark, cfg, "dedup")
+    assert report.removed == {"dedup.near": 3}
+    docs = tables.read_table(spark, cfg, "documents")
+    removed = spark.read.format("delta").load(cfg.table_path("removed"))
+    assertDataFrameEqual(removed.select(*docs.columns), docs.where(F.col("doc_id").isin("a", "b", "f")),
+                         checkRowOrder=False)
+    assertDataFrameEqual(removed.select("doc_id", "duplicate_of"), [("a", "c"), ("b", "c"), ("f", "e")],
+                         checkRowOrder=False)
+
+
 def test_whitespace_insensitive_key_and_longest_policy(spark, corpus):
     from pipelines.dedup.config import DedupConfig
 

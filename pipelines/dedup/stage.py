@@ -24,12 +24,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -40,8 +37,9 @@ from pipelines.core.config import ConfigError, WinnowConfig
 from pipelines.core.runner import StageReport
 from pipelines.dedup.components import checkpoint, connected_components
 from pipelines.dedup.config import DedupConfig
-from udfs import lsh, minhash
-from udfs.errors import UserError
+from udfs import lsh
+from udfs.minhash_batch import EXACT_KEY, SignatureSettings, jaccard_batches, signature_batches
+from udfs.minhash_batch import SignatureSettingsMismatch as SignatureSettingsMismatch  # re-exported
 
 log = logging.getLogger(__name__)
 
@@ -55,79 +53,6 @@ CLUSTER_COLUMNS = ("doc_id", "cluster_id", "cluster_size", "is_representative", 
 BAND_COLUMNS = ("doc_id", "bands", "signature")
 """Columns of ``dedup_bands``: band keys array<bigint>, signature binary (num_perm little-endian uint32)."""
 REASON_EXACT, REASON_NEAR = "dedup.exact", "dedup.near"
-EXACT_KEY = "_xkey"
-"""Internal column: the exact-dedup key (MD5 of the text, or the ``doc_id`` when exact dedup is off)."""
-
-
-class SignatureSettingsMismatch(UserError, ValueError):
-    """Signatures or band keys made with different settings were about to be compared."""
-
-
-# ------------------------------------------------------------------------------------ settings
-@dataclass(frozen=True)
-class SignatureSettings:
-    """Everything that decides a signature and its band keys; recorded as table metadata."""
-
-    scheme: str
-    seed: int
-    num_perm: int
-    bands: int
-    rows: int
-    shingle: minhash.ShingleSpec
-
-    @classmethod
-    def from_config(cls, d: DedupConfig, seed: int) -> SignatureSettings:
-        """The settings of ``dedup`` with ``run.seed``; bands x rows derived from ``threshold`` unless set.
-
-        Raises:
-            ValueError: ``seed`` does not fit the 32-bit permutation seed.
-        """
-        if not 0 <= seed < 2**32:
-            raise ValueError(f"run.seed={seed} too large for dedup: MinHash permutations need 0 <= seed < 2^32")
-        if d.bands is not None and d.rows is not None:
-            bands, rows = d.bands, d.rows
-        else:
-            bands, rows = lsh.optimal_bands_rows(d.threshold, d.num_perm, d.false_positive_weight, d.false_negative_weight)
-        spec = minhash.ShingleSpec(d.ngram_size, d.fold_digits, d.fold_diacritics, d.split_unspaced)
-        return cls(d.scheme, seed, d.num_perm, bands, rows, spec)
-
-    @property
-    def hash_name(self) -> str:
-        """The shingle hash function, named as recorded in the ``winnow.signature`` property."""
-        return minhash.FAST_HASH_NAME if self.scheme in ("fast", "oph") else "sha1_hash32 (datasketch.hashfunc)"
-
-    def to_dict(self) -> dict:
-        """The settings as stored in the ``winnow.signature`` table property (canonical JSON)."""
-        return {"scheme": self.scheme, "seed": self.seed, "num_perm": self.num_perm, "bands": self.bands,
-                "rows": self.rows, "shingle": self.shingle.to_dict(), "hash": self.hash_name}
-
-    def check_same(self, found: dict, where: str) -> None:
-        """Raise :class:`SignatureSettingsMismatch` naming every setting that differs from ``found``."""
-        mine = self.to_dict()
-        diff = {k: (found.get(k), mine[k]) for k in mine if found.get(k) != mine[k]}
-        if diff:
-            details = ", ".join(f"{k}: {a!r} there vs {b!r} here" for k, (a, b) in sorted(diff.items()))
-            raise SignatureSettingsMismatch(
-                f"signature settings of {where} differ from this run's dedup settings ({details}); "
-                "signatures and band keys made with different settings cannot be compared"
-            )
-
-
-# --------------------------------------------------------------------------------- signatures
-def _signature_batches(batches: Iterator[pa.RecordBatch], s: SignatureSettings, md5_key: bool) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        text = batch.column("text")
-        sig = minhash.signatures(text, s.shingle, s.num_perm, s.seed, s.scheme)
-        keys = lsh.band_keys(sig, s.bands, s.rows)
-        n = len(sig)
-        band_arr = pa.ListArray.from_arrays(np.arange(0, (n + 1) * s.bands, s.bands, dtype=np.int32), pa.array(keys.reshape(-1)))
-        sig_bytes = sig.astype("<u4").tobytes()
-        width = s.num_perm * 4
-        sig_arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(np.arange(0, (n + 1) * width, width, dtype=np.int32).tobytes()), pa.py_buffer(sig_bytes)])
-        kept = [name for name in batch.schema.names if name != "text"]
-        extra, extra_names = ([minhash.md5_digests(text)], [EXACT_KEY]) if md5_key else ([], [])
-        yield pa.record_batch([batch.column(name) for name in kept] + extra + [band_arr, sig_arr],
-                              names=[*kept, *extra_names, "bands", "signature"])
 
 
 def signatures(df: DataFrame, s: SignatureSettings, *, md5_key: bool = False) -> DataFrame:
@@ -139,30 +64,7 @@ def signatures(df: DataFrame, s: SignatureSettings, *, md5_key: bool = False) ->
     kept = [f for f in df.schema.fields if f.name != "text"]
     extra = [T.StructField(EXACT_KEY, T.BinaryType(), False)] if md5_key else []
     schema = T.StructType([*kept, *extra, T.StructField("bands", T.ArrayType(T.LongType())), T.StructField("signature", T.BinaryType())])
-    return df.mapInArrow(lambda it: _signature_batches(it, s, md5_key), schema)
-
-
-def _sig_matrix(col: pa.Array, num_perm: int) -> np.ndarray:
-    col = col.cast(pa.large_binary())
-    offs = np.frombuffer(col.buffers()[1], dtype=np.int64, count=len(col) + 1, offset=col.offset * 8)
-    data = np.frombuffer(col.buffers()[2], dtype="<u4", count=(offs[-1] - offs[0]) // 4, offset=int(offs[0]))
-    return data.reshape(len(col), num_perm)
-
-
-def _jaccard_batches(batches: Iterator[pa.RecordBatch], s: SignatureSettings, exact: bool) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        names = batch.schema.names
-        if "sig_a" in names:
-            est = minhash.estimated_jaccard(_sig_matrix(batch.column("sig_a"), s.num_perm), _sig_matrix(batch.column("sig_b"), s.num_perm))
-        else:  # exact check without reference documents: every pair has both texts
-            est = np.full(batch.num_rows, np.nan)
-        if exact:
-            ta, tb = batch.column("text_a"), batch.column("text_b")
-            both = np.asarray(pc.and_(ta.is_valid(), tb.is_valid()).to_numpy(zero_copy_only=False))
-            if both.any():
-                idx = pa.array(np.flatnonzero(both))
-                est[both] = minhash.exact_jaccard(ta.take(idx), tb.take(idx), s.shingle)
-        yield pa.record_batch([batch.column("src"), batch.column("dst"), pa.array(est)], names=["src", "dst", "jaccard"])
+    return df.mapInArrow(partial(signature_batches, s=s, md5_key=md5_key), schema)
 
 
 # ------------------------------------------------------------------------------------- policy
@@ -218,6 +120,10 @@ class NearResult:
     n_edges: int = 0
     clustered: DataFrame | None = None
     n_clustered: int = 0
+    rows_of: DataFrame | None = None
+    """The documents' rows (all columns) of every document :func:`annotate` may remove, read in the exact
+    check's scan: the candidate pairs' documents and the exact duplicates that are not their group's first.
+    None when there is no exact check (no scan to share)."""
     removed_by_kind: dict[str, int] = field(default_factory=dict)
     cached: list[DataFrame] = field(default_factory=list)
 
@@ -254,8 +160,9 @@ def annotate(
 
     The texts are read in one pass (exact key and signatures together); everything after it (exact
     groups, LSH buckets, connected components, representatives) works on narrow rows without texts; the
-    false-positive check reads back the texts of candidate documents only, and the annotation is joined
-    to the documents once, from the clustered documents alone.
+    false-positive check reads back the rows of candidate documents and exact duplicates only (kept in
+    ``result.rows_of`` for the stage's removed rows), and the annotation is joined to the documents
+    once, from the clustered documents alone.
 
     Args:
         df: documents; needs ``doc_id`` (unique), ``text`` (+ the policy column).
@@ -301,7 +208,10 @@ def annotate(
     if d.near:
         reps = keyed.where(F.col("doc_id") == F.col("_xrep")).select("doc_id", "bands")
         sig_of = narrow.select("doc_id", "signature")
-        comp = _near_components(reps, sig_of, df, d, settings, reference, checkpoint_dir, result)
+        # The exact duplicates that are not their group's representative: besides the candidate pairs'
+        # documents, the only documents a cluster can remove (see _near_components' ``rows_of``).
+        others = keyed.where(F.col("doc_id") != F.col("_xrep")).select("doc_id") if d.exact else None
+        comp = _near_components(reps, sig_of, df, d, settings, reference, checkpoint_dir, result, others)
     else:
         comp = None
 
@@ -377,13 +287,17 @@ def _near_components(
     reference: DataFrame | None,
     checkpoint_dir: str | None,
     result: NearResult,
+    others: DataFrame | None = None,
 ) -> DataFrame:
     """Connected components (``node``, ``component``, ``is_ref``) of near-duplicate edges among ``reps``.
 
     Args:
         reps: ``doc_id, bands`` of the exact-group representatives.
         sig_of: ``doc_id, signature`` of at least every document of ``reps``.
-        texts: the documents (``doc_id, text``), read for the candidate documents of the exact check.
+        texts: the documents (``doc_id, text`` + other columns), read for the candidate documents of the
+            exact check.
+        others: ``doc_id`` of further documents whose rows the exact check's scan keeps in
+            ``result.rows_of`` (the exact duplicates a cluster may remove), or None.
     """
     nodes = reps.select("doc_id", "bands", F.lit(False).alias("is_ref"))
     if reference is not None:
@@ -432,15 +346,11 @@ def _near_components(
             sig_small = _small(sig_of, 2 * result.n_candidate_edges)
             pairs = pairs.join(sig_small.toDF("src", "sig_a"), "src").join(sig_small.toDF("dst", "sig_b"), "dst")
         if exact:
-            ends = candidates.select(F.col("src").alias("doc_id")).union(candidates.select(F.col("dst").alias("doc_id"))).distinct()
-            # One scan of the documents for the texts of both ends (cached: the two joins below read it).
-            text_of = texts.select("doc_id", F.coalesce("text", F.lit("")).alias("text")).join(
-                _small(ends, 2 * result.n_candidate_edges), "doc_id", "left_semi").persist(StorageLevel.MEMORY_AND_DISK)
-            result.cached.append(text_of)
+            text_of = _texts_of_ends(candidates, texts, others, result)
             pairs = pairs.join(text_of.toDF("src", "text_a"), "src", "left").join(text_of.toDF("dst", "text_b"), "dst", "left")
         cols = ["src", "dst", *(["sig_a", "sig_b"] if "sig_a" in pairs.columns else []), *(["text_a", "text_b"] if exact else [])]
         scored = pairs.select(*cols).mapInArrow(
-            lambda it: _jaccard_batches(it, s, exact), "src string, dst string, jaccard double"
+            partial(jaccard_batches, s=s, exact=exact), "src string, dst string, jaccard double"
         )
     scored = scored.withColumn("keep", F.col("jaccard").isNull() | (F.col("jaccard") >= F.lit(d.threshold)))
     scored = scored.persist(StorageLevel.MEMORY_AND_DISK)
@@ -456,6 +366,23 @@ def _near_components(
     comp = comp.persist(StorageLevel.MEMORY_AND_DISK)
     result.cached.append(comp)
     return comp
+
+
+def _texts_of_ends(candidates: DataFrame, texts: DataFrame, others: DataFrame | None, result: NearResult) -> DataFrame:
+    """``doc_id, text`` (null text as ``''``) of both ends of every candidate pair, for the exact check.
+
+    One scan of the documents reads the rows of the ends and of ``others`` (cached: the check's two joins
+    read it, and with ``others`` the stage writes its removed rows from it, ``result.rows_of``, instead
+    of scanning the documents again).
+    """
+    ends = candidates.select(F.col("src").alias("doc_id")).union(candidates.select(F.col("dst").alias("doc_id")))
+    n_wanted = 2 * result.n_candidate_edges
+    if others is not None:
+        ends, n_wanted = ends.union(others), n_wanted + others.count()
+    rows_of = texts.join(_small(ends.distinct(), n_wanted), "doc_id", "left_semi").persist(StorageLevel.MEMORY_AND_DISK)
+    result.cached.append(rows_of)
+    result.rows_of = rows_of if others is not None else None
+    return rows_of.select("doc_id", F.coalesce("text", F.lit("")).alias("text"))
 
 
 # ------------------------------------------------------------------------------------------- run
@@ -511,7 +438,11 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     props = {"signature": s.to_dict(), "threshold": d.threshold, "s_curve": curve, "fp_check": d.fp_check or "none",
              "representative": d.representative, "exact_key": d.exact_key if d.exact else "none"}
     outputs = {"deduped": ann.where("is_representative").select(*docs.columns), "dup_clusters": clustered.select(*CLUSTER_COLUMNS)}
-    removed = ann.where(~F.col("is_representative")).select(
+    gone_rows = ann.where(~F.col("is_representative"))
+    if near.rows_of is not None:  # the removed documents' rows are among those the exact check read: no second scan
+        gone = clustered.where(~F.col("is_representative")).select("doc_id", "kind", "duplicate_of")
+        gone_rows = near.rows_of.join(_small(gone, near.n_clustered), "doc_id")
+    removed = gone_rows.select(
         *docs.columns, F.array(F.concat(F.lit("dedup."), F.col("kind"))).alias("reason"), "duplicate_of"
     )
     bands = None
