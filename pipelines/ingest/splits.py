@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import Any, BinaryIO
 
@@ -124,20 +124,20 @@ def explode_splits(
     opts: ParseOptions,
     record_ddl: str,
     by_path: dict[str, ParseOptions] | None = None,
+    spool: str | None = None,
 ) -> DataFrame:
     """Records of every split (rows of ``record_ddl``), parsed in ``mapInArrow`` a split at a time,
     with ``opts`` or the options ``by_path`` gives the split's file (``ingest.fields_by_input``).
 
-    Partitions: ``ingest.input_partitions``, else one per ``split_bytes`` of input (at least the
-    default parallelism, at most one per split), filled round-robin.
+    Partitions: :func:`partition_count`, filled round-robin.
+
+    ``spool``: a folder on this machine (a ``local`` master only). Each task then also writes its
+    records whole to the folder (:func:`spool_batches`) and returns them without the columns of
+    :data:`SPOOL_ONLY`: the rows of ``record_ddl`` less those; :func:`read_spool` gives them back whole.
     """
     by_path = by_path or {}
     options = fs_options(spark)
-    total = sum(end - start for _, _, _, start, end in splits)
-    n = icfg.input_partitions or max(
-        spark.sparkContext.defaultParallelism, math.ceil(total / icfg.split_bytes)
-    )
-    n = max(1, min(n, len(splits)))
+    n = partition_count(spark, splits, icfg)
     from pipelines.core.tables import local_frame  # driver side only: the workers need not import it
 
     frame = local_frame(spark, splits, SPLIT_DDL)
@@ -156,7 +156,97 @@ def explode_splits(
                     s["end"],
                 )
 
-    return frame.mapInArrow(parse, record_ddl)
+    if spool is None:
+        return frame.mapInArrow(parse, record_ddl)
+
+    def parse_to_spool(batches):
+        from pyspark import TaskContext
+
+        yield from spool_batches(parse(batches), spool, TaskContext.get().partitionId())
+
+    return frame.mapInArrow(parse_to_spool, spool_schema(record_ddl))
+
+
+def partition_count(
+    spark: SparkSession, splits: list[tuple[str, str, int, int, int]], icfg: IngestConfig
+) -> int:
+    """Spark partitions of the parsed records: ``ingest.input_partitions``, else one per
+    ``split_bytes`` of input, at least the default parallelism, at most one per split (>= 1)."""
+    total = sum(end - start for _, _, _, start, end in splits)
+    n = icfg.input_partitions or max(
+        spark.sparkContext.defaultParallelism, math.ceil(total / icfg.split_bytes)
+    )
+    return max(1, min(n, len(splits)))
+
+
+SPOOL_ONLY = ("text", "url", "record_format", "markers_resolved", "excerpt", "detail")
+"""Record columns that only the spool files hold (:func:`explode_splits` with ``spool``): the tally reads
+none of them, and the texts are nearly all of a record's bytes."""
+
+
+def spool_schema(record_ddl: str) -> Any:
+    """The StructType of ``record_ddl`` without :data:`SPOOL_ONLY` (driver side: parsing a DDL string
+    needs the JVM)."""
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    return StructType([f for f in _parse_datatype_string(record_ddl).fields if f.name not in SPOOL_ONLY])
+
+
+def spool_path(folder: str, part: int) -> str:
+    """The spool file of Spark partition ``part``."""
+    return f"{folder}/part-{part:05d}.arrow"
+
+
+def spool_batches(batches: Iterable[Any], folder: str, part: int) -> Iterator[Any]:
+    """Write ``batches`` (:data:`udfs.formats.RECORD_SCHEMA`) to the Arrow IPC file of partition
+    ``part`` in ``folder`` and yield each without the :data:`SPOOL_ONLY` columns.
+
+    The file gets its name only once every batch is written (a task stopped early leaves none, and
+    :func:`read_spool` then fails rather than miss records); a partition without records gets an
+    empty file."""
+    import os
+
+    import pyarrow as pa
+
+    from udfs.formats import RECORD_SCHEMA
+
+    keep = [f.name for f in RECORD_SCHEMA if f.name not in SPOOL_ONLY]
+    path = spool_path(folder, part)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, RECORD_SCHEMA) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+            yield batch.select(keep)
+    os.replace(tmp, path)
+
+
+def read_spool(spark: SparkSession, folder: str, n: int, record_ddl: str, parts: set[int]) -> DataFrame:
+    """The records :func:`explode_splits` spooled to ``folder``, whole (rows of ``record_ddl``): partition
+    ``i`` of ``n`` holds those of partition ``i`` of the parse, in the same order, so what the tally
+    found per partition (:attr:`pipelines.ingest.tally.Tally.doc_splits`) holds here too.
+
+    Raises (in the task): FileNotFoundError when a partition in ``parts`` (those that held records)
+    has no spool file.
+    """
+
+    def read(batches):
+        import os
+
+        import pyarrow as pa
+
+        for batch in batches:
+            for part in batch.column(0).to_pylist():
+                path = spool_path(folder, part)
+                if not os.path.exists(path):
+                    if part in parts:
+                        raise FileNotFoundError(f"ingest: no spooled records of partition {part}: {path}")
+                    continue
+                # Memory-mapped: the batches point into the page cache, no copy before the JVM's.
+                reader = pa.ipc.open_file(pa.memory_map(path))
+                for k in range(reader.num_record_batches):
+                    yield reader.get_batch(k)
+
+    return spark.range(0, n, 1, n).mapInArrow(read, record_ddl)
 
 
 def number_lines(records: DataFrame, summaries: list[Any], spark: SparkSession) -> DataFrame:

@@ -227,15 +227,17 @@ def _driver_records(spark: SparkSession, listing: list[tuple[str, str, int]], op
 
 
 def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: IngestConfig,
-                 globs: dict[str, str] | None = None) -> DataFrame:
+                 globs: dict[str, str] | None = None, spool: str | None = None) -> DataFrame:
     """Every record of the listed files (:data:`RECORD_DDL` rows, split-local JSONL line numbers):
     streamed splits for local/s3 files, ``binaryFile`` rows for the others. ``globs`` (path -> the
-    glob that matched it, :func:`list_files`) selects the ``ingest.fields_by_input`` of each file."""
+    glob that matched it, :func:`list_files`) selects the ``ingest.fields_by_input`` of each file.
+    ``spool``: the records go whole to that folder and come back without the columns of
+    :data:`pipelines.ingest.splits.SPOOL_ONLY` (only where :func:`_spool_folder` gave it)."""
     opts, by_path = parse_options(icfg), options_by_path(icfg, globs)
     splits = ingest_splits.plan_splits(listing, icfg)
     frames = [df] if (df := _driver_records(spark, listing, opts, by_path)) is not None else []
     if splits:
-        frames.append(ingest_splits.explode_splits(spark, splits, icfg, opts, RECORD_DDL, by_path))
+        frames.append(ingest_splits.explode_splits(spark, splits, icfg, opts, RECORD_DDL, by_path, spool))
     if any(not ingest_splits.streamable(p) and size for p, _, size in listing):
         files = read_inputs(spark, [f for f in listing if not ingest_splits.streamable(f[0])])
         if icfg.input_partitions:
@@ -268,6 +270,85 @@ def _empty_split_files(spark: SparkSession, summaries: list[Any]) -> tuple[DataF
     return spark.createDataFrame(rows, RECORD_DDL), rows
 
 
+def _spool_folder(spark: SparkSession, listing: list[tuple[str, str, int]]) -> str | None:
+    """A new folder for the parsed records (:func:`pipelines.ingest.splits.spool_batches`), or ``None``
+    where they are kept by :func:`keep_records` instead.
+
+    Spooled where the master is ``local`` (the workers write files the next job's workers read, on the
+    same machine) and every input file is streamed (no ``binaryFile`` or driver rows beside the splits).
+    Why: kept rows cross Arrow into the JVM, are copied, Java-serialised to local disk and read back
+    twice (by the tally's task that wrote them and by the ``documents`` write). Spooled, the parse job
+    carries only the small columns into the JVM and the texts cross once, into the write; the Arrow
+    files are memory-mapped back (bench/notes.md, "Ingest's parsed records spooled as Arrow files").
+    """
+    if not listing or not _as_rows_master(spark) or not all(ingest_splits.streamable(p) for p, _, _ in listing):
+        return None
+    import tempfile
+
+    if _spool_fits_memory(listing):
+        return tempfile.mkdtemp(prefix="winnow-ingest-records-", dir=SPOOL_MEMORY_FOLDER)
+    try:  # Spark's own local folder of this session: removed with it, should the driver die first
+        env = spark.sparkContext._jvm.org.apache.spark.SparkEnv.get()  # type: ignore[union-attr]
+        local = env.blockManager().diskBlockManager().localDirs()[0].getAbsolutePath()
+    except Exception:  # another Spark build: the system's temporary folder
+        local = None
+    return tempfile.mkdtemp(prefix="winnow-ingest-records-", dir=local)
+
+
+SPOOL_MEMORY_FOLDER = "/dev/shm"
+"""Linux's shared-memory filesystem (tmpfs): spool files there cost no disk filesystem's write path. On
+the 2 shared cores of bench/notes.md, writing 200 MB of records to an ext4 folder cost the Python worker
+~0.7 CPU-s of system time, to this folder ~0.05 (the same parse, one process, load 13)."""
+SPOOL_MEMORY_SHARE = 0.25
+"""Spool in :data:`SPOOL_MEMORY_FOLDER` only when the records' estimated size is at most this share of
+both its free space and the memory the kernel reports available (tmpfs pages are memory until removed)."""
+SPOOL_EXPANSION = {None: 1.25, "default": 5.0}
+"""Estimated spooled bytes per input byte: an uncompressed file's records hold its text plus ~25 % of
+columns and offsets; a compressed stream (gz, zst, bz2, xz) may hold several times its size of text."""
+
+
+def _spool_fits_memory(listing: list[tuple[str, str, int]]) -> bool:
+    """Whether the records of ``listing`` fit :data:`SPOOL_MEMORY_FOLDER` (:data:`SPOOL_MEMORY_SHARE`;
+    ``False`` where there is no such folder or ``/proc/meminfo``)."""
+    import os
+    import shutil
+
+    from udfs.formats import file_format
+
+    est = sum(size * SPOOL_EXPANSION[None if file_format(p)[1] is None else "default"] for p, _, size in listing)
+    try:
+        free = shutil.disk_usage(SPOOL_MEMORY_FOLDER).free
+        with open("/proc/meminfo") as f:
+            avail = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return False
+    return os.access(SPOOL_MEMORY_FOLDER, os.W_OK) and est <= SPOOL_MEMORY_SHARE * min(free, avail)
+
+
+def _read_kept(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: IngestConfig,
+               globs: dict[str, str]) -> tuple[DataFrame, ingest_tally.Tally, Any]:
+    """The parsed records (:data:`RECORD_DDL`), read by one parse job, with their tally and a function
+    that frees what holds them: spooled (:func:`_spool_folder`) or kept (:func:`keep_records`)."""
+    spool = _spool_folder(spark, listing)
+    if spool is None:
+        parsed = keep_records(read_records(spark, listing, icfg, globs))
+        try:
+            return parsed, ingest_tally.tally(parsed), lambda: release_records(parsed)
+        except BaseException:
+            release_records(parsed)
+            raise
+    import shutil
+
+    try:
+        t = ingest_tally.tally(read_records(spark, listing, icfg, globs, spool))
+        n = ingest_splits.partition_count(spark, ingest_splits.plan_splits(listing, icfg), icfg)
+        parsed = ingest_splits.read_spool(spark, spool, n, RECORD_DDL, t.parts)
+    except BaseException:
+        shutil.rmtree(spool, ignore_errors=True)
+        raise
+    return parsed, t, lambda: shutil.rmtree(spool, ignore_errors=True)
+
+
 def keep_records(records: DataFrame) -> DataFrame:
     """``records`` kept on local disk (:data:`pipelines.core.tables.TEXT_CACHE`) by the first job that
     reads them (the tally), for the jobs after it (the writes). Free them with :func:`release_records`.
@@ -287,7 +368,12 @@ def keep_records(records: DataFrame) -> DataFrame:
 
 def _as_rows(records: DataFrame) -> bool:
     """True where :func:`keep_records` keeps rows (a ``local`` master), False where it caches."""
-    return records.sparkSession.sparkContext.master.startswith("local")
+    return _as_rows_master(records.sparkSession)
+
+
+def _as_rows_master(spark: SparkSession) -> bool:
+    """True on a ``local`` master (one machine: the executors' disk is the driver's)."""
+    return spark.sparkContext.master.startswith("local")
 
 
 def release_records(records: DataFrame) -> None:
@@ -314,9 +400,9 @@ _STAGE_CONF = {
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """Ingest ``ingest.inputs`` into ``documents`` and ``quarantine`` (each replaced in one Delta commit).
 
-    Spark jobs: one parses every split, keeps the records (:func:`keep_records`) and tallies them, the
-    duplicated source ids included (:func:`pipelines.ingest.tally.tally`); one writes each table (none
-    reads the records for an empty ``quarantine``).
+    Spark jobs: one parses every split, keeps the records (:func:`_read_kept`: spooled or kept) and
+    tallies them, the duplicated source ids included (:func:`pipelines.ingest.tally.tally`); one writes
+    each table (none reads the records for an empty ``quarantine``).
 
     Returns:
         The :class:`StageReport`: ``rows_in`` = records read (parser count), ``rows_out`` = rows of
@@ -335,9 +421,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     if hidden:
         print(skipped_line(hidden), file=sys.stderr, flush=True)
     with tables.session_conf(spark, _STAGE_CONF):
-        parsed = keep_records(read_records(spark, listing, icfg, globs))
+        parsed, t, release = _read_kept(spark, listing, icfg, globs)
         try:
-            t = ingest_tally.tally(parsed)
             extra = _file_stats(t.summaries)
             records = ingest_splits.number_lines(parsed, t.summaries, spark)
             empty, empty_rows = _empty_split_files(spark, t.summaries)
@@ -362,7 +447,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
                 table_properties={"quarantine": {"reasons": sorted(QUARANTINE_REASONS)}},
             )
         finally:
-            release_records(parsed)
+            release()
     quarantined: Counter = Counter()
     for _, reason, n in counts:
         if reason is not None:

@@ -39,6 +39,7 @@ class Tally:
             :data:`DUP_BROADCAST_MAX` (then left to a distributed aggregation, :func:`duplicated_ids`).
         doc_splits: per Spark partition of the records, the splits ``(input_file, split_start)`` whose
             documents it holds.
+        parts: the Spark partitions that hold any record.
     """
 
     summaries: list[dict[str, Any]] = field(default_factory=list)
@@ -50,6 +51,7 @@ class Tally:
     by_source: Counter = field(default_factory=Counter)
     dup_ids: list[str] | None = field(default_factory=list)
     doc_splits: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
+    parts: set[int] = field(default_factory=set)
 
     @property
     def docs_in_order(self) -> bool:
@@ -126,6 +128,7 @@ def tally(records: DataFrame) -> Tally:
     t.dup_ids = [r["_cand"] for r in dup_rows] if len(dup_rows) <= DUP_BROADCAST_MAX else None
     per: Counter = Counter()
     for r in rows:
+        t.parts.add(int(r["part"]))
         if r["kind"] == "file":
             at = {"input_file": r["input_file"], "split_start": r["split_start"]}
             f = json.loads(r["_summary"])  # the JSON of a null key_path leaves it out
