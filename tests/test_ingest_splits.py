@@ -227,7 +227,7 @@ def test_records_spooled_kept_as_rows_or_cached_give_the_same_tables(spark, spli
     monkeypatch.setattr(ingest, "_spool_folder", lambda s, listing: folders.append(spool_folder(s, listing)) or folders[-1])
     spooled = make_cfg(*inputs, root=tmp_path / "spooled")
     r0 = ingest.run(spark, spooled)
-    assert folders and folders[0] and not Path(folders[0]).exists()  # spooled, and the files removed
+    assert folders and folders[0] and not Path(folders[0].path).exists()  # spooled, and the files removed
     monkeypatch.setattr(ingest, "_spool_folder", lambda s, listing: None)
     rows = make_cfg(*inputs, root=tmp_path / "rows")
     r1 = ingest.run(spark, rows)
@@ -251,3 +251,37 @@ def test_spooled_records_of_a_partition_that_had_some_must_be_there(spark, tmp_p
     with pytest.raises(Exception, match="no spooled records of partition 1"):
         df.collect()
     assert ingest_splits.read_spool(spark, str(tmp_path), 2, ingest.RECORD_DDL, set()).count() == 0
+
+
+def test_a_spool_folder_outlives_its_run_only_until_the_next_one(tmp_path):
+    # A run killed hard leaves its memory-backed spool folder; the next spool removes it (nobody holds
+    # its lock) and leaves alone the folder of a run still alive (this process holds that lock).
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    from pipelines.ingest import spool as ingest_spool
+
+    child = textwrap.dedent(f"""
+        import sys, time
+        from pipelines.ingest import spool
+        s = spool.held_spool({str(tmp_path)!r})
+        open(s.path + "/part-00000.arrow", "wb").write(b"x" * 1024)
+        print(s.path, flush=True)
+        time.sleep(600)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
+    dead = proc.stdout.readline().strip()
+    alive = ingest_spool.held_spool(str(tmp_path))
+    assert Path(dead).exists()  # its owner still runs: not swept
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    making = tmp_path / f"{ingest_spool.SPOOL_PREFIX}being-made"  # no owner file yet: left alone
+    making.mkdir()
+    newer = ingest_spool.held_spool(str(tmp_path))
+    assert not Path(dead).exists() and Path(alive.path).exists() and making.exists()
+    for s in (alive, newer):
+        s.remove()
+        s.remove()  # idempotent
+        assert not Path(s.path).exists()

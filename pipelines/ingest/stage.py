@@ -33,6 +33,7 @@ from pipelines.core.chain import require_columns
 from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import InvariantError, StageReport
 from pipelines.ingest import splits as ingest_splits
+from pipelines.ingest import spool as ingest_spool
 from pipelines.ingest import tally as ingest_tally
 from pipelines.ingest.config import IngestConfig, IngestFields
 from pipelines.ingest.listing import (  # noqa: F401  (re-exported: callers use the stage module)
@@ -270,7 +271,7 @@ def _empty_split_files(spark: SparkSession, summaries: list[Any]) -> tuple[DataF
     return spark.createDataFrame(rows, RECORD_DDL), rows
 
 
-def _spool_folder(spark: SparkSession, listing: list[tuple[str, str, int]]) -> str | None:
+def _spool_folder(spark: SparkSession, listing: list[tuple[str, str, int]]) -> ingest_spool.Spool | None:
     """A new folder for the parsed records (:func:`pipelines.ingest.splits.spool_batches`), or ``None``
     where they are kept by :func:`keep_records` instead.
 
@@ -283,16 +284,14 @@ def _spool_folder(spark: SparkSession, listing: list[tuple[str, str, int]]) -> s
     """
     if not listing or not _as_rows_master(spark) or not all(ingest_splits.streamable(p) for p, _, _ in listing):
         return None
-    import tempfile
-
-    if _spool_fits_memory(listing):
-        return tempfile.mkdtemp(prefix="winnow-ingest-records-", dir=SPOOL_MEMORY_FOLDER)
+    if _spool_fits_memory(listing):  # held by this run's lock: a later run removes it if this one dies
+        return ingest_spool.held_spool(SPOOL_MEMORY_FOLDER)
     try:  # Spark's own local folder of this session: removed with it, should the driver die first
         env = spark.sparkContext._jvm.org.apache.spark.SparkEnv.get()  # type: ignore[union-attr]
         local = env.blockManager().diskBlockManager().localDirs()[0].getAbsolutePath()
     except Exception:  # another Spark build: the system's temporary folder
         local = None
-    return tempfile.mkdtemp(prefix="winnow-ingest-records-", dir=local)
+    return ingest_spool.plain_spool(local)
 
 
 SPOOL_MEMORY_FOLDER = "/dev/shm"
@@ -337,16 +336,14 @@ def _read_kept(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: I
         except BaseException:
             release_records(parsed)
             raise
-    import shutil
-
     try:
-        t = ingest_tally.tally(read_records(spark, listing, icfg, globs, spool))
+        t = ingest_tally.tally(read_records(spark, listing, icfg, globs, spool.path))
         n = ingest_splits.partition_count(spark, ingest_splits.plan_splits(listing, icfg), icfg)
-        parsed = ingest_splits.read_spool(spark, spool, n, RECORD_DDL, t.parts)
+        parsed = ingest_splits.read_spool(spark, spool.path, n, RECORD_DDL, t.parts)
     except BaseException:
-        shutil.rmtree(spool, ignore_errors=True)
+        spool.remove()
         raise
-    return parsed, t, lambda: shutil.rmtree(spool, ignore_errors=True)
+    return parsed, t, spool.remove
 
 
 def keep_records(records: DataFrame) -> DataFrame:
