@@ -10,7 +10,15 @@ from pyspark.sql import functions as F
 from pipelines.core import chain, tables
 from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import StageReport
-from pipelines.passages.transform import ACTION_COLUMN, CHARS_IN_COLUMN, SPANS_COLUMN, STAGE, annotate
+from pipelines.passages.transform import (
+    ACTION_COLUMN,
+    CHARS_IN_COLUMN,
+    RANK_COLUMN,
+    SPANS_COLUMN,
+    STAGE,
+    annotate,
+)
+from udfs.paragraphs import IDX_BITS, split
 
 OUTPUT_TABLE = chain.stage(STAGE).main_table
 EXCERPT_CHARS = 200
@@ -50,22 +58,36 @@ def _counts(ann: DataFrame) -> tuple[list[dict[str, Any]], dict[str, int]]:
     return [by_source[k] for k in sorted(by_source)], actions
 
 
-def _top_units(counts: DataFrame, paras: DataFrame, docs: DataFrame, k: int) -> list[dict[str, Any]]:
-    """The ``k`` most repeated units: occurrences, where first seen, an excerpt (count desc, then key)."""
+def _top_units(counts: DataFrame, docs: DataFrame, k: int, unit: str) -> list[dict[str, Any]]:
+    """The ``k`` most repeated units: occurrences, where first seen, an excerpt (count desc, then key).
+
+    Two Spark jobs: the top ``k`` keys with their first unit id, then the text of the (at most ``k``)
+    documents holding those first units, found by rank (:func:`pipelines.passages.transform.first_doc`).
+    The unit's span is that document's unit number ``idx`` (the id's low bits) as
+    :func:`udfs.paragraphs.split` cuts it, as :func:`udfs.paragraphs.paragraph_batch` numbered it; a
+    join of the keys with the units and the documents instead took four jobs (three broadcasts).
+
+    Args:
+        counts: :func:`pipelines.passages.transform.key_counts` (``key``, ``n``, ``first``).
+        docs: the documents with :data:`pipelines.passages.transform.RANK_COLUMN` (``doc_id``, ``text``).
+        k: units to list (0: none, no job).
+        unit: ``passages.unit``, the split the unit ids were numbered in.
+    """
     if k == 0:
         return []
-    top = counts.orderBy(F.col("n").desc(), "key").limit(k)
-    where = paras.select(F.col("uid").alias("first"), "doc_id", "start", "end")
-    # At most k rows, sent to every task: joined by a shuffle instead, every document's text was
-    # shuffled and sorted to meet them.
-    firsts = F.broadcast(top.select("key", "n", "first").join(where, "first"))
-    rows = (
-        firsts.join(docs.select("doc_id", "text"), "doc_id")
-        .select("n", "doc_id", "key",
-                F.expr(f"substring(text, start + 1, least(`end` - start, {EXCERPT_CHARS}))").alias("excerpt"))
-        .orderBy(F.col("n").desc(), "key").collect()
-    )
-    return [{"occurrences": int(r["n"]), "first_seen_in": r["doc_id"], "excerpt": r["excerpt"]} for r in rows]
+    top = counts.orderBy(F.col("n").desc(), "key").limit(k).select("key", "n", "first").collect()
+    if not top:
+        return []
+    ranks = sorted({r["first"] >> IDX_BITS for r in top})
+    texts = {r[RANK_COLUMN]: (r["doc_id"], r["text"] or "") for r in
+             docs.where(F.col(RANK_COLUMN).isin(ranks)).select("doc_id", RANK_COLUMN, "text").collect()}
+    out = []
+    for r in top:
+        doc_id, text = texts[r["first"] >> IDX_BITS]
+        start, end = split(text, unit)[r["first"] & ((1 << IDX_BITS) - 1)]
+        out.append({"occurrences": int(r["n"]), "first_seen_in": doc_id,
+                    "excerpt": text[start:start + min(end - start, EXCERPT_CHARS)]})
+    return out
 
 
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
@@ -119,8 +141,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     report.outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=removed,
                                     properties=props)
     report.extra = {"by_source": by_source,
-                    "top_units": _top_units(parts["key_counts"], parts["paragraphs"], parts["documents"],
-                                                  c.top_paragraphs)}
+                    "top_units": _top_units(parts["key_counts"], parts["documents"], c.top_paragraphs,
+                                            c.unit)}
     for df in cached:
         df.unpersist()
     return report

@@ -288,8 +288,8 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
         c: the ``passages`` config section.
         cached: receives every DataFrame persisted here (the caller unpersists them when done).
         parts: receives ``documents`` (``docs`` with :data:`RANK_COLUMN`, persisted), ``paragraphs``
-            (:func:`paragraphs`, persisted) and ``key_counts`` (:func:`key_counts`), for the report's
-            most repeated units.
+            (:func:`paragraphs`, persisted) and ``key_counts`` (:func:`key_counts`, persisted), for the
+            report's most repeated units.
 
     Returns:
         ``docs``' columns, ``text`` cut (``n_chars``/``n_bytes`` recomputed when present), plus
@@ -306,7 +306,10 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
     cached.append(docs)
     paras = paragraphs(docs, c).persist(TEXT_CACHE)
     cached.append(paras)
-    counts = key_counts(paras)
+    # Kept (one row per key held twice or more: small) for the report's most repeated units, which
+    # otherwise aggregated every unit's key a second time.
+    counts = key_counts(paras).persist(StorageLevel.MEMORY_AND_DISK)
+    cached.append(counts)
     if parts is not None:
         parts.update(documents=docs, paragraphs=paras, key_counts=counts)
     repeats = [exact_repeats(paras, counts)] if c.exact else []
