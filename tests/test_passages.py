@@ -213,3 +213,21 @@ def test_document_ranks_are_dense_and_in_doc_id_order_whatever_the_partitioning(
     got = sorted((r["doc_id"], r[RANK_COLUMN]) for r in ranks.collect())
     ranked.unpersist()
     assert got == [(d, i) for i, d in enumerate(ids)]
+
+
+def test_cache_settings_leave_what_the_user_or_the_session_set():
+    from types import SimpleNamespace
+
+    from pipelines.core.config import load_config
+
+    key = next(iter(passages_stage.CACHE_SETTINGS))
+
+    class Conf(dict):
+        def get(self, k, default=None):
+            return dict.get(self, k, default)
+
+    cfg = load_config([], [])
+    assert passages_stage._cache_settings(SimpleNamespace(conf=Conf()), cfg) == passages_stage.CACHE_SETTINGS
+    assert passages_stage._cache_settings(SimpleNamespace(conf=Conf({key: "true"})), cfg) == {}
+    user = load_config([], [f'spark.conf={{"{key}": "true"}}'])
+    assert passages_stage._cache_settings(SimpleNamespace(conf=Conf()), user) == {}

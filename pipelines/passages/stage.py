@@ -29,6 +29,14 @@ _SPANS = f"size(filter({SPANS_COLUMN}, s -> s.kind = 'span'))"
 _CHARS = f"aggregate({SPANS_COLUMN}, 0L, (acc, s) -> acc + s.end - s.start)"
 
 
+CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
+"""Spark settings while the stage runs (unless ``spark.conf`` or the session sets them): the frames it
+persists (the ranked documents, the units, the n-gram blocks, the annotations) are built without
+Spark's column compression. Building a compressed cache batch sizes every value up for each scheme
+(dictionary, run length, ...), the whole text of every document included, while text, n-gram lists and
+unit ids barely compress with them: the Winnow child of ``bench.passages`` took ~5 % less CPU without
+it, the same outputs (bench/notes.md, "Passages: the report's units in two jobs")."""
+
 _COUNTS = ("documents", "units_removed", "passages_removed", "chars_removed", "chars_in")
 
 
@@ -117,6 +125,24 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     # Not cached here: annotate joins the documents to their ranks once into a cache of its own
     # (with_ranks); the Delta files are read again only by that join and by the sort of the doc_id.
     cached: list[DataFrame] = []
+    with tables.session_conf(spark, _cache_settings(spark, cfg)):
+        _annotate_and_publish(spark, cfg, docs, report, cached)
+    for df in cached:
+        df.unpersist()
+    return report
+
+
+def _cache_settings(spark: SparkSession, cfg: WinnowConfig) -> dict[str, str]:
+    """:data:`CACHE_SETTINGS` less those ``spark.conf`` names or the session already has."""
+    return {k: v for k, v in CACHE_SETTINGS.items()
+            if k not in cfg.spark.conf and spark.conf.get(k, None) is None}
+
+
+def _annotate_and_publish(spark: SparkSession, cfg: WinnowConfig, docs: DataFrame, report: StageReport,
+                          cached: list[DataFrame]) -> None:
+    """The enabled stage's work on ``docs``: annotate, count, write both tables, fill ``report``;
+    every frame persisted is appended to ``cached`` (the caller unpersists them)."""
+    c = cfg.passages
     parts: dict[str, DataFrame] = {}
     ann = annotate(docs, c, cached, parts).persist(tables.TEXT_CACHE)
     cached.append(ann)
@@ -143,7 +169,4 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     report.extra = {"by_source": by_source,
                     "top_units": _top_units(parts["key_counts"], parts["documents"], c.top_paragraphs,
                                             c.unit)}
-    for df in cached:
-        df.unpersist()
-    return report
 
