@@ -32,10 +32,11 @@ _CHARS = f"aggregate({SPANS_COLUMN}, 0L, (acc, s) -> acc + s.end - s.start)"
 CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 """Spark settings while the stage runs (unless ``spark.conf`` or the session sets them): the frames it
 persists (the ranked documents, the units, the n-gram blocks, the annotations) are built without
-Spark's column compression. Building a compressed cache batch sizes every value up for each scheme
-(dictionary, run length, ...), the whole text of every document included, while text, n-gram lists and
-unit ids barely compress with them: the Winnow child of ``bench.passages`` took ~5 % less CPU without
-it, the same outputs (bench/notes.md, "Passages: the report's units in two jobs")."""
+Spark's column compression. A compressed cache batch gathers every scheme's statistics over every
+value (dictionary encoding hashes each string: the whole text of every document) and copies each column
+once more, while the text and the n-gram lists, most of the bytes, take none of the schemes. The Winnow
+child of ``bench.passages`` spent ~4 % less CPU without it (JVM 23.4 -> 22.3 CPU-s, three runs each in
+the same minutes), the same outputs (bench/notes.md, "Passages: the report's units in two jobs")."""
 
 _COUNTS = ("documents", "units_removed", "passages_removed", "chars_removed", "chars_in")
 
