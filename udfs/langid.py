@@ -227,6 +227,10 @@ def _more_upper_than_lower(t: pa.Array) -> np.ndarray:
     return out
 
 
+_TOPK_TYPE = pa.list_(pa.struct([("lang", pa.string()), ("score", pa.float64())]))
+"""``lang_topk``'s Arrow type: each document's candidates, best first."""
+
+
 def predict(
     model,
     texts: Sequence[str],
@@ -246,23 +250,30 @@ def predict(
         ``lang`` string[n] (canonical code of the top label), ``lang_score`` float64[n] (its probability,
         clamped to [0, 1]), ``lang_topk`` list<struct<lang string, score float64>>[n] (up to ``k``
         candidates, best first).
+
+    Raises:
+        ValueError: ``k`` < 1, or the model returned no label for a text.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1; got {k}")
     if not texts:
-        empty_topk = pa.array([], type=pa.list_(pa.struct([("lang", pa.string()), ("score", pa.float64())])))
-        return pa.array([], pa.string()), pa.array([], pa.float64()), empty_topk
+        return pa.array([], pa.string()), pa.array([], pa.float64()), pa.array([], _TOPK_TYPE)
     labels, probs = model.predict(list(texts), k=k)
     code = label_codes(prefix, aliases)
 
-    # fastText returns float32 probabilities widened to float64 here; the top-1 of each row:
+    # fastText returns float32 probabilities, widened to float64 here, for every candidate of every row
+    # at once (one array, then offsets); softmax float error can give 1.00001, hence the clamp
+    sizes = np.fromiter((len(ls) for ls in labels), np.int64, len(labels))
+    if not sizes.all():
+        raise ValueError("fastText returned no label for a text")
+    offsets = np.r_[0, np.cumsum(sizes)]
+    scores = np.clip(np.concatenate(probs).astype(np.float64), 0.0, 1.0)
     lang = [code(ls[0]) for ls in labels]
-    scores = [np.asarray(p, dtype=np.float64) for p in probs]
-    scores = [np.clip(s, 0.0, 1.0) for s in scores]  # softmax float error can give 1.00001
-    lang_score = np.array([s[0] for s in scores], dtype=np.float64)
-    topk = [[{"lang": code(lab), "score": float(s)} for lab, s in zip(ls, sc, strict=True)] for ls, sc in zip(labels, scores, strict=True)]
-    topk_type = pa.list_(pa.struct([("lang", pa.string()), ("score", pa.float64())]))
-    return pa.array(lang, pa.string()), pa.array(lang_score, pa.float64()), pa.array(topk, topk_type)
+    candidates = pa.StructArray.from_arrays(
+        [pa.array([code(lab) for ls in labels for lab in ls], pa.string()), pa.array(scores, pa.float64())],
+        fields=list(_TOPK_TYPE.value_type))
+    topk = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), candidates, type=_TOPK_TYPE)
+    return pa.array(lang, pa.string()), pa.array(scores[offsets[:-1]], pa.float64()), topk
 
 
 def identify(
@@ -359,11 +370,13 @@ def identify(
     else:
         shares = langid_prose.language_shares(model, clean, topk_max_chars, k, code,
                                               prepare=lambda lines: preprocess(lines, topk_max_chars), known=known)
-    fallback = topk.to_pylist()
+    # the sample's top-k stands in only where no slice or line was judged (only those rows are built)
     bare = [i for i, sh in enumerate(shares) if not sh]
-    if k > 1 and bare:
-        for i, top in zip(bare, predict(model, [prepared[i] for i in bare], k, prefix, aliases)[2].to_pylist(),
-                          strict=True):
+    fallback: list = [None] * len(shares)
+    if bare:
+        tops = (predict(model, [prepared[i] for i in bare], k, prefix, aliases)[2] if k > 1
+                else topk.take(pa.array(bare, pa.int64())))
+        for i, top in zip(bare, tops.to_pylist(), strict=True):
             fallback[i] = top
     merged = langid_prose.topk_or_fallback(shares, fallback)
     if agree:

@@ -212,12 +212,18 @@ def profile_signals(texts: pa.Array | pa.ChunkedArray) -> pa.StructArray:
     kinds = (np.stack([_count(texts, p, triggers.get(p)) for p in _WIKI_KINDS]) if len(texts)
              else np.zeros((5, 0), np.int64))
     words, nonblank = _space_counts(texts)
-    scholarly = _count(texts, _SCHOLARLY)
+    # _SCHOLARLY's count is the two alternatives' counts added: a citation match holds "[", "]", digits,
+    # spaces, commas and dashes only and starts with "[", a paper-mark match never holds "[" and starts
+    # with a letter or "{", so no match of one overlaps one of the other and each scan finds the same
+    # matches (the "\b" before a mark sees a non-word character after a citation's "]", as at a scan's
+    # start). The marks are counted once for both columns, the citations only where a "[" is.
+    marks = _count(texts, _PAPER_MARKS)
+    scholarly = _count(texts, _CITATION, _holding(texts, ord("["))) + marks
     cols = [
         kinds.sum(axis=0), (kinds > 0).sum(axis=0), _count(texts, _LATEX), _count(texts, _PAPER_HEADINGS),
         np.where(words > 0, 1000.0 * scholarly / np.maximum(words, 1), 0.0), _code_share(texts, nonblank),
         _count(texts, _CHAPTER, triggers[_CHAPTER]), words, _count(texts, _REDIRECT),
-        np.where(words > 0, 1000.0 * _count(texts, _PAPER_MARKS) / np.maximum(words, 1), 0.0),
+        np.where(words > 0, 1000.0 * marks / np.maximum(words, 1), 0.0),
     ]
     fields = list(PROFILE_SIGNALS_TYPE)
     arrays = [pa.array(c, f.type) for c, f in zip(cols, fields, strict=True)]
