@@ -285,3 +285,21 @@ def test_a_spool_folder_outlives_its_run_only_until_the_next_one(tmp_path):
         s.remove()
         s.remove()  # idempotent
         assert not Path(s.path).exists()
+
+
+def test_only_inputs_with_a_known_size_bound_are_spooled_to_memory(tmp_path):
+    # A compressed stream may inflate a hundredfold, so it never lands in /dev/shm; a Parquet file is
+    # counted by its uncompressed pages, which its footer gives.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"text": ["word " * 2000] * 50}), path, compression="zstd")
+    meta = pq.ParquetFile(path).metadata
+    pages = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    assert pages > 10 * path.stat().st_size  # repetitive text: the file says little about its records
+    assert ingest._spooled_bytes(f"file:{path}", path.stat().st_size) == ingest.SPOOL_EXPANSION * pages
+    assert ingest._spooled_bytes("file:/x/a.jsonl", 1000) == 1000 * ingest.SPOOL_EXPANSION
+    for p in ("file:/x/a.jsonl.gz", "file:/x/a.jsonl.zst", "s3://b/a.parquet", f"file:{tmp_path}/missing.parquet"):
+        assert ingest._spooled_bytes(p, 1000) is None, p
+    assert not ingest._spool_fits_memory([("file:/x/a.jsonl", "", 10), ("file:/x/b.jsonl.gz", "", 10)])

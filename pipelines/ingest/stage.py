@@ -301,20 +301,47 @@ the 2 shared cores of bench/notes.md, writing 200 MB of records to an ext4 folde
 SPOOL_MEMORY_SHARE = 0.25
 """Spool in :data:`SPOOL_MEMORY_FOLDER` only when the records' estimated size is at most this share of
 both its free space and the memory the kernel reports available (tmpfs pages are memory until removed)."""
-SPOOL_EXPANSION = {None: 1.25, "default": 5.0}
-"""Estimated spooled bytes per input byte: an uncompressed file's records hold its text plus ~25 % of
-columns and offsets; a compressed stream (gz, zst, bz2, xz) may hold several times its size of text."""
+SPOOL_EXPANSION = 1.25
+"""Estimated spooled bytes per byte of uncompressed input (a plain text file, or a Parquet file's
+uncompressed pages): the records hold the text plus ~25 % of columns and offsets."""
+
+
+def _spooled_bytes(path: str, size: int) -> float | None:
+    """Estimated bytes the records of one input file take spooled, or ``None`` where no bound is known
+    cheaply: a compressed stream (gz, zst, bz2, xz) may inflate many times (a repetitive one a
+    hundredfold), and a Parquet file only tells its uncompressed size in its footer, read here for a
+    local file only."""
+    from udfs.formats import file_format
+
+    fmt, codec = file_format(path)
+    if codec is not None:
+        return None
+    if fmt != "parquet":
+        return size * SPOOL_EXPANSION
+    local = path.removeprefix("file://").removeprefix("file:")
+    if "://" in local:
+        return None
+    try:
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(local).metadata
+        return SPOOL_EXPANSION * sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    except Exception:  # unreadable footer: the parse quarantines the file; no estimate here
+        return None
 
 
 def _spool_fits_memory(listing: list[tuple[str, str, int]]) -> bool:
     """Whether the records of ``listing`` fit :data:`SPOOL_MEMORY_FOLDER` (:data:`SPOOL_MEMORY_SHARE`;
-    ``False`` where there is no such folder or ``/proc/meminfo``)."""
+    ``False`` where there is no such folder or ``/proc/meminfo``, or any file's size has no bound,
+    :func:`_spooled_bytes`): a full tmpfs is memory the machine lacks, so a wrong guess must not land there."""
     import os
     import shutil
 
-    from udfs.formats import file_format
-
-    est = sum(size * SPOOL_EXPANSION[None if file_format(p)[1] is None else "default"] for p, _, size in listing)
+    est = 0.0
+    for p, _, size in listing:
+        if (b := _spooled_bytes(p, size)) is None:
+            return False
+        est += b
     try:
         free = shutil.disk_usage(SPOOL_MEMORY_FOLDER).free
         with open("/proc/meminfo") as f:
