@@ -1,7 +1,8 @@
 """Folders that hold ingest's parsed records between the parse job and the writes (driver side).
 
 A folder in ``/dev/shm`` is memory until removed, and a driver killed hard (SIGKILL, OOM) never runs
-the stage's ``finally``. So each folder made there is held by an exclusive ``flock`` on its owner file
+the stage's ``finally`` (nor does one stopped by SIGTERM: no handler turns it into an exception).
+So each folder made there is held by an exclusive ``flock`` on its owner file
 for as long as the run that made it lives (the kernel drops the lock when the process dies, however it
 dies), and every new spool first removes the folders of this prefix whose lock nobody holds. ``flock``
 rather than a pid file: pids are reused and differ between pid namespaces that share one ``/dev/shm``.
@@ -69,6 +70,8 @@ def sweep_orphans(parent: str) -> int:
     a folder without an owner file is being made right now and is left alone. Returns how many went."""
     gone = 0
     for path in glob.glob(os.path.join(parent, f"{SPOOL_PREFIX}*")):
+        if os.path.islink(path) or not os.path.isdir(path):  # not a folder this module made
+            continue
         try:
             fd = os.open(os.path.join(path, OWNER_FILE), os.O_RDWR)
         except OSError:
@@ -79,7 +82,7 @@ def sweep_orphans(parent: str) -> int:
             continue
         else:
             shutil.rmtree(path, ignore_errors=True)
-            gone += 1
+            gone += not os.path.exists(path)
         finally:
             os.close(fd)
     if gone:
