@@ -208,9 +208,13 @@ def stage_settings(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str, str]:
     cluster's or spark-submit's own settings), is left as the user set it."""
     if spark is None:
         return {}
-    settings = {k: v for k, v in NO_COLUMN_STATS.items()
-                if k not in cfg.spark.conf and spark.conf.get(k, None) is None}
-    return {**settings, **small_input_settings(spark, cfg, stage)}
+    return {**unless_set(spark, cfg, NO_COLUMN_STATS), **small_input_settings(spark, cfg, stage)}
+
+
+def unless_set(spark: Any, cfg: WinnowConfig, settings: dict[str, str]) -> dict[str, str]:
+    """``settings`` less those named in ``spark.conf`` or already set in the session (a cluster's or
+    spark-submit's own): what a stage may set for its run without overriding the user."""
+    return {k: v for k, v in settings.items() if k not in cfg.spark.conf and spark.conf.get(k, None) is None}
 
 
 def run_stage(spark: Any, cfg: WinnowConfig, stage: str, **options: Any) -> StageReport:

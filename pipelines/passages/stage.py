@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from pipelines.core import chain, tables
 from pipelines.core.config import WinnowConfig
-from pipelines.core.runner import StageReport
+from pipelines.core.runner import StageReport, unless_set
 from pipelines.passages.transform import (
     ACTION_COLUMN,
     CHARS_IN_COLUMN,
@@ -135,8 +135,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
 
 def _cache_settings(spark: SparkSession, cfg: WinnowConfig) -> dict[str, str]:
     """:data:`CACHE_SETTINGS` less those ``spark.conf`` names or the session already has."""
-    return {k: v for k, v in CACHE_SETTINGS.items()
-            if k not in cfg.spark.conf and spark.conf.get(k, None) is None}
+    return unless_set(spark, cfg, CACHE_SETTINGS)
 
 
 def _annotate_and_publish(spark: SparkSession, cfg: WinnowConfig, docs: DataFrame, report: StageReport,
