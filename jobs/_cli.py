@@ -72,6 +72,19 @@ def disk_full(err: BaseException) -> str | None:
     return None
 
 
+def _in_chain(err: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``err`` or an exception it was raised from or while handling (``__cause__``, ``__context__``)
+    is a ``kind``: a Py4J call in a clean-up block after Ctrl-C fails with the interrupt as its context."""
+    seen = set()
+    e: BaseException | None = err
+    while e is not None and id(e) not in seen:
+        if isinstance(e, kind):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> None:
     """``sys.excepthook`` of a job: an out-of-memory failure prints one line naming the settings to
     change, a :class:`~udfs.errors.UserError` prints its message (it says what to do), Ctrl-C one line,
@@ -80,7 +93,7 @@ def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> 
     prog = os.path.basename(sys.argv[0] or "winnow")
     if os.environ.get("WINNOW_TRACEBACK"):
         sys.__excepthook__(kind, err, tb)
-    elif isinstance(err, KeyboardInterrupt):  # Ctrl-C: Python still exits as killed by SIGINT (130)
+    elif _in_chain(err, KeyboardInterrupt):  # Ctrl-C, or a clean-up call it broke (exit 130, or 1 for the latter)
         print(f"{prog}: interrupted; a rerun of jobs/pipeline.py skips the stages that completed",
               file=sys.stderr, flush=True)
     elif (hint := memory_error(err)) is not None:
@@ -144,11 +157,25 @@ class _StdoutHandler(logging.StreamHandler):
         super().emit(record)
 
 
+def _not_from_py4j(record: logging.LogRecord) -> bool:
+    """A root-logger filter: False for the records Py4J logs on the root logger itself.
+
+    Py4J logs a lost or interrupted call with ``logging.exception`` (``GatewayClient.send_command``),
+    so on Ctrl-C, or when the driver JVM is gone, each Py4J call still in flight printed "ERROR:root:"
+    and a traceback; the failure itself still reaches the job as an exception (:func:`_user_error_hook`).
+    """
+    return f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
 def configure_logging(quiet: bool) -> None:
     """Send the ``pipelines.*`` loggers' INFO lines (e.g. dedup's LSH settings) to stdout; WARNING with ``--quiet``.
 
-    Only Winnow's own loggers: py4j and pyspark log at INFO too, and their lines are noise here.
+    Only Winnow's own loggers: py4j and pyspark log at INFO too, and their lines are noise here. Py4J's
+    records on the root logger are dropped (:func:`_not_from_py4j`) unless ``WINNOW_TRACEBACK`` is set.
     """
+    root = logging.getLogger()
+    if not os.environ.get("WINNOW_TRACEBACK") and _not_from_py4j not in root.filters:
+        root.addFilter(_not_from_py4j)
     logger = logging.getLogger("pipelines")
     if not any(isinstance(h, _StdoutHandler) for h in logger.handlers):
         handler = _StdoutHandler()

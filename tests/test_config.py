@@ -46,6 +46,12 @@ def test_override_values_are_yaml():
     assert cfg.spark.master == "local[1]"
 
 
+def test_a_string_where_a_list_belongs_says_how_a_list_is_written():
+    with pytest.raises(ConfigError, match=r"'ingest.inputs': got '/data/x.jsonl': .*list.*"
+                                          r"--set 'ingest.inputs=\[/data/x.jsonl\]'"):
+        load_config(overrides=["ingest.inputs=/data/x.jsonl"])
+
+
 def test_exponents_are_numbers_as_in_yaml_1_2(tmp_path):
     # PyYAML (YAML 1.1) reads 1e9 as a string: an integer key then said "not a valid integer"
     f = tmp_path / "c.yaml"

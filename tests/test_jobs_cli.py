@@ -47,6 +47,12 @@ def test_user_errors_print_their_message_without_a_traceback(capsys, monkeypatch
         assert capsys.readouterr().err == f"filter.py: error: {err}\n"
     _user_error_hook(KeyboardInterrupt, KeyboardInterrupt(), None)  # Ctrl-C: one line, no traceback
     assert capsys.readouterr().err == "filter.py: interrupted; a rerun of jobs/pipeline.py skips the stages that completed\n"
+    from py4j.protocol import Py4JNetworkError
+
+    broken = Py4JNetworkError("Answer from Java side is empty")  # a clean-up call the same Ctrl-C broke
+    broken.__context__ = KeyboardInterrupt()
+    _user_error_hook(type(broken), broken, None)
+    assert capsys.readouterr().err.startswith("filter.py: interrupted;")
     _user_error_hook(KeyError, KeyError("bug"), None)  # anything else keeps its traceback
     assert "KeyError: 'bug'" in capsys.readouterr().err
     monkeypatch.setenv("WINNOW_TRACEBACK", "1")

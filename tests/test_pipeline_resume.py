@@ -91,3 +91,32 @@ def test_sigkill_mid_dedup_and_mid_shard_then_resume(spark, reference_run, tmp_p
     assert manifest["totals"] == json.loads((ref.root / "shards" / "manifest.json").read_text())["totals"]
     assert set(latest_records(spark, cfg)) == set(ref.chain)
 
+
+
+def test_ctrl_c_mid_stage_prints_one_line_and_the_rerun_resumes(tmp_path):
+    """SIGINT to the whole process group, as a terminal's Ctrl-C sends it (driver, JVM, Python workers),
+    while dedup's Spark jobs run: stderr holds the one "interrupted" line, no Python, Py4J or JVM
+    traceback, and the rerun skips the stage that had completed."""
+    inputs = chain.small_inputs(tmp_path / "in")
+    args = chain_args(tmp_path / "root", ["ingest", "dedup"], inputs)
+    p = subprocess.Popen([sys.executable, "jobs/pipeline.py", *args], cwd=REPO, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    watchdog = threading.Timer(600, lambda: p.poll() is None and os.killpg(p.pid, signal.SIGKILL))
+    watchdog.start()
+    try:
+        for line in p.stdout:
+            if line.startswith("[dedup] start"):
+                threading.Timer(1.5, lambda: os.killpg(p.pid, signal.SIGINT)).start()
+        err = p.stderr.read()
+    finally:
+        watchdog.cancel()
+        p.wait()
+    lines = [ln for ln in err.splitlines() if not ln.startswith("WARNING: Using incubator modules")]
+    if p.returncode == 0:  # dedup ended within the 1.5 s: nothing was interrupted
+        pytest.skip("the chain finished before the interrupt")
+    assert p.returncode in (-signal.SIGINT, 1) and lines == [
+        "pipeline.py: interrupted; a rerun of jobs/pipeline.py skips the stages that completed"], err
+    rerun = subprocess.run([sys.executable, "jobs/pipeline.py", *args], cwd=REPO, capture_output=True, text=True,
+                           timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert "[ingest] skip" in rerun.stdout and "[dedup] in=" in rerun.stdout, rerun.stdout

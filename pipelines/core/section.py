@@ -280,6 +280,10 @@ def describe_error(e: ValidationError, root: Any, prefix: str = "") -> str:
             # names the key when it starts with one, else the section's path does
             msg = err["msg"].removeprefix("Value error, ")
             lines.append(msg if msg.startswith(key.split(".")[0] + ".") else f"config key {key!r}: {msg}")
+        elif err["type"] == "list_type" and isinstance(err.get("input"), str):
+            # `--set ingest.inputs=/data/x.jsonl` reads as one YAML string; say how a list is written
+            lines.append(f"config key {key!r}: got {err['input']!r}: {err['msg']}; a YAML list is written "
+                         f"[a, b] (--set '{key}=[{err['input']}]')")
         else:
             lines.append(f"config key {key!r}: got {err.get('input')!r}: {err['msg']}")
     return "invalid configuration:\n  " + "\n  ".join(lines)
