@@ -93,6 +93,8 @@ def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> 
     prog = os.path.basename(sys.argv[0] or "winnow")
     if os.environ.get("WINNOW_TRACEBACK"):
         sys.__excepthook__(kind, err, tb)
+    elif _in_chain(err, Terminated):  # a clean-up call SIGTERM broke: _on_sigterm said it already
+        pass
     elif _in_chain(err, KeyboardInterrupt):  # Ctrl-C, or a clean-up call it broke (exit 130, or 1 for the latter)
         print(f"{prog}: interrupted; a rerun of jobs/pipeline.py skips the stages that completed",
               file=sys.stderr, flush=True)
@@ -106,10 +108,32 @@ def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> 
         print(f"{prog}: error: {err}", file=sys.stderr, flush=True)
 
 
+class Terminated(SystemExit):
+    """Raised on the main thread by SIGTERM (:func:`_on_sigterm`), with exit status 143 (128 + 15)."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM, as schedulers and ``kill`` stop a job: one line, the jobs cancelled quietly
+    (:func:`pipelines.core.session.cancel_quietly`), then :class:`Terminated` so the clean-up runs as on
+    Ctrl-C: the run lock released, ingest's spool folder removed, the stage recorded as failed."""
+    from pipelines.core.session import cancel_quietly
+
+    print(f"{os.path.basename(sys.argv[0] or 'winnow')}: terminated (SIGTERM); a rerun of jobs/pipeline.py "
+          "skips the stages that completed", file=sys.stderr, flush=True)
+    cancel_quietly()
+    raise Terminated(128 + signum)
+
+
 def install_error_hook() -> None:
-    """Install :func:`_user_error_hook` as ``sys.excepthook``; every job does so when it starts (in
-    :func:`parse_config`), not on import, so importing this module changes nothing."""
+    """Install :func:`_user_error_hook` as ``sys.excepthook`` and :func:`_on_sigterm` for SIGTERM (on the
+    main thread only); every job does so when it starts (in :func:`parse_config`), not on import, so
+    importing this module changes nothing."""
+    import signal
+    import threading
+
     sys.excepthook = _user_error_hook
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def base_parser(prog: str, description: str) -> argparse.ArgumentParser:

@@ -120,3 +120,60 @@ def test_ctrl_c_mid_stage_prints_one_line_and_the_rerun_resumes(tmp_path):
                            timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert "[ingest] skip" in rerun.stdout and "[dedup] in=" in rerun.stdout, rerun.stdout
+
+
+def test_sigterm_mid_ingest_cleans_up_and_prints_one_line(tmp_path):
+    """SIGTERM to the process group (a scheduler stopping the job) while ingest holds its parsed records
+    in a ``/dev/shm`` spool folder: the folder and the run lock are gone when the driver exits, with
+    status 143 and one line on stderr."""
+    import glob
+    import gzip
+
+    from pipelines.core.lock import LOCK_NAME
+    from pipelines.ingest.spool import SPOOL_PREFIX
+
+    plain = tmp_path / "plain"  # plain JSONL: spooled in /dev/shm (compressed inputs spool to disk)
+    plain.mkdir()
+    for src in sorted(chain.small_inputs(tmp_path / "in").glob("*.jsonl.gz")):
+        (plain / src.name.removesuffix(".gz")).write_bytes(gzip.decompress(src.read_bytes()))
+    spools = set(glob.glob(f"/dev/shm/{SPOOL_PREFIX}*"))
+    root = tmp_path / "root"
+    p = subprocess.Popen([sys.executable, "-m", "tests.chain", "pipelines.ingest.tally:tally",
+                          *chain_args(root, ["ingest"], plain)], cwd=REPO, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    watchdog = threading.Timer(600, lambda: p.poll() is None and os.killpg(p.pid, signal.SIGKILL))
+    watchdog.start()
+    try:
+        for line in p.stdout:
+            if line.startswith(PAUSE):
+                new = set(glob.glob(f"/dev/shm/{SPOOL_PREFIX}*")) - spools
+                os.killpg(p.pid, signal.SIGTERM)
+        err = p.stderr.read()
+    finally:
+        watchdog.cancel()
+        p.wait()
+    lines = [ln for ln in err.splitlines() if not ln.startswith("WARNING: Using incubator modules")]
+    assert p.returncode == 143 and lines == [
+        "chain.py: terminated (SIGTERM); a rerun of jobs/pipeline.py skips the stages that completed"], err
+    # made under /dev/shm, then removed (a folder left is a concurrent live run's: its owner holds its lock)
+    assert new and not [d for d in new if os.path.exists(d) and not _held(d)], new
+    assert not (root / LOCK_NAME).exists()
+
+
+def _held(folder: str) -> bool:
+    """Whether a live process holds the lock of an ingest spool folder's owner file."""
+    import fcntl
+
+    from pipelines.ingest.spool import OWNER_FILE
+
+    try:
+        fd = os.open(os.path.join(folder, OWNER_FILE), os.O_RDWR)
+    except OSError:  # no owner file (yet): not a folder a dead run left
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)

@@ -20,6 +20,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from pipelines.core.config import SparkConfig
@@ -188,51 +189,66 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     _quiet_delta(spark, cfg.log_level)
     _apply_runtime_conf(spark, cfg)
     _check_delta(spark)
-    _quiet_interrupts(spark)
+    _quiet_interrupts()
     return spark
 
 
-def _all_logs_off(spark: SparkSession) -> None:
+def _all_logs_off(sc: SparkContext) -> None:
     """Turn every log4j logger of the JVM off: the root and each logger the configuration or
     :func:`_quiet_delta` gave a level of its own (``Configurator.setAllLevels``, log4j 2), which
     ``SparkContext.setLogLevel`` leaves as they are; only ``setLogLevel`` where log4j is out of reach."""
     try:
-        log4j = spark._jvm.org.apache.logging.log4j  # type: ignore[attr-defined]
+        log4j = sc._jvm.org.apache.logging.log4j  # type: ignore[attr-defined]
         log4j.core.config.Configurator.setAllLevels("", log4j.Level.OFF)
     except Exception:
-        spark.sparkContext.setLogLevel("OFF")
+        sc.setLogLevel("OFF")
 
 
-def _quiet_interrupts(spark: SparkSession) -> None:
-    """Replace pyspark's Ctrl-C handler with one whose clean-up does not print.
+def cancel_quietly(timeout_s: float = 2.0) -> None:
+    """Before a job stops on a signal: turn the JVM's logs off and cancel the active SparkContext's jobs.
+
+    The JVM outlives a stopped driver for a moment, logging at ERROR every task whose Python worker the
+    same signal stopped and every accumulator update the gone driver no longer answers. The calls run on
+    a thread of their own (its own Py4J connection: the main thread's is most often in the middle of a
+    call when a signal lands), waited for up to ``timeout_s`` seconds; a JVM already gone is ignored.
+    """
+    import threading
+
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context  # type: ignore[attr-defined]
+    if sc is None:
+        return
+
+    def silence_and_cancel() -> None:
+        try:
+            _all_logs_off(sc)
+            sc.cancelAllJobs()
+        except Exception:  # the JVM already gone: nothing left to cancel or to hear from
+            pass
+
+    worker = threading.Thread(target=silence_and_cancel, name="winnow-cancel", daemon=True)
+    worker.start()
+    worker.join(timeout=timeout_s)
+
+
+def _quiet_interrupts() -> None:
+    """Replace pyspark's Ctrl-C handler with one whose clean-up does not print (:func:`cancel_quietly`).
 
     pyspark's handler (``SparkContext.__init__``) cancels the jobs over Py4J from inside the signal
     handler, on the main thread's connection, which is most often in the middle of a call: the cancel
-    fails with a reentrant-call error and its traceback. And the JVM (which ignores SIGINT) outlives the
-    interrupted driver for a moment, logging at ERROR every task whose Python worker the same Ctrl-C
-    stopped and every accumulator update the gone driver no longer answers. This handler sets the JVM's
-    log level to OFF and cancels the jobs from a thread of its own (its own Py4J connection), waits up to
-    two seconds for that, and raises ``KeyboardInterrupt`` as pyspark's does. Only on the main thread,
-    where Python runs signal handlers.
+    failed with a reentrant-call error and its traceback, and the JVM's errors about the stopped workers
+    followed. This one raises ``KeyboardInterrupt`` as pyspark's does, after :func:`cancel_quietly`.
+    Only on the main thread, where Python runs signal handlers.
     """
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         return
-    sc = spark.sparkContext
-
-    def silence_and_cancel() -> None:
-        try:
-            _all_logs_off(spark)
-            sc.cancelAllJobs()
-        except Exception:  # the JVM already gone: nothing left to cancel or to hear from
-            pass
 
     def on_sigint(signum: int, frame: object) -> None:
-        worker = threading.Thread(target=silence_and_cancel, name="winnow-interrupt", daemon=True)
-        worker.start()
-        worker.join(timeout=2.0)
+        cancel_quietly()
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_sigint)

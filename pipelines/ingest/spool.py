@@ -1,7 +1,7 @@
 """Folders that hold ingest's parsed records between the parse job and the writes (driver side).
 
 A folder in ``/dev/shm`` is memory until removed, and a driver killed hard (SIGKILL, OOM) never runs
-the stage's ``finally`` (nor does one stopped by SIGTERM: no handler turns it into an exception).
+the stage's ``finally`` (SIGTERM does: the jobs turn it into an exception, ``jobs/_cli.py``).
 So each folder made there is held by an exclusive ``flock`` on its owner file
 for as long as the run that made it lives (the kernel drops the lock when the process dies, however it
 dies), and every new spool first removes the folders of this prefix whose lock nobody holds. ``flock``
