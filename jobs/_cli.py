@@ -124,16 +124,29 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise Terminated(128 + signum)
 
 
-def install_error_hook() -> None:
-    """Install :func:`_user_error_hook` as ``sys.excepthook`` and :func:`_on_sigterm` for SIGTERM (on the
-    main thread only); every job does so when it starts (in :func:`parse_config`), not on import, so
-    importing this module changes nothing."""
+@contextmanager
+def sigterm_stops_cleanly() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`Terminated` (:func:`_on_sigterm`) instead of ending
+    the process at once; the earlier handler is back afterwards, so a job called in-process (a test, a
+    notebook) leaves its caller's handling as it was. Only on the main thread, where Python runs signal
+    handlers."""
     import signal
     import threading
 
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def install_error_hook() -> None:
+    """Install :func:`_user_error_hook` as ``sys.excepthook``; every job does so when it starts (in
+    :func:`parse_config`), not on import, so importing this module changes nothing."""
     sys.excepthook = _user_error_hook
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -342,13 +355,15 @@ def run_single_stage(
 
 @contextmanager
 def locked(parser: argparse.ArgumentParser, cfg: WinnowConfig, args: argparse.Namespace) -> Iterator[Callable[[Any], None]]:
-    """Hold the run root's lock (:func:`lock_or_exit`) while the block runs, released however it ends.
+    """Hold the run root's lock (:func:`lock_or_exit`) while the block runs, released however it ends,
+    SIGTERM included (:func:`sigterm_stops_cleanly`).
 
     Yields:
         A function to call with the Spark session once it exists: it takes the lock then when the root
         is on a Hadoop filesystem (:func:`pipelines.core.lock.needs_spark`), and does nothing otherwise.
     """
     with ExitStack() as stack:
+        stack.enter_context(sigterm_stops_cleanly())
         held = lock_or_exit(parser, cfg, args)
         if held is not None:
             stack.callback(held.release)
