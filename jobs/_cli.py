@@ -93,8 +93,6 @@ def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> 
     prog = os.path.basename(sys.argv[0] or "winnow")
     if os.environ.get("WINNOW_TRACEBACK"):
         sys.__excepthook__(kind, err, tb)
-    elif _in_chain(err, Terminated):  # a clean-up call SIGTERM broke: _on_sigterm said it already
-        pass
     elif _in_chain(err, KeyboardInterrupt):  # Ctrl-C, or a clean-up call it broke (exit 130, or 1 for the latter)
         print(f"{prog}: interrupted; a rerun of jobs/pipeline.py skips the stages that completed",
               file=sys.stderr, flush=True)
@@ -125,22 +123,28 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 @contextmanager
-def sigterm_stops_cleanly() -> Iterator[None]:
+def stops_cleanly() -> Iterator[None]:
     """While the block runs, SIGTERM raises :class:`Terminated` (:func:`_on_sigterm`) instead of ending
-    the process at once; the earlier handler is back afterwards, so a job called in-process (a test, a
-    notebook) leaves its caller's handling as it was. Only on the main thread, where Python runs signal
-    handlers."""
+    the process at once, and a failure of a clean-up call that Ctrl-C or SIGTERM broke (a Py4J error
+    with the interrupt as its context) leaves the block as that interrupt, so the job exits 130 or 143.
+    The earlier SIGTERM handler is back afterwards: a job called in-process (a test, a notebook) leaves
+    its caller's handling as it was. Signal handlers only on the main thread, where Python runs them."""
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = signal.signal(signal.SIGTERM, _on_sigterm)
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _on_sigterm) if main else None
     try:
         yield
+    except BaseException as e:
+        if not isinstance(e, Terminated) and _in_chain(e, Terminated):
+            raise Terminated(128 + signal.SIGTERM) from e
+        if not isinstance(e, KeyboardInterrupt) and _in_chain(e, KeyboardInterrupt):
+            raise KeyboardInterrupt from e
+        raise
     finally:
-        signal.signal(signal.SIGTERM, before)
+        if main:
+            signal.signal(signal.SIGTERM, before)
 
 
 def install_error_hook() -> None:
@@ -356,14 +360,14 @@ def run_single_stage(
 @contextmanager
 def locked(parser: argparse.ArgumentParser, cfg: WinnowConfig, args: argparse.Namespace) -> Iterator[Callable[[Any], None]]:
     """Hold the run root's lock (:func:`lock_or_exit`) while the block runs, released however it ends,
-    SIGTERM included (:func:`sigterm_stops_cleanly`).
+    SIGTERM included (:func:`stops_cleanly`).
 
     Yields:
         A function to call with the Spark session once it exists: it takes the lock then when the root
         is on a Hadoop filesystem (:func:`pipelines.core.lock.needs_spark`), and does nothing otherwise.
     """
     with ExitStack() as stack:
-        stack.enter_context(sigterm_stops_cleanly())
+        stack.enter_context(stops_cleanly())
         held = lock_or_exit(parser, cfg, args)
         if held is not None:
             stack.callback(held.release)
