@@ -129,15 +129,22 @@ def _blocks_by_reference(uids, lists):
     return {u: k for u, k in seen.items() if k}, {g: first[g] for g in first if holders[g] > 1}
 
 
+def _random_units(rng):
+    """``n`` units with sorted distinct ids and random distinct n-gram lists (some empty)."""
+    import numpy as np
+
+    n = int(rng.integers(1, 40))
+    uids = np.sort(rng.choice(1000, n, replace=False)).astype(np.int64)
+    return n, uids, [sorted(set(rng.integers(0, 30, int(rng.integers(0, 8))).tolist())) for _ in range(n)]
+
+
 def test_gram_blocks_and_first_holders_match_a_direct_count_in_any_batching():
     import numpy as np
     import pyarrow as pa
 
     rng = np.random.default_rng(7)
     for _ in range(100):
-        n = int(rng.integers(1, 40))
-        uids = np.sort(rng.choice(1000, n, replace=False)).astype(np.int64)
-        lists = [sorted(set(rng.integers(0, 30, int(rng.integers(0, 8))).tolist())) for _ in range(n)]
+        n, uids, lists = _random_units(rng)
         order = rng.permutation(n)
         cuts = [0, *sorted(set(rng.integers(0, n + 1, 3).tolist())), n]
         seen: dict[int, int] = {}
@@ -158,6 +165,48 @@ def test_gram_blocks_and_first_holders_match_a_direct_count_in_any_batching():
                 else:
                     shared[r["gram"]] = r["first"]
         assert (seen, shared) == _blocks_by_reference(uids.tolist(), lists)
+
+
+def test_first_holder_batches_pass_seen_rows_through_and_reduce_each_bucket_once():
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        n, uids, lists = _random_units(rng)
+        cuts = [0, *sorted(set(rng.integers(0, n + 1, 3).tolist())), n]
+        rows = pa.Table.from_batches([P.gram_blocks(uids[a:b], pa.array(lists[a:b], pa.list_(pa.int64())), 4)
+                                      for a, b in zip(cuts, cuts[1:], strict=False)], schema=P.BLOCK_SCHEMA)
+        rows = rows.take(np.argsort(rows.column("bucket").fill_null(-1).to_numpy(), kind="stable"))
+        step = int(rng.integers(1, 6))  # a partition's rows in batches of any size
+        out = pa.Table.from_batches(list(P.first_holder_batches(rows.to_batches(max_chunksize=step))),
+                                    schema=P.FIRST_SCHEMA).to_pylist()
+        seen: dict[int, int] = {}
+        for r in out:
+            if r["uid"] is not None:
+                seen[r["uid"]] = seen.get(r["uid"], 0) + r["seen"]
+        shared = [(r["gram"], r["first"]) for r in out if r["gram"] is not None]
+        assert len(shared) == len({g for g, _ in shared})  # every bucket reduced in one call
+        assert (seen, dict(shared)) == _blocks_by_reference(uids.tolist(), lists)
+
+
+def test_paragraph_batch_over_text_slices_gives_the_rows_of_one_call():
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(3)
+    words = ["alpha", "beta", "gamma", "delta", "Epsilon,", "zeta.", "eta", "theta", "iota", "kappa"]
+    texts = ["\n".join(" ".join(rng.choice(words, int(rng.integers(1, 20)))) for _ in range(int(rng.integers(0, 6))))
+             for _ in range(60)]
+    texts[5] = None
+    ids = [f"d{i:02d}" for i in range(len(texts))]
+    ranks = np.arange(len(texts), dtype=np.int64)
+    whole = P.paragraph_batch(ids, texts, "line", 2, 3, ranks=ranks)
+    for budget in (1, 50, 400, 10**9):
+        parts = [P.paragraph_batch(ids[a:b], texts[a:b], "line", 2, 3, ranks=ranks[a:b])
+                 for a, b in P.text_slices(texts, budget)]
+        assert pa.Table.from_batches(parts, schema=P.PARAGRAPH_SCHEMA).equals(pa.Table.from_batches([whole]))
+    assert P.text_slices([]) == []
 
 
 def test_unit_ids_order_as_document_rank_then_position():

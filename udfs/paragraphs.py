@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from udfs.decontam import distinct_lists, ngram_windows, pair_order, whole_hashes, word_docs, word_hashes
 
@@ -265,6 +266,46 @@ def paragraph_batch(
         pa.array(n_words[keep].astype(np.int32)),
         pa.array([exact_key(pieces[i], key) for i in keep.tolist()], pa.binary()), lists,
     ], schema=PARAGRAPH_SCHEMA)
+
+
+SLICE_CHARS = 1 << 21
+"""Code points of text a :func:`paragraph_batch` call gets at most (:func:`text_slices`; a longer
+document gets a call of its own). The call's largest arrays hold 8 bytes per code point (word hashing,
+:func:`udfs.decontam.word_hashes`): 16 MiB at this size, under glibc's largest mmap threshold (32 MiB,
+:data:`udfs.worker_memory.MMAP_THRESHOLD_BYTES`), so with :func:`udfs.worker_memory.keep_freed_memory`
+the memory freed by one call serves the next instead of being unmapped and faulted in again. On the
+passages benchmark's corpus (20,000 documents in two 10,000-document batches, 35 MB) the kernel took
+1.5 + 1.9 (user + system) CPU-s in whole batches in a fresh process, 1.3 + 0.02 in 1,000-document
+slices, the same rows (bench/notes.md, "Passages: the kernel in slices")."""
+
+
+def text_slices(texts: Sequence[str | None], budget: int = SLICE_CHARS) -> list[tuple[int, int]]:
+    """Consecutive ``(start, end)`` index ranges covering ``texts``, each holding at most ``budget`` code
+    points of text, or one document longer than that.
+
+    Units and keys are computed per document, so :func:`paragraph_batch` over the slices gives the rows
+    of one call over all ``texts``, in the same order.
+
+    Args:
+        texts: documents (None counts as empty).
+        budget: code points per slice (>= 1).
+
+    Returns:
+        ``[(start, end), ...]`` in order, end exclusive; ``[]`` for no texts.
+
+    >>> text_slices(["aa", "bbb", None, "c", "dddddd", "e"], 4)
+    [(0, 1), (1, 4), (4, 5), (5, 6)]
+    """
+    out, start, size = [], 0, 0
+    for i, text in enumerate(texts):
+        n = len(text or "")
+        if i > start and size + n > budget:
+            out.append((start, i))
+            start, size = i, 0
+        size += n
+    if len(texts) > start:
+        out.append((start, len(texts)))
+    return out
 
 
 def window_batch(doc_ids: Sequence[str | None], texts: Sequence[str | None], n: int) -> pa.RecordBatch:
@@ -507,7 +548,8 @@ def first_holders(grams: Sequence[bytes], uids: Sequence[bytes], counts: Sequenc
     g = np.concatenate([np.frombuffer(b, np.int64) for b in grams]) if grams else np.zeros(0, np.int64)
     u = np.concatenate([np.frombuffer(b, np.int64) for b in uids]) if uids else np.zeros(0, np.int64)
     c = np.concatenate([np.frombuffer(b, np.int64) for b in counts]) if counts else np.zeros(0, np.int64)
-    order = np.lexsort((u, g))
+    # The pairs are distinct (a unit holds an n-gram once, in one batch), so this is lexsort's order.
+    order = pair_order(_signed_order(g), _ranks(u), minor_bits=max(u.size - 1, 1).bit_length())
     g, u, c = g[order], u[order], c[order]
     starts = _runs_of(g)
     later = np.ones(g.size, bool)
@@ -522,3 +564,39 @@ def first_holders(grams: Sequence[bytes], uids: Sequence[bytes], counts: Sequenc
         pa.array(np.r_[np.zeros(seen_u.size, np.int64), g[shared]], mask=is_seen),
         pa.array(np.r_[np.zeros(seen_u.size, np.int64), u[shared]], mask=is_seen),
     ], schema=FIRST_SCHEMA)
+
+
+def first_holder_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The reduce step's ``mapInArrow`` body: rows of :data:`BLOCK_SCHEMA` sorted by ``bucket`` in, rows of
+    :data:`FIRST_SCHEMA` out.
+
+    The blocks of each bucket go through :func:`first_holders`, one bucket in memory at a time; the map
+    side's ``(uid, seen)`` rows (``bucket`` null) pass through as they are, with ``gram`` and ``first``
+    null. It lives here, not in the stage's module, so that a worker unpickling it imports only this
+    module (numpy and pyarrow), not the stage's config models and table helpers.
+
+    Args:
+        batches: the rows of one partition, every bucket's rows together (sorted by ``bucket``).
+
+    Yields:
+        Batches of :data:`FIRST_SCHEMA`.
+    """
+    current, blocks = None, ([], [], [])
+    for b in batches:
+        passed = b.column("bucket").is_null()
+        if passed.true_count:
+            rows = b.filter(passed)
+            none = pa.nulls(rows.num_rows, pa.int64())
+            yield pa.record_batch([rows.column("uid"), rows.column("seen"), none, none], schema=FIRST_SCHEMA)
+            b = b.filter(pc.invert(passed))
+        cols = b.select(["bucket", "grams", "uids", "counts"]).to_pydict()
+        for bucket, g, u, c in zip(cols["bucket"], cols["grams"], cols["uids"], cols["counts"], strict=True):
+            if bucket != current and blocks[0]:
+                yield first_holders(*blocks)
+                blocks = ([], [], [])
+            current = bucket
+            blocks[0].append(g)
+            blocks[1].append(u)
+            blocks[2].append(c)
+    if blocks[0]:
+        yield first_holders(*blocks)

@@ -31,7 +31,7 @@ _CHARS = f"aggregate({SPANS_COLUMN}, 0L, (acc, s) -> acc + s.end - s.start)"
 
 CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 """Spark settings while the stage runs (unless ``spark.conf`` or the session sets them): the frames it
-persists (the ranked documents, the units, the n-gram blocks, the annotations) are built without
+persists (the ranked documents, the units, the near rule's reduce output, the annotations) are built without
 Spark's column compression. A compressed cache batch gathers every scheme's statistics over every
 value (dictionary encoding hashes each string: the whole text of every document) and copies each column
 once more, while the text and the n-gram lists, most of the bytes, take none of the schemes. The Winnow

@@ -19,7 +19,8 @@ row per key; the near rule aggregates packed n-gram blocks (:func:`near_repeats`
    goes whole when at least ``doc_overlap`` of its characters were cut, or fewer than ``min_chars_after``
    non-blank (non-whitespace) characters are left.
 
-Every frame persisted here (the ranked documents, the units with their n-grams, the n-gram blocks) is
+Every frame persisted here (the ranked documents, the units with their n-grams, the near rule's reduce
+output) is
 kept on local disk (:data:`pipelines.core.cache.TEXT_CACHE`): each is as large as the text or larger,
 and on the heap the sorted documents of a million short documents took a 1 GB driver to
 ``OutOfMemoryError`` (bench/notes.md, "Passages at a million documents"). Only the sorted ``doc_id``
@@ -41,6 +42,7 @@ from pipelines.core import chain
 from pipelines.core.cache import TEXT_CACHE
 from udfs import paragraphs as kernels
 from udfs.errors import UserError
+from udfs.worker_memory import keep_freed_memory
 
 if TYPE_CHECKING:  # pragma: no cover
     from pipelines.passages.config import PassagesConfig
@@ -128,11 +130,13 @@ def paragraphs(docs: DataFrame, c: PassagesConfig) -> DataFrame:
     math = c.exempt_math
 
     def per_batch(batches):
+        keep_freed_memory()  # the slices' arrays reuse the memory the previous slice freed
         for b in batches:
-            yield kernels.paragraph_batch(b.column("doc_id").to_pylist(), b.column("text").to_pylist(),
-                                          unit, min_words, n, key, grams,
-                                          ranks=b.column(RANK_COLUMN).to_numpy(zero_copy_only=False),
-                                          exempt_math=math)
+            doc_ids, texts = b.column("doc_id").to_pylist(), b.column("text").to_pylist()
+            ranks = b.column(RANK_COLUMN).to_numpy(zero_copy_only=False)
+            for start, end in kernels.text_slices(texts):
+                yield kernels.paragraph_batch(doc_ids[start:end], texts[start:end], unit, min_words, n, key,
+                                              grams, ranks=ranks[start:end], exempt_math=math)
 
     return (docs.select(*INPUT_COLUMNS, RANK_COLUMN)
             .mapInArrow(per_batch, from_arrow_schema(kernels.PARAGRAPH_SCHEMA)))
@@ -151,24 +155,6 @@ def exact_repeats(paras: DataFrame, counts: DataFrame) -> DataFrame:
             .select("uid", F.lit("exact").alias("kind"), "first"))
 
 
-def _first_holders(batches):
-    """``mapInArrow`` body: the blocks of each bucket (rows sorted by bucket) through
-    :func:`udfs.paragraphs.first_holders`, one bucket in memory at a time."""
-    current, blocks = None, ([], [], [])
-    for b in batches:
-        cols = b.to_pydict()
-        for bucket, g, u, c in zip(cols["bucket"], cols["grams"], cols["uids"], cols["counts"], strict=True):
-            if bucket != current and blocks[0]:
-                yield kernels.first_holders(*blocks)
-                blocks = ([], [], [])
-            current = bucket
-            blocks[0].append(g)
-            blocks[1].append(u)
-            blocks[2].append(c)
-    if blocks[0]:
-        yield kernels.first_holders(*blocks)
-
-
 def near_repeats(paras: DataFrame, overlap: float, cached: list[DataFrame] | None = None) -> DataFrame:
     """``uid, kind='near', first`` of units with at least ``overlap`` of their distinct n-grams held by an
     earlier unit; ``first`` is the smallest unit id among the first holders of those n-grams (its
@@ -179,8 +165,10 @@ def near_repeats(paras: DataFrame, overlap: float, cached: list[DataFrame] | Non
     side (:func:`udfs.paragraphs.first_holders`, one bucket at a time): the first holder over all
     batches, each batch's first holder that another batch precedes counted as seen, and the n-grams held
     twice or more. Spark moves a few packed rows per batch instead of one row per n-gram; a banner
-    repeated in every document is one entry per batch. Only the units found to be near repeats look up
-    where their n-grams were first seen.
+    repeated in every document is one entry per batch. The map side's seen counts travel through the
+    same exchange (:func:`udfs.paragraphs.first_holder_batches` passes them on), so the blocks are read
+    once and never persisted. Only the units found to be near repeats look up where their n-grams were
+    first seen.
 
     Args:
         paras: :func:`paragraphs` rows (``uid``, ``grams``), persisted.
@@ -191,22 +179,26 @@ def near_repeats(paras: DataFrame, overlap: float, cached: list[DataFrame] | Non
         for b in batches:
             yield kernels.gram_blocks(b.column("uid").to_numpy(zero_copy_only=False), b.column("grams"))
 
+    # The blocks are not persisted: they have one reader. The map side's ``(uid, seen)`` rows (``bucket``
+    # null) go through the same exchange, spread by unit id, and come out of the reduce step as they
+    # are; persisting the blocks for a second scan of those few rows wrote every packed block to the
+    # disk cache and read it back twice.
     blocks = (paras.where(F.size("grams") > 0).select("uid", "grams")
-              .mapInArrow(blocks_of, from_arrow_schema(kernels.BLOCK_SCHEMA))
-              .persist(TEXT_CACHE))
-    reduced = (blocks.where(F.col("bucket").isNotNull()).select("bucket", "grams", "uids", "counts")
-               .repartition("bucket").sortWithinPartitions("bucket")
-               .mapInArrow(_first_holders, from_arrow_schema(kernels.FIRST_SCHEMA))
+              .mapInArrow(blocks_of, from_arrow_schema(kernels.BLOCK_SCHEMA)))
+    spread = F.coalesce(F.col("bucket"), F.pmod(F.col("uid"), F.lit(kernels.GRAM_BUCKETS)).cast("int"))
+    reduced = (blocks.repartition(spread).sortWithinPartitions("bucket")
+               .mapInArrow(kernels.first_holder_batches, from_arrow_schema(kernels.FIRST_SCHEMA))
                .persist(TEXT_CACHE))
     if cached is not None:
-        cached += [blocks, reduced]
-    seen = (blocks.where(F.col("bucket").isNull()).select("uid", "seen")
-            .unionByName(reduced.where(F.col("uid").isNotNull()).select("uid", "seen"))
-            .groupBy("uid").agg(F.sum("seen").alias("seen")))
-    sizes = paras.select("uid", F.size("grams").alias("n_grams"))
-    near = seen.join(sizes, "uid").where(F.col("seen") / F.col("n_grams") >= F.lit(overlap)).select("uid")
+        cached.append(reduced)
+    seen = reduced.where(F.col("uid").isNotNull()).groupBy("uid").agg(F.sum("seen").alias("seen"))
+    # One join of the units' n-gram lists with the seen counts (already partitioned by unit id) gives
+    # both each unit's share and the n-grams of the near repeats, instead of a join of the list sizes
+    # and then a second exchange and join of the lists for the near repeats.
+    near = (seen.join(paras.select("uid", "grams"), "uid")
+            .where(F.col("seen") / F.size("grams") >= F.lit(overlap)))
     shared = reduced.where(F.col("gram").isNotNull()).select("gram", "first")
-    grams = paras.join(near, "uid", "left_semi").select("uid", F.explode("grams").alias("gram"))
+    grams = near.select("uid", F.explode("grams").alias("gram"))
     return (grams.join(shared, "gram").where(F.col("uid") > F.col("first"))
             .groupBy("uid").agg(F.min("first").alias("first"))
             .select("uid", F.lit("near").alias("kind"), "first"))
