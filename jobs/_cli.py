@@ -212,11 +212,14 @@ def configure_logging(quiet: bool) -> None:
     """Send the ``pipelines.*`` loggers' INFO lines (e.g. dedup's LSH settings) to stdout; WARNING with ``--quiet``.
 
     Only Winnow's own loggers: py4j and pyspark log at INFO too, and their lines are noise here. Py4J's
-    records on the root logger are dropped (:func:`_not_from_py4j`) unless ``WINNOW_TRACEBACK`` is set.
+    records, on the root logger (:func:`_not_from_py4j`) or its own, are dropped unless
+    ``WINNOW_TRACEBACK`` is set.
     """
     root = logging.getLogger()
     if not os.environ.get("WINNOW_TRACEBACK") and _not_from_py4j not in root.filters:
         root.addFilter(_not_from_py4j)
+        # py4j's own loggers (a connection closed under Ctrl-C): their records stop at py4j's NullHandler
+        logging.getLogger("py4j").propagate = False
     logger = logging.getLogger("pipelines")
     if not any(isinstance(h, _StdoutHandler) for h in logger.handlers):
         handler = _StdoutHandler()

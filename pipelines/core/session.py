@@ -18,6 +18,8 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark import SparkContext
@@ -184,13 +186,38 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     elif cfg.master:
         builder = builder.master(cfg.master)
 
-    spark = builder.getOrCreate()
+    with _child_jvm_ignores_sigterm():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(cfg.log_level)
     _quiet_delta(spark, cfg.log_level)
     _apply_runtime_conf(spark, cfg)
     _check_delta(spark)
     _quiet_interrupts()
     return spark
+
+
+@contextmanager
+def _child_jvm_ignores_sigterm() -> Iterator[None]:
+    """SIGTERM ignored while the block starts the driver JVM as this process's child (not under
+    ``spark-submit``, where the JVM is the parent), so the JVM inherits the ignored disposition as it
+    inherits pyspark's ignored SIGINT: a SIGTERM sent to the process group (a scheduler stopping the
+    job) then reaches the jobs' handler (``jobs/_cli.py``), which cancels the work quietly, instead of
+    also starting the JVM's shutdown hooks under the running stage (a stage's plan failing with
+    ``SparkPlan.session() is null``, and its stack trace). The JVM still ends with the driver: it exits
+    when its standard input closes (``PythonGatewayServer``). A SIGTERM during the JVM's start-up (a
+    few seconds) is lost; only on the main thread, where Python may change signal dispositions.
+    """
+    import signal
+    import threading
+
+    if launched_by_spark_submit() or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _all_logs_off(sc: SparkContext) -> None:
