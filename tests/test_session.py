@@ -49,6 +49,34 @@ def test_local_python_workers_import_the_installed_pyspark(spark):
     assert not [z for z in zips if "pyspark" in z or "py4j" in z], zips
 
 
+def test_local_python_workers_collect_through_the_freezing_gc(spark):
+    def _daemon_gc(_):  # defined here: pickled by value
+        import pyspark.daemon
+
+        return [type(pyspark.daemon.gc).__name__]
+
+    assert spark.sparkContext.parallelize([0], 1).mapPartitions(_daemon_gc).collect() == ["_FreezingGC"]
+
+
+def test_freeze_after_collect_still_collects_each_tasks_garbage():
+    import gc
+
+    from pipelines.core.pydaemon import freeze_after_collect
+
+    def cycle():
+        a = []
+        a.append(a)
+
+    cycle()
+    try:
+        assert freeze_after_collect() >= 1
+        assert gc.get_freeze_count() > 0  # the survivors: left out of the next collections
+        cycle()
+        assert freeze_after_collect() >= 1  # garbage made after the freeze is still found
+    finally:
+        gc.unfreeze()
+
+
 def test_spark_zips_stay_on_the_path_when_pyspark_is_only_there(tmp_path):
     from pipelines.core.pydaemon import prefer_installed_pyspark
 

@@ -16,6 +16,7 @@ Sources: Unicode 15 chapter 3.9 (U+FFFD substitution of maximal subparts, which 
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 import unicodedata
 
@@ -208,29 +209,31 @@ def string_bytes(arr: pa.Array) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)[int(off[0]) : int(off[-1])]
 
 
-def _arrow_composes() -> bool:
+@functools.cache
+def arrow_nfc_composes() -> bool:
+    """Whether this pyarrow's ``utf8_normalize(..., "NFC")`` composes. The shipped wheels skip the composition
+    step for NFC/NFKC (apache/arrow#51225, fixed by apache/arrow#51237; every wheel from 19.0.1 to 25.0.1
+    checked here on 2026-12-01 decomposes), so "é" came out as "e" + U+0301 in every document holding any code
+    point >= U+0300 (a curly quote is enough). pandas falls back to ``unicodedata`` the same way
+    (pandas-dev/pandas#66221); a fixed pyarrow switches back to the kernel by itself.
+
+    Asked on first use, not at import: Arrow's first ``utf8_normalize`` call loads its Unicode tables
+    (~0.15 CPU-s), which a process whose texts need no NFC (all ASCII) never has to pay.
+    """
     return pc.utf8_normalize(pa.array(["e\u0301"]), "NFC").to_pylist() == ["\u00e9"]
-
-
-ARROW_NFC_OK = _arrow_composes()
-"""Whether this pyarrow's ``utf8_normalize(..., "NFC")`` composes. The shipped wheels skip the composition
-step for NFC/NFKC (apache/arrow#51225, fixed by apache/arrow#51237; every wheel from 19.0.1 to 25.0.1
-checked here on 2026-12-01 decomposes), so "é" came out as "e" + U+0301 in every document holding any code
-point >= U+0300 (a curly quote is enough). pandas falls back to ``unicodedata`` the same way
-(pandas-dev/pandas#66221); a fixed pyarrow switches back to the kernel by itself."""
 
 
 def nfc_strings(arr: pa.Array) -> pa.Array:
     """NFC of a string column (UAX #15), nulls kept.
 
-    Arrow's kernel when it composes (:data:`ARROW_NFC_OK`), otherwise CPython's ``unicodedata`` over the
+    Arrow's kernel when it composes (:func:`arrow_nfc_composes`), otherwise CPython's ``unicodedata`` over the
     rows that are not NFC already (``is_normalized`` is a C quick check). Only candidate rows reach this
     (:data:`NFC_CANDIDATE_PATTERN`), so the Python path runs on a fraction of a batch.
 
     >>> nfc_strings(pa.array(["e\u0301 \u2019", None, "\u00e9"])).to_pylist()
     ['é ’', None, 'é']
     """
-    if ARROW_NFC_OK:
+    if arrow_nfc_composes():
         return pc.utf8_normalize(arr, "NFC")
     return pa.array([s if s is None or unicodedata.is_normalized("NFC", s) else unicodedata.normalize("NFC", s)
                      for s in arr.to_pylist()], pa.string())

@@ -21,13 +21,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.ingest.config import IngestConfig
 from udfs.formats import ParseOptions, explode_split, is_splittable
+
+if TYPE_CHECKING:  # a worker unpickling this module's parse functions then skips the config models (pydantic)
+    from pipelines.ingest.config import IngestConfig
 
 SPLIT_DDL = "path string, key_path string, size bigint, start bigint, end bigint"
 STREAM_SCHEMES = ("file", "s3", "s3a", "s3n")
