@@ -69,6 +69,13 @@ def test_force_unlock_takes_a_live_lock(tmp_path):
         assert "--force-unlock" in held.notes[0]
 
 
+def test_force_unlock_refuses_a_lock_whose_owner_is_alive_on_this_host(tmp_path):
+    _write(tmp_path / "run")  # this process: alive, here
+    with pytest.raises(lock.RunLockedError, match=f"alive on this host.*kill {os.getpid()}"):
+        lock.acquire(_cfg(tmp_path / "run"), force_unlock=True, heartbeat=False)
+    assert json.loads((tmp_path / "run" / "_lock.json").read_text())["token"] == "t0"
+
+
 def test_heartbeat_refreshes_the_lock(tmp_path, monkeypatch):
     monkeypatch.setattr(lock, "HEARTBEAT_S", 0.05)
     with lock.acquire(_cfg(tmp_path / "run")) as held:

@@ -9,7 +9,8 @@ The lock is a small JSON object: ``owner`` (user), ``host``, ``pid``, ``started_
 (UTC, ISO 8601), ``command`` (the job's arguments) and a random ``token``. It is created atomically where
 it lives:
 
-* a local folder: ``open(O_CREAT | O_EXCL)``, which fails when the file exists (POSIX ``open(2)``);
+* a local folder: the whole object written under a name of its own, then ``link(2)``-ed to the lock's
+  name, which fails when the name exists (POSIX), so no reader ever sees it half written;
 * ``s3://``: ``PutObject`` with ``If-None-Match: *``, which fails with 412 when the key exists (S3
   conditional writes, AWS S3 user guide "Conditional requests");
 * any other Hadoop filesystem (``dbfs:``, ``abfss://``, ``hdfs://``): ``FileSystem.create(path,
@@ -19,7 +20,8 @@ it lives:
 its owner ran on this host and its pid is gone (a crash, ``kill -9``), or when its heartbeat is older
 than :data:`STALE_AFTER_S` (an owner on another host that stopped refreshing it). The holder refreshes
 ``heartbeat_at`` every :data:`HEARTBEAT_S` seconds from a daemon thread. ``--force-unlock`` removes a
-lock whatever its state: for an owner that is known to be gone but whose heartbeat is still recent.
+lock whose owner is known to be gone but whose heartbeat is still recent (it ran on another host); it
+refuses a lock whose owner is alive on this host.
 """
 
 from __future__ import annotations
@@ -79,6 +81,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _alive_here(info: dict[str, Any]) -> bool:
+    """Whether the lock ``info`` names a process of this host that is alive."""
+    return (info.get("host") == socket.gethostname() and isinstance(info.get("pid"), int)
+            and _pid_alive(info["pid"]))
+
+
 def stale_reason(info: dict[str, Any], now: dt.datetime | None = None) -> str | None:
     """Why the lock ``info`` is stale (see the module docstring), or None when its owner may be alive.
 
@@ -106,7 +114,23 @@ class _Local:
         self.path = Path(path)
 
     def create(self, text: str) -> bool:
+        # Written whole under a name of its own, then hard-linked to the lock's name (link(2) fails when
+        # the name exists): a run reading the lock never sees it empty, which read as "unreadable", i.e.
+        # stale, and let a second run take a lock just made.
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+        tmp.write_text(text, encoding="utf-8")
+        try:
+            os.link(tmp, self.path)
+        except FileExistsError:
+            return False
+        except OSError:  # a filesystem without hard links (some FUSE mounts): create-exclusive, then write
+            return self._create_open(text)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return True
+
+    def _create_open(self, text: str) -> bool:
         try:
             fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
@@ -322,7 +346,8 @@ def acquire(cfg: WinnowConfig, *, force_unlock: bool = False, spark: Any = None,
     """Take the lock of ``cfg.run.root`` for this process.
 
     Args:
-        force_unlock: remove an existing lock whatever its state (the owner is known to be gone).
+        force_unlock: remove an existing lock even when its heartbeat is recent (the owner is known to be
+            gone), unless its owner is alive on this host.
         spark: the Spark session, for a root on a Hadoop filesystem (:func:`needs_spark`).
         command: what this run is, written into the lock for the next run's message (default:
             this process's arguments).
@@ -354,6 +379,11 @@ def acquire(cfg: WinnowConfig, *, force_unlock: bool = False, spark: Any = None,
             held = json.loads(text)
         except ValueError:
             held = {}
+        if force_unlock and _alive_here(held):
+            raise RunLockedError(
+                f"run.root {cfg.run.root} is in use by a run still alive on this host: {describe(held)} "
+                f"(lock {path}). --force-unlock takes over only a lock whose owner is gone: stop that run "
+                f"first (kill {held['pid']}); if that pid is no Winnow run (reused), delete {path}")
         why = "--force-unlock" if force_unlock else stale_reason(held)
         if why is None:
             raise RunLockedError(
