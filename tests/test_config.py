@@ -46,6 +46,23 @@ def test_override_values_are_yaml():
     assert cfg.spark.master == "local[1]"
 
 
+def test_a_config_file_not_utf8_or_a_folder_is_a_config_error(tmp_path):
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes(b"# caf\xe9\nrun: {seed: 1}\n")
+    with pytest.raises(ConfigError, match=r"latin1.yaml' is not UTF-8 text \(byte 0xe9 at offset 5\)"):
+        load_config([latin1])
+    with pytest.raises(ConfigError, match=r"is a folder; give a YAML file"):
+        load_config([tmp_path])
+
+
+def test_spark_conf_numbers_and_booleans_become_spark_strings_and_sizes_are_checked():
+    cfg = load_config(overrides=["spark.conf={spark.sql.shuffle.partitions: 8, spark.sql.adaptive.enabled: true}"])
+    assert cfg.spark.conf == {"spark.sql.shuffle.partitions": "8", "spark.sql.adaptive.enabled": "true"}
+    assert load_config(overrides=["spark.conf={spark.driver.memory: 4g}"]).spark.conf["spark.driver.memory"] == "4g"
+    with pytest.raises(ConfigError, match=r"spark.conf.spark.driver.memory='lots': allowed: a size"):
+        load_config(overrides=["spark.conf={spark.driver.memory: lots}"])
+
+
 def test_a_string_where_a_list_belongs_says_how_a_list_is_written():
     with pytest.raises(ConfigError, match=r"'ingest.inputs': got '/data/x.jsonl': .*list.*"
                                           r"--set 'ingest.inputs=\[/data/x.jsonl\]'"):

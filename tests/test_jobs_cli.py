@@ -118,3 +118,11 @@ def test_full_disk_prints_one_line_and_leaves_no_temporary_file(tmp_path, capsys
     jvm = RuntimeError("py4j: java.io.IOException: No space left on device")  # as Spark reports it
     _user_error_hook(type(jvm), jvm, None)
     assert capsys.readouterr().err.startswith("report.py: error: no space left on device. Free space")
+
+
+def test_a_jvm_that_does_not_start_is_one_line(tmp_path):
+    r = subprocess.run([sys.executable, str(REPO / "jobs" / "ingest.py"), "--conf", "conf/local.yaml",
+                        "--set", f"run.root={tmp_path}/run", "--set", "spark.conf={spark.driver.memory: 999999999999g}"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr and "ingest.py: error: the Spark driver JVM exited as it started" in r.stderr

@@ -225,12 +225,19 @@ def parse_override(item: str) -> dict[str, Any]:
 
 def _read_yaml(path: str | Path) -> dict[str, Any]:
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"config file {str(path)!r} is a folder; give a YAML file (e.g. conf/local.yaml)")
     if not p.is_file():
         raise ConfigError(f"config file not found: {str(path)!r}")
     try:
         data = yaml.load(p.read_text(encoding="utf-8"), Loader=_Loader)
     except yaml.YAMLError as e:
         raise ConfigError(f"config file {str(path)!r} is not valid YAML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (byte {e.object[e.start]:#04x} at "
+                          f"offset {e.start}); save it as UTF-8") from None
+    except OSError as e:
+        raise ConfigError(f"config file {str(path)!r} cannot be read: {e.strerror}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -95,6 +95,11 @@ writes: per-column statistics of that many leading columns, -1 every column, 0 n
 unless ``spark.conf`` names it (:func:`pipelines.core.runner.stage_settings`)."""
 
 
+MEMORY_KEYS = ("spark.driver.memory", "spark.executor.memory", "spark.driver.memoryOverhead",
+               "spark.executor.memoryOverhead", "spark.executor.pyspark.memory", "spark.driver.maxResultSize")
+"""Spark settings holding a size in bytes (Spark's ``JavaUtils.byteStringAs`` format), checked before start."""
+
+
 class SparkConfig(Section):
     master: str | None = None
     shuffle_partitions: int = Field(default=200, ge=1)
@@ -104,6 +109,28 @@ class SparkConfig(Section):
     log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "WARN"
     local_jit: Literal["c1", "tiered"] = "c1"
     small_input_mb: int = Field(default=64, ge=0)
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _scalars_as_strings(cls, v: Any) -> Any:
+        # Spark's settings are strings; YAML reads `spark.sql.shuffle.partitions: 200` as a number and
+        # `...enabled: true` as a boolean. Spark spells booleans in lower case.
+        if not isinstance(v, dict):
+            return v
+        return {k: (str(x).lower() if isinstance(x, bool) else str(x) if isinstance(x, int | float) else x)
+                for k, x in v.items()}
+
+    @field_validator("conf")
+    @classmethod
+    def _jvm_memory_sizes(cls, v: dict[str, str]) -> dict[str, str]:
+        # A bad size reaches the JVM's command line (-Xmx): the JVM does not start, and pyspark raises
+        # JAVA_GATEWAY_EXITED after the JVM's own line. Spark's size format: JavaUtils.byteStringAs.
+        for key in MEMORY_KEYS:
+            value = v.get(key)
+            if value is not None and not re.fullmatch(r"[0-9]+\s*([kmgtp]b?|b)?", value.strip().lower()):
+                raise ValueError(f"spark.conf.{key}={value!r}: allowed: a size such as 512m, 4g or 4096 "
+                                 "(a number, then an optional k, m, g, t or p)")
+        return v
 
     @field_validator("conf")
     @classmethod

@@ -26,6 +26,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from pipelines.core.config import SparkConfig
+from udfs.errors import UserError
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -186,7 +187,7 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     elif cfg.master:
         builder = builder.master(cfg.master)
 
-    with _child_jvm_ignores_sigterm():
+    with _child_jvm_ignores_sigterm(), _jvm_start_failure_explained():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(cfg.log_level)
     _quiet_delta(spark, cfg.log_level)
@@ -194,6 +195,25 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     _check_delta(spark)
     _quiet_interrupts()
     return spark
+
+
+class JvmStartError(UserError):
+    """The driver JVM exited before pyspark could reach it (``JAVA_GATEWAY_EXITED``)."""
+
+
+@contextmanager
+def _jvm_start_failure_explained() -> Iterator[None]:
+    """Turn pyspark's ``JAVA_GATEWAY_EXITED`` (the driver JVM ended before answering: a JVM option it
+    refused, no Java, too little memory) into :class:`JvmStartError`: one line after the JVM's own."""
+    try:
+        yield
+    except Exception as e:
+        if "JAVA_GATEWAY_EXITED" not in str(e) and "Java gateway process exited" not in str(e):
+            raise
+        raise JvmStartError(
+            "the Spark driver JVM exited as it started (its own message, if any, is above): check the JVM "
+            "settings in spark.conf (spark.driver.memory, spark.driver.extraJavaOptions), JAVA_HOME and the "
+            "Java version (`make java-check`)") from e
 
 
 @contextmanager
