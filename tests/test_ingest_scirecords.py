@@ -321,6 +321,17 @@ def test_skipped_line_names_the_first_ten():
     assert line.startswith("ingest: skipped 12 input file(s)") and line.endswith("_part9 and 2 more")
 
 
+def test_folders_inside_an_input_folder_are_named_not_read(spark, tmp_path, capsys):
+    for sub in ("", "2024", "_tmp"):
+        (tmp_path / "in" / sub).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "in" / sub / "a.jsonl").write_text(json.dumps({"id": f"d{sub}", "text": "A page."}) + "\n")
+    cfg = load_config(overrides=[f"run.root={tmp_path / 'out'}", f"ingest.inputs=['{tmp_path / 'in'}']"])
+    report = run_stage(spark, cfg, "ingest")
+    assert report.rows_in == 1
+    assert re.search(r"ingest: not read: 1 folder\(s\) inside input folders .*'DIR/\*/\*'.*: 2024\n",
+                     capsys.readouterr().err)
+
+
 def test_a_float_without_caption_is_its_label_and_an_odd_num_is_not_written():
     """unarXive writes ``NO_CAPTION`` for a float that has none: the text keeps the label alone; a
     ``num`` that is not a string or number does not reach the text."""

@@ -55,8 +55,8 @@ def check_local_inputs(inputs: Sequence[str]) -> None:
             continue
         matches = globlib.glob(path) or ([path] if os.path.isdir(path) else [])
         if not any(_holds_files(m) for m in matches):
-            what = "no file that ingest reads (names starting with '_' or '.' are skipped, as Spark does)" \
-                if matches else "no file"
+            what = ("no file that ingest reads (names starting with '_' or '.' are skipped, as Spark does; "
+                    "a folder stands for the files directly in it)") if matches else "no file"
             raise PreflightError(
                 f"ingest.inputs: {pattern!r} matches {what}; fix the glob or the path "
                 "(--set 'ingest.inputs=[...]')"

@@ -44,7 +44,8 @@ def _key_path(path: str, base: str) -> str:
 
 
 def list_files(
-    spark: SparkSession, cfg: IngestConfig, skipped: list[str] | None = None, globs: dict[str, str] | None = None
+    spark: SparkSession, cfg: IngestConfig, skipped: list[str] | None = None, globs: dict[str, str] | None = None,
+    subfolders: list[str] | None = None,
 ) -> list[tuple[str, str, int]]:
     """Expand ``ingest.inputs`` with the Hadoop filesystem of each glob (any scheme), on the driver.
 
@@ -57,6 +58,8 @@ def list_files(
             each once).
         globs: when given, receives ``path -> glob``: the first glob of ``ingest.inputs`` that matched
             the file (whose ``ingest.fields_by_input`` entry applies to it).
+        subfolders: when given, receives the folders inside a matched folder (not read: a folder stands
+            for the files directly in it), names starting with ``_`` or ``.`` left out (sorted, each once).
 
     Returns:
         Sorted ``(path, key_path, size_bytes)``: ``path`` fully qualified (e.g. ``file:/data/a.jsonl``),
@@ -70,8 +73,9 @@ def list_files(
     """
     found: dict[str, tuple[str, int]] = {}
     hidden: set[str] = set()
+    inner: set[str] = set()
     first: dict[str, str] = {}
-    for glob, base, entries in _matches(spark, cfg.inputs, hidden):
+    for glob, base, entries in _matches(spark, cfg.inputs, hidden, inner):
         if not entries:
             raise NoInputFilesError(f"ingest.inputs: {glob!r} matches no file; fix the glob or the path (--set 'ingest.inputs=[...]')")
         for path, size, _ in entries:
@@ -87,6 +91,8 @@ def list_files(
         globs.update(first)
     if skipped is not None:
         skipped += sorted(hidden)
+    if subfolders is not None:
+        subfolders += sorted(inner)
     shared = {k for k, n in Counter(k for k, _ in found.values()).items() if n > 1}
     return sorted((p, p if k in shared else k, size) for p, (k, size) in found.items())
 
@@ -98,10 +104,11 @@ def input_files(spark: SparkSession, globs: list[str]) -> list[tuple[str, int, i
 
 
 def _matches(
-    spark: SparkSession, globs: list[str], hidden: set[str] | None = None
+    spark: SparkSession, globs: list[str], hidden: set[str] | None = None, inner: set[str] | None = None
 ) -> Iterator[tuple[str, str, list[tuple[str, int, int]]]]:
     """Per glob: the glob, its fixed prefix qualified, and its files ``(path, size, mtime_ms)``; the
-    files left out for a name starting with ``_`` or ``.`` are added to ``hidden`` when given."""
+    files left out for a name starting with ``_`` or ``.`` are added to ``hidden``, and the folders
+    inside a matched folder (names not starting so) to ``inner``, when given."""
     jvm = spark._jvm  # type: ignore[attr-defined]
     hconf = spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
     for glob in globs:
@@ -126,6 +133,8 @@ def _matches(
             children = fs.listStatus(st.getPath()) if st.isDirectory() else [st]
             for f in children:
                 if f.isDirectory():
+                    if inner is not None and st.isDirectory() and not f.getPath().getName().startswith(("_", ".")):
+                        inner.add(str(f.getPath().toString()))
                     continue
                 if f.getPath().getName().startswith(("_", ".")):
                     if hidden is not None:

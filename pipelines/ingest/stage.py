@@ -430,10 +430,13 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """
     icfg = cfg.ingest
     hidden: list[str] = []
+    inner: list[str] = []
     globs: dict[str, str] = {}
-    listing = list_files(spark, icfg, hidden, globs)
+    listing = list_files(spark, icfg, hidden, globs, inner)
     if hidden:
         print(skipped_line(hidden), file=sys.stderr, flush=True)
+    if inner:
+        print(subfolders_line(inner), file=sys.stderr, flush=True)
     with tables.session_conf(spark, _STAGE_CONF):
         parsed, t, release = _read_kept(spark, listing, icfg, globs)
         try:
@@ -506,6 +509,18 @@ def skipped_line(paths: list[str]) -> str:
     more = f" and {len(paths) - SKIPPED_NAMES_SHOWN} more" if len(paths) > SKIPPED_NAMES_SHOWN else ""
     return (f"ingest: skipped {len(paths)} input file(s) whose names start with '_' or '.' (markers and hidden "
             f"files, as Spark and Hadoop skip them; rename a file to read it): {', '.join(names)}{more}")
+
+
+def subfolders_line(paths: list[str]) -> str:
+    """The line naming the folders inside input folders, whose files ingest does not read.
+
+    >>> subfolders_line(["file:/d/2024", "file:/d/2025"])
+    "ingest: not read: 2 folder(s) inside input folders (a folder in ingest.inputs stands for the files directly in it; add a glob such as 'DIR/*/*' to read theirs): 2024, 2025"
+    """
+    names = [p.rstrip("/").rsplit("/", 1)[-1] for p in paths[:SKIPPED_NAMES_SHOWN]]
+    more = f" and {len(paths) - SKIPPED_NAMES_SHOWN} more" if len(paths) > SKIPPED_NAMES_SHOWN else ""
+    return (f"ingest: not read: {len(paths)} folder(s) inside input folders (a folder in ingest.inputs stands "
+            f"for the files directly in it; add a glob such as 'DIR/*/*' to read theirs): {', '.join(names)}{more}")
 
 
 def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], icfg: IngestConfig) -> list[str]:
