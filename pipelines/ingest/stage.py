@@ -505,10 +505,8 @@ def skipped_line(paths: list[str]) -> str:
     >>> skipped_line(["file:/d/_SUCCESS", "file:/d/.a.jsonl.crc"])
     "ingest: skipped 2 input file(s) whose names start with '_' or '.' (markers and hidden files, as Spark and Hadoop skip them; rename a file to read it): _SUCCESS, .a.jsonl.crc"
     """
-    names = [p.rstrip("/").rsplit("/", 1)[-1] for p in paths[:SKIPPED_NAMES_SHOWN]]
-    more = f" and {len(paths) - SKIPPED_NAMES_SHOWN} more" if len(paths) > SKIPPED_NAMES_SHOWN else ""
     return (f"ingest: skipped {len(paths)} input file(s) whose names start with '_' or '.' (markers and hidden "
-            f"files, as Spark and Hadoop skip them; rename a file to read it): {', '.join(names)}{more}")
+            f"files, as Spark and Hadoop skip them; rename a file to read it): {_first_names(paths)}")
 
 
 def subfolders_line(paths: list[str]) -> str:
@@ -517,10 +515,15 @@ def subfolders_line(paths: list[str]) -> str:
     >>> subfolders_line(["file:/d/2024", "file:/d/2025"])
     "ingest: not read: 2 folder(s) inside input folders (a folder in ingest.inputs stands for the files directly in it; add a glob such as 'DIR/*/*' to read theirs): 2024, 2025"
     """
+    return (f"ingest: not read: {len(paths)} folder(s) inside input folders (a folder in ingest.inputs stands "
+            f"for the files directly in it; add a glob such as 'DIR/*/*' to read theirs): {_first_names(paths)}")
+
+
+def _first_names(paths: list[str]) -> str:
+    """The base names of the first :data:`SKIPPED_NAMES_SHOWN` paths, then how many more."""
     names = [p.rstrip("/").rsplit("/", 1)[-1] for p in paths[:SKIPPED_NAMES_SHOWN]]
     more = f" and {len(paths) - SKIPPED_NAMES_SHOWN} more" if len(paths) > SKIPPED_NAMES_SHOWN else ""
-    return (f"ingest: not read: {len(paths)} folder(s) inside input folders (a folder in ingest.inputs stands "
-            f"for the files directly in it; add a glob such as 'DIR/*/*' to read theirs): {', '.join(names)}{more}")
+    return ", ".join(names) + more
 
 
 def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], icfg: IngestConfig) -> list[str]:
