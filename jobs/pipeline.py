@@ -74,6 +74,7 @@ def _run(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig
         if args.quiet:
             print("\n".join(s.line() for s in steps), flush=True)
         _say_lock_holder(cfg, spark)
+        _say_replace_refusal(cfg, args, spark, [s.stage for s in steps if s.action == "run"])
         return 0
     reports = _run_steps(p, args, cfg, spark, steps, say)
     counts = _stage_counts(spark, cfg, stages, reports)
@@ -176,6 +177,18 @@ def _say_lock_holder(cfg: WinnowConfig, spark: Any) -> None:
     if owner is not None:
         print(f"winnow: run.root {cfg.run.root} is in use by another run: {owner} (lock {lock_path(cfg)});"
               " running now would be refused (exit 2) until it ends", file=sys.stderr, flush=True)
+
+
+def _say_replace_refusal(cfg: WinnowConfig, args: argparse.Namespace, spark: Any, stages: list[str]) -> None:
+    """For ``--dry-run``: one line on stderr when a run now would be refused for running ``stages`` over
+    another config than the run root's without ``--replace`` (:func:`jobs._cli.replace_check_or_exit`)."""
+    from pipelines.core import provenance
+    from pipelines.core.runs import latest_records
+
+    changed = provenance.replaced_stages(spark, cfg, stages, latest_records(spark, cfg))
+    if changed and not args.replace:
+        print(f"winnow: running now would be refused (exit 2): {provenance.replace_refusal(cfg, changed)}",
+              file=sys.stderr, flush=True)
 
 
 def done_line(cfg: WinnowConfig, stages: list[str], counts: dict[str, Any] | None = None) -> str:

@@ -63,7 +63,9 @@ def test_a_rerun_with_other_inputs_is_refused_until_replace(spark, tmp_path, cap
 
     # The plan says which key changed, from what to what.
     assert pipeline.main([*args(b), "--dry-run"]) == 0
-    assert f'ingest    run   config changed (ingest.inputs: ["{a}"] -> ["{b}"])' in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert f'ingest    run   config changed (ingest.inputs: ["{a}"] -> ["{b}"])' in out
+    assert "running now would be refused (exit 2)" in err and "--replace" in err  # the plan warns
     # A run refuses before Spark starts (a local run root): exit 2, the tables untouched.
     def no_spark(*a, **k):
         raise AssertionError("Spark must not start for a refused rerun")
