@@ -133,3 +133,18 @@ def test_swapped_word_limits_fail_at_load():
 
     with pytest.raises(ConfigError, match="min_words=500 is greater than max_words=10"):
         load_config([], ["filter.gopher_quality.min_words=500", "filter.gopher_quality.max_words=10"])
+
+
+def test_inputs_that_match_the_run_root_are_refused(tmp_path):
+    from pipelines.ingest.hooks import check_inputs_outside_root
+
+    (tmp_path / "data" / "run").mkdir(parents=True)
+    (tmp_path / "data" / "a.jsonl").write_text("{}\n")
+    check_inputs_outside_root([f"{tmp_path}/data/*.jsonl"], f"{tmp_path}/data/run")  # the root not matched
+    with pytest.raises(PreflightError, match=r"ingest.inputs: '.*/data/\*' matches '.*/data/run', inside run.root"):
+        check_inputs_outside_root([f"{tmp_path}/data/*"], f"file://{tmp_path}/data/run")
+    (tmp_path / "data" / "run" / "in").mkdir()  # the user's own folder inside the root: fine
+    check_inputs_outside_root([f"{tmp_path}/data/run/in"], f"{tmp_path}/data/run")
+    (tmp_path / "data" / "run" / "tables").mkdir()
+    with pytest.raises(PreflightError, match=r"matches '.*/data/run/tables'"):
+        check_inputs_outside_root([f"{tmp_path}/data/run/*"], f"{tmp_path}/data/run")

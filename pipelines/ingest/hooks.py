@@ -16,6 +16,9 @@ LATE_CONFIG_ERRORS = INPUT_GLOB_ERRORS
 """Errors of ``ingest.inputs`` found only once Spark lists the files (remote and Hadoop-only globs): the
 jobs exit 2 on them, as on any configuration error."""
 
+RUN_FOLDERS = ("tables", "shards", "report", "config", "audit", "gate")
+"""Folders a run writes directly under ``run.root``: tables, shards, report, recorded configs, audit, gate."""
+
 EMPTY_HINT = "check ingest.inputs and ingest.fields (jobs/inspect.py --stage ingest shows the quarantine)"
 
 
@@ -36,6 +39,36 @@ def preflight(cfg: WinnowConfig, stages: Sequence[str]) -> None:
     (:func:`check_local_inputs`)."""
     if "ingest" in stages:
         check_local_inputs(cfg.ingest.inputs)
+        check_inputs_outside_root(cfg.ingest.inputs, cfg.run.root)
+
+
+def check_inputs_outside_root(inputs: Sequence[str], root: str) -> None:
+    """Raise when a local glob of ``ingest.inputs`` matches ``run.root``, a file directly in it, or a path in
+    one of the folders a run writes there (:data:`RUN_FOLDERS`): ingest would read the run's own lock,
+    tables or report as input (quarantined as unsupported formats), and every rerun would find its
+    inputs changed. A folder of the user's own inside the root (``run.root/in``) is fine.
+
+    Raises:
+        PreflightError: names the glob and ``run.root``.
+    """
+    root_path = local_path(root)
+    if root_path is None:
+        return
+    real_root = os.path.realpath(root_path)
+    for pattern in inputs:
+        path = local_path(pattern)
+        if path is None or "{" in path or "\\" in path:
+            continue
+        for m in globlib.glob(path):
+            rel = os.path.relpath(os.path.realpath(m), real_root)
+            first = rel.split(os.sep, 1)[0]
+            # the root itself, a file directly in it (the lock), or a path in a folder the run writes;
+            # a folder of the user's own inside the root (root/in) is fine
+            own = os.sep not in rel and os.path.isfile(m) or first in RUN_FOLDERS
+            if rel == "." or (first != ".." and own):
+                raise PreflightError(
+                    f"ingest.inputs: {pattern!r} matches {m!r}, inside run.root {root!r}: ingest would read "
+                    "this run's own outputs; narrow the glob, or put run.root elsewhere (--set run.root=...)")
 
 
 def check_local_inputs(inputs: Sequence[str]) -> None:
