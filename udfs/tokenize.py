@@ -137,7 +137,9 @@ def load_tokenizer(spec: str, *, allow_download: bool = False) -> LoadedTokenize
             try:
                 tok = Tokenizer.from_file(spec)
             except Exception as e:  # tokenizers raises a bare Exception for malformed JSON
-                raise TokenizerError(f"tokenize.tokenizer={spec!r} is not a valid tokenizer.json: {e}") from None
+                raise TokenizerError(
+                    f"tokenize.tokenizer={spec!r} is not a valid tokenizer.json (a Hugging Face tokenizers file "
+                    f"with 'model', 'pre_tokenizer', ...; the library's parse error: {e})") from None
         elif not allow_download:
             raise TokenizerError(
                 f"tokenize.tokenizer={spec!r} is neither {BUILTIN_GPT2!r} nor an existing tokenizer.json file; "

@@ -83,7 +83,10 @@ def read_warc(
                     yield from c.flush()
         except Exception as e:  # warcio raises ArchiveLoadFailed, zlib.error, EOFError, ValueError...
             # warcio's message may quote a whole line of the bad bytes: the detail keeps its start.
-            c.quarantine(n + 1, "unreadable_file", None, f"{type(e).__name__}: {e}"[:500])
+            # A malformed header can end inside warcio with an AttributeError or TypeError: the detail
+            # says which record, so the type name alone does not read as Winnow's own bug.
+            c.quarantine(n + 1, "unreadable_file", None,
+                         f"WARC record {n + 1} could not be parsed (warcio: {type(e).__name__}: {e})"[:500])
             yield from c.flush()
             return
     if n == 0 and head.strip():  # warcio yields nothing, without an error, for non-WARC bytes
