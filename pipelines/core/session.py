@@ -261,8 +261,6 @@ def cancel_quietly(timeout_s: float = 2.0) -> None:
     """
     import threading
 
-    from pyspark import SparkContext
-
     sc = SparkContext._active_spark_context  # type: ignore[attr-defined]
     if sc is None:
         return

@@ -35,8 +35,8 @@ def input_files(spark: Any, cfg: WinnowConfig) -> list[tuple[str, int, int]]:
 
 
 def preflight(cfg: WinnowConfig, stages: Sequence[str]) -> None:
-    """A run with ingest: every local glob of ``ingest.inputs`` matches a file
-    (:func:`check_local_inputs`)."""
+    """A run with ingest: every local glob of ``ingest.inputs`` matches a file (:func:`check_local_inputs`)
+    and none matches the run's own outputs (:func:`check_inputs_outside_root`)."""
     if "ingest" in stages:
         check_local_inputs(cfg.ingest.inputs)
         check_inputs_outside_root(cfg.ingest.inputs, cfg.run.root)
