@@ -4,6 +4,7 @@ and a server that is down (the run goes on, `_runs` says tracking failed)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -43,6 +44,9 @@ def mlflow_server(tmp_path_factory):
         [exe, "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
          "--backend-store-uri", f"sqlite:///{base}/mlflow.db", "--artifacts-destination", str(base / "artifacts")],
         stdout=log, stderr=subprocess.STDOUT, cwd=base,
+        # no job runner: the tests submit no server jobs, and its store is a folder in /dev/shm that
+        # the server leaves behind
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
     )
     uri = f"http://127.0.0.1:{port}"
     deadline = time.time() + 600  # ~10 s on an idle machine; minutes on a 2-core one shared by many jobs
