@@ -36,10 +36,7 @@ def memory_error(err: BaseException) -> str | None:
     JVM gone (Py4J loses its connection, most often after an OutOfMemoryError), and a SparkContext
     stopped under a running job (:data:`_CONTEXT_GONE`).
     """
-    seen = set()
-    e: BaseException | None = err
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
+    for e in _chain(err):
         text = f"{type(e).__name__}: {e}"
         if "OutOfMemoryError" in text or "GC overhead limit exceeded" in text:
             return MEMORY_HINT.format(where="the Spark JVM (java.lang.OutOfMemoryError)")
@@ -50,7 +47,6 @@ def memory_error(err: BaseException) -> str | None:
         if any(m in text for m in _CONTEXT_GONE):
             return MEMORY_HINT.format(where="the Spark driver (its SparkContext stopped, most often after an "
                                             "OutOfMemoryError in a task)")
-        e = e.__cause__ or e.__context__
     return None
 
 
@@ -59,30 +55,30 @@ def disk_full(err: BaseException) -> str | None:
     left on device"), else ``None``."""
     import errno
 
-    seen = set()
-    e: BaseException | None = err
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
+    for e in _chain(err):
         if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in str(e):
             where = f" writing {e.filename}" if isinstance(e, OSError) and e.filename else ""
             return (f"no space left on device{where}. Free space there (or point run.root and "
                     "spark.local.dir at a larger disk) and rerun: completed stages are skipped. "
                     "WINNOW_TRACEBACK=1 shows the traceback.")
-        e = e.__cause__ or e.__context__
     return None
 
 
 def _in_chain(err: BaseException, kind: type[BaseException]) -> bool:
     """Whether ``err`` or an exception it was raised from or while handling (``__cause__``, ``__context__``)
     is a ``kind``: a Py4J call in a clean-up block after Ctrl-C fails with the interrupt as its context."""
+    return any(isinstance(e, kind) for e in _chain(err))
+
+
+def _chain(err: BaseException) -> Iterator[BaseException]:
+    """``err``, then each exception it was raised from or while handling (``__cause__``, else
+    ``__context__``), each once (a cycle ends the walk)."""
     seen = set()
     e: BaseException | None = err
     while e is not None and id(e) not in seen:
-        if isinstance(e, kind):
-            return True
         seen.add(id(e))
+        yield e
         e = e.__cause__ or e.__context__
-    return False
 
 
 def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> None:
