@@ -51,10 +51,12 @@ def kernels(calls: int = 2) -> dict:
     arr = pa.array(texts, pa.string())
     lid = FilterConfig().langid
     model = langid.load_model(langid.default_model_path())
+    # a base commit's config may predate a keyword (this file runs against older trees)
+    extra = {"confident": lid.confident_score} if hasattr(lid, "confident_score") else {}
     parts = {
         "signals": lambda: quality.quality_signals(arr),
         "lid": lambda: langid.identify(model, arr, lid.max_chars, lid.sample_windows, lid.topk_max_chars, lid.top_k,
-                                       confident=lid.confident_score),
+                                       **extra),
     }
     out = {"mb": sum(len(t.encode()) for t in texts) / 1e6, "docs": len(texts)}
     for name, fn in parts.items():
