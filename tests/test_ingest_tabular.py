@@ -108,13 +108,31 @@ def test_csv_quoted_fields_with_newlines_commas_and_quotes():
 def test_csv_quote_left_open_is_quarantined_not_merged_with_the_rows_after_it():
     data = b'id,text\n1,Kept.\n2,"unterminated\n3,swallowed\n4,too\n'
     rows = _rows("x.csv", data)
-    assert _docs(rows) == [(1, "1", "Kept.")]
+    assert _docs(rows) == [(1, "1", "Kept."), (3, "3", "swallowed"), (4, "4", "too")]
     assert _bad(rows) == [(2, "malformed_csv")]
     (bad,) = [r for r in rows if r["kind"] == "quarantine"]
-    assert "lines 3-5" in bad["detail"] and "not closed before the end of the file" in bad["detail"]
+    assert bad["excerpt"] == '2,"unterminated\n'
+    assert "(line 3)" in bad["detail"] and "not closed before the end of the file" in bad["detail"]
+    assert "lines 3-5 would be one field" in bad["detail"]
+    assert rows[-1]["record"] == 4
     # a field that spans lines and closes, and a bare quote inside a field, stay documents
-    ok = b'id,text\n1,"two\nlines"\n2,a"b\n'
-    assert _docs(_rows("x.csv", ok)) == [(1, "1", "two\nlines"), (2, "2", 'a"b')]
+    ok = b'id,text\n1,"two\nlines"\n2,a"b\n3,"c" d\n'
+    assert _docs(_rows("x.csv", ok)) == [(1, "1", "two\nlines"), (2, "2", 'a"b'), (3, "3", "c d")]
+
+
+def test_csv_quote_left_open_and_closed_rows_later_costs_one_row():
+    # the lenient reader closed the open quote at the next row's quote: three rows merged into one
+    data = b'id,text\n1,"Open quote.\n2,Second.\n3,"Third."\n4,Fourth.\n'
+    rows = _rows("x.csv", data)
+    assert _docs(rows) == [(2, "2", "Second."), (3, "3", "Third."), (4, "4", "Fourth.")]
+    assert _bad(rows) == [(1, "malformed_csv")]
+    (bad,) = [r for r in rows if r["kind"] == "quarantine"]
+    assert "(line 2)" in bad["detail"] and "closed by a quote that text follows" in bad["detail"]
+    # a TSV the same way; the line numbers of later errors count each line once
+    tsv = b'a\t"open\nb\tfine\nc\t"x"y\n'
+    rows = _rows("x.tsv", tsv, ParseOptions(csv_header=False, text_field="1", id_field="0"))
+    assert _docs(rows) == [(2, "b", "fine"), (3, "c", "xy")]
+    assert _bad(rows) == [(1, "malformed_csv")]
 
 
 def test_tsv_by_column_index_without_header_and_gz():

@@ -18,7 +18,10 @@ QUARANTINE_REASONS: dict[str, str] = {
         "a JSONL line that is not valid JSON; in a .json file, the rest of the file from its first error"
     ),
     "malformed_xml": "an XML file (JATS, MediaWiki) that is not well-formed: the rest from its first error",
-    "malformed_csv": "a CSV/TSV row the csv module rejects (a field over the size limit, a quote left open)",
+    "malformed_csv": (
+        "a CSV/TSV row the csv module rejects (a field over the size limit), or the first line of a row "
+        "whose quote is left open (the lines after it are read as rows)"
+    ),
     "invalid_record": (
         "a record of the wrong shape (JSON that is not an object, a WARC record without payload)"
     ),

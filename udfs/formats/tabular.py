@@ -91,34 +91,42 @@ def read_csv(c: Collector, chunks: Iterable[bytes], delimiter: str) -> Iterator[
     (numbered from 1 after the header). Quoted fields may hold delimiters, quotes (doubled) and
     newlines (RFC 4180). Fields are column names from the header (``csv_header``) or 0-based
     column indices; a row shorter than the header lacks the missing columns.
+
+    A quote left open would make the following lines part of one field, up to the next quote or the
+    end of the file: a row that spans lines is checked against the strict RFC 4180 grammar (a closing
+    quote is followed by a delimiter or a line end, and comes before the end of the file). One that
+    fails is quarantined as ``malformed_csv`` (its first line as excerpt) and the lines after its first
+    are read again as rows, so one stray quote costs one row. A row on one line keeps the lenient
+    reading (``a"b`` or ``"a" b`` stay text).
     """
     limit = 4 * c.opts.max_doc_bytes + 1024
     if csv.field_size_limit() < limit:  # process-wide; only ever raised
         csv.field_size_limit(limit)
     text = io.TextIOWrapper(io.BufferedReader(ChunkFile(chunks, 1 << 62), 1 << 16), encoding="utf-8-sig",
                             errors="replace", newline="")
-    lines = _QuoteCount(text)
+    lines = _Lines(text)
     rows = csv.reader(lines, delimiter=delimiter)
     header: list[str] | None = None
     n = 0
     while True:
-        first_line, quotes_before = rows.line_num + 1, lines.quotes
+        lines.start()
         try:
             row = next(rows)
         except StopIteration:
             break
         except csv.Error as e:
             n += 1
-            c.quarantine(n, "malformed_csv", None, f"row {n} (line {rows.line_num}): {e}")
+            c.quarantine(n, "malformed_csv", None, f"row {n} (line {lines.line}): {e}")
             continue
-        if rows.line_num > first_line and (lines.quotes - quotes_before) % 2 and lines.at_end():
-            # A quote opened and never closed: the lenient reader (strict=False) makes the rest of the
-            # file one field. Quotes come in pairs in a record that closes its fields (RFC 4180 2.5-2.7).
+        if len(lines.taken) > 1 and (why := _strict_error(lines.taken, delimiter)):
             n += 1
-            c.quarantine(n, "malformed_csv", _csv_excerpt(row, delimiter)[: 4 * c.opts.excerpt_chars],
-                         f"row {n} (lines {first_line}-{rows.line_num}): a quoted field is not closed before "
-                         "the end of the file; the rows before it were kept")
-            break
+            first, last = lines.line - len(lines.taken) + 1, lines.line
+            c.quarantine(n, "malformed_csv", lines.taken[0][: 4 * c.opts.excerpt_chars],
+                         f"row {n} (line {first}): a quote opened on this line {why}, so lines "
+                         f"{first}-{last} would be one field; this line is quarantined, the lines after it "
+                         "are read as rows")
+            lines.push_back(lines.taken[1:])
+            continue
         if header is None and c.opts.csv_header:
             header = row
             continue
@@ -136,26 +144,45 @@ def read_csv(c: Collector, chunks: Iterable[bytes], delimiter: str) -> Iterator[
     yield from c.flush()
 
 
-class _QuoteCount:
-    """The lines of a text stream, as :func:`csv.reader` takes them, counting the ``"`` characters
-    read so far (``quotes``); :meth:`at_end` says whether the stream has no line left."""
+def _strict_error(raw: list[str], delimiter: str) -> str | None:
+    """Why the lines of one row break RFC 4180 (2.5-2.7: a quoted field closes, and its closing quote
+    ends the field), or ``None`` when they hold a well-formed row."""
+    try:
+        for _ in csv.reader(raw, delimiter=delimiter, strict=True):
+            pass
+    except csv.Error as e:
+        if "end of data" in str(e):
+            return "is not closed before the end of the file"
+        return f"is closed by a quote that text follows ({e})"
+    return None
+
+
+class _Lines:
+    """The lines of a text stream, as :func:`csv.reader` takes them: ``taken`` holds those read since
+    :meth:`start` (the current row's), ``line`` the number of the last one, and :meth:`push_back`
+    serves lines again, in order, before the rest of the stream."""
 
     def __init__(self, text: io.TextIOBase):
-        self._it, self._next, self.quotes = iter(text), None, 0
+        self._it, self._back = iter(text), []
+        self.line, self.taken = 0, []
 
-    def __iter__(self) -> _QuoteCount:
+    def __iter__(self) -> _Lines:
         return self
 
     def __next__(self) -> str:
-        line, self._next = (self._next, None) if self._next is not None else (next(self._it), None)
-        self.quotes += line.count('"')
+        line = self._back.pop() if self._back else next(self._it)
+        self.line += 1
+        self.taken.append(line)
         return line
 
-    def at_end(self) -> bool:
-        """True when no line is left (reads one ahead, kept for the next ``__next__``)."""
-        if self._next is None:
-            self._next = next(self._it, None)
-        return self._next is None
+    def start(self) -> None:
+        """A new row starts: forget the lines of the last one."""
+        self.taken = []
+
+    def push_back(self, lines: list[str]) -> None:
+        """Serve ``lines`` again, first to last, before any line not read yet."""
+        self._back.extend(reversed(lines))
+        self.line -= len(lines)
 
 
 def _csv_excerpt(row: list[str], delimiter: str) -> str:
