@@ -274,6 +274,21 @@ def test_bad_file_needs_min_records():
     assert len(bad_files(few, [_summary("f.jsonl")], _cfg(quarantine_min_records=19))) == 1
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32-le"])
+def test_a_small_utf16_file_is_named_with_its_encoding_under_min_records(encoding):
+    data = '{"text": "One."}\n{"text": "Two."}\n'.encode(encoding)
+    rows = _rows("x.jsonl", data)
+    assert _docs(rows) == [] and {r for _, r in _bad(rows)} == {"malformed_json"}
+    assert all("the file looks like UTF-16 or UTF-32 text" in r["detail"] for r in rows if r["kind"] == "quarantine")
+    (summary,) = [r for r in rows if r["kind"] == "file"]
+    counts = [("x.jsonl", "malformed_json", len(_bad(rows)))]
+    (line,) = bad_files(counts, [summary], _cfg())
+    assert f"quarantined (> ingest.max_quarantine_fraction 0.5), mostly malformed_json ({len(_bad(rows))})" in line
+    assert "text, not UTF-8 (re-encode it, e.g. iconv -f UTF-" in line
+    # a small UTF-8 file with as many bad lines stays under the floor
+    assert bad_files(counts, [_summary("x.jsonl", looks="jsonl")], _cfg()) == []
+
+
 def test_mostly_quarantined_file_fails_the_job_after_writing_the_tables(spark, make_cfg, tmp_path, capsys):
     from pipelines.core import tables
     from pipelines.core.runner import run_stage

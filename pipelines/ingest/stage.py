@@ -48,6 +48,7 @@ from pipelines.ingest.listing import (  # noqa: F401  (re-exported: callers use 
 )
 from udfs.errors import UserError
 from udfs.formats import QUARANTINE_REASONS, ParseOptions, explode_file
+from udfs.formats.records import WIDE_UNICODE
 
 STAGE = "ingest"
 INPUT_COLUMNS = ("path", "content")
@@ -531,6 +532,11 @@ def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], i
     over at least ``ingest.quarantine_min_records`` records), naming the file, its main reason and
     what its bytes look like.
 
+    A file whose bytes look like UTF-16 or UTF-32 text (:func:`udfs.formats.records.wide_encoding`: a
+    byte-order mark or the NUL pattern of ASCII) is named whatever its number of records: the floor
+    keeps a few bad records of a small file from reading as a wrong format, and the encoding is no
+    guess drawn from the records.
+
     Args:
         counts: ``(input_file, reason, rows)``; ``reason`` ``None`` for documents.
         summaries: the ``kind = "file"`` rows (``input_file``, ``split_start``, ``meta``).
@@ -546,10 +552,11 @@ def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], i
     for path, c in sorted(per_file.items()):
         total = sum(c.values())
         quarantined = total - c[None]
-        if total < icfg.quarantine_min_records or quarantined <= icfg.max_quarantine_fraction * total:
+        meta = info.get(path, {})
+        wide = str(meta.get("looks_like", "")).startswith(WIDE_UNICODE)
+        if (total < icfg.quarantine_min_records and not wide) or quarantined <= icfg.max_quarantine_fraction * total:
             continue
         reason, k = max(((r, n) for r, n in c.items() if r is not None), key=lambda x: (x[1], x[0]))
-        meta = info.get(path, {})
         seen = (f"its columns: {meta['columns'] or '(none)'}" if "columns" in meta
                 else f"looks like {meta.get('looks_like', 'unknown')}")
         lines.append(

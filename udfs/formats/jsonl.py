@@ -231,6 +231,11 @@ def read_jsonl(
     c.lines = i
 
 
+NUL_HINT = ("; the line holds NUL bytes: the file looks like UTF-16 or UTF-32 text, not UTF-8 (re-encode it, "
+            "e.g. iconv -f UTF-16 -t UTF-8)")
+"""Said of a malformed line holding NUL bytes, which UTF-8 JSON text holds only escaped: any record of the
+file, not only the first split's, whose bytes the file summary describes (``looks_like``)."""
+
 _ASCII_SPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() strips
 
 
@@ -248,7 +253,7 @@ def _line(c: Collector, i: int, line: bytes) -> None:
             # real dumps hold; normalisation then removes them instead of losing the document.
             obj = json.loads(s, strict=False)
         except (ValueError, RecursionError) as e:  # JSONDecodeError; RecursionError on [[[[...
-            c.quarantine(i, "malformed_json", line, str(e))
+            c.quarantine(i, "malformed_json", line, str(e) + (NUL_HINT if b"\x00" in line else ""))
             return
     if isinstance(obj, dict):
         from_mapping(c, i, obj, line, escaped)

@@ -301,6 +301,10 @@ WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32LE"), (b"\x00\x00\xfe\xff", "UTF-32BE"
 """Byte-order marks of the Unicode encodings wider than a byte (Unicode 15, section 23.8), longest first."""
 
 
+WIDE_UNICODE = ("UTF-16", "UTF-32")
+"""How :func:`looks_like` (through :func:`wide_encoding`) starts its description of UTF-16 / UTF-32 text."""
+
+
 _WIDE_LANES = (("UTF-32LE", (0,)), ("UTF-32BE", (3,)), ("UTF-16LE", (0, 2)), ("UTF-16BE", (1, 3)))
 """Encodings of ASCII text and the byte positions (mod 4) that are not NUL in them."""
 
