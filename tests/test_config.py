@@ -63,6 +63,23 @@ def test_spark_conf_numbers_and_booleans_become_spark_strings_and_sizes_are_chec
         load_config(overrides=["spark.conf={spark.driver.memory: lots}"])
 
 
+def test_spark_file_partition_bytes_is_a_size_and_a_tiny_one_draws_one_warning_line():
+    from pipelines.core.section import byte_size, small_partitions_line
+
+    with pytest.raises(ConfigError, match=r"spark.conf.spark.sql.files.maxPartitionBytes='lots': allowed: a size"):
+        load_config(overrides=["spark.conf={spark.sql.files.maxPartitionBytes: lots}"])
+    with pytest.raises(ConfigError, match=r"maxPartitionBytes='0': allowed: a size in bytes > 0"):
+        load_config(overrides=["spark.conf={spark.sql.files.maxPartitionBytes: 0}"])
+    cfg = load_config(overrides=["spark.conf={spark.sql.files.maxPartitionBytes: 1k}"])
+    (line,) = small_partitions_line(cfg.spark.conf).splitlines()
+    assert "spark.conf.spark.sql.files.maxPartitionBytes='1k'" in line and "use at least 1m" in line
+    # just at the floor, and Spark's default, draw none
+    assert small_partitions_line({"spark.sql.files.maxPartitionBytes": "1048576"}) is None
+    assert small_partitions_line({"spark.sql.files.maxPartitionBytes": "1023k"}) is not None
+    assert small_partitions_line({}) is None
+    assert (byte_size("128m"), byte_size("2GB"), byte_size("1.5m")) == (128 << 20, 2 << 30, None)
+
+
 def test_a_string_where_a_list_belongs_says_how_a_list_is_written():
     with pytest.raises(ConfigError, match=r"'ingest.inputs': got '/data/x.jsonl': .*list.*"
                                           r"--set 'ingest.inputs=\[/data/x.jsonl\]'"):

@@ -16,7 +16,9 @@ import pytest
 import zstandard
 from pyspark.testing import assertDataFrameEqual
 
+from pipelines.core.config import load_config
 from pipelines.ingest import stage as ingest
+from pipelines.ingest.splits import plan_splits, small_splits_line
 from udfs.formats import ParseOptions, explode_split
 from udfs.formats.jsonl import LongLine, owned_lines
 
@@ -307,3 +309,15 @@ def test_the_sweep_counts_only_the_folders_it_removed(tmp_path):
     (tmp_path / f"{ingest_spool.SPOOL_PREFIX}link").symlink_to(target)
     assert ingest_spool.sweep_orphans(str(tmp_path)) == 0
     assert (target / ingest_spool.OWNER_FILE).exists()
+
+
+def test_tiny_ingest_split_bytes_draws_one_warning_line_once_a_file_is_cut():
+    listing = [("big.jsonl", "big.jsonl", 10_000), ("small.jsonl", "small.jsonl", 100), ("x.jsonl.gz", "x", 9_000)]
+    tiny = load_config(overrides=["ingest.split_bytes=1024"]).ingest
+    (line,) = small_splits_line(plan_splits(listing, tiny), tiny).splitlines()
+    assert line.startswith("ingest: WARNING: ingest.split_bytes=1024 cut 1 file(s) into 10 splits")
+    assert line.endswith("use at least 1048576 (1 MiB; default 67108864)")
+    # no file cut, or a split size at the floor: no line
+    assert small_splits_line(plan_splits(listing[1:], tiny), tiny) is None
+    floor = load_config(overrides=[f"ingest.split_bytes={1 << 20}"]).ingest
+    assert small_splits_line(plan_splits([("b.jsonl", "b.jsonl", 5 << 20)], floor), floor) is None

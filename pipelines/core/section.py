@@ -100,6 +100,50 @@ MEMORY_KEYS = ("spark.driver.memory", "spark.executor.memory", "spark.driver.mem
 """Spark settings holding a size in bytes (Spark's ``JavaUtils.byteStringAs`` format), checked before start."""
 
 
+FILE_PARTITION_BYTES = "spark.sql.files.maxPartitionBytes"
+"""The largest input partition of Spark's file sources (every table a stage reads): bytes, Spark's size
+format (``SQLConf.FILES_MAX_PARTITION_BYTES``, default 128m)."""
+
+SMALL_SPLIT_BYTES = 1 << 20
+"""Splits (``ingest.split_bytes``) and file partitions (:data:`FILE_PARTITION_BYTES`) below this many bytes
+draw a warning: each is a Spark task, whose fixed cost (scheduling, its Python worker's Arrow round trip,
+ingest's summary row per split) is no longer small next to its read; 1 MiB is about 45 ms of parsing at
+ingest's 23 MB per CPU-second (bench/notes.md, "Ingest alone"). Smaller is legal (tests cut small files)."""
+
+_SIZE = re.compile(r"([0-9]+)\s*([kmgtp]?)b?")
+
+
+def byte_size(value: str) -> int | None:
+    """Bytes in a Spark size of a byte setting (``JavaUtils.byteStringAs`` with bytes as the unit of a bare
+    number: a number, then an optional ``k``, ``m``, ``g``, ``t`` or ``p`` and an optional ``b``, any
+    case), ``None`` when ``value`` is not one.
+
+    >>> byte_size("1k"), byte_size("128MB"), byte_size("4096"), byte_size("lots")
+    (1024, 134217728, 4096, None)
+    """
+    m = _SIZE.fullmatch(value.strip().lower())
+    if m is None:
+        return None
+    return int(m.group(1)) << (10 * ("kmgtp".index(m.group(2)) + 1) if m.group(2) else 0)
+
+
+def small_partitions_line(conf: Mapping[str, str]) -> str | None:
+    """The warning for a :data:`FILE_PARTITION_BYTES` in ``spark.conf`` under :data:`SMALL_SPLIT_BYTES`,
+    or ``None``.
+
+    >>> small_partitions_line({FILE_PARTITION_BYTES: "1k"})[:62]
+    'winnow: WARNING: spark.conf.spark.sql.files.maxPartitionBytes='
+    >>> small_partitions_line({FILE_PARTITION_BYTES: "64m"}) is None
+    True
+    """
+    value = conf.get(FILE_PARTITION_BYTES)
+    n = byte_size(value) if value is not None else None
+    if n is None or n >= SMALL_SPLIT_BYTES:
+        return None
+    return (f"winnow: WARNING: spark.conf.{FILE_PARTITION_BYTES}={value!r} makes a Spark task of every {n} bytes "
+            f"of each table a stage reads; use at least 1m ({SMALL_SPLIT_BYTES} bytes; Spark's default 128m)")
+
+
 class SparkConfig(Section):
     master: str | None = None
     shuffle_partitions: int = Field(default=200, ge=1)
@@ -130,6 +174,16 @@ class SparkConfig(Section):
             if value is not None and not re.fullmatch(r"[0-9]+\s*([kmgtp]b?|b)?", value.strip().lower()):
                 raise ValueError(f"spark.conf.{key}={value!r}: allowed: a size such as 512m, 4g or 4096 "
                                  "(a number, then an optional k, m, g, t or p)")
+        return v
+
+    @field_validator("conf")
+    @classmethod
+    def _file_partition_bytes(cls, v: dict[str, str]) -> dict[str, str]:
+        # Spark refuses a malformed size as the session starts, with a Java stack trace.
+        value = v.get(FILE_PARTITION_BYTES)
+        if value is not None and not byte_size(value):
+            raise ValueError(f"spark.conf.{FILE_PARTITION_BYTES}={value!r}: allowed: a size in bytes > 0 such as "
+                             "128m or 134217728 (a number, then an optional k, m, g, t or p; Spark's default 128m)")
         return v
 
     @field_validator("conf")

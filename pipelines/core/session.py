@@ -26,6 +26,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from pipelines.core.config import SparkConfig
+from pipelines.core.section import small_partitions_line
 from udfs.errors import UserError
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -139,6 +140,8 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     )
     for k, v in cfg.conf.items():
         builder = builder.config(k, v)
+    if small := small_partitions_line(cfg.conf):
+        print(small, file=sys.stderr, flush=True)
 
     if not launched_by_spark_submit() and "spark.driver.memory" not in cfg.conf:
         # Local mode runs every task in the driver JVM: Spark's 1g default is too little for the

@@ -72,6 +72,30 @@ def plan_splits(
     return out
 
 
+def small_splits_line(splits: list[tuple[str, str, int, int, int]], icfg: IngestConfig) -> str | None:
+    """The warning for an ``ingest.split_bytes`` under
+    :data:`pipelines.core.section.SMALL_SPLIT_BYTES` that cut a file of ``splits`` (:func:`plan_splits`),
+    or ``None``.
+
+    >>> from pipelines.ingest.config import IngestConfig
+    >>> small_splits_line([("a.jsonl", "a.jsonl", 4096, 0, 2048), ("a.jsonl", "a.jsonl", 4096, 2048, 4096)],
+    ...                   IngestConfig(split_bytes=2048))[:70]
+    'ingest: WARNING: ingest.split_bytes=2048 cut 1 file(s) into 2 splits ('
+    """
+    from pipelines.core.section import SMALL_SPLIT_BYTES  # driver side only: workers skip pydantic
+
+    if icfg.split_bytes >= SMALL_SPLIT_BYTES:
+        return None
+    cut = {path for path, _, _, start, _ in splits if start > 0}
+    if not cut:
+        return None
+    n = sum(1 for path, *_ in splits if path in cut)
+    default = type(icfg).model_fields["split_bytes"].default
+    return (f"ingest: WARNING: ingest.split_bytes={icfg.split_bytes} cut {len(cut)} file(s) into {n} splits "
+            f"(a Spark task each, unless ingest.input_partitions groups them); use at least "
+            f"{SMALL_SPLIT_BYTES} (1 MiB; default {default})")
+
+
 def fs_options(spark: SparkSession) -> dict[str, str]:
     """The ``fs.s3a.*`` settings of the session's Hadoop configuration that ``pyarrow.fs`` needs."""
     hconf = spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]

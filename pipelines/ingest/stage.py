@@ -438,6 +438,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         print(skipped_line(hidden), file=sys.stderr, flush=True)
     if inner:
         print(subfolders_line(inner), file=sys.stderr, flush=True)
+    if small := ingest_splits.small_splits_line(ingest_splits.plan_splits(listing, icfg), icfg):
+        print(small, file=sys.stderr, flush=True)
     with tables.session_conf(spark, _STAGE_CONF):
         parsed, t, release = _read_kept(spark, listing, icfg, globs)
         try:
