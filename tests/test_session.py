@@ -101,3 +101,37 @@ def test_the_daemon_module_only_where_the_workers_find_this_package(tmp_path, mo
     # found through neither the working directory nor PYTHONPATH (this checkout is not installed)
     assert not session.workers_import_this_package()
     assert session.DAEMON_MODULE not in session._default_settings(SparkConfig(), "local[2]")
+
+
+def test_the_jvms_incubator_module_warning_is_dropped_and_its_other_lines_kept():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pipelines.core.session import INCUBATOR_WARNING
+
+    code = (
+        "import sys\n"
+        "from pipelines.core.config import SparkConfig\n"
+        "from pipelines.core.session import get_spark\n"
+        "java = sys.argv[1]\n"
+        "try:\n"
+        "    s = get_spark('t', SparkConfig(master='local[1]', conf={'spark.driver.extraJavaOptions': java}))\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__, file=sys.stderr)\n"
+        "else:\n"
+        "    err = s._jvm.java.lang.System.err\n"
+        "    err.println('a line of the JVM'); err.flush()\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+
+    def stderr_of(java_options: str) -> list[str]:
+        run = subprocess.run([sys.executable, "-c", code, java_options], cwd=repo, capture_output=True,
+                             text=True, timeout=300)
+        return run.stderr.splitlines()
+
+    assert stderr_of("-Dwinnow.test=1") == ["a line of the JVM"]
+    # a JVM that does not start: its own lines, then the job's error, in that order
+    failed = stderr_of("-Xss1q")
+    assert failed[0] == "Invalid thread stack size: -Xss1q" and failed[-1] == "JvmStartError", failed
+    assert INCUBATOR_WARNING.decode() not in failed

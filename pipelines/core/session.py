@@ -190,7 +190,7 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     elif cfg.master:
         builder = builder.master(cfg.master)
 
-    with _child_jvm_ignores_sigterm(), _jvm_start_failure_explained():
+    with _child_jvm_ignores_sigterm(), _jvm_start_failure_explained(), _incubator_warning_dropped():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(cfg.log_level)
     _quiet_delta(spark, cfg.log_level)
@@ -217,6 +217,62 @@ def _jvm_start_failure_explained() -> Iterator[None]:
             "the Spark driver JVM exited as it started (its own message, if any, is above): check the JVM "
             "settings in spark.conf (spark.driver.memory, spark.driver.extraJavaOptions), JAVA_HOME and the "
             "Java version (`make java-check`)") from e
+
+
+INCUBATOR_WARNING = b"WARNING: Using incubator modules: jdk.incubator.vector"
+"""The line the JVM prints on stderr as it starts when asked for an incubator module (``ModuleBootstrap``;
+no JVM option silences it). Spark 4's launcher asks for the Vector API on every driver command line
+(``JavaModuleOptions``), for code paths Winnow does not take (MLlib's BLAS)."""
+
+_STDERR_FILTER = (
+    "import signal, sys\n"
+    # Like the JVM, whose stderr this is: it ends when the JVM closes the pipe, not on the job's signals.
+    "for s in (signal.SIGINT, signal.SIGTERM):\n    signal.signal(s, signal.SIG_IGN)\n"
+    "out = sys.stderr.buffer\n"
+    "for line in sys.stdin.buffer:\n"
+    f"    if line.rstrip(b'\\r\\n') != {INCUBATOR_WARNING!r}:\n"
+    "        out.write(line)\n"
+    "        out.flush()\n"
+)
+
+
+@contextmanager
+def _incubator_warning_dropped() -> Iterator[None]:
+    """The driver JVM started in the block (as this process's child) writes its stderr through a filter
+    process that passes every line on to this process's stderr, as it comes, except
+    :data:`INCUBATOR_WARNING`: every other line the JVM prints (its start-up errors, log4j) is kept.
+
+    The filter (this interpreter, ``-I -S``) outlives the driver's Python and ends when the JVM closes its
+    stderr. When the JVM fails to start, the block waits for the filter to pass on the JVM's last lines
+    before the error goes on (:func:`_jvm_start_failure_explained` says they are above). Under an existing
+    gateway (``PYSPARK_GATEWAY_PORT``) no JVM starts and nothing is filtered.
+    """
+    import subprocess
+
+    import pyspark.core.context as context
+
+    if "PYSPARK_GATEWAY_PORT" in os.environ or not hasattr(context, "launch_gateway"):
+        yield
+        return
+    filt = subprocess.Popen([sys.executable, "-I", "-S", "-c", _STDERR_FILTER], stdin=subprocess.PIPE)
+    launch = context.launch_gateway
+
+    def launch_filtered(conf=None, popen_kwargs=None):  # noqa: ANN001, ANN202  (pyspark's signature)
+        return launch(conf, {**(popen_kwargs or {}), "stderr": filt.stdin})
+
+    context.launch_gateway = launch_filtered
+    try:
+        yield
+    except BaseException:
+        filt.stdin.close()
+        try:
+            filt.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # a JVM still holding the pipe: its lines come later
+            pass
+        raise
+    finally:
+        context.launch_gateway = launch
+        filt.stdin.close()  # the JVM holds its own copy of the pipe
 
 
 @contextmanager
