@@ -103,7 +103,10 @@ def test_the_daemon_module_only_where_the_workers_find_this_package(tmp_path, mo
     assert session.DAEMON_MODULE not in session._default_settings(SparkConfig(), "local[2]")
 
 
-def test_the_jvms_incubator_module_warning_is_dropped_and_its_other_lines_kept():
+def test_the_jvm_prints_neither_the_incubator_warning_nor_a_failed_tasks_log_lines(tmp_path):
+    """A local session in a process of its own: stderr holds what the JVM prints besides the start-up
+    line about incubator modules, and of a failed write only the exception that reached the job (no
+    per-layer log lines with stack traces: writer, executor, scheduler)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -112,25 +115,30 @@ def test_the_jvms_incubator_module_warning_is_dropped_and_its_other_lines_kept()
 
     code = (
         "import sys\n"
+        "from pyspark.sql import functions as F\n"
         "from pipelines.core.config import SparkConfig\n"
         "from pipelines.core.session import get_spark\n"
-        "java = sys.argv[1]\n"
+        "java, out = sys.argv[1:]\n"
         "try:\n"
         "    s = get_spark('t', SparkConfig(master='local[1]', conf={'spark.driver.extraJavaOptions': java}))\n"
         "except Exception as e:\n"
-        "    print(type(e).__name__, file=sys.stderr)\n"
-        "else:\n"
-        "    err = s._jvm.java.lang.System.err\n"
-        "    err.println('a line of the JVM'); err.flush()\n"
+        "    sys.exit(type(e).__name__)\n"
+        "err = s._jvm.java.lang.System.err\n"
+        "err.println('a line of the JVM'); err.flush()\n"
+        "boom = F.udf(lambda x: 1 // 0, 'int')\n"
+        "try:\n"
+        "    s.range(3).select(boom('id')).write.parquet(out)\n"
+        "except Exception as e:\n"
+        "    sys.exit('caught: ' + ('ZeroDivisionError' in str(e)) * 'ZeroDivisionError')\n"
     )
     repo = Path(__file__).resolve().parents[1]
 
     def stderr_of(java_options: str) -> list[str]:
-        run = subprocess.run([sys.executable, "-c", code, java_options], cwd=repo, capture_output=True,
-                             text=True, timeout=300)
+        run = subprocess.run([sys.executable, "-c", code, java_options, str(tmp_path / "out")], cwd=repo,
+                             capture_output=True, text=True, timeout=300)
         return run.stderr.splitlines()
 
-    assert stderr_of("-Dwinnow.test=1") == ["a line of the JVM"]
+    assert stderr_of("-Dwinnow.test=1") == ["a line of the JVM", "caught: ZeroDivisionError"]
     # a JVM that does not start: its own lines, then the job's error, in that order
     failed = stderr_of("-Xss1q")
     assert failed[0] == "Invalid thread stack size: -Xss1q" and failed[-1] == "JvmStartError", failed

@@ -424,6 +424,34 @@ logger.strings.level = error
 # "Your hostname resolves to a loopback address", "SparkUI could not bind on port 4040" (another session).
 logger.utils.name = org.apache.spark.util.Utils
 logger.utils.level = error
+# A failed task, told once per layer (writer, executor, scheduler), each with its stack trace: hundreds of
+# lines before the job's own one-line message. A local master does not retry a task, so its first failure
+# fails the job, and the exception that reaches the job holds that failure and its trace (printed unless
+# the job recognises it: a full disk, out of memory; WINNOW_TRACEBACK=1 prints it then too).
+logger.utils.filter.task.type = RegexFilter
+logger.utils.filter.task.regex = (?s)Aborting task.*
+logger.utils.filter.task.onMatch = DENY
+logger.utils.filter.task.onMismatch = NEUTRAL
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.filter.task.type = RegexFilter
+logger.executor.filter.task.regex = (?s)Exception in task .*
+logger.executor.filter.task.onMatch = DENY
+logger.executor.filter.task.onMismatch = NEUTRAL
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.filter.task.type = RegexFilter
+logger.tasks.filter.task.regex = (?s)(Lost task |Task [^ ]+ in stage .*; aborting job).*
+logger.tasks.filter.task.onMatch = DENY
+logger.tasks.filter.task.onMismatch = NEUTRAL
+logger.writer.name = org.apache.spark.sql.execution.datasources.FileFormatWriter
+logger.writer.filter.job.type = RegexFilter
+logger.writer.filter.job.regex = (?s)(Aborting job |Job:? [^ ]+ .*aborted).*
+logger.writer.filter.job.onMatch = DENY
+logger.writer.filter.job.onMismatch = NEUTRAL
+logger.deltawriter.name = org.apache.spark.sql.delta.files.DeltaFileFormatWriter
+logger.deltawriter.filter.job.type = RegexFilter
+logger.deltawriter.filter.job.regex = (?s)(Aborting job |Job:? [^ ]+ .*aborted).*
+logger.deltawriter.filter.job.onMatch = DENY
+logger.deltawriter.filter.job.onMismatch = NEUTRAL
 """
 """The log4j2 configuration of a local session (``-Dlog4j2.configurationFile``, unless
 ``spark.driver.extraJavaOptions`` names one): given at JVM start, so Spark prints neither its start-up
