@@ -129,10 +129,12 @@ def test_csv_quote_left_open_and_closed_rows_later_costs_one_row():
     (bad,) = [r for r in rows if r["kind"] == "quarantine"]
     assert "(line 2)" in bad["detail"] and "closed by a quote that text follows" in bad["detail"]
     # a TSV the same way; the line numbers of later errors count each line once
-    tsv = b'a\t"open\nb\tfine\nc\t"x"y\n'
+    tsv = b'a\t"open\nb\tfine\nc\t"x\ny"z\nd\tlast\n'
     rows = _rows("x.tsv", tsv, ParseOptions(csv_header=False, text_field="1", id_field="0"))
-    assert _docs(rows) == [(2, "b", "fine"), (3, "c", "xy")]
-    assert _bad(rows) == [(1, "malformed_csv")]
+    assert _docs(rows) == [(2, "b", "fine"), (5, "d", "last")]
+    assert sorted(_bad(rows)) == [(1, "malformed_csv"), (3, "malformed_csv"), (4, "text_missing")]
+    details = [r["detail"] for r in rows if r["reason"] == "malformed_csv"]
+    assert [d.split(":")[0] for d in details] == ["row 1 (line 1)", "row 3 (line 3)"]
 
 
 def test_tsv_by_column_index_without_header_and_gz():
