@@ -236,6 +236,10 @@ _STDERR_FILTER = (
 )
 
 
+_STDERR_FILTERS: list = []
+"""The filter processes this process started (:func:`_incubator_warning_dropped`), one per driver JVM."""
+
+
 @contextmanager
 def _incubator_warning_dropped() -> Iterator[None]:
     """The driver JVM started in the block (as this process's child) writes its stderr through a filter
@@ -245,16 +249,21 @@ def _incubator_warning_dropped() -> Iterator[None]:
     The filter (this interpreter, ``-I -S``) outlives the driver's Python and ends when the JVM closes its
     stderr. When the JVM fails to start, the block waits for the filter to pass on the JVM's last lines
     before the error goes on (:func:`_jvm_start_failure_explained` says they are above). Under an existing
-    gateway (``PYSPARK_GATEWAY_PORT``) no JVM starts and nothing is filtered.
+    gateway (``PYSPARK_GATEWAY_PORT``, or the JVM of a stopped session) no JVM starts: nothing is filtered.
     """
     import subprocess
 
-    import pyspark.core.context as context
+    try:
+        import pyspark.core.context as context
+    except ImportError:  # pyspark 3 (a managed runtime's): SparkContext's module is pyspark.context
+        import pyspark.context as context  # type: ignore[no-redef]
 
-    if "PYSPARK_GATEWAY_PORT" in os.environ or not hasattr(context, "launch_gateway"):
+    no_launch = "PYSPARK_GATEWAY_PORT" in os.environ or SparkContext._gateway is not None  # type: ignore[attr-defined]
+    if no_launch or not hasattr(context, "launch_gateway"):
         yield
         return
     filt = subprocess.Popen([sys.executable, "-I", "-S", "-c", _STDERR_FILTER], stdin=subprocess.PIPE)
+    _STDERR_FILTERS.append(filt)  # a Popen collected while its process runs warns (ResourceWarning)
     launch = context.launch_gateway
 
     def launch_filtered(conf=None, popen_kwargs=None):  # noqa: ANN001, ANN202  (pyspark's signature)
