@@ -92,10 +92,11 @@ def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> 
     elif _in_chain(err, KeyboardInterrupt):  # Ctrl-C, or a clean-up call it broke (exit 130, or 1 for the latter)
         print(f"{prog}: interrupted; a rerun of jobs/pipeline.py skips the stages that completed",
               file=sys.stderr, flush=True)
-    elif (hint := memory_error(err)) is not None:
-        print(f"{prog}: error: {hint}", file=sys.stderr, flush=True)
-    elif (full := disk_full(err)) is not None:
-        print(f"{prog}: error: {full}", file=sys.stderr, flush=True)
+    elif (said := memory_error(err) or disk_full(err)) is not None:
+        from pipelines.core.session import logs_off_quietly
+
+        logs_off_quietly()
+        print(f"{prog}: error: {said}", file=sys.stderr, flush=True)
     elif not isinstance(err, UserError):
         sys.__excepthook__(kind, err, tb)
     else:

@@ -41,6 +41,7 @@ def test_user_errors_print_their_message_without_a_traceback(capsys, monkeypatch
 
     monkeypatch.delenv("WINNOW_TRACEBACK", raising=False)
     monkeypatch.setattr(sys, "argv", ["jobs/filter.py"])
+    monkeypatch.setattr("pipelines.core.session.logs_off_quietly", lambda: pytest.fail("logs off for a user error"))
     for err in (MissingTableError("Delta table 'deduped' not found at 'out/tables/deduped'; run the 'dedup' stage first"),
                 NoInputFilesError("ingest.inputs: 'x/*.jsonl' matches no file")):
         _user_error_hook(type(err), err, None)
@@ -67,11 +68,14 @@ def test_out_of_memory_prints_one_line_naming_the_settings(capsys, monkeypatch):
 
     monkeypatch.delenv("WINNOW_TRACEBACK", raising=False)
     monkeypatch.setattr(sys, "argv", ["jobs/ingest.py"])
+    silenced = []  # the JVM's logs go off before the line: what it logs as it winds down would follow it
+    monkeypatch.setattr("pipelines.core.session.logs_off_quietly", lambda: silenced.append(1))
     jvm = Py4JError("An error occurred while calling o123.save.\n: org.apache.spark.SparkException: Job aborted due to "
                     "stage failure: ... java.lang.OutOfMemoryError: Java heap space\n\tat java.base/...")
     _user_error_hook(type(jvm), jvm, None)
     err = capsys.readouterr().err
     assert err.startswith("ingest.py: error: out of memory in the Spark JVM (java.lang.OutOfMemoryError)") and err.count("\n") == 1
+    assert silenced == [1]
     for key in ("spark.driver.memory", "spark.executor.memory", "ingest.batch_rows", "ingest.batch_bytes", "spark.arrow_batch_rows"):
         assert key in err
     try:
@@ -100,6 +104,8 @@ def test_full_disk_prints_one_line_and_leaves_no_temporary_file(tmp_path, capsys
 
     monkeypatch.delenv("WINNOW_TRACEBACK", raising=False)
     monkeypatch.setattr(sys, "argv", ["jobs/report.py"])
+    silenced = []
+    monkeypatch.setattr("pipelines.core.session.logs_off_quietly", lambda: silenced.append(1))
     target = tmp_path / "report" / "report.html"
 
     def full(self, *a, **k):
@@ -118,6 +124,7 @@ def test_full_disk_prints_one_line_and_leaves_no_temporary_file(tmp_path, capsys
     jvm = RuntimeError("py4j: java.io.IOException: No space left on device")  # as Spark reports it
     _user_error_hook(type(jvm), jvm, None)
     assert capsys.readouterr().err.startswith("report.py: error: no space left on device. Free space")
+    assert silenced == [1, 1]
 
 
 def test_a_jvm_that_does_not_start_is_one_line(tmp_path):

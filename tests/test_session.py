@@ -106,7 +106,8 @@ def test_the_daemon_module_only_where_the_workers_find_this_package(tmp_path, mo
 def test_the_jvm_prints_neither_the_incubator_warning_nor_a_failed_tasks_log_lines(tmp_path):
     """A local session in a process of its own: stderr holds what the JVM prints besides the start-up
     line about incubator modules, and of a failed write only the exception that reached the job (no
-    per-layer log lines with stack traces: writer, executor, scheduler)."""
+    per-layer log lines with stack traces: writer, executor, scheduler); after ``logs_off_quietly`` the
+    JVM logs nothing."""
     import subprocess
     import sys
     from pathlib import Path
@@ -129,7 +130,12 @@ def test_the_jvm_prints_neither_the_incubator_warning_nor_a_failed_tasks_log_lin
         "try:\n"
         "    s.range(3).select(boom('id')).write.parquet(out)\n"
         "except Exception as e:\n"
-        "    sys.exit('caught: ' + ('ZeroDivisionError' in str(e)) * 'ZeroDivisionError')\n"
+        "    print('caught: ' + ('ZeroDivisionError' in str(e)) * 'ZeroDivisionError', file=sys.stderr)\n"
+        "log = s._jvm.org.apache.logging.log4j.LogManager.getLogger('winnow.test')\n"
+        "log.error('logged before the logs go off')\n"
+        "from pipelines.core.session import logs_off_quietly\n"
+        "logs_off_quietly()\n"
+        "log.error('logged after')\n"
     )
     repo = Path(__file__).resolve().parents[1]
 
@@ -138,7 +144,9 @@ def test_the_jvm_prints_neither_the_incubator_warning_nor_a_failed_tasks_log_lin
                              capture_output=True, text=True, timeout=300)
         return run.stderr.splitlines()
 
-    assert stderr_of("-Dwinnow.test=1") == ["a line of the JVM", "caught: ZeroDivisionError"]
+    lines = stderr_of("-Dwinnow.test=1")
+    assert lines[:2] == ["a line of the JVM", "caught: ZeroDivisionError"], lines
+    assert lines[2].endswith("ERROR test: logged before the logs go off") and len(lines) == 3, lines
     # a JVM that does not start: its own lines, then the job's error, in that order
     failed = stderr_of("-Xss1q")
     assert failed[0] == "Invalid thread stack size: -Xss1q" and failed[-1] == "JvmStartError", failed

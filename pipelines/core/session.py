@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -313,10 +314,40 @@ def _all_logs_off(sc: SparkContext) -> None:
     :func:`_quiet_delta` gave a level of its own (``Configurator.setAllLevels``, log4j 2), which
     ``SparkContext.setLogLevel`` leaves as they are; only ``setLogLevel`` where log4j is out of reach."""
     try:
-        log4j = sc._jvm.org.apache.logging.log4j  # type: ignore[attr-defined]
-        log4j.core.config.Configurator.setAllLevels("", log4j.Level.OFF)
+        _log4j_off(sc._jvm)  # type: ignore[attr-defined]
     except Exception:
         sc.setLogLevel("OFF")
+
+
+def _log4j_off(jvm: Any) -> None:
+    """Every log4j 2 logger of ``jvm`` off (``Configurator.setAllLevels``)."""
+    log4j = jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setAllLevels("", log4j.Level.OFF)
+
+
+def logs_off_quietly(timeout_s: float = 2.0) -> None:
+    """After a job told its error in one line (a full disk, out of memory): the driver JVM's logs off, so
+    that what the JVM logs as it winds down (its shutdown hooks failing after a SparkContext that did not
+    start, tasks of the failed job still running) does not follow that line.
+
+    On a thread of its own (its own Py4J connection), waited for up to ``timeout_s`` seconds; no JVM, or
+    one already gone or not answering: nothing happens.
+    """
+    import threading
+
+    jvm = SparkContext._jvm  # type: ignore[attr-defined]
+    if jvm is None:
+        return
+
+    def off() -> None:
+        try:
+            _log4j_off(jvm)
+        except Exception:  # the JVM gone (out of memory, most often): nothing left to hear from
+            pass
+
+    worker = threading.Thread(target=off, name="winnow-logs-off", daemon=True)
+    worker.start()
+    worker.join(timeout=timeout_s)
 
 
 def cancel_quietly(timeout_s: float = 2.0) -> None:
@@ -461,6 +492,25 @@ logger.deltawriter.filter.job.type = RegexFilter
 logger.deltawriter.filter.job.regex = (?s)(Aborting job |Job:? [^ ]+ .*aborted).*
 logger.deltawriter.filter.job.onMatch = DENY
 logger.deltawriter.filter.job.onMismatch = NEUTRAL
+# A failed shuffle task's clean-up, one line per partial file it drops (a full spark.local.dir).
+logger.shuffle.name = org.apache.spark.storage.DiskBlockObjectWriter
+logger.shuffle.filter.drop.type = RegexFilter
+logger.shuffle.filter.drop.regex = (?s)(Exception occurred while manually close|Uncaught .* while revert).*
+logger.shuffle.filter.drop.onMatch = DENY
+logger.shuffle.filter.drop.onMismatch = NEUTRAL
+# "spark.local.dir will be overridden by the value set by the cluster manager": not by a local master,
+# and Winnow's full-disk message tells the user to set it.
+logger.conf.name = org.apache.spark.SparkConf
+logger.conf.filter.localdir.type = RegexFilter
+logger.conf.filter.localdir.regex = (?s)Note that spark.local.dir will be overridden.*
+logger.conf.filter.localdir.onMatch = DENY
+logger.conf.filter.localdir.onMismatch = NEUTRAL
+# The same for a SparkContext that fails to start (a full spark.local.dir): rethrown to the job.
+logger.context.name = org.apache.spark.SparkContext
+logger.context.filter.start.type = RegexFilter
+logger.context.filter.start.regex = (?s)Error initializing SparkContext.*
+logger.context.filter.start.onMatch = DENY
+logger.context.filter.start.onMismatch = NEUTRAL
 """
 """The log4j2 configuration of a local session (``-Dlog4j2.configurationFile``, unless
 ``spark.driver.extraJavaOptions`` names one): given at JVM start, so Spark prints neither its start-up
