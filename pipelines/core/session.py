@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -330,24 +330,12 @@ def logs_off_quietly(timeout_s: float = 2.0) -> None:
     that what the JVM logs as it winds down (its shutdown hooks failing after a SparkContext that did not
     start, tasks of the failed job still running) does not follow that line.
 
-    On a thread of its own (its own Py4J connection), waited for up to ``timeout_s`` seconds; no JVM, or
+    On a thread of its own (:func:`_on_own_thread`), waited for up to ``timeout_s`` seconds; no JVM, or
     one already gone or not answering: nothing happens.
     """
-    import threading
-
     jvm = SparkContext._jvm  # type: ignore[attr-defined]
-    if jvm is None:
-        return
-
-    def off() -> None:
-        try:
-            _log4j_off(jvm)
-        except Exception:  # the JVM gone (out of memory, most often): nothing left to hear from
-            pass
-
-    worker = threading.Thread(target=off, name="winnow-logs-off", daemon=True)
-    worker.start()
-    worker.join(timeout=timeout_s)
+    if jvm is not None:
+        _on_own_thread(lambda: _log4j_off(jvm), "winnow-logs-off", timeout_s)
 
 
 def cancel_quietly(timeout_s: float = 2.0) -> None:
@@ -355,23 +343,34 @@ def cancel_quietly(timeout_s: float = 2.0) -> None:
 
     The JVM outlives a stopped driver for a moment, logging at ERROR every task whose Python worker the
     same signal stopped and every accumulator update the gone driver no longer answers. The calls run on
-    a thread of their own (its own Py4J connection: the main thread's is most often in the middle of a
-    call when a signal lands), waited for up to ``timeout_s`` seconds; a JVM already gone is ignored.
+    a thread of their own (:func:`_on_own_thread`: the main thread's Py4J connection is most often in the
+    middle of a call when a signal lands), waited for up to ``timeout_s`` seconds; a JVM already gone is
+    ignored.
     """
-    import threading
-
     sc = SparkContext._active_spark_context  # type: ignore[attr-defined]
     if sc is None:
         return
 
     def silence_and_cancel() -> None:
+        _all_logs_off(sc)
+        sc.cancelAllJobs()
+
+    _on_own_thread(silence_and_cancel, "winnow-cancel", timeout_s)
+
+
+def _on_own_thread(calls: Callable[[], None], name: str, timeout_s: float) -> None:
+    """Run ``calls`` (Py4J calls) on a daemon thread, which has a Py4J connection of its own, waiting for
+    up to ``timeout_s`` seconds; any exception is dropped (the JVM gone, most often out of memory or
+    stopped: nothing left to cancel or to hear from)."""
+    import threading
+
+    def run() -> None:
         try:
-            _all_logs_off(sc)
-            sc.cancelAllJobs()
-        except Exception:  # the JVM already gone: nothing left to cancel or to hear from
+            calls()
+        except Exception:
             pass
 
-    worker = threading.Thread(target=silence_and_cancel, name="winnow-cancel", daemon=True)
+    worker = threading.Thread(target=run, name=name, daemon=True)
     worker.start()
     worker.join(timeout=timeout_s)
 
