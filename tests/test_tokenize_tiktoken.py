@@ -96,6 +96,30 @@ def test_hard_cases_get_the_same_ids(gpt2, enc, text):
     assert _tt(gpt2, enc, [text]) == _hf(gpt2, [text])
 
 
+def test_gpt2_split_gives_the_pieces_of_gpt2_pattern(gpt2, enc):
+    """The form tiktoken runs (:data:`GPT2_SPLIT`) against the tokenizer's own regex, on random strings of the
+    characters where the two could part: whitespace runs of every kind and length before letters, digits,
+    punctuation, apostrophes and the end of the text."""
+    import random
+
+    import tiktoken
+
+    assert enc._pat_str == TT.GPT2_SPLIT != TT.GPT2_PATTERN
+    compat = TT.tiktoken_compatibility(gpt2.tokenizer, verify_tokens=False)
+    ref = tiktoken.Encoding(name="reference", pat_str=TT.GPT2_PATTERN, mergeable_ranks=compat.ranks,
+                            special_tokens={TT.SENTINEL: TT.SENTINEL_ID})
+    alphabet = [" ", " ", "  ", "\n", "\t", "\r\n", "\u00a0", "\u3000", "\u2028", "\x0b", "'", "'s", "'ll", "'re",
+                "a", "Ab", "\u00e9t\u00e9", "\u65e5", "1", "23", "\u0663", ".", "!?", "-", "\u2014", "\U0001f600",
+                "\u0301", "\x00", "_"]
+    rng = random.Random(7)
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(20_000)]
+    none: frozenset[str] = frozenset()
+    for text in texts + HARD_CASES:
+        assert enc.encode_ordinary(text) == ref.encode_ordinary(text), repr(text)
+    assert _tt(gpt2, enc, texts[:500]) == _hf(gpt2, texts[:500])
+    assert enc.encode(HARD_CASES[0], allowed_special=none, disallowed_special=()) == ref.encode_ordinary(HARD_CASES[0])
+
+
 def test_literal_special_token_is_text_on_both_engines(gpt2, enc):
     tokens, _ = T.encode_documents(gpt2, pa.array(["a <|endoftext|> b"]), eos_id=EOS, engine=enc)
     assert T.token_lists(tokens) == [[64, 1279, 91, 437, 1659, 5239, 91, 29, 275, EOS]]
