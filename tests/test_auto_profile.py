@@ -56,6 +56,23 @@ def test_science_headings_just_inside_and_outside():
     assert P.auto_profile(pa.array([one, two])).to_pylist() == ["web", "science"]
 
 
+def test_the_choice_skips_heading_and_chapter_counts_only_where_they_decide_nothing():
+    para = "The river carried the old boat past the quiet village in the spring. " * 3
+    headed = "Introduction\n\n" + para + "\n\nMethods\n\n" + para + "\n\nResults\n\n" + para  # no marks
+    few_marks = headed.replace("Results", "See Table 1 for results\n\nResults")
+    chapters = "".join(f"Chapter {i}\n\n" + para * 50 + "\n\n" for i in range(1, 4))  # > MIN_BOOK_WORDS words
+    short_chapters = "".join(f"Chapter {i}\n\n{para}\n\n" for i in range(1, 4))
+    texts = pa.array([headed, few_marks, chapters, short_chapters, "", None, *(t for *_, t in invented())])
+    full = P.profile_signals(texts)
+    assert P.auto_profile(texts).to_pylist() == P.choose(full).to_pylist()
+    assert P.auto_profile(texts).to_pylist()[:4] == ["web", "science", "books", "web"]
+    lazy = P._signals(texts, for_choice=True)
+    assert lazy.field("paper_headings").to_pylist()[:4] == [0, 3, 0, 0]  # not counted: no marks
+    assert full.field("paper_headings").to_pylist()[0] == 3
+    assert lazy.field("chapters").to_pylist()[:4] == [0, 0, 3, 0]
+    assert full.field("chapters").to_pylist()[3] == 3
+
+
 def test_a_response_to_reviewers_is_headed_like_a_paper():
     para = "The river carried the old boat past the quiet village in the spring. " * 3
     letter = f"Reviewer 1\n\n{para}\n\nResponse:\n\n{para}\n\nResponse to the reviewers\n\n{para}"

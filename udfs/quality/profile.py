@@ -203,14 +203,22 @@ def profile_signals(texts: pa.Array | pa.ChunkedArray) -> pa.StructArray:
         StructArray[n] of :data:`PROFILE_SIGNALS_TYPE`; an empty or whitespace-only text has every
         count 0 and both ratios 0.0.
     """
+    return _signals(texts, for_choice=False)
+
+
+def _signals(texts: pa.Array | pa.ChunkedArray, for_choice: bool) -> pa.StructArray:
+    """:func:`profile_signals`; with ``for_choice``, ``paper_headings`` and ``chapters`` are counted only
+    where :func:`choose` reads them (0 elsewhere), so only its choice is exact: a paper-heading count
+    decides nothing where ``scholarly_per_1k_words`` is below both of its thresholds, a chapter count
+    nothing below :data:`MIN_BOOK_WORDS` words. Each of the two is a scan of every text RE2 cannot
+    skip ahead in, on a web corpus ~25 % of the choice's CPU."""
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
     texts = pc.fill_null(texts, "")
     # the heading-line and chapter patterns cannot skip ahead to a literal; they run only on the texts
     # holding a character every match holds ("=" of a heading, "C" of "Chapter"/"CHAPTER")
-    triggers = {_WIKI_KINDS[2]: _holding(texts, ord("=")), _CHAPTER: _holding(texts, ord("C"))}
-    kinds = (np.stack([_count(texts, p, triggers.get(p)) for p in _WIKI_KINDS]) if len(texts)
-             else np.zeros((5, 0), np.int64))
+    kinds = (np.stack([_count(texts, p, _holding(texts, ord("=")) if p == _WIKI_KINDS[2] else None)
+                       for p in _WIKI_KINDS]) if len(texts) else np.zeros((5, 0), np.int64))
     words, nonblank = _space_counts(texts)
     # _SCHOLARLY's count is the two alternatives' counts added: a citation match holds "[", "]", digits,
     # spaces, commas and dashes only and starts with "[", a paper-mark match never holds "[" and starts
@@ -219,10 +227,19 @@ def profile_signals(texts: pa.Array | pa.ChunkedArray) -> pa.StructArray:
     # start). The marks are counted once for both columns, the citations only where a "[" is.
     marks = _count(texts, _PAPER_MARKS)
     scholarly = _count(texts, _CITATION, _holding(texts, ord("["))) + marks
+    per_1k = np.where(words > 0, 1000.0 * scholarly / np.maximum(words, 1), 0.0)
+    heading_rows = chapter_rows = None
+    if for_choice:
+        fewest = min(MIN_SCHOLARLY_MARKS_PER_1K_WORDS, MIN_SCHOLARLY_MARKS_PER_1K_WORDS_MANY_HEADINGS)
+        heading_rows = per_1k >= fewest
+        chapter_rows = words >= MIN_BOOK_WORDS
+    if chapter_rows is None or chapter_rows.any():
+        held = _holding(texts, ord("C"))
+        chapter_rows = held if chapter_rows is None else chapter_rows & held
     cols = [
-        kinds.sum(axis=0), (kinds > 0).sum(axis=0), _count(texts, _LATEX), _count(texts, _PAPER_HEADINGS),
-        np.where(words > 0, 1000.0 * scholarly / np.maximum(words, 1), 0.0), _code_share(texts, nonblank),
-        _count(texts, _CHAPTER, triggers[_CHAPTER]), words, _count(texts, _REDIRECT),
+        kinds.sum(axis=0), (kinds > 0).sum(axis=0), _count(texts, _LATEX),
+        _count(texts, _PAPER_HEADINGS, heading_rows), per_1k, _code_share(texts, nonblank),
+        _count(texts, _CHAPTER, chapter_rows), words, _count(texts, _REDIRECT),
         np.where(words > 0, 1000.0 * marks / np.maximum(words, 1), 0.0),
     ]
     fields = list(PROFILE_SIGNALS_TYPE)
@@ -258,4 +275,4 @@ def auto_profile(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     >>> auto_profile(pa.array(["A short note about the weather today.", ""])).to_pylist()
     ['web', 'web']
     """
-    return choose(profile_signals(texts))
+    return choose(_signals(texts, for_choice=True))
