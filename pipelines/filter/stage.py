@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 
 from pipelines.core import chain, tables
 from pipelines.core.config import WinnowConfig
-from pipelines.core.runner import StageReport
+from pipelines.core.runner import StageReport, unless_set
 from pipelines.filter import rules as filter_rules
 from pipelines.filter.config import FilterConfig, RuleFamily
 from pipelines.filter.rules import RULES, Rule
@@ -193,17 +193,43 @@ def filter_documents(df: DataFrame, cfg: WinnowConfig | FilterConfig) -> DataFra
     return decide(compute_signals(df, fcfg), fcfg)
 
 
+CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
+"""Spark settings while the decided rows are cached and read back (unless ``spark.conf`` or the session
+sets them): no column compression in that cache. A compressed cache batch first gathers every scheme's
+statistics over every value (dictionary and run-length encoding hash and copy each string: the whole
+text of every document) and copies each column once more, while the text, most of the bytes, takes none
+of the schemes (bench/notes.md, "The filter stage as a whole"; ingest and passages cache the same way)."""
+
+
 def _write(spark: SparkSession, cfg: WinnowConfig, decided: DataFrame, rows_in_cols: list[str], mode: str) -> StageReport:
+    with tables.session_conf(spark, unless_set(spark, cfg, CACHE_SETTINGS)):
+        return _write_cached(spark, cfg, decided, rows_in_cols, mode)
+
+
+def _counts(decided: DataFrame) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Documents per (headline reason, source, profile), and the documents failing each rule (drop and
+    flag), from one scan of ``decided``: the first as ``[{first, source, profile, count}]``, the
+    second summed from the groups' reason lists (``{reason id: documents}``, in order of first appearance).
+    One job where a count of each would scan the cached rows twice."""
+    first = _headline_reason(F.col("filter_reasons"))
+    source = F.col("source") if "source" in decided.columns else F.lit(None).cast("string")
+    rows = decided.groupBy(first.alias("first"), source.alias("source"), F.col("filter_profile").alias("profile"),
+                           F.concat(F.col("filter_reasons"), F.col("filter_flags")).alias("rules")).count().collect()
+    grouped: dict[tuple[Any, Any, Any], int] = {}
+    per_rule: dict[str, int] = {}
+    for row in rows:
+        key = (row["first"], row["source"], row["profile"])
+        grouped[key] = grouped.get(key, 0) + int(row["count"])
+        for r in row["rules"] or ():
+            per_rule[r] = per_rule.get(r, 0) + int(row["count"])
+    return [{"first": k[0], "source": k[1], "profile": k[2], "count": n} for k, n in grouped.items()], per_rule
+
+
+def _write_cached(spark: SparkSession, cfg: WinnowConfig, decided: DataFrame, rows_in_cols: list[str],
+                  mode: str) -> StageReport:
     decided = decided.persist(tables.TEXT_CACHE)
     try:
-        first = _headline_reason(F.col("filter_reasons"))
-        source = F.col("source") if "source" in decided.columns else F.lit(None).cast("string")
-        grouped = decided.groupBy(first.alias("first"), source.alias("source"),
-                                  F.col("filter_profile").alias("profile")).count().collect()
-        per_rule = (
-            decided.select(F.explode(F.concat(F.col("filter_reasons"), F.col("filter_flags"))).alias("r"))
-            .groupBy("r").count().collect()
-        )
+        grouped, failing_by_rule = _counts(decided)
         removed: dict[str, int] = {}
         for row in grouped:
             if row["first"] is not None:
@@ -227,7 +253,7 @@ def _write(spark: SparkSession, cfg: WinnowConfig, decided: DataFrame, rows_in_c
         rows_out=kept_n,
         removed=removed,
         outputs=outputs,
-        extra={"mode": mode, "failing_by_rule": {row["r"]: int(row["count"]) for row in per_rule},
+        extra={"mode": mode, "failing_by_rule": failing_by_rule,
                **extra_split, "source_warnings": warnings},
         first_reason_only=True,
         notes={**{k: extra_split[k] for k in ("removed_language", "removed_quality")},
