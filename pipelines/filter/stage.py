@@ -102,16 +102,15 @@ def _active(cfg: FilterConfig) -> list[tuple[str, str, list[tuple[Rule, Any]], l
     return [(rid, action, rows, langs) for rid, (action, rows, langs) in active.items()]
 
 
-def _rules(cfg: FilterConfig) -> list[tuple[str, str, Column, list[str] | None]]:
-    """Every active rule (:func:`_active`) as (reason id, action, failure condition, languages or None),
-    in rule order; the rows sharing a reason id are OR-ed into one condition."""
-    out = []
-    for rid, action, rows, langs in _active(cfg):
-        cond = _fails(*rows[0])
-        for rule, value in rows[1:]:
-            cond = cond | _fails(rule, value)
-        out.append((rid, action, cond, langs))
-    return out
+def _element(rid: str, rows: list[tuple[Rule, Any]], langs: list[str] | None, empty: Column) -> Column:
+    """array<string>: ``[rid]`` when the rule fails (its rows' conditions OR-ed, for a document in
+    ``langs`` or of no language when ``langs`` is set), else ``empty``; never null."""
+    cond = _fails(*rows[0])
+    for rule, value in rows[1:]:
+        cond = cond | _fails(rule, value)
+    if langs is not None:
+        cond = cond & (F.col("lang").isNull() | F.col("lang").isin(list(langs)))
+    return F.when(F.coalesce(cond, F.lit(False)), F.array(F.lit(rid))).otherwise(empty)
 
 
 def rule_ids(cfg: FilterConfig) -> list[str]:
@@ -153,18 +152,23 @@ def decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     in_use = cfg.profiles_in_use()
     unknown = F.raise_error(F.concat(F.lit("filter: a row's filter_profile "), profile,
                                      F.lit(f" is not one of the profiles in use {in_use}")))
-    reasons, flags = unknown, _empty()
+    empty = _empty()
+    reasons, flags = unknown, empty
+    # Profiles share most rules with the same thresholds: each distinct rule's column is built once
+    # (every column built is a round of JVM calls from this driver; the expression is the same).
+    built: dict[str, Column] = {}
     for name in reversed(in_use):
-        by_action: dict[str, list[tuple[str, Column]]] = {"drop": [], "flag": []}
-        for rid, action, cond, langs in _rules(cfg.profile_config(name)):
-            if langs is not None:
-                cond = cond & (F.col("lang").isNull() | F.col("lang").isin(list(langs)))
-            by_action[action].append((rid, F.coalesce(cond, F.lit(False))))
+        by_action: dict[str, list[Column]] = {"drop": [], "flag": []}
+        for rid, action, rows, langs in _active(cfg.profile_config(name)):
+            key = repr((rid, [(rule.signal, rule.compare, value) for rule, value in rows], langs))
+            if key not in built:
+                built[key] = _element(rid, rows, langs, empty)
+            by_action[action].append(built[key])
         in_profile = profile == F.lit(name)
-        reasons = F.when(in_profile, _failing(by_action["drop"])).otherwise(reasons)
-        flags = F.when(in_profile, _failing(by_action["flag"])).otherwise(flags)
+        reasons = F.when(in_profile, _failing(by_action["drop"], empty)).otherwise(reasons)
+        flags = F.when(in_profile, _failing(by_action["flag"], empty)).otherwise(flags)
     # coalesce: never null (the unknown-profile branch raises before it could be)
-    return df.withColumn("filter_reasons", F.coalesce(reasons.cast(_REASONS_TYPE), _empty())).withColumn(
+    return df.withColumn("filter_reasons", F.coalesce(reasons.cast(_REASONS_TYPE), empty)).withColumn(
         "filter_flags", flags.cast(_REASONS_TYPE))
 
 
@@ -175,11 +179,11 @@ def _empty() -> Column:
     return F.array().cast(_REASONS_TYPE)
 
 
-def _failing(rules: list[tuple[str, Column]]) -> Column:
-    """array<string>: the reason id of each rule whose (never null) failure condition holds, in order."""
-    if not rules:
-        return _empty()
-    return F.concat(*[F.when(cond, F.array(F.lit(rid))).otherwise(_empty()) for rid, cond in rules])
+def _failing(elements: list[Column], empty: Column) -> Column:
+    """array<string>: the reason ids of the failing rules, in order (``elements`` from :func:`_element`)."""
+    if not elements:
+        return empty
+    return F.concat(*elements)
 
 
 def filter_documents(df: DataFrame, cfg: WinnowConfig | FilterConfig) -> DataFrame:
