@@ -120,6 +120,18 @@ def test_csv_quote_left_open_is_quarantined_not_merged_with_the_rows_after_it():
     assert _docs(_rows("x.csv", ok)) == [(1, "1", "two\nlines"), (2, "2", 'a"b'), (3, "3", "c d")]
 
 
+def test_csv_row_longer_than_the_header_is_quarantined_not_cut():
+    # unquoted commas in the text: the text column would hold "Hello" and the rest would go unread
+    data = b'id,text\n1,"Quoted, as it should be."\n2,Hello, world, unquoted.\n3,Trailing empty field,\n'
+    rows = _rows("x.csv", data)
+    assert _docs(rows) == [(1, "1", "Quoted, as it should be."), (3, "3", "Trailing empty field")]
+    assert _bad(rows) == [(2, "malformed_csv")]
+    (bad,) = [r for r in rows if r["kind"] == "quarantine"]
+    assert "(line 3): 4 fields, the header has 2" in bad["detail"] and "must be quoted" in bad["detail"]
+    tsv = b'id\ttext\n1\tfirst part\tsecond part\n'
+    assert _bad(_rows("x.tsv", tsv)) == [(1, "malformed_csv")]
+
+
 def test_csv_quote_left_open_and_closed_rows_later_costs_one_row():
     # the lenient reader closed the open quote at the next row's quote: three rows merged into one
     data = b'id,text\n1,"Open quote.\n2,Second.\n3,"Third."\n4,Fourth.\n'

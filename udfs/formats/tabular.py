@@ -90,7 +90,9 @@ def read_csv(c: Collector, chunks: Iterable[bytes], delimiter: str) -> Iterator[
     """Parse a CSV (``delimiter`` ``,``) or TSV (``\\t``) file into ``c``, one record per data row
     (numbered from 1 after the header). Quoted fields may hold delimiters, quotes (doubled) and
     newlines (RFC 4180). Fields are column names from the header (``csv_header``) or 0-based
-    column indices; a row shorter than the header lacks the missing columns.
+    column indices; a row shorter than the header lacks the missing columns, and a row longer than it
+    (a non-empty field past the header's last: an unquoted delimiter in a field) is quarantined as
+    ``malformed_csv``.
 
     A quote left open would make the following lines part of one field, up to the next quote or the
     end of the file: a row that spans lines is checked against the strict RFC 4180 grammar (a closing
@@ -134,6 +136,14 @@ def read_csv(c: Collector, chunks: Iterable[bytes], delimiter: str) -> Iterator[
         if not any(row):
             n -= 1
             c.skipped["blank_line"] += 1
+            continue
+        if header and any(row[len(header):]):
+            # an unquoted delimiter inside a field shifts the rest of the row: the named field would hold
+            # a piece of its text and the rest would go unread
+            c.quarantine(n, "malformed_csv", _csv_excerpt(row, delimiter)[: 4 * c.opts.excerpt_chars],
+                         f"row {n} (line {lines.line - len(lines.taken) + 1}): {len(row)} fields, the header "
+                         f"has {len(header)}; a field holding the delimiter {delimiter!r} must be quoted "
+                         "(RFC 4180)")
             continue
         obj: dict[str, Any] = {str(i): v for i, v in enumerate(row)}
         if header:
