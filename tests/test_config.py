@@ -86,6 +86,15 @@ def test_a_string_where_a_list_belongs_says_how_a_list_is_written():
         load_config(overrides=["ingest.inputs=/data/x.jsonl"])
 
 
+def test_ingest_byte_keys_take_sizes_as_spark_writes_them():
+    cfg = load_config(overrides=["ingest.split_bytes=64m", "ingest.batch_bytes=32MB", "ingest.max_doc_bytes=4096"])
+    assert (cfg.ingest.split_bytes, cfg.ingest.batch_bytes, cfg.ingest.max_doc_bytes) == (64 << 20, 32 << 20, 4096)
+    with pytest.raises(ConfigError, match=r"'ingest.split_bytes': got 'lots': allowed: a number of bytes or a size"):
+        load_config(overrides=["ingest.split_bytes=lots"])
+    with pytest.raises(ConfigError, match=r"'ingest.batch_bytes': got 4294967296: .*less than 2147483648"):
+        load_config(overrides=["ingest.batch_bytes=4g"])
+
+
 def test_exponents_are_numbers_as_in_yaml_1_2(tmp_path):
     # PyYAML (YAML 1.1) reads 1e9 as a string: an integer key then said "not a valid integer"
     f = tmp_path / "c.yaml"

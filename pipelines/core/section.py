@@ -366,5 +366,5 @@ def describe_error(e: ValidationError, root: Any, prefix: str = "") -> str:
             lines.append(f"config key {key!r}: got {err['input']!r}: {err['msg']}; a YAML list is written "
                          f"[a, b] (--set '{key}=[{err['input']}]')")
         else:
-            lines.append(f"config key {key!r}: got {err.get('input')!r}: {err['msg']}")
+            lines.append(f"config key {key!r}: got {err.get('input')!r}: {err['msg'].removeprefix('Value error, ')}")
     return "invalid configuration:\n  " + "\n  ".join(lines)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from pipelines.core.section import Section
+from pipelines.core.section import Section, byte_size
 
 
 class IngestFields(Section):
@@ -85,6 +85,17 @@ class IngestConfig(Section):
     fields_by_input: dict[str, dict[str, Any]] = Field(default_factory=dict)
     jats: JatsConfig = Field(default_factory=JatsConfig)
     mediawiki: MediaWikiConfig = Field(default_factory=MediaWikiConfig)
+
+    @field_validator("max_doc_bytes", "split_bytes", "batch_bytes", mode="before")
+    @classmethod
+    def _byte_sizes(cls, v: Any) -> Any:
+        # a size as Spark's settings write one ("64m", :func:`byte_size`) as well as a number of bytes
+        if not isinstance(v, str):
+            return v
+        if (n := byte_size(v)) is None:
+            raise ValueError("allowed: a number of bytes or a size such as 64m (a number, then an optional "
+                             "k, m, g, t or p)")
+        return n
 
     @model_validator(mode="after")
     def _fields_by_input_names_inputs(self) -> IngestConfig:
