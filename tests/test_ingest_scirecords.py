@@ -234,7 +234,7 @@ def test_a_body_text_that_is_not_a_list_is_named_in_the_quarantine(record, opts,
 
 def test_a_record_without_body_text_or_text_is_still_text_missing():
     (row,) = _rows([{"paper_id": "p", "title": "Rivers"}], ParseOptions())
-    assert (row["reason"], row["detail"]) == ("text_missing", "field 'text' is absent")
+    assert (row["reason"], row["detail"]) == ("text_missing", "field 'text' is absent (fields: paper_id, title)")
 
 
 @pytest.mark.parametrize("broken", [

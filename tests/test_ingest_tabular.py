@@ -130,6 +130,9 @@ def test_csv_row_longer_than_the_header_is_quarantined_not_cut():
     assert "(line 3): 4 fields, the header has 2" in bad["detail"] and "must be quoted" in bad["detail"]
     tsv = b'id\ttext\n1\tfirst part\tsecond part\n'
     assert _bad(_rows("x.tsv", tsv)) == [(1, "malformed_csv")]
+    # a header without the text column: the columns it has are named
+    (bad,) = _rows("x.csv", b'id,body\n1,Some text.\n')[:1]
+    assert (bad["reason"], bad["detail"]) == ("text_missing", "field 'text' is absent (fields: id, body)")
 
 
 def test_csv_quote_left_open_and_closed_rows_later_costs_one_row():

@@ -122,7 +122,8 @@ def from_mapping(
         if problem:  # a structured scientific record of the wrong shape
             c.quarantine(record, "invalid_record", raw, f"{problem}; {why}")
         else:
-            c.quarantine(record, "text_missing" if absent else "text_not_string", raw, why)
+            hint = _fields_found(obj) if value is MISSING else ""
+            c.quarantine(record, "text_missing" if absent else "text_not_string", raw, why + hint)
         return
     if o.record_format == "mediawiki":
         _wikitext(c, record, obj, value, raw, escaped, decoded_with_replacement)
@@ -303,3 +304,11 @@ def read_text(
                 return
         c.doc(1, text, n_replaced, meta=meta)
     yield from c.flush()
+
+
+def _fields_found(obj: dict[str, Any], most: int = 12) -> str:
+    """`` (fields: a, b, ...)``: the record's top-level field names, so that a user sees which one to
+    set as ``ingest.fields.text`` (a CSV row's column numbers left out where its header names them)."""
+    names = [k for k in obj if not k.isdigit()] or list(obj)
+    more = f", ... {len(names) - most} more" if len(names) > most else ""
+    return f" (fields: {', '.join(names[:most])}{more})"
