@@ -171,7 +171,7 @@ class SparkConfig(Section):
         # JAVA_GATEWAY_EXITED after the JVM's own line. Spark's size format: JavaUtils.byteStringAs.
         for key in MEMORY_KEYS:
             value = v.get(key)
-            if value is not None and not re.fullmatch(r"[0-9]+\s*([kmgtp]b?|b)?", value.strip().lower()):
+            if value is not None and byte_size(value) is None:
                 raise ValueError(f"spark.conf.{key}={value!r}: allowed: a size such as 512m, 4g or 4096 "
                                  "(a number, then an optional k, m, g, t or p)")
         return v
