@@ -172,6 +172,26 @@ def test_csv_field_over_the_limit_is_quarantined_and_the_rest_is_read():
     assert [r for _, r in _bad(rows)] in (["malformed_csv"], ["too_large"])
 
 
+def test_csv_quote_left_open_past_the_field_limit_loses_no_line():
+    # the open field reaches csv's field limit before the end of the file: the lines it swallowed are
+    # read again as rows instead of vanishing inside one quarantined record
+    import csv
+
+    before = csv.field_size_limit(2000)  # process-wide and only ever raised by read_csv: pin it small
+    try:
+        body = b"".join(b"%d,Line %d.\n" % (i, i) for i in range(3, 400))
+        rows = _rows("x.csv", b'id,text\n1,Kept.\n2,"open quote\n' + body + b"400,Last.\n",
+                     ParseOptions(max_doc_bytes=100))
+    finally:
+        csv.field_size_limit(before)
+    docs = _docs(rows)
+    assert [d[1] for d in docs] == ["1"] + [str(i) for i in range(3, 401)]
+    (bad,) = [r for r in rows if r["kind"] == "quarantine"]
+    assert (bad["record"], bad["reason"], bad["excerpt"]) == (2, "malformed_csv", '2,"open quote\n')
+    assert "still open at line" in bad["detail"] and "field limit" in bad["detail"]
+    assert rows[-1]["record"] == 400
+
+
 # ---------------------------------------------------------------------------------- nested paths
 S2ORC = {"paper_id": "p1", "body_text": [
     {"section": "Introduction", "text": "First paragraph."},

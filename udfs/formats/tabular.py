@@ -98,8 +98,9 @@ def read_csv(c: Collector, chunks: Iterable[bytes], delimiter: str) -> Iterator[
     end of the file: a row that spans lines is checked against the strict RFC 4180 grammar (a closing
     quote is followed by a delimiter or a line end, and comes before the end of the file). One that
     fails is quarantined as ``malformed_csv`` (its first line as excerpt) and the lines after its first
-    are read again as rows, so one stray quote costs one row. A row on one line keeps the lenient
-    reading (``a"b`` or ``"a" b`` stay text).
+    are read again as rows, so one stray quote costs one row; the same when the open field reaches the
+    field limit (4 x ``max_doc_bytes``) first. A row on one line keeps the lenient reading (``a"b`` or
+    ``"a" b`` stay text).
     """
     limit = 4 * c.opts.max_doc_bytes + 1024
     if csv.field_size_limit() < limit:  # process-wide; only ever raised
@@ -118,7 +119,14 @@ def read_csv(c: Collector, chunks: Iterable[bytes], delimiter: str) -> Iterator[
             break
         except csv.Error as e:
             n += 1
-            c.quarantine(n, "malformed_csv", None, f"row {n} (line {lines.line}): {e}")
+            if len(lines.taken) > 1:  # a field over the limit spanning lines: a quote left open
+                first, last = lines.line - len(lines.taken) + 1, lines.line
+                c.quarantine(n, "malformed_csv", lines.taken[0][: 4 * c.opts.excerpt_chars],
+                             f"row {n} (line {first}): a quote opened on this line is still open at line "
+                             f"{last} ({e}); this line is quarantined, the lines after it are read as rows")
+                lines.push_back(lines.taken[1:])
+            else:
+                c.quarantine(n, "malformed_csv", None, f"row {n} (line {lines.line}): {e}")
             continue
         if len(lines.taken) > 1 and (why := _strict_error(lines.taken, delimiter)):
             n += 1
