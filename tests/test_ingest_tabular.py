@@ -317,6 +317,9 @@ def test_a_small_utf16_file_is_named_with_its_encoding_under_min_records(encodin
     rows = _rows("x.jsonl", data)
     assert _docs(rows) == [] and {r for _, r in _bad(rows)} == {"malformed_json"}
     assert all("the file looks like UTF-16 or UTF-32 text" in r["detail"] for r in rows if r["kind"] == "quarantine")
+    # one record per record of the file: the NUL bytes left after a little-endian file's last line break
+    # are no third record
+    assert [n for n, _ in _bad(rows)] == [1, 2]
     (summary,) = [r for r in rows if r["kind"] == "file"]
     counts = [("x.jsonl", "malformed_json", len(_bad(rows)))]
     (line,) = bad_files(counts, [summary], _cfg())

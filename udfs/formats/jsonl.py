@@ -244,6 +244,11 @@ def _line(c: Collector, i: int, line: bytes) -> None:
     if not line or (line[0] in _ASCII_SPACE and not line.strip()):  # strip() copies: only if it may be blank
         c.skipped["blank_line"] += 1
         return
+    if line[0] == 0 and not line.replace(b"\x00", b"").strip():
+        # the second byte of a UTF-16LE line break (or of a UTF-32 one) after the file's last line: no
+        # record; the lines before it are quarantined with NUL_HINT
+        c.skipped["nul_line"] += 1
+        return
     escaped = False
     try:
         obj = orjson.loads(line)  # fast path: strict JSON, valid UTF-8, no lone surrogates
