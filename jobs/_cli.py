@@ -90,8 +90,7 @@ def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> 
     if os.environ.get("WINNOW_TRACEBACK"):
         sys.__excepthook__(kind, err, tb)
     elif _in_chain(err, KeyboardInterrupt):  # Ctrl-C, or a clean-up call it broke (exit 130, or 1 for the latter)
-        print(f"{prog}: interrupted; a rerun of jobs/pipeline.py skips the stages that completed",
-              file=sys.stderr, flush=True)
+        print(f"{prog}: interrupted; {_rerun_hint(prog)}", file=sys.stderr, flush=True)
     elif (said := memory_error(err) or disk_full(err)) is not None:
         from pipelines.core.session import logs_off_quietly
 
@@ -101,6 +100,15 @@ def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> 
         sys.__excepthook__(kind, err, tb)
     else:
         print(f"{prog}: error: {err}", file=sys.stderr, flush=True)
+
+
+def _rerun_hint(prog: str) -> str:
+    """What to run after an interrupted job: the command the user typed (``make run`` starts
+    ``jobs/pipeline.py`` under make, which sets ``MAKELEVEL``), and what a rerun does."""
+    again = "the same make command" if os.environ.get("MAKELEVEL") else "the same command"
+    if prog == "pipeline.py":
+        return f"{again} again skips the stages that completed"
+    return f"the stage did not complete; {again} again runs it"
 
 
 class Terminated(SystemExit):
@@ -113,8 +121,8 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     Ctrl-C: the run lock released, ingest's spool folder removed, the stage recorded as failed."""
     from pipelines.core.session import cancel_quietly
 
-    print(f"{os.path.basename(sys.argv[0] or 'winnow')}: terminated (SIGTERM); a rerun of jobs/pipeline.py "
-          "skips the stages that completed", file=sys.stderr, flush=True)
+    prog = os.path.basename(sys.argv[0] or "winnow")
+    print(f"{prog}: terminated (SIGTERM); {_rerun_hint(prog)}", file=sys.stderr, flush=True)
     cancel_quietly()
     raise Terminated(128 + signum)
 

@@ -46,8 +46,14 @@ def test_user_errors_print_their_message_without_a_traceback(capsys, monkeypatch
                 NoInputFilesError("ingest.inputs: 'x/*.jsonl' matches no file")):
         _user_error_hook(type(err), err, None)
         assert capsys.readouterr().err == f"filter.py: error: {err}\n"
+    monkeypatch.delenv("MAKELEVEL", raising=False)
     _user_error_hook(KeyboardInterrupt, KeyboardInterrupt(), None)  # Ctrl-C: one line, no traceback
-    assert capsys.readouterr().err == "filter.py: interrupted; a rerun of jobs/pipeline.py skips the stages that completed\n"
+    assert capsys.readouterr().err == "filter.py: interrupted; the stage did not complete; the same command again runs it\n"
+    monkeypatch.setattr(sys, "argv", ["jobs/pipeline.py"])
+    monkeypatch.setenv("MAKELEVEL", "1")  # make run
+    _user_error_hook(KeyboardInterrupt, KeyboardInterrupt(), None)
+    assert capsys.readouterr().err == "pipeline.py: interrupted; the same make command again skips the stages that completed\n"
+    monkeypatch.setattr(sys, "argv", ["jobs/filter.py"])
     from py4j.protocol import Py4JNetworkError
 
     broken = Py4JNetworkError("Answer from Java side is empty")  # a clean-up call the same Ctrl-C broke

@@ -93,10 +93,11 @@ def test_sigkill_mid_dedup_and_mid_shard_then_resume(spark, reference_run, tmp_p
 
 
 
-def test_ctrl_c_mid_stage_prints_one_line_and_the_rerun_resumes(tmp_path):
+def test_ctrl_c_mid_stage_prints_one_line_and_the_rerun_resumes(tmp_path, monkeypatch):
     """SIGINT to the whole process group, as a terminal's Ctrl-C sends it (driver, JVM, Python workers),
     while dedup's Spark jobs run: stderr holds the one "interrupted" line, no Python, Py4J or JVM
     traceback, and the rerun skips the stage that had completed."""
+    monkeypatch.delenv("MAKELEVEL", raising=False)  # make test sets it; the hint names make then
     inputs = chain.small_inputs(tmp_path / "in")
     args = chain_args(tmp_path / "root", ["ingest", "dedup"], inputs)
     p = subprocess.Popen([sys.executable, "jobs/pipeline.py", *args], cwd=REPO, stdout=subprocess.PIPE,
@@ -115,17 +116,18 @@ def test_ctrl_c_mid_stage_prints_one_line_and_the_rerun_resumes(tmp_path):
     if p.returncode == 0:  # dedup ended within the 1.5 s: nothing was interrupted
         pytest.skip("the chain finished before the interrupt")
     assert p.returncode == -signal.SIGINT and lines == [
-        "pipeline.py: interrupted; a rerun of jobs/pipeline.py skips the stages that completed"], err
+        "pipeline.py: interrupted; the same command again skips the stages that completed"], err
     rerun = subprocess.run([sys.executable, "jobs/pipeline.py", *args], cwd=REPO, capture_output=True, text=True,
                            timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert "[ingest] skip" in rerun.stdout and "[dedup] in=" in rerun.stdout, rerun.stdout
 
 
-def test_sigterm_mid_ingest_cleans_up_and_prints_one_line(tmp_path):
+def test_sigterm_mid_ingest_cleans_up_and_prints_one_line(tmp_path, monkeypatch):
     """SIGTERM to the process group (a scheduler stopping the job) while ingest holds its parsed records
     in a ``/dev/shm`` spool folder: the folder and the run lock are gone when the driver exits, with
     status 143 and one line on stderr."""
+    monkeypatch.delenv("MAKELEVEL", raising=False)  # make test sets it; the hint names make then
     import glob
     import gzip
 
@@ -154,7 +156,7 @@ def test_sigterm_mid_ingest_cleans_up_and_prints_one_line(tmp_path):
         p.wait()
     lines = err.splitlines()
     assert p.returncode == 143 and lines == [
-        "chain.py: terminated (SIGTERM); a rerun of jobs/pipeline.py skips the stages that completed"], err
+        "chain.py: terminated (SIGTERM); the stage did not complete; the same command again runs it"], err
     # made under /dev/shm, then removed (a folder left is a concurrent live run's: its owner holds its lock)
     assert new and not [d for d in new if os.path.exists(d) and not _held(d)], new
     assert not (root / LOCK_NAME).exists()
