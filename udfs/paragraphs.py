@@ -308,26 +308,31 @@ def text_slices(texts: Sequence[str | None], budget: int = SLICE_CHARS) -> list[
     return out
 
 
-def window_batch(doc_ids: Sequence[str | None], texts: Sequence[str | None], n: int) -> pa.RecordBatch:
+def window_batch(doc_ids: Sequence[str | None] | np.ndarray, texts: Sequence[str | None],
+                 n: int) -> pa.RecordBatch:
     """Every window of ``n`` consecutive normalised words of each document (the span mode's keys).
 
     Args:
-        doc_ids: document ids, one per text.
+        doc_ids: one key per text: document ids (str), or int64 [texts] document ranks
+            (:func:`unit_ids`' ranks, whose order is the ``doc_id`` order).
         texts: documents (None = empty).
         n: words per window (``passages.min_span_words``).
 
     Returns:
-        ``doc_id`` string, ``gram`` int64 (the window's hash as signed 64-bit), ``pos`` int32 (index of
-        its first word in the document), one row per window in word order.
+        ``doc_id`` string (or ``rank`` int64 when ``doc_ids`` is an int64 array), ``gram`` int64 (the
+        window's hash as signed 64-bit), ``pos`` int32 (index of its first word in the document), one row
+        per window in word order.
     """
     hashes, offsets, _, _ = word_hashes(list(texts))
     g, first = ngram_windows(hashes, offsets, n)
     doc = word_docs(offsets)[first]
     pos = first - offsets[doc]
-    return pa.record_batch([
-        pa.array(doc_ids, pa.string()).take(pa.array(doc)), pa.array(g.view(np.int64)),
-        pa.array(pos.astype(np.int32)),
-    ], names=["doc_id", "gram", "pos"])
+    if isinstance(doc_ids, np.ndarray):
+        key, name = pa.array(np.asarray(doc_ids, np.int64)[doc]), "rank"
+    else:
+        key, name = pa.array(doc_ids, pa.string()).take(pa.array(doc)), "doc_id"
+    return pa.record_batch([key, pa.array(g.view(np.int64)), pa.array(pos.astype(np.int32))],
+                           names=[name, "gram", "pos"])
 
 
 def window_spans(text: str, positions: Sequence[int], n: int,

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -220,22 +220,34 @@ def unit_cuts(paras: DataFrame, repeats: list[DataFrame], ranks: DataFrame) -> D
     return cuts.groupBy("doc_id").agg(F.array_sort(F.collect_list(span)).alias("_units"))
 
 
-def reused_windows(docs: DataFrame, n: int) -> DataFrame:
-    """``doc_id, _windows`` array<struct<pos, first>>: windows of ``n`` words a smaller ``doc_id`` also holds.
+def reused_windows(docs: DataFrame, n: int, ranks: DataFrame) -> DataFrame:
+    """``_rank, _windows`` array<struct<pos, first>>: windows of ``n`` words a smaller ``doc_id`` also holds.
 
     A window held by two or more documents is kept in the smallest ``doc_id`` only; ``pos`` is the index
-    of its first word, ``first`` that smallest ``doc_id``.
+    of its first word, ``first`` that smallest ``doc_id``. Documents are keyed by their rank
+    (:func:`with_ranks`, the ``doc_id`` order), so the owners of every window (one row per word of the
+    corpus) are a minimum and a maximum of longs, which Spark aggregates in a hash map on the map side;
+    of the ``doc_id`` strings it sorted every window row and spilled them (bench/notes.md, "Passages at
+    scale").
+
+    Args:
+        docs: documents with ``text`` and :data:`RANK_COLUMN`.
+        n: words per window (``passages.min_span_words``).
+        ranks: ``doc_id, _rank`` of every document (:func:`with_ranks`).
     """
     def per_batch(batches):
         for b in batches:
-            yield kernels.window_batch(b.column("doc_id").to_pylist(), b.column("text").to_pylist(), n)
+            yield kernels.window_batch(b.column(RANK_COLUMN).to_numpy(zero_copy_only=False),
+                                       b.column("text").to_pylist(), n)
 
-    wins = docs.select(*INPUT_COLUMNS).mapInArrow(per_batch, "doc_id string, gram bigint, pos int")
-    owners = (wins.groupBy("gram").agg(F.min("doc_id").alias("first"), F.max("doc_id").alias("last"))
-              .where(F.col("first") != F.col("last")))
-    marked = wins.join(owners, "gram").where(F.col("doc_id") != F.col("first"))
-    windows = F.array_sort(F.collect_set(F.struct("pos", "first")))
-    return marked.groupBy("doc_id").agg(windows.alias("_windows"))
+    wins = docs.select(RANK_COLUMN, "text").mapInArrow(per_batch, "rank bigint, gram bigint, pos int")
+    # A window whose rank is above its gram's smallest is held by a smaller doc_id too.
+    marked = (wins.select("rank", "pos", F.min("rank").over(Window.partitionBy("gram")).alias("first"))
+              .where(F.col("rank") != F.col("first")))
+    firsts = ranks.select(F.col(RANK_COLUMN).alias("first"), F.col("doc_id").alias("first_id"))
+    windows = F.array_sort(F.collect_set(F.struct("pos", F.col("first_id").alias("first"))))
+    return (marked.join(firsts, "first").groupBy(F.col("rank").alias(RANK_COLUMN))
+            .agg(windows.alias("_windows")))
 
 
 _SPAN_FIELDS = ("start", "end", "kind", "first_seen_in")
@@ -313,7 +325,7 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
     else:
         joined = joined.withColumn("_units", F.lit(None))
     if c.spans:
-        joined = joined.join(reused_windows(docs, c.min_span_words), "doc_id", "left")
+        joined = joined.join(reused_windows(docs, c.min_span_words, ranks), RANK_COLUMN, "left")
     else:
         joined = joined.withColumn("_windows", F.lit(None))
     touched = F.col("_units").isNotNull() | F.col("_windows").isNotNull()
