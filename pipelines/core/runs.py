@@ -312,6 +312,38 @@ def _staleness(spark: SparkSession, cfg: WinnowConfig, stage: str, rec: dict[str
     return None
 
 
+def stale_upstream(spark: SparkSession | None, cfg: WinnowConfig, stage: str) -> str | None:
+    """The warning a stage run alone (``jobs/<stage>.py``) prints when the tables it reads predate a change.
+
+    A stage run alone reads its input tables as they are. When an earlier stage of ``pipeline.stages``
+    has a completion record that no longer matches (its config, its inputs or its outputs changed since,
+    :func:`plan`'s rules), those tables were made before the change: ``jobs/pipeline.py`` would rerun
+    from that stage, and running this one alone would build on stale data without a word. Stages with
+    no record are passed over (a chain run stage by stage writes one as each completes; a stage that
+    never ran has no table to be stale).
+
+    Args:
+        spark: the session, or None to read the state from local files as the plan does.
+        stage: the stage about to run.
+
+    Returns:
+        One line naming the first out-of-date earlier stage, why, and what to run; None when every
+        earlier stage with a record is up to date.
+
+    Raises:
+        pipelines.core.local_state.NeedsSpark: ``spark`` is None and the run's state is not local.
+    """
+    records = latest_records(spark, cfg)
+    for up in cfg.pipeline.stages:
+        if STAGES.index(up) >= STAGES.index(stage) or up not in records:
+            continue
+        why = _staleness(spark, cfg, up, records[up])
+        if why:
+            return (f"[{stage}] WARNING: {up} is out of date ({why}), so {stage} reads tables made before that"
+                    f" change; `winnow run` (jobs/pipeline.py) reruns {up} and the stages after it")
+    return None
+
+
 # --------------------------------------------------------------------------------------------- run
 def start_line(stage: str, inputs: dict[str, str], reads: str | None = None, why: str | None = None) -> str:
     """One human line announcing a stage, its input and why it runs:
