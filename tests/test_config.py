@@ -157,6 +157,24 @@ def test_bad_literal_names_key_value_and_allowed_values():
     assert "ingest.format" in msg and "'pdf'" in msg and "'jsonl'" in msg and "'wet'" in msg
 
 
+@pytest.mark.parametrize(("override", "line"), [
+    # pydantic said "a valid dictionary or instance of MixSourceConfig", a class the user never wrote
+    ("shard.mix={web: 0.7}", "config key 'shard.mix.web': got 0.7: should be a mapping of the keys "
+                             "['epochs', 'min_repeat_distance', 'target_tokens', 'weight']"),
+    ("shard.split=0.1", "config key 'shard.split': got 0.1: should be a mapping of the keys "
+                        "['unit', 'validation', 'validation_shards']"),
+    # "unable to interpret input" named no value that would do
+    ("passages.enabled=maybe", "config key 'passages.enabled': got 'maybe': should be true or false"),
+    # a filter profile's error came as "filter.profiles.web: invalid configuration:" then the error again
+    ("filter.profiles.web.gopher_quality.min_words=-3",
+     "config key 'filter.profiles.web.gopher_quality.min_words': got -3: Input should be greater than or equal to 0"),
+])
+def test_a_wrong_shape_says_what_is_allowed_in_the_users_terms(override, line):
+    with pytest.raises(ConfigError) as e:
+        load_config(overrides=[override])
+    assert str(e.value) == f"invalid configuration:\n  {line}"
+
+
 def test_out_of_range_value():
     with pytest.raises(ConfigError, match=r"run.seed.*-1"):
         load_config(overrides=["run.seed=-1"])

@@ -337,6 +337,10 @@ def _allowed_keys(loc: tuple[Any, ...], root: Any) -> list[str]:
     return sorted(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
 
 
+ERRORS_HEADER = "invalid configuration:\n  "
+"""What :func:`describe_error` puts before its lines; a nested model's errors go without it."""
+
+
 def describe_error(e: ValidationError, root: Any, prefix: str = "") -> str:
     """A pydantic validation error as the lines a user reads: each key path, the value found and what is
     allowed (for an unknown key: the keys allowed there).
@@ -347,7 +351,7 @@ def describe_error(e: ValidationError, root: Any, prefix: str = "") -> str:
         prefix: put before each key path (e.g. ``filter.profiles.web.``).
 
     Returns:
-        ``"invalid configuration:"`` then one indented line per error.
+        ``"invalid configuration:"`` then one indented line per error (:data:`ERRORS_HEADER`).
     """
     lines = []
     for err in e.errors():
@@ -360,11 +364,20 @@ def describe_error(e: ValidationError, root: Any, prefix: str = "") -> str:
             # a section's own cross-key check: the whole section it was given is noise; its message
             # names the key when it starts with one, else the section's path does
             msg = err["msg"].removeprefix("Value error, ")
-            lines.append(msg if msg.startswith(key.split(".")[0] + ".") else f"config key {key!r}: {msg}")
+            own = msg.startswith((key.split(".")[0] + ".", "config key '", "unknown config key '"))
+            lines.append(msg if own else f"config key {key!r}: {msg}")
         elif err["type"] == "list_type" and isinstance(err.get("input"), str):
             # `--set ingest.inputs=/data/x.jsonl` reads as one YAML string; say how a list is written
             lines.append(f"config key {key!r}: got {err['input']!r}: {err['msg']}; a YAML list is written "
                          f"[a, b] (--set '{key}=[{err['input']}]')")
+        elif err["type"] == "model_type":
+            # pydantic names the class ("instance of MixSourceConfig"), which the user never wrote
+            keys = _allowed_keys((*loc, ""), root)
+            lines.append(f"config key {key!r}: got {err.get('input')!r}: should be a mapping"
+                         + (f" of the keys {keys}" if keys else ""))
+        elif err["type"] in ("bool_type", "bool_parsing"):
+            lines.append(f"config key {key!r}: got {err.get('input')!r}: should be true or false")
         else:
             lines.append(f"config key {key!r}: got {err.get('input')!r}: {err['msg'].removeprefix('Value error, ')}")
-    return "invalid configuration:\n  " + "\n  ".join(lines)
+    return ERRORS_HEADER + "\n  ".join(lines)
+

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from pipelines.core.section import Section, deep_merge, describe_error
+from pipelines.core.section import ERRORS_HEADER, Section, deep_merge, describe_error
 from pipelines.filter.rules import AUTO, AUTO_CHOICES, PROFILES, profile_overrides, rule_names
 
 Action = Literal["drop", "flag", "off"]
@@ -210,7 +210,8 @@ class FilterConfig(Section):
                 self.profile_config(name)
             except ValidationError as e:
                 where = f"filter.profiles.{name}"
-                raise ValueError(f"{where}: {describe_error(e, FilterConfig, where + '.')}") from None
+                # its lines name the full key path already: without the header, one error reads as one line
+                raise ValueError(describe_error(e, FilterConfig, where + ".").removeprefix(ERRORS_HEADER)) from None
         return self
 
     def profile_names(self) -> list[str]:
