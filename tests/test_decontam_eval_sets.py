@@ -56,7 +56,9 @@ def test_gzip_parquet_and_id_field(make_cfg, tmp_path):
     ("latin1", r"decontam.eval_sets\[0\].paths: .* is not UTF-8 text"),
     ("utf16", r"decontam.eval_sets\[0\].paths: .* is not UTF-8 text \(UTF-16 .*iconv -f UTF-16 -t UTF-8"),
     ("no_field", r"decontam.eval_sets\[0\].fields: \['answer'\] in no row"),
-    ("empty", r"eval set 'qa' \(decontam.eval_sets\[0\].paths\) has no item with text"),
+    # it ended "0 rows, skipped {}": a Python dict, and no word of what to do
+    ("empty", r"eval set 'qa' \(decontam.eval_sets\[0\].paths\) has no item with text: 0 rows; point it at "
+              r"the files of the set's items, or remove the set$"),
 ])
 def test_preflight_names_the_key(make_cfg, tmp_path, case, fragment):
     path = tmp_path / "qa.jsonl"

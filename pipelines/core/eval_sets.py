@@ -258,9 +258,11 @@ def _check_items(items: EvalItems, es: EvalSetConfig, i: int) -> None:
             "check the names"
         )
     if not items.texts:
+        skipped = ", ".join(f"{k}={v}" for k, v in sorted(items.skipped.items()) if v)
         raise EvalSetError(
             f"eval set {es.name!r} ({_key(i, 'paths' if es.paths else 'table')}) has no item with text: "
-            f"{items.rows} rows, skipped {dict(items.skipped)}"
+            f"{items.rows} rows" + (f", skipped {skipped}" if skipped else "")
+            + "; point it at the files of the set's items, or remove the set"
         )
 
 
