@@ -88,6 +88,14 @@ def test_doc_id_in_no_table_exits_1_with_one_line(run_root, capsys):
                    "(looked in documents, filtered and removed)\n")
 
 
+def test_a_run_root_that_does_not_exist_is_named_before_spark_starts(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        inspect_job.main([*SET, "--run", str(tmp_path / "ot"), "--stage", "filter"])
+    assert e.value.code == 1
+    assert capsys.readouterr().err == (f"inspect.py: no run at {tmp_path / 'ot'}: the folder does not exist; --run"
+                                       " takes the run.root of a run (out for `make run`)\n")
+
+
 REFS = (f"{FILT}, ref_mentions array<struct<kind:string,label:string,start:int,end:int,dangling:boolean>>, "
         "refs_action string")
 
