@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -173,6 +174,34 @@ def test_a_wrong_shape_says_what_is_allowed_in_the_users_terms(override, line):
     with pytest.raises(ConfigError) as e:
         load_config(overrides=[override])
     assert str(e.value) == f"invalid configuration:\n  {line}"
+
+
+def test_a_key_of_a_mapping_with_built_in_entries_merges_over_them():
+    # The mapping given replaced the built-in one: `pii.replacements.email` failed for the thirteen kinds it
+    # dropped, and a language added to refs.vocab as docs/refs.md says dropped en, de, fr and es.
+    from udfs.refs.vocab import DEFAULT_VOCAB
+
+    cfg = load_config(overrides=["pii.replacements.email=<MAIL>", "refs.vocab.en.table=[tbl]",
+                                 "filter.langid.aliases={fil: tl}"])
+    assert (cfg.pii.replacements["email"], cfg.pii.replacements["ipv4"]) == ("<MAIL>", "<IPV4>")
+    assert (cfg.refs.vocab["en"].table, cfg.refs.vocab["en"].figure) == (["tbl"], DEFAULT_VOCAB["en"]["figure"])
+    assert cfg.filter.langid.aliases == {"no": "nb", "fil": "tl"}
+    added = load_config(overrides=[f"refs.vocab.xx={json.dumps(DEFAULT_VOCAB['en'])}", "refs.default_language=xx"])
+    assert sorted(added.refs.vocab) == ["de", "en", "es", "fr", "xx"]
+    assert load_config().refs.vocab == load_config(overrides=["refs.vocab={}"]).refs.vocab
+    with pytest.raises(ConfigError) as e:
+        load_config(overrides=["pii.replacements.mail=<MAIL>"])
+    assert "config key 'pii.replacements': unknown PII kinds ['mail']; allowed: ['email'," in str(e.value)
+
+
+def test_required_keys_not_given_are_one_line_naming_them():
+    # Each one was a line of its own that repeated the whole mapping given ("got {'table': ['t']}: Field required").
+    with pytest.raises(ConfigError) as e:
+        load_config(overrides=["refs.vocab.xx={table: [t], figure: [f]}"])
+    assert str(e.value) == (
+        "invalid configuration:\n  config key 'refs.vocab.xx' lacks the required keys ['equation', 'section', "
+        "'appendix', 'algorithm', 'listing', 'footnote', 'numbers', 'ordinals', 'conjunctions', 'prepositions', "
+        "'external', 'bibliography']")
 
 
 def test_out_of_range_value():
