@@ -169,3 +169,12 @@ def test_quarantine_detail_is_whole_and_control_characters_are_escaped():
     assert f"note={'x' * 57}..." in out  # other signals keep their short cut
     assert "    | ok\\x00\\x1b[31mred\n    | next\tline\\x0d" in out
     assert not any(c in out for c in "\x00\x1b\r")
+
+
+def test_a_row_without_signals_prints_no_blank_line_for_them():
+    # A quarantined record with no detail (empty after normalisation) got an empty line between its header
+    # and its text.
+    rows = [{"doc_id": "file:/in/a.jsonl:1", "reason": ["quarantine.empty_after_normalization"], "duplicate_of": None,
+             "signals": {}, "text": " \t", "n_chars": 2}]
+    assert inspect.format_sample(rows, "header").splitlines() == [
+        "header", "", "--- 1. file:/in/a.jsonl:1  reason: quarantine.empty_after_normalization  (2 chars)", "    |  \t"]

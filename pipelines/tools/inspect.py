@@ -135,8 +135,9 @@ def format_sample(rows: list[dict[str, Any]], header: str) -> str:
         reasons = ", ".join(r["reason"]) if r["reason"] else "-"
         dup = f"  duplicate_of={r['duplicate_of']}" if r["duplicate_of"] else ""
         lines.append(printable(f"--- {i}. {r['doc_id']}  reason: {reasons}{dup}  ({r['n_chars']} chars)"))
-        lines.append("    " + "  ".join(f"{k}={_fmt(v, DETAIL_CHARS if k == 'detail' else 60)}"
-                                        for k, v in sorted(r["signals"].items())))
+        if r["signals"]:  # a quarantined record without a detail has none: no blank line in its place
+            lines.append("    " + "  ".join(f"{k}={_fmt(v, DETAIL_CHARS if k == 'detail' else 60)}"
+                                            for k, v in sorted(r["signals"].items())))
         lines.extend("    | " + ln for ln in printable(r["text"]).splitlines() or [""])
         lines.append("")
     if not rows:
