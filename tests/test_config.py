@@ -117,6 +117,20 @@ def test_a_key_given_twice_in_one_file_is_an_error_naming_it(tmp_path):
         load_config([f])
 
 
+@pytest.mark.parametrize(("text", "line"), [
+    ("dedup:\n\tthreshold: 0.7\n", "found character '\\t' that cannot start any token at line 2, column 1; YAML "
+                                    "indents with spaces, not tabs"),
+    ("dedup: [0.7\n", "expected ',' or ']', but got '<stream end>' at line 2, column 1"),
+])
+def test_a_yaml_error_is_one_line_with_its_place(tmp_path, text, line):
+    # PyYAML's text took five lines, with a caret under a copy of the line, and called the file "<unicode string>".
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_config([f])
+    assert str(e.value) == f"config file {str(f)!r} is not valid YAML: {line}"
+
+
 def test_files_merge_later_wins(tmp_path):
     a = tmp_path / "a.yaml"
     b = tmp_path / "b.yaml"
