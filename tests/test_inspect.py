@@ -88,6 +88,15 @@ def test_doc_id_in_no_table_exits_1_with_one_line(run_root, capsys):
                    "(looked in documents, filtered and removed)\n")
 
 
+def test_a_stage_that_has_not_run_is_named_as_such(run_root, capsys):
+    # The run stopped before refs: it printed "0 documents removed by refs", as if refs had kept everything.
+    with pytest.raises(SystemExit) as e:
+        inspect_job.main([*SET, "--run", str(run_root), "--stage", "refs"])
+    assert e.value.code == 1
+    assert capsys.readouterr().err == (f"inspect.py: refs has not run in {run_root} (no 'refs_checked' table); run it"
+                                       " first (winnow run, or jobs/refs.py)\n")
+
+
 def test_a_run_root_that_does_not_exist_is_named_before_spark_starts(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         inspect_job.main([*SET, "--run", str(tmp_path / "ot"), "--stage", "filter"])
