@@ -52,7 +52,9 @@ def test_gzip_parquet_and_id_field(make_cfg, tmp_path):
 
 
 @pytest.mark.parametrize("case, fragment", [
-    ("missing", r"decontam.eval_sets\[0\].paths: .* matches no file"),
+    ("missing", r"decontam.eval_sets\[0\].paths: .* matches no file \(eval set 'qa'\)$"),
+    ("folder", r"decontam.eval_sets\[0\].paths: .* matches no file \(eval set 'qa'\); it is a folder: give its "
+               r"files, e.g. '.*/qa.jsonl/\*.jsonl'$"),
     ("latin1", r"decontam.eval_sets\[0\].paths: .* is not UTF-8 text"),
     ("utf16", r"decontam.eval_sets\[0\].paths: .* is not UTF-8 text \(UTF-16 .*iconv -f UTF-16 -t UTF-8"),
     ("no_field", r"decontam.eval_sets\[0\].fields: \['answer'\] in no row"),
@@ -68,6 +70,8 @@ def test_preflight_names_the_key(make_cfg, tmp_path, case, fragment):
         path.write_bytes('{"question": "caf\u00e9", "answer": "x"}\n'.encode("utf-16"))
     elif case == "no_field":
         _jsonl(path, [{"question": "a question", "answers": "typo in the field name"}])
+    elif case == "folder":
+        path.mkdir()
     elif case == "empty":
         path.write_text("\n\n", encoding="utf-8")
     cfg = _set(make_cfg, [path])

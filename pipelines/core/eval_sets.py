@@ -185,7 +185,11 @@ def local_files(es: EvalSetConfig, i: int) -> list[str]:
             continue
         found = sorted(p for p in globlib.glob(path) if os.path.isfile(p))
         if not found:
-            raise EvalSetError(f"{_key(i, 'paths')}: {pattern!r} matches no file (eval set {es.name!r})")
+            # ingest reads the files of a folder; an eval set takes files or globs: say which to give
+            where = f"{_key(i, 'paths')}: {pattern!r} matches no file (eval set {es.name!r})"
+            if os.path.isdir(path):
+                where += f"; it is a folder: give its files, e.g. {os.path.join(pattern, '*.jsonl')!r}"
+            raise EvalSetError(where)
         files += found
     return sorted(set(files))
 
