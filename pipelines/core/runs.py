@@ -316,11 +316,12 @@ def stale_upstream(spark: SparkSession | None, cfg: WinnowConfig, stage: str) ->
     """The warning a stage run alone (``jobs/<stage>.py``) prints when the tables it reads predate a change.
 
     A stage run alone reads its input tables as they are. When an earlier stage of ``pipeline.stages``
-    has a completion record that no longer matches (its config, its inputs or its outputs changed since,
-    :func:`plan`'s rules), those tables were made before the change: ``jobs/pipeline.py`` would rerun
-    from that stage, and running this one alone would build on stale data without a word. Stages with
-    no record are passed over (a chain run stage by stage writes one as each completes; a stage that
-    never ran has no table to be stale).
+    read tables that have changed since (new input ingested after it ran) or its own outputs changed,
+    the tables after it were made from the old data: ``jobs/pipeline.py`` would rerun from that stage,
+    and running this one alone would build on them without a word. Only the tables are compared, not
+    the config or ingest's raw files: jobs run one by one are given the keys of their own stage (the
+    Databricks job passes ``ingest.inputs`` to ingest only), so another config is no sign of stale data.
+    Stages with no record are passed over (a chain run stage by stage writes one as each completes).
 
     Args:
         spark: the session, or None to read the state from local files as the plan does.
@@ -334,10 +335,19 @@ def stale_upstream(spark: SparkSession | None, cfg: WinnowConfig, stage: str) ->
         pipelines.core.local_state.NeedsSpark: ``spark`` is None and the run's state is not local.
     """
     records = latest_records(spark, cfg)
+
+    def tables_only(state: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in state.items() if k not in ("files", "input_table")}
+
     for up in cfg.pipeline.stages:
         if STAGES.index(up) >= STAGES.index(stage) or up not in records:
             continue
-        why = _staleness(spark, cfg, up, records[up])
+        rec = records[up]
+        why = None
+        if changed := _diff(tables_only(rec["inputs"]), tables_only(input_state(spark, cfg, up, files=[]))):
+            why = f"input changed ({changed})"
+        elif changed := _diff(rec["outputs"], output_state(spark, cfg, up)):
+            why = f"output changed since completion ({changed})"
         if why:
             return (f"[{stage}] WARNING: {up} is out of date ({why}), so {stage} reads tables made before that"
                     f" change; `winnow run` (jobs/pipeline.py) reruns {up} and the stages after it")
