@@ -91,3 +91,21 @@ def test_config_errors(make_cfg):
         make_cfg('decontam.eval_sets=[{name: qa, paths: [a.jsonl], fields: [q]}, {name: qa, paths: [b.jsonl], fields: [q]}]')
     with pytest.raises(ConfigError, match="decontam.action"):
         make_cfg("decontam.action=erase")
+
+
+def test_an_edited_eval_set_is_a_changed_input_of_decontam(make_cfg, tmp_path, spark):
+    # An item added to a set's file left the config as it was: the plan called decontam up to date and the
+    # shards kept the documents the new item matches.
+    import os
+
+    from pipelines.core.runs import input_state
+
+    path = _jsonl(tmp_path / "qa.jsonl", [{"question": "What is the capital of France?", "answer": "Paris"}])
+    cfg = _set(make_cfg, [path])
+    before = input_state(None, cfg, "decontam")["eval_set.qa"]
+    assert before.startswith("sha256:") and input_state(spark, cfg, "decontam")["eval_set.qa"] == before
+    _jsonl(path, [{"question": "What is the capital of France?", "answer": "Paris"},
+                  {"question": "Which river runs through Rome?", "answer": "Tiber"}])
+    os.utime(path, ns=(10**18, 10**18))
+    assert input_state(None, cfg, "decontam")["eval_set.qa"] != before
+    assert "eval_set.qa" not in input_state(None, make_cfg(), "decontam")

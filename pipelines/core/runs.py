@@ -99,7 +99,9 @@ def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str,
     A superset of what the stage really reads (e.g. dedup's ``dup_clusters`` for filter): it may rerun
     a stage that would not have changed, never skip one that would. The shared ``removed`` table is an
     input of the report only, since every other stage writes its own slice of it. Ingest's input is
-    the digest of its raw files (:func:`input_files_digest`; ``files``: their listing, when made).
+    the digest of its raw files (:func:`input_files_digest`; ``files``: their listing, when made). A stage
+    that reads more than the run's tables adds their state (its ``extra_inputs`` hook: decontam's
+    evaluation sets).
     """
     state: dict[str, str] = {}
     if files is None:
@@ -122,6 +124,11 @@ def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str,
                 state[label] = s
     for name in chain.stage(stage).also_reads:
         state[name] = _table_state(spark, cfg, name)
+    from pipelines.core import hooks
+
+    extra = hooks.hook(stage, "extra_inputs")
+    if extra is not None:
+        state.update(extra(spark, cfg))
     return state
 
 
@@ -320,7 +327,8 @@ def stale_upstream(spark: SparkSession | None, cfg: WinnowConfig, stage: str) ->
     the tables after it were made from the old data: ``jobs/pipeline.py`` would rerun from that stage,
     and running this one alone would build on them without a word. Only the tables are compared, not
     the config or ingest's raw files: jobs run one by one are given the keys of their own stage (the
-    Databricks job passes ``ingest.inputs`` to ingest only), so another config is no sign of stale data.
+    Databricks job passes ``ingest.inputs`` to ingest only), so another config is no sign of stale data;
+    nor are the files a stage reads besides the tables (decontam's evaluation sets), found through it.
     Stages with no record are passed over (a chain run stage by stage writes one as each completes).
 
     Args:
@@ -335,9 +343,12 @@ def stale_upstream(spark: SparkSession | None, cfg: WinnowConfig, stage: str) ->
         pipelines.core.local_state.NeedsSpark: ``spark`` is None and the run's state is not local.
     """
     records = latest_records(spark, cfg)
+    # the chain's tables and marker files; not ingest's files, input_table or a stage's extra inputs
+    # (decontam's evaluation sets), which follow the config given
+    written = {x for s in STAGES for x in (*chain.stage(s).outputs, *(m.label for m in chain.stage(s).markers))}
 
     def tables_only(state: dict[str, str]) -> dict[str, str]:
-        return {k: v for k, v in state.items() if k not in ("files", "input_table")}
+        return {k: v for k, v in state.items() if k in written}
 
     for up in cfg.pipeline.stages:
         if STAGES.index(up) >= STAGES.index(stage) or up not in records:
