@@ -16,13 +16,15 @@ CONSUMERS := $(CONSUMERS_VENV)/.installed
 CONF ?= conf/local.yaml
 ROOT ?= out
 INPUTS ?=
+# Options passed on to jobs/pipeline.py by `make run`, e.g. ARGS=--replace or ARGS='--from filter'.
+ARGS ?=
 PYTEST_ARGS ?=
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
 .PHONY: run test lint dist jars bench clean java-check help
 
 help:
-	@echo "make run      run jobs/pipeline.py on sample_data/ (INPUTS='[glob, ...]' ROOT=dir to change)"
+	@echo "make run      run jobs/pipeline.py on sample_data/ (INPUTS='[glob, ...]' ROOT=dir to change; ARGS=--replace etc.)"
 	@echo "make test     run the test suite"
 	@echo "make lint     ruff"
 	@echo "make dist     build dist/winnow-*.whl and dist/winnow.zip for spark-submit --py-files"
@@ -63,7 +65,7 @@ $(CLASSES): $(RUN_STAMP)
 	@touch $(CLASSES)
 
 run: java-check $(RUN_STAMP)
-	$(PY) jobs/pipeline.py --conf $(CONF) --set run.root=$(ROOT) $(if $(INPUTS),--set "ingest.inputs=$(INPUTS)")
+	$(PY) jobs/pipeline.py --conf $(CONF) --set run.root=$(ROOT) $(if $(INPUTS),--set "ingest.inputs=$(INPUTS)") $(ARGS)
 	@if [ -f $(ROOT)/shards/manifest.json ]; then $(PY) jobs/verify.py --conf $(CONF) --set run.root=$(ROOT); fi
 	@echo "Outputs: $(ROOT)/tables/ (Delta), $(ROOT)/shards/, $(ROOT)/report/report.html, $(ROOT)/config/"
 

@@ -389,10 +389,12 @@ def locked(parser: argparse.ArgumentParser, cfg: WinnowConfig, args: argparse.Na
 
 def _run_one(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig, stage: str, spark: Any,
              options: Callable[[argparse.Namespace], dict[str, Any]] | None) -> int:
-    from pipelines.core.runs import run_and_record
+    from pipelines.core.runs import run_and_record, stale_upstream
     from pipelines.core.tracking import Tracker
 
     replace_check_or_exit(p, cfg, args, spark, [stage])
+    if (line := stale_upstream(spark, cfg, stage)) is not None:
+        print(line, file=sys.stderr, flush=True)
     # The completion record lets jobs/pipeline.py skip this stage later when nothing changed.
     tracker = Tracker(cfg)
     tracker.start([stage])

@@ -44,9 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         import jax  # noqa: F401
         import optax  # noqa: F401
     except ImportError as e:
-        parser.exit(
-            2, f"{parser.prog}: error: the gate needs JAX and optax: pip install 'winnow[gate]' ({e})\n"
-        )
+        # "winnow" on PyPI is another project: the extra is installed from this checkout
+        parser.exit(2, f"{parser.prog}: error: the gate needs JAX and optax ({e}): install the gate extra"
+                       " from the Winnow checkout, .venv/bin/pip install -e '.[gate]' (make test does)\n")
     from pipelines.core.lock import RunLockedError
     from pipelines.gate import run
     from pipelines.gate.shards import GateUsageError

@@ -70,6 +70,17 @@ def _show_path_without_spark(prog: str, cfg: Any, doc_id: str) -> int | None:
         return None
 
 
+def _root_exists_or_exit(p: argparse.ArgumentParser, cfg: Any) -> None:
+    """Exit 1 naming ``run.root`` when it is a local folder that does not exist (a mistyped ``--run``),
+    before Spark starts; it said "Delta table 'removed' not found ...; run the 'filter' stage first"."""
+    from pipelines.core.preflight import local_path
+
+    catalog = cfg.run.catalog and cfg.run.db_schema  # tables in a metastore: the root may hold none
+    if not catalog and (root := local_path(cfg.run.root)) is not None and not os.path.isdir(root):
+        p.exit(1, f"{p.prog}: no run at {cfg.run.root}: the folder does not exist; --run takes the run.root of a"
+                  " run (out for `make run`)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print seeded samples of a stage's removed or kept documents, or one document's path; returns the exit status."""
     from pipelines.core import hooks
@@ -88,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("give --stage STAGE (with --reason or --kept) or --doc-id ID")
     if args.n < 1 or args.chars < 20:
         p.error(f"-n must be >= 1 and --chars >= 20; got -n {args.n}, --chars {args.chars}")
+    _root_exists_or_exit(p, cfg)
     if args.doc_id and (status := _show_path_without_spark(p.prog, cfg, args.doc_id)) is not None:
         return status
     spark = get_spark("winnow-inspect", spark_config(cfg, quiet=True))

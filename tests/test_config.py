@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -116,6 +117,20 @@ def test_a_key_given_twice_in_one_file_is_an_error_naming_it(tmp_path):
         load_config([f])
 
 
+@pytest.mark.parametrize(("text", "line"), [
+    ("dedup:\n\tthreshold: 0.7\n", "found character '\\t' that cannot start any token at line 2, column 1; YAML "
+                                    "indents with spaces, not tabs"),
+    ("dedup: [0.7\n", "expected ',' or ']', but got '<stream end>' at line 2, column 1"),
+])
+def test_a_yaml_error_is_one_line_with_its_place(tmp_path, text, line):
+    # PyYAML's text took five lines, with a caret under a copy of the line, and called the file "<unicode string>".
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_config([f])
+    assert str(e.value) == f"config file {str(f)!r} is not valid YAML: {line}"
+
+
 def test_files_merge_later_wins(tmp_path):
     a = tmp_path / "a.yaml"
     b = tmp_path / "b.yaml"
@@ -155,6 +170,52 @@ def test_bad_literal_names_key_value_and_allowed_values():
         load_config(overrides=["ingest.format=pdf"])
     msg = str(e.value)
     assert "ingest.format" in msg and "'pdf'" in msg and "'jsonl'" in msg and "'wet'" in msg
+
+
+@pytest.mark.parametrize(("override", "line"), [
+    # pydantic said "a valid dictionary or instance of MixSourceConfig", a class the user never wrote
+    ("shard.mix={web: 0.7}", "config key 'shard.mix.web': got 0.7: should be a mapping of the keys "
+                             "['epochs', 'min_repeat_distance', 'target_tokens', 'weight']"),
+    ("shard.split=0.1", "config key 'shard.split': got 0.1: should be a mapping of the keys "
+                        "['unit', 'validation', 'validation_shards']"),
+    # "unable to interpret input" named no value that would do
+    ("passages.enabled=maybe", "config key 'passages.enabled': got 'maybe': should be true or false"),
+    # a filter profile's error came as "filter.profiles.web: invalid configuration:" then the error again
+    ("filter.profiles.web.gopher_quality.min_words=-3",
+     "config key 'filter.profiles.web.gopher_quality.min_words': got -3: Input should be greater than or equal to 0"),
+])
+def test_a_wrong_shape_says_what_is_allowed_in_the_users_terms(override, line):
+    with pytest.raises(ConfigError) as e:
+        load_config(overrides=[override])
+    assert str(e.value) == f"invalid configuration:\n  {line}"
+
+
+def test_a_key_of_a_mapping_with_built_in_entries_merges_over_them():
+    # The mapping given replaced the built-in one: `pii.replacements.email` failed for the thirteen kinds it
+    # dropped, and a language added to refs.vocab as docs/refs.md says dropped en, de, fr and es.
+    from udfs.refs.vocab import DEFAULT_VOCAB
+
+    cfg = load_config(overrides=["pii.replacements.email=<MAIL>", "refs.vocab.en.table=[tbl]",
+                                 "filter.langid.aliases={fil: tl}"])
+    assert (cfg.pii.replacements["email"], cfg.pii.replacements["ipv4"]) == ("<MAIL>", "<IPV4>")
+    assert (cfg.refs.vocab["en"].table, cfg.refs.vocab["en"].figure) == (["tbl"], DEFAULT_VOCAB["en"]["figure"])
+    assert cfg.filter.langid.aliases == {"no": "nb", "fil": "tl"}
+    added = load_config(overrides=[f"refs.vocab.xx={json.dumps(DEFAULT_VOCAB['en'])}", "refs.default_language=xx"])
+    assert sorted(added.refs.vocab) == ["de", "en", "es", "fr", "xx"]
+    assert load_config().refs.vocab == load_config(overrides=["refs.vocab={}"]).refs.vocab
+    with pytest.raises(ConfigError) as e:
+        load_config(overrides=["pii.replacements.mail=<MAIL>"])
+    assert "config key 'pii.replacements': unknown PII kinds ['mail']; allowed: ['email'," in str(e.value)
+
+
+def test_required_keys_not_given_are_one_line_naming_them():
+    # Each one was a line of its own that repeated the whole mapping given ("got {'table': ['t']}: Field required").
+    with pytest.raises(ConfigError) as e:
+        load_config(overrides=["refs.vocab.xx={table: [t], figure: [f]}"])
+    assert str(e.value) == (
+        "invalid configuration:\n  config key 'refs.vocab.xx' lacks the required keys ['equation', 'section', "
+        "'appendix', 'algorithm', 'listing', 'footnote', 'numbers', 'ordinals', 'conjunctions', 'prepositions', "
+        "'external', 'bibliography']")
 
 
 def test_out_of_range_value():

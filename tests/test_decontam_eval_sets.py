@@ -52,11 +52,15 @@ def test_gzip_parquet_and_id_field(make_cfg, tmp_path):
 
 
 @pytest.mark.parametrize("case, fragment", [
-    ("missing", r"decontam.eval_sets\[0\].paths: .* matches no file"),
+    ("missing", r"decontam.eval_sets\[0\].paths: .* matches no file \(eval set 'qa'\)$"),
+    ("folder", r"decontam.eval_sets\[0\].paths: .* matches no file \(eval set 'qa'\); it is a folder: give its "
+               r"files, e.g. '.*/qa.jsonl/\*.jsonl'$"),
     ("latin1", r"decontam.eval_sets\[0\].paths: .* is not UTF-8 text"),
     ("utf16", r"decontam.eval_sets\[0\].paths: .* is not UTF-8 text \(UTF-16 .*iconv -f UTF-16 -t UTF-8"),
     ("no_field", r"decontam.eval_sets\[0\].fields: \['answer'\] in no row"),
-    ("empty", r"eval set 'qa' \(decontam.eval_sets\[0\].paths\) has no item with text"),
+    # it ended "0 rows, skipped {}": a Python dict, and no word of what to do
+    ("empty", r"eval set 'qa' \(decontam.eval_sets\[0\].paths\) has no item with text: 0 rows; point it at "
+              r"the files of the set's items, or remove the set$"),
 ])
 def test_preflight_names_the_key(make_cfg, tmp_path, case, fragment):
     path = tmp_path / "qa.jsonl"
@@ -66,6 +70,8 @@ def test_preflight_names_the_key(make_cfg, tmp_path, case, fragment):
         path.write_bytes('{"question": "caf\u00e9", "answer": "x"}\n'.encode("utf-16"))
     elif case == "no_field":
         _jsonl(path, [{"question": "a question", "answers": "typo in the field name"}])
+    elif case == "folder":
+        path.mkdir()
     elif case == "empty":
         path.write_text("\n\n", encoding="utf-8")
     cfg = _set(make_cfg, [path])
@@ -85,3 +91,21 @@ def test_config_errors(make_cfg):
         make_cfg('decontam.eval_sets=[{name: qa, paths: [a.jsonl], fields: [q]}, {name: qa, paths: [b.jsonl], fields: [q]}]')
     with pytest.raises(ConfigError, match="decontam.action"):
         make_cfg("decontam.action=erase")
+
+
+def test_an_edited_eval_set_is_a_changed_input_of_decontam(make_cfg, tmp_path, spark):
+    # An item added to a set's file left the config as it was: the plan called decontam up to date and the
+    # shards kept the documents the new item matches.
+    import os
+
+    from pipelines.core.runs import input_state
+
+    path = _jsonl(tmp_path / "qa.jsonl", [{"question": "What is the capital of France?", "answer": "Paris"}])
+    cfg = _set(make_cfg, [path])
+    before = input_state(None, cfg, "decontam")["eval_set.qa"]
+    assert before.startswith("sha256:") and input_state(spark, cfg, "decontam")["eval_set.qa"] == before
+    _jsonl(path, [{"question": "What is the capital of France?", "answer": "Paris"},
+                  {"question": "Which river runs through Rome?", "answer": "Tiber"}])
+    os.utime(path, ns=(10**18, 10**18))
+    assert input_state(None, cfg, "decontam")["eval_set.qa"] != before
+    assert "eval_set.qa" not in input_state(None, make_cfg(), "decontam")

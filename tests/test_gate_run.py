@@ -140,3 +140,14 @@ def test_bad_gate_config_exits_2_naming_the_key(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--set", "gate.order=random"])
     assert e.value.code == 2 and "gate.order" in capsys.readouterr().err
+
+
+def test_without_jax_it_says_how_to_install_the_extra_from_this_checkout(capsys, monkeypatch):
+    # It said "pip install 'winnow[gate]'": "winnow" on PyPI is another project.
+    monkeypatch.setitem(sys.modules, "jax", None)
+    with pytest.raises(SystemExit) as e:
+        main(["--variant", "a", "--variant", "b"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1
+    assert err.endswith("install the gate extra from the Winnow checkout, .venv/bin/pip install -e '.[gate]' "
+                        "(make test does)\n")

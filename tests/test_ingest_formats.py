@@ -59,6 +59,11 @@ def test_parquet():
     rows = _rows("t.parquet", buf.getvalue())
     assert _docs(rows) == [(1, "p1", "One."), (3, "p3", "Three.")]
     assert _bad(rows) == [(2, "text_missing")]
+    # no text column: the detail named only the columns read ("fields: id"), not the one to set (body)
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"id": ["p1"], "body": ["The text is here."]}), buf)
+    (bad,) = [r for r in _rows("t.parquet", buf.getvalue()) if r["kind"] == "quarantine"]
+    assert (bad["reason"], bad["detail"]) == ("text_missing", "field 'text' is absent (fields: id, body)")
 
 
 @pytest.mark.parametrize("opts", [

@@ -88,6 +88,23 @@ def test_doc_id_in_no_table_exits_1_with_one_line(run_root, capsys):
                    "(looked in documents, filtered and removed)\n")
 
 
+def test_a_stage_that_has_not_run_is_named_as_such(run_root, capsys):
+    # The run stopped before refs: it printed "0 documents removed by refs", as if refs had kept everything.
+    with pytest.raises(SystemExit) as e:
+        inspect_job.main([*SET, "--run", str(run_root), "--stage", "refs"])
+    assert e.value.code == 1
+    assert capsys.readouterr().err == (f"inspect.py: refs has not run in {run_root} (no 'refs_checked' table); run it"
+                                       " first (winnow run, or jobs/refs.py)\n")
+
+
+def test_a_run_root_that_does_not_exist_is_named_before_spark_starts(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        inspect_job.main([*SET, "--run", str(tmp_path / "ot"), "--stage", "filter"])
+    assert e.value.code == 1
+    assert capsys.readouterr().err == (f"inspect.py: no run at {tmp_path / 'ot'}: the folder does not exist; --run"
+                                       " takes the run.root of a run (out for `make run`)\n")
+
+
 REFS = (f"{FILT}, ref_mentions array<struct<kind:string,label:string,start:int,end:int,dangling:boolean>>, "
         "refs_action string")
 
@@ -161,3 +178,12 @@ def test_quarantine_detail_is_whole_and_control_characters_are_escaped():
     assert f"note={'x' * 57}..." in out  # other signals keep their short cut
     assert "    | ok\\x00\\x1b[31mred\n    | next\tline\\x0d" in out
     assert not any(c in out for c in "\x00\x1b\r")
+
+
+def test_a_row_without_signals_prints_no_blank_line_for_them():
+    # A quarantined record with no detail (empty after normalisation) got an empty line between its header
+    # and its text.
+    rows = [{"doc_id": "file:/in/a.jsonl:1", "reason": ["quarantine.empty_after_normalization"], "duplicate_of": None,
+             "signals": {}, "text": " \t", "n_chars": 2}]
+    assert inspect.format_sample(rows, "header").splitlines() == [
+        "header", "", "--- 1. file:/in/a.jsonl:1  reason: quarantine.empty_after_normalization  (2 chars)", "    |  \t"]

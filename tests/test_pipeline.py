@@ -207,3 +207,27 @@ def test_globs_hadoop_refuses_or_finds_empty_exit_2_without_a_traceback(spark, t
     # The escape the message suggests reads the file.
     assert pipeline.main([*base, "--set", f"ingest.inputs=['{tmp_path}/b\\[.jsonl']"]) == 0
     assert "[ingest] in=1 out=1" in capsys.readouterr().out
+
+
+def test_a_stage_run_alone_says_when_an_earlier_stage_is_out_of_date(spark, tmp_path, capsys):
+    # After new input was ingested, jobs/report.py (or shard.py) alone read the tables of the old input
+    # without a word: the run looked up to date while its shards came from the documents before.
+    from jobs._cli import run_single_stage
+
+    root = tmp_path / "run"
+    args = [*_args(root), "--set", "pipeline.stages=[dedup, report]"]
+    cfg = load_config(overrides=args[1::2])
+    _docs(spark, cfg, ["one two three four five six", "seven eight nine ten eleven twelve"])
+    assert pipeline.main(args) == 0
+    capsys.readouterr()
+    assert run_single_stage("report", args) == 0
+    assert "WARNING" not in capsys.readouterr().err
+    # Another config for an earlier stage is no sign of stale tables: jobs run one by one get the keys of
+    # their own stage (the Databricks job gives ingest.inputs to ingest only).
+    assert run_single_stage("report", [*args, "--set", "dedup.threshold=0.7"]) == 0
+    assert "WARNING" not in capsys.readouterr().err
+    _docs(spark, cfg, ["one two three four five six"])
+    assert run_single_stage("report", args) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "[report] WARNING: dedup is out of date (input changed (documents: v0 -> v1)), so report reads tables"
+        " made before that change; `winnow run` (jobs/pipeline.py) reruns dedup and the stages after it"]

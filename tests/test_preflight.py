@@ -148,3 +148,17 @@ def test_inputs_that_match_the_run_root_are_refused(tmp_path):
     (tmp_path / "data" / "run" / "tables").mkdir()
     with pytest.raises(PreflightError, match=r"matches '.*/data/run/tables'"):
         check_inputs_outside_root([f"{tmp_path}/data/run/*"], f"{tmp_path}/data/run")
+
+
+def test_tracking_without_the_mlflow_package_stops_the_run(tmp_path, monkeypatch):
+    # It warned once at the top and ran without the tracking asked for: a missing package, unlike a
+    # server that is down, does not come back during the run.
+    import importlib.util
+
+    cfg = load_config([], [f"run.root={tmp_path}", "tracking.mlflow=true"])
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else real(name, *a))
+    with pytest.raises(PreflightError, match=r"^tracking.mlflow=true needs the mlflow package, which is not installed: "
+                                             r"\.venv/bin/pip install -e '\.\[mlflow\]' in the Winnow checkout"):
+        check(cfg, ["ingest"])
+    check(load_config([], [f"run.root={tmp_path}"]), ["ingest"])

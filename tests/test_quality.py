@@ -65,6 +65,9 @@ def test_repetition_hand_computed():
     # occurrences after the first of the 5-gram cover words 1..11: 11 characters
     assert r["dup_5gram_char_frac"] == pytest.approx(11 / 23)
     assert r["dup_10gram_char_frac"] == pytest.approx(11 / 23)
+    # words that touch without a space are measured joined by one: past 1 too (the docstring said [0, 1])
+    (s,) = signals("今日は、晴れ。")  # words 今日は、晴れ and 。; joined by a space: 8 characters of 7
+    assert s["gopher_repetition"]["top_2gram_char_frac"] == pytest.approx(8 / 7)
 
 
 def test_duplicate_lines_and_paragraphs():

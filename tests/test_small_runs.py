@@ -41,6 +41,11 @@ def test_no_survivor_names_the_stage_its_reasons_and_what_to_change():
 def test_no_input_record():
     status, line = small_run(CFG, {"ingest": StageReport("ingest")})
     assert status == EXIT_EMPTY and "ingest read no document" in line
+    # A later stage that read an empty table pointed at its own settings ("check dedup.threshold"),
+    # which cannot have emptied it.
+    status, line = small_run(CFG, {"dedup": StageReport("dedup")})
+    assert status == EXIT_EMPTY and "dedup read no document;" in line
+    assert "To change: its input table was empty, so look at the stages before dedup, or give more input." in line
 
 
 def test_skipped_stages_count_from_their_completion_records():

@@ -120,6 +120,17 @@ def test_unknown_specs_fail_clearly():
         T.load_tokenizer("builtin:llama")
 
 
+def test_a_folder_is_named_as_one_with_the_file_to_give(tmp_path):
+    # A model's folder (as Hugging Face lays one out) was "neither 'builtin:gpt2' nor an existing tokenizer.json".
+    with pytest.raises(T.TokenizerError, match=r"is a folder; give the tokenizer.json file \(this folder holds none\)$"):
+        T.load_tokenizer(str(tmp_path))
+    (tmp_path / "tokenizer.json").write_text(T.load_tokenizer("builtin:gpt2").tokenizer.to_str(), encoding="utf-8")
+    with pytest.raises(T.TokenizerError) as e:
+        T.load_tokenizer(str(tmp_path))
+    assert str(e.value) == (f"tokenize.tokenizer={str(tmp_path)!r} is a folder; give the tokenizer.json file in it: "
+                            f"--set tokenize.tokenizer={tmp_path / 'tokenizer.json'}")
+
+
 def test_thread_budget_of_one_disables_the_rust_pool(monkeypatch):
     monkeypatch.delenv("TOKENIZERS_PARALLELISM", raising=False)
     T.set_thread_budget(1)

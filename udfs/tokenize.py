@@ -119,8 +119,8 @@ def load_tokenizer(spec: str, *, allow_download: bool = False) -> LoadedTokenize
         A cached :class:`LoadedTokenizer`.
 
     Raises:
-        TokenizerError: the spec is not builtin, not an existing file, and downloads are off; or the
-            Hub download failed.
+        TokenizerError: the spec is not builtin, not an existing file, and downloads are off; a folder;
+            or the Hub download failed.
     """
     key = (spec, allow_download)
     with _LOCK:
@@ -140,6 +140,11 @@ def load_tokenizer(spec: str, *, allow_download: bool = False) -> LoadedTokenize
                 raise TokenizerError(
                     f"tokenize.tokenizer={spec!r} is not a valid tokenizer.json (a Hugging Face tokenizers file "
                     f"with 'model', 'pre_tokenizer', ...; the library's parse error: {e})") from None
+        elif Path(spec).is_dir():  # a model's folder, as Hugging Face lays one out: it said "neither ... nor"
+            inside = Path(spec) / "tokenizer.json"
+            raise TokenizerError(
+                f"tokenize.tokenizer={spec!r} is a folder; give the tokenizer.json file"
+                + (f" in it: --set tokenize.tokenizer={inside}" if inside.is_file() else " (this folder holds none)"))
         elif not allow_download:
             raise TokenizerError(
                 f"tokenize.tokenizer={spec!r} is neither {BUILTIN_GPT2!r} nor an existing tokenizer.json file; "

@@ -203,6 +203,21 @@ _Loader.add_implicit_resolver(
 )
 
 
+def _yaml_error(e: yaml.YAMLError) -> str:
+    """A PyYAML error as one line: what is wrong and where (line and column, 1-based).
+
+    PyYAML's own text spans several lines, shows the text with a caret under it and names the place
+    ``"<unicode string>"``, not the file; a job prints one line.
+    """
+    problem = getattr(e, "problem", None)
+    mark = getattr(e, "problem_mark", None)
+    if not problem or mark is None:
+        return " ".join(str(e).split())
+    where = f"line {mark.line + 1}, column {mark.column + 1}"
+    hint = "; YAML indents with spaces, not tabs" if "'\\t'" in problem else ""
+    return f"{problem} at {where}{hint}"
+
+
 def parse_override(item: str) -> dict[str, Any]:
     """Turn ``a.b.c=value`` into ``{"a": {"b": {"c": <value parsed as YAML>}}}``.
 
@@ -216,7 +231,7 @@ def parse_override(item: str) -> dict[str, Any]:
     try:
         value = yaml.load(raw, Loader=_Loader) if raw.strip() else ""
     except yaml.YAMLError as e:
-        raise ConfigError(f"--set {key}: value {raw!r} is not valid YAML: {e}") from None
+        raise ConfigError(f"--set {key}: value {raw!r} is not valid YAML: {_yaml_error(e)}") from None
     node: Any = value
     for part in reversed(key.split(".")):
         node = {part: node}
@@ -232,7 +247,7 @@ def _read_yaml(path: str | Path) -> dict[str, Any]:
     try:
         data = yaml.load(p.read_text(encoding="utf-8"), Loader=_Loader)
     except yaml.YAMLError as e:
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {e}") from None
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {_yaml_error(e)}") from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (byte {e.object[e.start]:#04x} at "
                           f"offset {e.start}); save it as UTF-8") from None

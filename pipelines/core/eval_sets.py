@@ -185,7 +185,11 @@ def local_files(es: EvalSetConfig, i: int) -> list[str]:
             continue
         found = sorted(p for p in globlib.glob(path) if os.path.isfile(p))
         if not found:
-            raise EvalSetError(f"{_key(i, 'paths')}: {pattern!r} matches no file (eval set {es.name!r})")
+            # ingest reads the files of a folder; an eval set takes files or globs: say which to give
+            where = f"{_key(i, 'paths')}: {pattern!r} matches no file (eval set {es.name!r})"
+            if os.path.isdir(path):
+                where += f"; it is a folder: give its files, e.g. {os.path.join(pattern, '*.jsonl')!r}"
+            raise EvalSetError(where)
         files += found
     return sorted(set(files))
 
@@ -258,9 +262,11 @@ def _check_items(items: EvalItems, es: EvalSetConfig, i: int) -> None:
             "check the names"
         )
     if not items.texts:
+        skipped = ", ".join(f"{k}={v}" for k, v in sorted(items.skipped.items()) if v)
         raise EvalSetError(
             f"eval set {es.name!r} ({_key(i, 'paths' if es.paths else 'table')}) has no item with text: "
-            f"{items.rows} rows, skipped {dict(items.skipped)}"
+            f"{items.rows} rows" + (f", skipped {skipped}" if skipped else "")
+            + "; point it at the files of the set's items, or remove the set"
         )
 
 

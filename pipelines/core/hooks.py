@@ -13,6 +13,11 @@ nothing. The hooks a stage may define:
     ``spark=None`` lists local paths without Spark. Their digest is the stage's input state in its
     completion record (:mod:`pipelines.core.runs`) and their size its bytes of input (progress line,
     small-input settings).
+``extra_inputs(spark, cfg) -> dict[str, str]``
+    What a stage reads besides the run's tables and raw input files (decontam: its evaluation sets), as
+    ``label -> state`` (a digest, a Delta version): joined to its input state in its completion record, so
+    a change of one reruns the stage. ``spark=None``: local state read without Spark; raises
+    :class:`pipelines.core.local_state.NeedsSpark` when that is not possible.
 ``check_upstream(cfg, stage, extra) -> list[str]``
     Called when an earlier stage of the run ends (or is skipped as complete) and this stage will run:
     ``extra()`` gives that stage's figures; returns warning lines, raises a

@@ -46,8 +46,12 @@ def can_plan(cfg: WinnowConfig) -> bool:
     if cfg.run.catalog:
         return False
     paths = [cfg.run.root, cfg.shard_root, cfg.report_path]
-    globs = cfg.ingest.inputs
-    return all(is_local(p) for p in paths) and all(is_local(g) and not _LOCAL_GLOB.search(g) for g in globs)
+    return all(is_local(p) for p in paths) and all(is_local_glob(g) for g in cfg.ingest.inputs)
+
+
+def is_local_glob(glob: str) -> bool:
+    """A local path or glob that Python's ``glob`` expands as Hadoop does (no ``{a,b}`` alternatives)."""
+    return is_local(glob) and not _LOCAL_GLOB.search(glob)
 
 
 def _commits(table: str) -> list[int]:

@@ -59,6 +59,9 @@ def small_run(cfg: WinnowConfig, stages: Mapping[str, Any]) -> tuple[int, str | 
             why = f" ({', '.join(f'{k}={v}' for k, v in lost)})" if lost else ""
             what = f"{name} kept 0 of {c['rows_in']}{why}" if c["rows_in"] else f"{name} read no document"
             hint = hooks.hook(name, "EMPTY_HINT") or f"check {name}.*"
+            if not c["rows_in"] and name != "ingest":
+                # Its own settings cannot have emptied a table it read empty: the cause is upstream.
+                hint = f"its input table was empty, so look at the stages before {name}"
             return EXIT_EMPTY, (f"winnow: no document survived: {what}; {report}. To change: {hint},"
                                 " or give more input. Exit status 3.")
     shard = seen.get("shard")

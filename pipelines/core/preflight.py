@@ -95,5 +95,24 @@ def check(cfg: WinnowConfig, stages: Sequence[str]) -> None:
     from pipelines.core import hooks
 
     check_writable_root(cfg.run.root)
+    check_tracking(cfg)
     for _, preflight in hooks.each("preflight"):
         preflight(cfg, stages)
+
+
+def check_tracking(cfg: WinnowConfig) -> None:
+    """``tracking.mlflow: true`` needs the mlflow package where the job runs.
+
+    A tracking server that is down costs one warning line and the run goes on
+    (:mod:`pipelines.core.tracking`): it may come back for the next run. A package that is not installed
+    never comes back, and a long run without the tracking asked for is found out only at its end.
+
+    Raises:
+        PreflightError: tracking is on and mlflow cannot be imported.
+    """
+    import importlib.util
+
+    if cfg.tracking.mlflow and importlib.util.find_spec("mlflow") is None:
+        # "winnow" on PyPI is another project: the extra is installed from the checkout
+        raise PreflightError("tracking.mlflow=true needs the mlflow package, which is not installed: "
+                             ".venv/bin/pip install -e '.[mlflow]' in the Winnow checkout, or set tracking.mlflow: false")

@@ -99,7 +99,9 @@ def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str,
     A superset of what the stage really reads (e.g. dedup's ``dup_clusters`` for filter): it may rerun
     a stage that would not have changed, never skip one that would. The shared ``removed`` table is an
     input of the report only, since every other stage writes its own slice of it. Ingest's input is
-    the digest of its raw files (:func:`input_files_digest`; ``files``: their listing, when made).
+    the digest of its raw files (:func:`input_files_digest`; ``files``: their listing, when made). A stage
+    that reads more than the run's tables adds their state (its ``extra_inputs`` hook: decontam's
+    evaluation sets).
     """
     state: dict[str, str] = {}
     if files is None:
@@ -122,6 +124,11 @@ def input_state(spark: SparkSession, cfg: WinnowConfig, stage: str,
                 state[label] = s
     for name in chain.stage(stage).also_reads:
         state[name] = _table_state(spark, cfg, name)
+    from pipelines.core import hooks
+
+    extra = hooks.hook(stage, "extra_inputs")
+    if extra is not None:
+        state.update(extra(spark, cfg))
     return state
 
 
@@ -309,6 +316,52 @@ def _staleness(spark: SparkSession, cfg: WinnowConfig, stage: str, rec: dict[str
     changed = _diff(rec["outputs"], output_state(spark, cfg, stage))
     if changed:
         return f"output changed since completion ({changed})"
+    return None
+
+
+def stale_upstream(spark: SparkSession | None, cfg: WinnowConfig, stage: str) -> str | None:
+    """The warning a stage run alone (``jobs/<stage>.py``) prints when the tables it reads predate a change.
+
+    A stage run alone reads its input tables as they are. When an earlier stage of ``pipeline.stages``
+    read tables that have changed since (new input ingested after it ran) or its own outputs changed,
+    the tables after it were made from the old data: ``jobs/pipeline.py`` would rerun from that stage,
+    and running this one alone would build on them without a word. Only the tables are compared, not
+    the config or ingest's raw files: jobs run one by one are given the keys of their own stage (the
+    Databricks job passes ``ingest.inputs`` to ingest only), so another config is no sign of stale data;
+    nor are the files a stage reads besides the tables (decontam's evaluation sets), found through it.
+    Stages with no record are passed over (a chain run stage by stage writes one as each completes).
+
+    Args:
+        spark: the session, or None to read the state from local files as the plan does.
+        stage: the stage about to run.
+
+    Returns:
+        One line naming the first out-of-date earlier stage, why, and what to run; None when every
+        earlier stage with a record is up to date.
+
+    Raises:
+        pipelines.core.local_state.NeedsSpark: ``spark`` is None and the run's state is not local.
+    """
+    records = latest_records(spark, cfg)
+    # the chain's tables and marker files; not ingest's files, input_table or a stage's extra inputs
+    # (decontam's evaluation sets), which follow the config given
+    written = {x for s in STAGES for x in (*chain.stage(s).outputs, *(m.label for m in chain.stage(s).markers))}
+
+    def tables_only(state: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in state.items() if k in written}
+
+    for up in cfg.pipeline.stages:
+        if STAGES.index(up) >= STAGES.index(stage) or up not in records:
+            continue
+        rec = records[up]
+        why = None
+        if changed := _diff(tables_only(rec["inputs"]), tables_only(input_state(spark, cfg, up, files=[]))):
+            why = f"input changed ({changed})"
+        elif changed := _diff(rec["outputs"], output_state(spark, cfg, up)):
+            why = f"output changed since completion ({changed})"
+        if why:
+            return (f"[{stage}] WARNING: {up} is out of date ({why}), so {stage} reads tables made before that"
+                    f" change; `winnow run` (jobs/pipeline.py) reruns {up} and the stages after it")
     return None
 
 

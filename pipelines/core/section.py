@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -306,6 +306,25 @@ def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def over_default(default: Callable[[], Mapping[str, Any]]) -> Callable[[Any], Any]:
+    """The body of a ``mode="before"`` validator for a dict field whose default is not empty: the keys
+    given merge over the default's (:func:`deep_merge`), as the config's sections do.
+
+    Without it the mapping given replaced the whole default: ``--set pii.replacements.email=[MAIL]``
+    failed for the thirteen other kinds it dropped, and a language added to ``refs.vocab`` (as
+    docs/refs.md says to) dropped the supplied ones. A value that is not a mapping passes unchanged, for
+    the field's own type check to report.
+
+    Args:
+        default: makes the field's default (JSON-like data, as a config file would hold it).
+    """
+
+    def merge(v: Any) -> Any:
+        return deep_merge(dict(default()), v) if isinstance(v, Mapping) else v
+
+    return merge
+
+
 def _model_inside(tp: Any) -> Any:
     """``tp`` without ``None`` in a union (``X | None`` -> ``X``), so optional sections are walked too."""
     if get_origin(tp) in (Union, UnionType):
@@ -337,6 +356,10 @@ def _allowed_keys(loc: tuple[Any, ...], root: Any) -> list[str]:
     return sorted(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
 
 
+ERRORS_HEADER = "invalid configuration:\n  "
+"""What :func:`describe_error` puts before its lines; a nested model's errors go without it."""
+
+
 def describe_error(e: ValidationError, root: Any, prefix: str = "") -> str:
     """A pydantic validation error as the lines a user reads: each key path, the value found and what is
     allowed (for an unknown key: the keys allowed there).
@@ -347,24 +370,43 @@ def describe_error(e: ValidationError, root: Any, prefix: str = "") -> str:
         prefix: put before each key path (e.g. ``filter.profiles.web.``).
 
     Returns:
-        ``"invalid configuration:"`` then one indented line per error.
+        ``"invalid configuration:"`` then one indented line per error (:data:`ERRORS_HEADER`).
     """
     lines = []
+    # required keys not given, one line per parent key: parent -> (its line's index, the keys)
+    missing: dict[str, tuple[int, list[str]]] = {}
     for err in e.errors():
         loc = tuple(err["loc"])
         key = prefix + ".".join(str(p) for p in loc) or "<root>"
-        if err["type"] == "extra_forbidden":
+        if err["type"] == "missing" and loc:
+            parent = prefix + ".".join(str(p) for p in loc[:-1])
+            if parent not in missing:
+                missing[parent] = (len(lines), [])
+                lines.append("")
+            missing[parent][1].append(str(loc[-1]))
+        elif err["type"] == "extra_forbidden":
             allowed = _allowed_keys(loc, root)
             lines.append(f"unknown config key {key!r}; allowed keys here: {allowed}")
         elif err["type"] == "value_error" and isinstance(err.get("input"), dict):
             # a section's own cross-key check: the whole section it was given is noise; its message
             # names the key when it starts with one, else the section's path does
             msg = err["msg"].removeprefix("Value error, ")
-            lines.append(msg if msg.startswith(key.split(".")[0] + ".") else f"config key {key!r}: {msg}")
+            own = msg.startswith((key.split(".")[0] + ".", "config key '", "unknown config key '"))
+            lines.append(msg if own else f"config key {key!r}: {msg}")
         elif err["type"] == "list_type" and isinstance(err.get("input"), str):
             # `--set ingest.inputs=/data/x.jsonl` reads as one YAML string; say how a list is written
             lines.append(f"config key {key!r}: got {err['input']!r}: {err['msg']}; a YAML list is written "
                          f"[a, b] (--set '{key}=[{err['input']}]')")
+        elif err["type"] == "model_type":
+            # pydantic names the class ("instance of MixSourceConfig"), which the user never wrote
+            keys = _allowed_keys((*loc, ""), root)
+            lines.append(f"config key {key!r}: got {err.get('input')!r}: should be a mapping"
+                         + (f" of the keys {keys}" if keys else ""))
+        elif err["type"] in ("bool_type", "bool_parsing"):
+            lines.append(f"config key {key!r}: got {err.get('input')!r}: should be true or false")
         else:
             lines.append(f"config key {key!r}: got {err.get('input')!r}: {err['msg'].removeprefix('Value error, ')}")
-    return "invalid configuration:\n  " + "\n  ".join(lines)
+    for parent, (at, keys) in missing.items():
+        lines[at] = f"config key {parent!r} lacks the required keys {keys}"
+    return ERRORS_HEADER + "\n  ".join(lines)
+

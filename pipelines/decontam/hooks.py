@@ -1,5 +1,5 @@
 """What the decontam stage adds to the framework (:mod:`pipelines.core.hooks`): its preflight check of
-the local evaluation sets."""
+the local evaluation sets, and their state as inputs of its completion record."""
 
 from __future__ import annotations
 
@@ -25,6 +25,42 @@ def check_eval_sets(cfg: WinnowConfig) -> None:
 
 preflight = when_running("decontam", check_eval_sets)
 """The preflight hook: :func:`check_eval_sets` when decontam runs."""
+
+
+def extra_inputs(spark: Any, cfg: WinnowConfig) -> dict[str, str]:
+    """The state of the evaluation sets, ``eval_set.<name> -> state``: a digest of the files of its
+    ``paths`` (path, size, modification time, :func:`pipelines.core.runs.input_files_digest`) or its
+    ``table``'s Delta version. An item added to a set's file left its paths, and so the config, as they
+    were: the plan called decontam up to date and the shards kept the documents the new item matches.
+
+    Args:
+        spark: the session; None lists local paths without Spark.
+
+    Raises:
+        pipelines.core.local_state.NeedsSpark: ``spark`` is None and a set is not local files.
+    """
+    from pipelines.core import local_state
+    from pipelines.core.files import delta_version, is_table_name
+    from pipelines.core.runs import input_files_digest
+
+    out: dict[str, str] = {}
+    for es in cfg.decontam.eval_sets:
+        where = [es.table] if es.table is not None else list(es.paths)
+        named = es.table is not None and is_table_name(es.table)  # a metastore table: the catalog knows where
+        if spark is None and (named or not all(local_state.is_local_glob(p) for p in where)):
+            raise local_state.NeedsSpark(f"eval set {es.name!r}: {where} is not local files")
+        if es.table is not None:
+            version = delta_version(spark, es.table)
+            out[f"eval_set.{es.name}"] = "missing" if version is None else f"v{version}"
+            continue
+        if spark is None:
+            files = local_state.input_files(list(es.paths))
+        else:
+            from pipelines.ingest.listing import input_files
+
+            files = input_files(spark, list(es.paths))
+        out[f"eval_set.{es.name}"] = input_files_digest(files)
+    return out
 
 
 def inspect_view(spark: Any, cfg: WinnowConfig, *, reason: str | None, kept: bool, n: int,

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from pipelines.core.section import Section, deep_merge, describe_error
+from pipelines.core.section import ERRORS_HEADER, Section, deep_merge, describe_error, over_default
 from pipelines.filter.rules import AUTO, AUTO_CHOICES, PROFILES, profile_overrides, rule_names
 
 Action = Literal["drop", "flag", "off"]
@@ -127,13 +127,19 @@ class FineWebConfig(RuleFamily):
     max_newline_ratio: float | None = Field(default=0.3, ge=0)
 
 
+LANG_ALIASES: dict[str, str] = {"no": "nb"}
+"""Built-in ``filter.langid.aliases``: lid.176's ``no`` is Norwegian Bokmål (nb)."""
+
+
 class LangIdConfig(Section):
     """fastText language ID (lid.176 by default; datatrove's LanguageFilter threshold)."""
 
     enabled: bool = True
     model: str | None = None
     label_prefix: str = "__label__"
-    aliases: dict[str, str] = Field(default_factory=lambda: {"no": "nb"})
+    aliases: dict[str, str] = Field(default_factory=lambda: dict(LANG_ALIASES))
+    # an alias given is added to the built-in ones, not put in their place
+    _aliases_over_default = field_validator("aliases", mode="before")(over_default(lambda: LANG_ALIASES))
     max_chars: int = Field(default=1000, ge=1)
     sample_windows: int = Field(default=4, ge=1, le=64)
     topk_max_chars: int | None = Field(default=None, ge=1)
@@ -210,7 +216,8 @@ class FilterConfig(Section):
                 self.profile_config(name)
             except ValidationError as e:
                 where = f"filter.profiles.{name}"
-                raise ValueError(f"{where}: {describe_error(e, FilterConfig, where + '.')}") from None
+                # its lines name the full key path already: without the header, one error reads as one line
+                raise ValueError(describe_error(e, FilterConfig, where + ".").removeprefix(ERRORS_HEADER)) from None
         return self
 
     def profile_names(self) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from pipelines.core.chain import document_tables_before
-from pipelines.core.section import Section
+from pipelines.core.section import Section, over_default
 
 
 def _default_pii_replacements() -> dict[str, str]:
@@ -29,6 +29,8 @@ class PiiConfig(Section):
         "github_token", "slack_token", "google_api_key", "private_key", "password"])
     report_only: list[str] = Field(default_factory=lambda: ["ip_private"])
     replacements: dict[str, str] = Field(default_factory=_default_pii_replacements)
+    # one kind's token given (pii.replacements.email) changes that token, the other kinds keep theirs
+    _replacements_over_default = field_validator("replacements", mode="before")(over_default(_default_pii_replacements))
     email_obfuscated: bool = False
     email_example_domains: bool = False
     phone_regions: list[str] = Field(default_factory=lambda: ["US", "GB", "DE", "FR"])
@@ -57,9 +59,10 @@ class PiiConfig(Section):
     def _every_kind_replaced(cls, v: dict[str, str]) -> dict[str, str]:
         from udfs.pii_rules import KINDS
 
-        if sorted(v) != sorted(KINDS):
-            raise ValueError(f"needs one token for each kind {list(KINDS)}; missing {[k for k in KINDS if k not in v]},"
-                             f" unknown {[k for k in v if k not in KINDS]}")
+        if unknown := [k for k in v if k not in KINDS]:
+            raise ValueError(f"unknown PII kinds {unknown}; allowed: {list(KINDS)}")
+        if missing := [k for k in KINDS if k not in v]:  # only a default that lacks one gets here
+            raise ValueError(f"needs one token for each kind {list(KINDS)}; missing {missing}")
         return v
 
     @field_validator("phone_regions")

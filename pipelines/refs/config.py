@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pipelines.core.section import Section
+from pipelines.core.section import Section, over_default
 
 
 class RefsVocab(Section):
@@ -51,6 +51,12 @@ def _default_refs_vocab() -> dict[str, RefsVocab]:
     return {lang: RefsVocab(**v) for lang, v in DEFAULT_VOCAB.items()}
 
 
+def _default_vocab_data() -> dict[str, dict[str, list[str]]]:
+    from udfs.refs.vocab import DEFAULT_VOCAB
+
+    return DEFAULT_VOCAB
+
+
 class RefsConfig(Section):
     """The refs stage: dangling table / figure / equation / citation mentions (``pipelines/refs/stage.py``)."""
 
@@ -59,13 +65,8 @@ class RefsConfig(Section):
     max_dangling: int | None = Field(default=0, ge=0)
     default_language: str = "en"
     vocab: dict[str, RefsVocab] = Field(default_factory=_default_refs_vocab)
-
-    @field_validator("vocab")
-    @classmethod
-    def _has_languages(cls, v: dict[str, RefsVocab]) -> dict[str, RefsVocab]:
-        if not v:
-            raise ValueError("needs at least one language vocabulary (e.g. en)")
-        return v
+    # a language or a list given merges over the supplied vocabulary (en, de, fr, es) instead of replacing it
+    _vocab_over_default = field_validator("vocab", mode="before")(over_default(_default_vocab_data))
 
     @model_validator(mode="after")
     def _default_language_known(self) -> RefsConfig:

@@ -49,7 +49,8 @@ def sample(
 
     Raises:
         ValueError: unknown stage, or ``reason`` given with ``kept``.
-        tables.MissingTableError: the table to sample does not exist in this run.
+        tables.MissingTableError: the table to sample does not exist in this run, or the stage has not
+            run (its output table does not exist).
     """
     if stage == "ingest" and not kept:
         return _sample_quarantine(spark, cfg, reason, n, text_chars)
@@ -112,6 +113,11 @@ def _selected(spark: SparkSession, cfg: WinnowConfig, stage: str, reason: str | 
         if table is None:
             raise ValueError(f"stage {stage!r} writes no document table; allowed: {[s for s, _ in chain.main_tables()]}")
         return tables.read_table(spark, cfg, table, written_by=stage)
+    main = chain.stage(stage).main_table
+    if main is not None and not tables.table_exists(spark, cfg.table_path(main)):
+        # a stage that never ran removed nothing: "0 documents removed by filter" said it ran and kept all
+        raise tables.MissingTableError(f"{stage} has not run in {cfg.run.root} (no {main!r} table); run it first"
+                                       f" (winnow run, or jobs/{stage}.py)")
     df = tables.read_table(spark, cfg, "removed", written_by=stage).where(F.col("stage") == stage)
     return df.where(reason_matches(reason)) if reason else df
 
@@ -135,8 +141,9 @@ def format_sample(rows: list[dict[str, Any]], header: str) -> str:
         reasons = ", ".join(r["reason"]) if r["reason"] else "-"
         dup = f"  duplicate_of={r['duplicate_of']}" if r["duplicate_of"] else ""
         lines.append(printable(f"--- {i}. {r['doc_id']}  reason: {reasons}{dup}  ({r['n_chars']} chars)"))
-        lines.append("    " + "  ".join(f"{k}={_fmt(v, DETAIL_CHARS if k == 'detail' else 60)}"
-                                        for k, v in sorted(r["signals"].items())))
+        if r["signals"]:  # a quarantined record without a detail has none: no blank line in its place
+            lines.append("    " + "  ".join(f"{k}={_fmt(v, DETAIL_CHARS if k == 'detail' else 60)}"
+                                            for k, v in sorted(r["signals"].items())))
         lines.extend("    | " + ln for ln in printable(r["text"]).splitlines() or [""])
         lines.append("")
     if not rows:

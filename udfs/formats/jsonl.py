@@ -122,7 +122,9 @@ def from_mapping(
         if problem:  # a structured scientific record of the wrong shape
             c.quarantine(record, "invalid_record", raw, f"{problem}; {why}")
         else:
-            hint = _fields_found(obj) if value is MISSING else ""
+            # a Parquet row holds only the columns the fields name: the file's columns are the ones to offer
+            found = obj if c.file_columns is None else dict.fromkeys(c.file_columns)
+            hint = _fields_found(found) if value is MISSING else ""
             c.quarantine(record, "text_missing" if absent else "text_not_string", raw, why + hint)
         return
     if o.record_format == "mediawiki":

@@ -74,11 +74,13 @@ def read_json(c: Collector, chunks: Iterable[bytes]) -> Iterator[pa.RecordBatch]
     except Exception as e:  # ijson.JSONError, IncompleteJSONError, UnicodeDecodeError, JsonTooDeep
         where = "array item" if array else "top-level value"
         # At the depth cut ijson may see the end of the bytes first (IncompleteJSONError): same cause.
+        # yajl's message goes on with a copy of the text and a "(right here) ------^" pointer: line one only
+        first = (str(e).strip().splitlines() or [""])[0].strip()
         why = (f"nesting deeper than {MAX_JSON_DEPTH} levels (not parsed)" if raw.too_deep
-               else f"{type(e).__name__}: {e}")
+               else f"{type(e).__name__}: {first}")
+        kept = "the 1 value before it was kept" if n == 1 else f"the {n} values before it were kept"
         c.quarantine(n + 1, "malformed_json", raw.last,
-                     f"{where} {n + 1}: {why}; the {n} values before it were kept, "
-                     "the rest of the file is not read")
+                     f"{where} {n + 1}: {why}; {kept}, the rest of the file is not read")
     yield from c.flush()
 
 

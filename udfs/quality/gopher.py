@@ -252,7 +252,10 @@ def gopher_repetition(p: Parsed) -> pa.StructArray:
         p: a :func:`parse`-d batch of ``n`` texts.
 
     Returns:
-        StructArray[n] of :data:`GOPHER_REPETITION_TYPE`, all float64 in [0, 1], 0.0 for empty text:
+        StructArray[n] of :data:`GOPHER_REPETITION_TYPE`, all float64 in [0, 1] except
+        ``top_{2,3,4}gram_char_frac``, which can pass 1 (overlapping occurrences all count, "x x x" holds
+        "x x" twice, and the n-gram is measured joined by spaces where words may touch, as in Japanese;
+        both as datatrove), 0.0 for empty text:
         ``dup_line_frac`` / ``dup_para_frac``: non-blank lines (paragraphs) equal to an earlier one, over
         all lines (paragraphs) (paper <= 0.30 / 0.30); ``dup_line_char_frac`` / ``dup_para_char_frac``:
         their characters (paper <= 0.20 / 0.20); ``top_{2,3,4}gram_char_frac``: characters of the most
