@@ -53,13 +53,20 @@ def extra_inputs(spark: Any, cfg: WinnowConfig) -> dict[str, str]:
             version = delta_version(spark, es.table)
             out[f"eval_set.{es.name}"] = "missing" if version is None else f"v{version}"
             continue
-        if spark is None:
-            files = local_state.input_files(list(es.paths))
-        else:
-            from pipelines.ingest.listing import input_files
-
-            files = input_files(spark, list(es.paths))
-        out[f"eval_set.{es.name}"] = input_files_digest(files)
+        local = [p for p in es.paths if local_state.is_local_glob(p)]
+        files = local_state.input_files(local) if local else []
+        if remote := [p for p in es.paths if p not in local]:
+            # Spark's binaryFile source lists (path, length, modification time) without reading the bytes
+            # when the content column is not selected
+            try:
+                rows = (spark.read.format("binaryFile").load(remote)
+                        .select("path", "length", "modificationTime").collect())
+            except Exception:  # noqa: BLE001  a path that does not exist: the stage itself says so, in one line
+                rows = []
+                files.append(("unlisted:" + ",".join(remote), 0, 0))
+            files += [(r["path"], int(r["length"]), int(r["modificationTime"].timestamp() * 1000))
+                      for r in rows]
+        out[f"eval_set.{es.name}"] = input_files_digest(sorted(files))
     return out
 
 
