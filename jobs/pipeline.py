@@ -70,6 +70,11 @@ def _run(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig
     say("plan:\n" + "\n".join(s.line() for s in steps))
     for line in version_notes(cfg, spark, [s.stage for s in steps if s.action == "skip"]):
         say(line)
+    if spark is not None and steps and stages[0] != STAGES[0]:  # a chain that starts after ingest
+        from pipelines.core.runs import stale_upstream
+
+        if (line := stale_upstream(spark, cfg, stages[0])) is not None:
+            print(line, file=sys.stderr, flush=True)
     if args.dry_run:
         if args.quiet:
             print("\n".join(s.line() for s in steps), flush=True)

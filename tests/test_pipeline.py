@@ -231,3 +231,6 @@ def test_a_stage_run_alone_says_when_an_earlier_stage_is_out_of_date(spark, tmp_
     assert capsys.readouterr().err.splitlines() == [
         "[report] WARNING: dedup is out of date (input changed (documents: v0 -> v1)), so report reads tables"
         " made before that change; `winnow run` (jobs/pipeline.py) reruns dedup and the stages after it"]
+    # the same from a chain that starts after the stage out of date (pipeline.stages without it)
+    assert pipeline.main([*_args(root), "--set", "pipeline.stages=[report]"]) == 0
+    assert "[report] WARNING: dedup is out of date" in capsys.readouterr().err

@@ -320,10 +320,12 @@ def _staleness(spark: SparkSession, cfg: WinnowConfig, stage: str, rec: dict[str
 
 
 def stale_upstream(spark: SparkSession | None, cfg: WinnowConfig, stage: str) -> str | None:
-    """The warning a stage run alone (``jobs/<stage>.py``) prints when the tables it reads predate a change.
+    """The warning a stage run alone (``jobs/<stage>.py``), or first in a chain that starts after ingest
+    (``pipeline.stages: [tokenize, shard]``), prints when the tables it reads predate a change.
 
-    A stage run alone reads its input tables as they are. When an earlier stage of ``pipeline.stages``
-    read tables that have changed since (new input ingested after it ran) or its own outputs changed,
+    Such a stage reads its input tables as they are. When an earlier stage switched on in the config
+    (:func:`pipelines.core.chain.switched_on`, in ``pipeline.stages`` or not) read tables that have
+    changed since (new input ingested after it ran) or its own outputs changed,
     the tables after it were made from the old data: ``jobs/pipeline.py`` would rerun from that stage,
     and running this one alone would build on them without a word. Only the tables are compared, not
     the config or ingest's raw files: jobs run one by one are given the keys of their own stage (the
@@ -350,7 +352,7 @@ def stale_upstream(spark: SparkSession | None, cfg: WinnowConfig, stage: str) ->
     def tables_only(state: dict[str, str]) -> dict[str, str]:
         return {k: v for k, v in state.items() if k in written}
 
-    for up in cfg.pipeline.stages:
+    for up in chain.switched_on(cfg):
         if STAGES.index(up) >= STAGES.index(stage) or up not in records:
             continue
         rec = records[up]
