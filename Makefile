@@ -67,7 +67,7 @@ $(CLASSES): $(RUN_STAMP)
 run: java-check $(RUN_STAMP)
 	$(PY) jobs/pipeline.py --conf $(CONF) --set run.root=$(ROOT) $(if $(INPUTS),--set "ingest.inputs=$(INPUTS)") $(ARGS)
 	@if [ -f $(ROOT)/shards/manifest.json ]; then $(PY) jobs/verify.py --conf $(CONF) --set run.root=$(ROOT); fi
-	@echo "Outputs: $(ROOT)/tables/ (Delta), $(ROOT)/shards/, $(ROOT)/report/report.html, $(ROOT)/config/"
+	@echo "Outputs: $(ROOT)/tables/ (Delta), $(ROOT)/shards/, $(ROOT)/report/report.html, $(ROOT)/audit/, $(ROOT)/config/"
 
 $(CONSUMERS): tests/consumers-lock.txt tests/install_consumers.sh
 	tests/install_consumers.sh $(PYTHON) $(CONSUMERS_VENV)

@@ -89,7 +89,7 @@ def test_the_command_checks_a_prompt_file_and_flags_trailing_spaces(audited, tmp
     conf.write_text(json.dumps(json.loads(cfg.model_dump_json(by_alias=True))))
     assert main(["--conf", str(conf), "--prompts", str(prompts)]) == 0
     out = capsys.readouterr().out
-    assert "audit: 0 errors, 1 warnings" in out and "end on an unseen boundary" in out
+    assert "audit: 0 errors, 1 warning" in out and "end on an unseen boundary" in out
     doc = json.loads((Path(cfg.run.root) / "audit" / "audit.json").read_text())
     flagged = next(r for r in doc["prompts"] if r["set"] == "qa")  # named by the file stem
     assert flagged["affected"] == 3 and flagged["last_tokens"] == [[" ", 3]]

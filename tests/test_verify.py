@@ -36,7 +36,7 @@ def _pair(docs: list[list[int]]) -> tuple[dict, bytes, bytes]:
 @pytest.mark.parametrize("docs, expected", [
     ([[5, 6, EOS], [7, EOS]], None),
     ([[5, 6, 9], [7, EOS]], "a document does not end with EOS"),
-    ([[5, EOS, 6, EOS], [7, EOS]], "1 documents hold more than one EOS"),
+    ([[5, EOS, 6, EOS], [7, EOS]], "1 document holds more than one EOS"),
     ([[5, 70_000 % 65_536, EOS]], "token id 4464 >= vocab 1000"),
 ])
 def test_megatron_pair_checks(docs, expected):

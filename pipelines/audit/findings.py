@@ -20,6 +20,7 @@ from pipelines.audit.config import AuditConfig
 from pipelines.audit.cost import corpus_medians, cost_findings, cost_rows, whitespace_digits
 from pipelines.audit.finding import SEVERITIES as SEVERITIES
 from pipelines.audit.finding import finding, rank, share
+from pipelines.core.words import plural
 from udfs import tokenizer_audit as ta
 from udfs.tokenize import LoadedTokenizer, encode_ids
 from udfs.tokenizer_prompts import PromptSignal, ending_text
@@ -206,7 +207,7 @@ def _vocab_findings(
                 "audit.special_literal",
                 "info",
                 f"literal {s!r} in the text",
-                f"{docs:,} documents hold {s!r} {occ:,} times, encoded as text "
+                f"{plural(docs, 'document')} hold {s!r} {plural(occ, 'time')}, encoded as text "
                 f"{facts.special_encodings.get(s, [])}: the model learns to write it",
                 "strip or escape the string at ingest if the model must never produce it",
                 share(docs, sum(g.total("docs") for (d, _), g in part.groups.items() if d == "source")),

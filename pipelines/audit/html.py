@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from pipelines.core.html import esc, table
+from pipelines.core.words import plural
 
 SECTION_TITLE = "Tokenizer audit"
 
@@ -87,7 +88,8 @@ def render_section(audit: dict[str, Any]) -> str:
     out = [
         f"<h2>{esc(SECTION_TITLE)}</h2>",
         f"<p>tokenizer <code>{esc(tok['spec'])}</code> · {tok['vocab_size']:,} ids · shard dtype "
-        f"{esc(tok['shard_dtype'])} · {by['error']} errors, {by['warn']} warnings, {by['info']} notes</p>",
+        f"{esc(tok['shard_dtype'])} · {plural(by['error'], 'error')}, {plural(by['warn'], 'warning')}, "
+        f"{plural(by['info'], 'note')}</p>",
         _findings_html(audit["findings"]),
     ]
     cols = [

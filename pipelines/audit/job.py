@@ -23,6 +23,7 @@ from pipelines.audit.prompts import Prompts, boundary_ids, configured_prompt_set
 from pipelines.core import tables
 from pipelines.core.config import EvalSetConfig, WinnowConfig
 from pipelines.core.samples import in_seeded_sample
+from pipelines.core.words import plural
 from udfs import tokenize as tok_udfs
 from udfs import tokenizer_audit as ta
 from udfs import tokenizer_audit_batch as tab
@@ -197,7 +198,8 @@ def summary_lines(doc: dict[str, Any], top: int = 5) -> list[str]:
     """A short text summary: counts by severity, the top findings, where the file is."""
     by = {s: sum(f["severity"] == s for f in doc["findings"]) for s in ("error", "warn", "info")}
     lines = [
-        f"audit: {by['error']} errors, {by['warn']} warnings, {by['info']} notes "
+        f"audit: {plural(by['error'], 'error')}, {plural(by['warn'], 'warning')}, "
+        f"{plural(by['info'], 'note')} "
         f"({doc['inputs']['tokenizer']}; {doc['inputs']['tokenized']} + {doc['inputs']['documents']})"
     ]
     lines += [f"  [{f['severity']}] {f['title']}: {f['detail']}" for f in doc["findings"][:top]]

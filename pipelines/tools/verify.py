@@ -20,6 +20,7 @@ import numpy as np
 
 from pipelines.core import storage
 from pipelines.core.config import StorageConfig
+from pipelines.core.words import plural
 from udfs import mds, megatron
 from udfs import tokenize as tok_udfs
 
@@ -184,7 +185,8 @@ def _check_megatron(f: dict[str, Any], idx_blob: bytes, bin_blob: bytes, dtype: 
         raise ValueError("a document does not end with EOS")
     eos_per_doc = np.bincount(np.searchsorted(ends, np.flatnonzero(flat == eos), side="right"), minlength=n_docs)
     if not np.all(eos_per_doc == 1):
-        raise ValueError(f"{int(np.sum(eos_per_doc != 1))} documents hold more than one EOS")
+        many = int(np.sum(eos_per_doc != 1))
+        raise ValueError(f"{plural(many, 'document')} {'holds' if many == 1 else 'hold'} more than one EOS")
     if bos is not None and not np.all(flat[starts] == int(bos)):
         raise ValueError("a document does not start with BOS")
     return [flat[a:z].copy() for a, z in zip(starts[:keep], ends[:keep], strict=True)], n_docs, n_tokens
