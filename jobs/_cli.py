@@ -86,7 +86,7 @@ def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> 
     change, a :class:`~udfs.errors.UserError` prints its message (it says what to do), Ctrl-C one line,
     all without a traceback unless ``WINNOW_TRACEBACK`` is set; anything else keeps its traceback. Either
     way the uncaught exception still exits with status 1 (Ctrl-C: as killed by SIGINT)."""
-    prog = os.path.basename(sys.argv[0] or "winnow")
+    prog = _prog()
     if os.environ.get("WINNOW_TRACEBACK"):
         sys.__excepthook__(kind, err, tb)
     elif _in_chain(err, KeyboardInterrupt):  # Ctrl-C, or a clean-up call it broke (exit 130, or 1 for the latter)
@@ -102,11 +102,25 @@ def _user_error_hook(kind: type[BaseException], err: BaseException, tb: Any) -> 
         print(f"{prog}: error: {err}", file=sys.stderr, flush=True)
 
 
+_CALLED_AS: list[str] = []
+"""The command the user typed when it is not the script's name (``winnow run`` calls jobs/pipeline.py)."""
+
+
+def called_as(command: str) -> None:
+    """Name the job after the command that runs it (``winnow run``): usage lines, errors and the
+    interrupt line then say what the user typed, not ``pipeline.py``."""
+    _CALLED_AS[:] = [command]
+
+
+def _prog(script: str | None = None) -> str:
+    return _CALLED_AS[0] if _CALLED_AS else script or os.path.basename(sys.argv[0] or "winnow")
+
+
 def _rerun_hint(prog: str) -> str:
     """What to run after an interrupted job: the command the user typed (``make run`` starts
     ``jobs/pipeline.py`` under make, which sets ``MAKELEVEL``), and what a rerun does."""
     again = "the same make command" if os.environ.get("MAKELEVEL") else "the same command"
-    if prog == "pipeline.py":
+    if prog in ("pipeline.py", "winnow run"):
         return f"{again} again skips the stages that completed"
     return f"the stage did not complete; {again} again runs it"
 
@@ -121,7 +135,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     Ctrl-C: the run lock released, ingest's spool folder removed, the stage recorded as failed."""
     from pipelines.core.session import cancel_quietly
 
-    prog = os.path.basename(sys.argv[0] or "winnow")
+    prog = _prog()
     print(f"{prog}: terminated (SIGTERM); {_rerun_hint(prog)}", file=sys.stderr, flush=True)
     cancel_quietly()
     raise Terminated(128 + signum)
@@ -160,7 +174,7 @@ def install_error_hook() -> None:
 
 def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
     """A parser with the options every job accepts: ``--conf FILE`` (repeatable) and ``--set K=V``."""
-    p = argparse.ArgumentParser(prog=prog, description=description)
+    p = argparse.ArgumentParser(prog=_prog(prog), description=description)
     p.add_argument(
         "--conf",
         action="append",

@@ -79,6 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(usage()) if args else sys.stderr.write(usage())
         return 0 if args else 2
     cmd, rest = args[0], args[1:]
+    if cmd in COMMANDS:
+        from jobs._cli import called_as
+
+        named = cmd == "stage" and rest and not rest[0].startswith("-")
+        called_as(" ".join(["winnow", cmd, *(rest[:1] if named else [])]))
     if cmd == "run":
         return _job("pipeline")(rest)
     if cmd == "plan":

@@ -6,10 +6,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jobs import winnow
+import pytest
+
+from jobs import _cli, winnow
 from pipelines.core.chain import CHAIN
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _command_name_cleared():
+    """winnow.main names the job after the command typed, for the rest of the process: as a console
+    script it runs one command, here several in one process."""
+    yield
+    _cli._CALLED_AS.clear()
 
 
 def test_help_lists_every_stage_in_one_line_each():
@@ -52,6 +62,11 @@ def test_bad_config_exits_2_before_spark():
     r = subprocess.run([sys.executable, "-m", "jobs.winnow", "stage", "filter", "--set", "run.seed=-1"],
                        capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 2 and "run.seed" in r.stderr
+    # the lines name the command typed, not the script it calls (stage -> jobs/filter.py, run -> pipeline.py)
+    assert r.stderr.startswith("winnow stage filter: ")
+    r = subprocess.run([sys.executable, "-m", "jobs.winnow", "run", "--set", "run.seed=-1"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("winnow run: ")
 
 
 def test_plan_is_run_dry_run_and_stage_runs_one_stage(spark, tmp_path, capsys):
