@@ -293,12 +293,21 @@ def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> Stag
     )
     matches = find_matches(src, index, dc, path).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        checked = decontaminate(src, matches, dc, index.short_lengths).persist(tables.TEXT_CACHE)
+        checked = decontaminate(src, matches, dc, index.short_lengths)
+        # Only matched documents can take an action other than 'none': those few are checked again and
+        # cached for the counts and the removed rows, and the output table is written in one pass over
+        # the input. Caching every checked row (text included) cost more than the write itself at scale,
+        # see bench/notes.md "Refs and decontam at scale".
+        hits = src.join(F.broadcast(matches.select("doc_id")), "doc_id", "left_semi")
+        matched = decontaminate(hits, matches, dc, index.short_lengths).persist(tables.TEXT_CACHE)
         try:
-            by_action = {r[0]: r[1] for r in checked.groupBy("decontam_action").count().collect()}
+            by_action = {r[0]: r[1] for r in matched.groupBy("decontam_action").count().collect()}
+            unmatched = src.count() - sum(by_action.values())
+            if unmatched:
+                by_action["none"] = by_action.get("none", 0) + unmatched
             summary = set_summary(matches, index)
             reasons = F.transform("contaminated_by", lambda s: F.concat(F.lit(REASON_PREFIX), s))
-            dropped = checked.where(F.col("decontam_action") == "drop").withColumn("reason", reasons)
+            dropped = matched.where(F.col("decontam_action") == "drop").withColumn("reason", reasons)
             first = {r[0]: r[1] for r in dropped.groupBy(F.element_at("reason", 1)).count().collect()}
             outputs = tables.publish(
                 spark,
@@ -314,7 +323,7 @@ def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> Stag
                 },
             )
         finally:
-            checked.unpersist()
+            matched.unpersist()
     finally:
         matches.unpersist()
     rows = sum(by_action.values())

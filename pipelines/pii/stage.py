@@ -139,6 +139,13 @@ def redact_pii(df: DataFrame, cfg: PiiConfig, with_top_kind: bool = False) -> Da
     )
 
 
+def can_drop(cfg: PiiConfig) -> bool:
+    """Whether ``cfg`` may give a document ``pii_action = 'drop'`` (see :func:`redact_pii`): only the
+    ``drop`` action with a ``max_per_1k_chars`` bound; ``redact``, ``flag`` and a disabled stage keep
+    every document."""
+    return cfg.enabled and cfg.action == "drop" and cfg.max_per_1k_chars is not None
+
+
 def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     """Read the input table, find and redact PII, write ``pii_redacted`` and this stage's ``removed`` rows.
 
@@ -152,18 +159,33 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     name = tables.stage_input_table(cfg, STAGE, spark)
     src = tables.read_table(spark, cfg, name)
     # The Arrow batch settings are read when a query runs: every action on checked runs in the block.
+    props = {"action": cfg.pii.action if cfg.pii.enabled else "skipped", "input_table": name}
     with tables.session_conf(spark, arrow_batch_settings(cfg.pii)):
-        checked = redact_pii(src, cfg.pii, with_top_kind=True).persist(tables.TEXT_CACHE)
-        try:
-            stats = _stats(checked)
-            kept = checked.where(F.col("pii_action") != "drop").drop(_TOP)
-            dropped = (checked.where(F.col("pii_action") == "drop")
-                       .withColumn("reason", F.array(F.concat(F.lit(REASON_PREFIX), F.col(_TOP)))).drop(_TOP))
-            props = {"action": cfg.pii.action if cfg.pii.enabled else "skipped", "input_table": name}
-            outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=dropped,
+        if not can_drop(cfg.pii):
+            # Every row is kept: one pass writes them and the counts come from the written table's
+            # signal columns (the top kind only names drop reasons). Caching the checked rows for a
+            # second reader cost more than the write itself at scale (Spark's columnar cache clones and
+            # hashes every text to weigh a dictionary encoding), see bench/notes.md "Refs and decontam at
+            # scale".
+            checked = redact_pii(src, cfg.pii)
+            none = checked.limit(0).withColumn(
+                "reason", F.array(F.concat(F.lit(REASON_PREFIX), F.lit(None).cast("string"))))
+            outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: checked}, removed=none,
                                      properties=props)
-        finally:
-            checked.unpersist()
+            written = tables.read_table(spark, cfg, OUTPUT_TABLE)
+            stats = _stats(written.withColumn(_TOP, F.lit(None).cast("string")))
+        else:
+            checked = redact_pii(src, cfg.pii, with_top_kind=True).persist(tables.TEXT_CACHE)
+            try:
+                stats = _stats(checked)
+                kept = checked.where(F.col("pii_action") != "drop").drop(_TOP)
+                dropped = (checked.where(F.col("pii_action") == "drop")
+                           .withColumn("reason", F.array(F.concat(F.lit(REASON_PREFIX), F.col(_TOP))))
+                           .drop(_TOP))
+                outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=dropped,
+                                         properties=props)
+            finally:
+                checked.unpersist()
     removed = stats.pop("removed")
     return StageReport(
         stage=STAGE,

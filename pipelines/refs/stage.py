@@ -151,6 +151,15 @@ def dropped_kinds(df: DataFrame) -> Column:
     return F.filter(F.transform(listed, lambda s: mapping[s]), lambda k: k.isNotNull())
 
 
+def can_drop(cfg: RefsConfig) -> bool:
+    """Whether ``cfg`` may give a document ``refs_action = 'drop'`` (see :func:`_action`): the ``drop``
+    policy with a ``max_dangling`` bound, or ``repair`` (a repair that leaves only whitespace). False
+    for ``flag``, ``drop`` with ``max_dangling: null`` and a disabled stage, which keep every document."""
+    if not cfg.enabled:
+        return False
+    return cfg.policy == "repair" or (cfg.policy == "drop" and cfg.max_dangling is not None)
+
+
 def _action(sig: pa.RecordBatch, policy: str, max_dangling: int | None) -> pa.Array:
     """``refs_action`` of every row of a :func:`udfs.refs.refs_signals` batch (see the module doc)."""
     import pyarrow.compute as pc
@@ -173,16 +182,26 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         ``refs_action``, mentions and dangling mentions by kind.
     """
     src = tables.read_table(spark, cfg, INPUT_TABLE)
-    checked = check_refs(src, cfg.refs).persist(tables.TEXT_CACHE)
     reason = REASON_EMPTIED if cfg.refs.policy == "repair" else REASON_DANGLING
-    try:
-        stats = _stats(checked)
-        kept = checked.where(F.col("refs_action") != "drop")
-        dropped = checked.where(F.col("refs_action") == "drop").withColumn("reason", F.array(F.lit(reason)))
-        props = {"policy": cfg.refs.policy if cfg.refs.enabled else "skipped"}
-        outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=dropped, properties=props)
-    finally:
-        checked.unpersist()
+    props = {"policy": cfg.refs.policy if cfg.refs.enabled else "skipped"}
+    if not can_drop(cfg.refs):
+        # Every row is kept: one pass writes them and the counts come from the written table's signal
+        # columns. Caching the checked rows for a second reader cost more than the write itself at scale
+        # (Spark's columnar cache clones and hashes every text to weigh a dictionary encoding), see
+        # bench/notes.md "Refs and decontam at scale".
+        checked = check_refs(src, cfg.refs)
+        none = checked.limit(0).withColumn("reason", F.array(F.lit(reason)))
+        outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: checked}, removed=none, properties=props)
+        stats = _stats(tables.read_table(spark, cfg, OUTPUT_TABLE))
+    else:
+        checked = check_refs(src, cfg.refs).persist(tables.TEXT_CACHE)
+        try:
+            stats = _stats(checked)
+            kept = checked.where(F.col("refs_action") != "drop")
+            dropped = checked.where(F.col("refs_action") == "drop").withColumn("reason", F.array(F.lit(reason)))
+            outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=dropped, properties=props)
+        finally:
+            checked.unpersist()
     n_drop = stats["actions"].get("drop", 0)
     return StageReport(
         stage=STAGE,
