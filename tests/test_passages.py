@@ -55,6 +55,22 @@ def test_exact_and_near_repeats_are_cut_after_their_first_occurrence(spark, make
     assert rows["d5"][ACTION_COLUMN] == "keep" and rows["d5"]["text"] == DOCS[4][1]
 
 
+def test_the_same_rows_whether_the_small_sides_are_broadcast_or_shuffled(spark, make_cfg, monkeypatch):
+    from pipelines.passages import transform
+
+    docs = spark.createDataFrame(DOCS, "doc_id string, text string")
+    broadcast = annotate(docs, _cfg(make_cfg)).collect()
+    monkeypatch.setattr(transform, "BROADCAST_ROWS", 0)
+    before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # Spark's own broadcasts of tiny frames
+    try:
+        shuffled = annotate(spark.createDataFrame(DOCS, "doc_id string, text string"), _cfg(make_cfg))
+        assert "BroadcastHashJoin" not in shuffled._jdf.queryExecution().executedPlan().toString()
+        assertDataFrameEqual(shuffled, broadcast)
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
+
+
 def test_overlap_threshold_just_inside_and_just_outside(spark, make_cfg):
     # 17 words, 5 distinct 13-grams; editing the last word leaves 4 of 5 seen (0.8).
     docs = spark.createDataFrame([("a", BANNER), ("b", BANNER.replace("today", "tomorrow"))], "doc_id string, text string")

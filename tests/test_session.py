@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipelines.core.config import SparkConfig
-from pipelines.core.session import C1_CODE_CACHE, C1_ONLY, JAVA_OPTIONS
+from pipelines.core.session import ARROW_UNCHECKED, C1_CODE_CACHE, C1_ONLY, JAVA_OPTIONS
 
 
 def test_a_local_jvm_compiles_with_c1_only(spark):
@@ -14,6 +14,8 @@ def test_a_local_jvm_compiles_with_c1_only(spark):
     assert C1_ONLY in args, args
     # and keeps tiered compilation's code cache (48 MB without it fills in one chain run)
     assert C1_CODE_CACHE in args, args
+    # and Arrow's buffers unchecked (a cost of every value handed to a Python worker under C1)
+    assert ARROW_UNCHECKED in args, args
 
 
 def test_local_sessions_start_with_winnows_log4j2_file(tmp_path, monkeypatch):

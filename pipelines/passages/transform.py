@@ -68,6 +68,14 @@ REASON_TOO_SHORT = "passages.too_short_after"
 KINDS = ("exact", "near", "span")
 RANK_COLUMN = "_rank"
 """The document's dense 0-based rank in ``doc_id`` order (:func:`with_ranks`)."""
+BROADCAST_ROWS = 500_000
+"""Rows under which the small side of the two joins that meet bulk data (the near rule's seen counts
+with every unit's n-gram list, the removed units with every document's text) is broadcast
+(:func:`join_small`): half a million rows of two longs are ~8 MB, under Spark's own broadcast limit
+(``spark.sql.autoBroadcastJoinThreshold``, 10 MB). Spark cannot choose this itself: adaptive execution
+starts both sides' shuffles together, so the n-gram lists (719 MB) and the texts (421 MB) of the scale
+corpus were written to shuffle files even where the other side was empty (bench/notes.md, "Passages'
+default mode at scale")."""
 
 
 def with_ranks(docs: DataFrame, cached: list[DataFrame] | None = None) -> tuple[DataFrame, DataFrame]:
@@ -116,6 +124,30 @@ def with_ranks(docs: DataFrame, cached: list[DataFrame] | None = None) -> tuple[
               .select(*docs.columns, F.coalesce(RANK_COLUMN, F.lit(0).cast("long")).alias(RANK_COLUMN))
               .persist(TEXT_CACHE))
     return ranked, ranks
+
+
+def join_small(small: DataFrame, big: DataFrame, on: str, how: str, cached: list[DataFrame],
+               limit: int | None = None) -> DataFrame:
+    """``big.join(small, on, how)`` with ``small`` persisted and counted first, then broadcast when it has
+    at most ``limit`` rows; otherwise the join Spark plans (both sides shuffled).
+
+    The rows are those of the plain join: only where the rows of ``big`` are sent changes, and the
+    ``big`` side (text, n-gram lists) is not written to shuffle files when ``small`` is small.
+
+    Args:
+        small: the side expected to be small (persisted here, in memory and on disk).
+        big: the bulk side.
+        on: the join column.
+        how: ``inner`` or ``left`` (``big``'s rows kept); both let Spark build on the right side.
+        cached: receives ``small`` once persisted (the caller unpersists it).
+        limit: most rows broadcast (None: :data:`BROADCAST_ROWS`).
+    """
+    limit = BROADCAST_ROWS if limit is None else limit
+    small = small.persist(StorageLevel.MEMORY_AND_DISK)
+    cached.append(small)
+    if small.limit(limit + 1).count() <= limit:
+        small = F.broadcast(small)
+    return big.join(small, on, how)
 
 
 def first_doc(uid: str = "first") -> Column:
@@ -175,6 +207,8 @@ def near_repeats(paras: DataFrame, overlap: float, cached: list[DataFrame] | Non
         overlap: share of a unit's n-grams seen earlier that makes it a near repeat.
         cached: receives the DataFrames persisted here.
     """
+    cached = cached if cached is not None else []
+
     def blocks_of(batches):
         for b in batches:
             yield kernels.gram_blocks(b.column("uid").to_numpy(zero_copy_only=False), b.column("grams"))
@@ -189,13 +223,12 @@ def near_repeats(paras: DataFrame, overlap: float, cached: list[DataFrame] | Non
     reduced = (blocks.repartition(spread).sortWithinPartitions("bucket")
                .mapInArrow(kernels.first_holder_batches, from_arrow_schema(kernels.FIRST_SCHEMA))
                .persist(TEXT_CACHE))
-    if cached is not None:
-        cached.append(reduced)
+    cached.append(reduced)
     seen = reduced.where(F.col("uid").isNotNull()).groupBy("uid").agg(F.sum("seen").alias("seen"))
     # One join of the units' n-gram lists with the seen counts (already partitioned by unit id) gives
     # both each unit's share and the n-grams of the near repeats, instead of a join of the list sizes
     # and then a second exchange and join of the lists for the near repeats.
-    near = (seen.join(paras.select("uid", "grams"), "uid")
+    near = (join_small(seen, paras.select("uid", "grams"), "uid", "inner", cached)
             .where(F.col("seen") / F.size("grams") >= F.lit(overlap)))
     shared = reduced.where(F.col("gram").isNotNull()).select("gram", "first")
     grams = near.select("uid", F.explode("grams").alias("gram"))
@@ -204,19 +237,32 @@ def near_repeats(paras: DataFrame, overlap: float, cached: list[DataFrame] | Non
             .select("uid", F.lit("near").alias("kind"), "first"))
 
 
-def unit_cuts(paras: DataFrame, repeats: list[DataFrame], ranks: DataFrame) -> DataFrame:
+def unit_cuts(paras: DataFrame, repeats: list[DataFrame], kinds: list[str], ranks: DataFrame) -> DataFrame:
     """``doc_id, _units`` array<struct<start, end, kind, first_seen_in>>: the removed units of each
-    document (a unit found by several methods counts under the first of ``repeats``), sorted by start."""
-    tagged = [r.withColumn("_order", F.lit(i)) for i, r in enumerate(repeats)]
+    document (a unit found by several methods counts under the first of ``repeats``), sorted by start.
+
+    Args:
+        paras: :func:`paragraphs` rows.
+        repeats: ``uid, kind, first`` frames (:func:`exact_repeats`, :func:`near_repeats`), one row per
+            unit each.
+        kinds: the ``kind`` of each frame of ``repeats``, in the same order.
+        ranks: ``doc_id, _rank`` (:func:`with_ranks`).
+    """
+    tagged = [r.select("uid", "first", F.lit(i).alias("_order")) for i, r in enumerate(repeats)]
     union = tagged[0]
     for t in tagged[1:]:
         union = union.unionByName(t)
-    best = union.groupBy("uid").agg(F.min(F.struct("_order", "kind", "first")).alias("b"))
+    # A unit has one row per frame, so the smallest ``_order`` names one row. Its ``first`` by
+    # ``min_by`` and its kind from the order keep the aggregation buffer to two fixed-width values,
+    # which Spark aggregates in a hash map; a minimum of a struct holding the kind's string was planned
+    # as a sort of every row (as the span mode's owners were, bench/notes.md, "Passages at scale").
+    best = union.groupBy("uid").agg(F.min("_order").alias("_order"),
+                                    F.min_by("first", "_order").alias("first"))
+    kind = F.element_at(F.array(*(F.lit(k) for k in kinds)), F.col("_order") + 1)
     firsts = ranks.select(F.col("doc_id").alias("first_seen_in"), F.col(RANK_COLUMN).alias("_first_rank"))
     cuts = (best.join(paras.select("uid", "doc_id", "start", "cut_end"), "uid")
-            .withColumn("_first_rank", first_doc("b.first")).join(firsts, "_first_rank"))
-    span = F.struct(F.col("start"), F.col("cut_end").alias("end"), F.col("b.kind").alias("kind"),
-                    F.col("first_seen_in"))
+            .withColumn("_first_rank", first_doc("first")).join(firsts, "_first_rank"))
+    span = F.struct(F.col("start"), F.col("cut_end").alias("end"), kind.alias("kind"), F.col("first_seen_in"))
     return cuts.groupBy("doc_id").agg(F.array_sort(F.collect_list(span)).alias("_units"))
 
 
@@ -318,10 +364,11 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
         parts.update(documents=docs, paragraphs=paras, key_counts=counts)
     repeats = [exact_repeats(paras, counts)] if c.exact else []
     repeats += [near_repeats(paras, c.overlap, cached)] if c.near else []
+    kinds = ["exact"] * c.exact + ["near"] * c.near
     joined = docs
-    units = unit_cuts(paras, repeats, ranks) if repeats else None
+    units = unit_cuts(paras, repeats, kinds, ranks) if repeats else None
     if units is not None:
-        joined = joined.join(units, "doc_id", "left")
+        joined = join_small(units, joined, "doc_id", "left", cached)
     else:
         joined = joined.withColumn("_units", F.lit(None))
     if c.spans:
@@ -339,8 +386,11 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
 
 
 def _decide(df: DataFrame, columns: list[str], c: PassagesConfig) -> DataFrame:
+    # The input text's length is counted once (a pass over every byte, Spark's ``length``: a fifth of
+    # the JVM's task samples where it was counted twice, for ``n_chars`` and ``_chars_in``).
+    df = df.withColumn("_len_in", F.length("text"))
     cut = F.col("_cut")
-    share = cut["removed_chars"] / F.greatest(F.length("text"), F.lit(1))
+    share = cut["removed_chars"] / F.greatest(F.col("_len_in"), F.lit(1))
     left = F.length(F.regexp_replace(cut["text"], r"\s", ""))  # non-blank characters left
     action = F.when(cut.isNull() | (cut["removed_chars"] == 0), F.lit("keep"))
     if c.doc_overlap is not None:
@@ -352,18 +402,18 @@ def _decide(df: DataFrame, columns: list[str], c: PassagesConfig) -> DataFrame:
     new_text = F.when(cut.isNull(), F.col("text")).otherwise(cut["text"])
     cols["text"] = new_text
     if "n_chars" in cols:
-        cols["n_chars"] = F.length(new_text).cast("int")
+        cols["n_chars"] = F.when(cut.isNull(), F.col("_len_in")).otherwise(F.length(cut["text"])).cast("int")
     if "n_bytes" in cols:
         cols["n_bytes"] = F.octet_length(new_text).cast("int")
     spans = F.when(cut["removed_chars"] > 0, cut["spans"]).otherwise(F.lit(None).cast(SPAN_TYPE))
     decided = df.select(*(v.alias(k) for k, v in cols.items()), spans.alias(SPANS_COLUMN),
-                        action.alias(ACTION_COLUMN), F.col("text").alias("_text_in"))
+                        action.alias(ACTION_COLUMN), F.col("text").alias("_text_in"), "_len_in")
     # The text as read is kept only where the document goes (its ``removed`` row shows it): elsewhere
     # it was a second copy of every text in the stage's cache of these rows.
     gone = ~F.col(ACTION_COLUMN).isin("keep", "cut")
     return decided.select(*cols, SPANS_COLUMN, ACTION_COLUMN,
                           F.when(gone, F.col("_text_in")).alias("_input_text"),
-                          F.length("_text_in").alias(CHARS_IN_COLUMN))
+                          F.col("_len_in").alias(CHARS_IN_COLUMN))
 
 
 def passages(df: DataFrame, c: PassagesConfig) -> DataFrame:
