@@ -115,8 +115,7 @@ def speed(batch: pa.RecordBatch, rows: int, settings, rounds: int = ROUNDS) -> d
 
     def winnow_hashes() -> None:
         for h64, off in hashed:
-            h32 = minhash.fmix32(((h64 >> np.uint64(32)) ^ h64).astype(np.uint32))
-            minhash._min_per_doc(h32, off, a, b, legacy=False)
+            minhash.affine_sketch(h64, off, a, b)
 
     def oph_text() -> None:
         for s in slices:
