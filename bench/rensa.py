@@ -94,6 +94,7 @@ def speed(batch: pa.RecordBatch, rows: int, settings, rounds: int = ROUNDS) -> d
 
     from udfs import minhash
 
+    minhash.load_compiled()  # as a dedup worker runs after its first 16 MB of text
     spec, perm = settings.shingle, settings.num_perm
     slices = _slices(batch.column("text"), rows)
     texts = [s.to_pylist() for s in slices]
@@ -178,6 +179,7 @@ def accuracy(texts: list[str], settings, seed: int = 0) -> dict:
 
     from udfs import minhash
 
+    minhash.load_compiled()  # as a dedup worker runs after its first 16 MB of text
     spec, perm = settings.shingle, settings.num_perm
     a, b, frac = known_pairs(texts, seed)
     pa_a, pa_b = pa.array(a), pa.array(b)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from udfs import minhash
 from udfs.minhash import ShingleSpec
 
-pytestmark = pytest.mark.skipif(minhash._jit is None, reason="numba is not installed")
+pytestmark = pytest.mark.skipif(not minhash.load_compiled(), reason="numba is not installed")
 
 # ASCII with every class the fold treats apart: letters of both cases, digits, punctuation, RE2's \s,
 # \v and the U+001C-U+001F separators (spaces after the fold), control bytes; a little non-ASCII.
@@ -52,6 +52,18 @@ def test_sketches_match_numpy(texts, num_perm, seed):
     assert np.array_equal(minhash.affine_sketch(h, off, a, b), minhash._min_per_doc(folded, off, a, b, legacy=False))
     assert np.array_equal(minhash.one_permutation(h, off, num_perm, seed),
                           minhash._one_permutation_np(h, off, num_perm, seed))
+
+
+def test_small_runs_stay_on_numpy_until_the_byte_threshold(monkeypatch):
+    monkeypatch.setattr(minhash, "_jit", None)
+    monkeypatch.setattr(minhash, "_jit_tried", False)
+    monkeypatch.setattr(minhash, "_numpy_bytes", 0)
+    monkeypatch.setattr(minhash, "COMPILED_AFTER_BYTES", 200)
+    texts = pa.array(["some plain ascii words here for the test"] * 3)
+    minhash.shingle_hashes(texts, ShingleSpec())
+    assert minhash._jit is None
+    minhash.shingle_hashes(texts, ShingleSpec())
+    assert minhash._jit is not None
 
 
 def test_generated_corpus_signatures_match_numpy(monkeypatch):

@@ -33,8 +33,9 @@ Signatures are ``uint32`` arrays of shape ``(n_docs, num_perm)`` for every schem
 masked to 32 bits by datasketch itself, so the narrowing is lossless).
 
 The ``fast`` and ``oph`` shingle hashes of ASCII documents and both schemes' sketches run as compiled
-loops (:mod:`udfs.minhash_jit`, numba) where numba is installed; the numpy forms here give the same
-values bit for bit (``tests/test_minhash_jit.py``), hash the other documents, and are the fallback.
+loops (:mod:`udfs.minhash_jit`, numba) once a process has hashed :data:`COMPILED_AFTER_BYTES` of text
+(or called :func:`load_compiled`); the numpy forms here give the same values bit for bit
+(``tests/test_minhash_jit.py``), hash the other documents, and are the fallback without numba.
 """
 
 from __future__ import annotations
@@ -49,10 +50,15 @@ import pyarrow.compute as pc
 
 from udfs.decontam import pair_order
 
-try:
-    from udfs import minhash_jit as _jit
-except ImportError:  # numba missing: the numpy forms below do the same work, several times slower
-    _jit = None
+_jit = None
+""":mod:`udfs.minhash_jit` once :func:`load_compiled` has loaded it (None before, or where numba is missing)."""
+_jit_tried = False
+_numpy_bytes = 0
+
+COMPILED_AFTER_BYTES = 16 << 20
+"""Bytes of text a process hashes with the numpy forms before it loads the compiled loops. Loading numba
+and the cached machine code costs a process ~0.35 CPU-s, what the loops save on ~40 MB of text (measured
+on the generated bench corpus: ~8.5 ms a MB); a small run never pays it, a large one almost at once."""
 
 SCHEMES = ("fast", "oph", "datasketch_affine32", "datasketch_legacy")
 
@@ -345,13 +351,40 @@ def _ngram_hashes(word_hash: np.ndarray, offsets: np.ndarray, n: int) -> tuple[n
     return _fmix64_in_place(acc[keep]), sh_off
 
 
+def load_compiled() -> bool:
+    """Load the compiled loops (:mod:`udfs.minhash_jit`) now, in this process; True when loaded.
+
+    The hashing functions call it themselves once a process has hashed :data:`COMPILED_AFTER_BYTES`.
+    A missing numba leaves the numpy forms in use (the same values)."""
+    global _jit, _jit_tried
+    if not _jit_tried:
+        _jit_tried = True
+        try:
+            from udfs import minhash_jit
+        except ImportError:
+            return False
+        _jit = minhash_jit
+    return _jit is not None
+
+
+def _compiled(texts: pa.Array) -> bool:
+    """Whether to hash ``texts`` with the compiled loops: loaded, or due to be after this many bytes."""
+    global _numpy_bytes
+    if _jit is None and not _jit_tried:
+        _numpy_bytes += texts.nbytes
+        if _numpy_bytes >= COMPILED_AFTER_BYTES:
+            load_compiled()
+    return _jit is not None
+
+
 def shingle_hashes(texts: pa.Array, spec: ShingleSpec) -> tuple[np.ndarray, np.ndarray]:
     """64-bit ``fast`` shingle hashes of every document.
 
     ASCII documents go through the compiled loop (:func:`udfs.minhash_jit.ascii_shingle_hashes`, one
-    pass over each document's bytes), the others (and all of them where numba is missing or
-    ``fold_diacritics`` is on) through the numpy form (distinct words hashed once per batch); both give
-    the same hashes, and a document's hashes never depend on the rest of its batch.
+    pass over each document's bytes) once it is loaded (:func:`load_compiled`), the others (and all of
+    them before that, where numba is missing or ``fold_diacritics`` is on) through the numpy form
+    (distinct words hashed once per batch); both give the same hashes, and a document's hashes never
+    depend on the rest of its batch.
 
     Args:
         texts: string array, one document per element.
@@ -362,7 +395,7 @@ def shingle_hashes(texts: pa.Array, spec: ShingleSpec) -> tuple[np.ndarray, np.n
         length ``len(texts) + 1``; document i owns ``hashes[offsets[i]:offsets[i+1]]`` (>= 1 shingle).
     """
     texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
-    if _jit is None or spec.fold_diacritics or not len(texts) or texts.type not in (pa.string(), pa.large_string()):
+    if spec.fold_diacritics or not len(texts) or texts.type not in (pa.string(), pa.large_string()) or not _compiled(texts):
         return _shingle_hashes_np(texts, spec)
     eligible = pc.fill_null(pc.string_is_ascii(texts), False).to_numpy(zero_copy_only=False)
     if not eligible.any():
@@ -545,8 +578,8 @@ def affine_sketch(h64: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.nda
         a, b: uint32 (num_perm,), :func:`permutations` of the ``fast`` scheme.
 
     Returns:
-        uint32 (n_docs, num_perm). Compiled (:func:`udfs.minhash_jit.affine_min`) where numba is present,
-        else :func:`_min_per_doc` over blocks: the same values.
+        uint32 (n_docs, num_perm). Compiled (:func:`udfs.minhash_jit.affine_min`) once loaded
+        (:func:`load_compiled`), else :func:`_min_per_doc` over blocks: the same values.
 
     Source: datasketch 2.0.0 ``MinHash.update_batch`` with ``scheme="affine32"`` (the permutation).
     """
