@@ -66,6 +66,22 @@ def test_small_runs_stay_on_numpy_until_the_byte_threshold(monkeypatch):
     assert minhash._jit is not None
 
 
+def test_a_numba_that_cannot_compile_leaves_the_numpy_forms(monkeypatch, caplog):
+    from udfs import minhash_jit
+
+    def broken() -> None:
+        raise RuntimeError("cannot cache function: no locator available")
+
+    monkeypatch.setattr(minhash_jit, "warm", broken)
+    monkeypatch.setattr(minhash, "_jit", None)
+    monkeypatch.setattr(minhash, "_jit_tried", False)
+    assert minhash.load_compiled() is False
+    assert "could not be loaded" in caplog.text
+    texts = pa.array(["plain ascii words one two three four five six"])
+    assert np.array_equal(minhash.shingle_hashes(texts, ShingleSpec())[0],
+                          minhash._shingle_hashes_np(texts, ShingleSpec())[0])
+
+
 def test_generated_corpus_signatures_match_numpy(monkeypatch):
     from bench.corpus import generate_batch
 

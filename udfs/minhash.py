@@ -41,6 +41,7 @@ loops (:mod:`udfs.minhash_jit`, numba) once a process has hashed :data:`COMPILED
 from __future__ import annotations
 
 import hashlib
+import logging
 import struct
 from dataclasses import asdict, dataclass
 
@@ -355,13 +356,20 @@ def load_compiled() -> bool:
     """Load the compiled loops (:mod:`udfs.minhash_jit`) now, in this process; True when loaded.
 
     The hashing functions call it themselves once a process has hashed :data:`COMPILED_AFTER_BYTES`.
-    A missing numba leaves the numpy forms in use (the same values)."""
+    A missing numba, or one that cannot compile or cache here (logged as a warning), leaves the numpy
+    forms in use: the same values."""
     global _jit, _jit_tried
     if not _jit_tried:
         _jit_tried = True
         try:
             from udfs import minhash_jit
+
+            minhash_jit.warm()
         except ImportError:
+            return False
+        except Exception as e:  # numba present but unable to compile or cache here: same values from numpy
+            logging.getLogger(__name__).warning("MinHash: the compiled loops could not be loaded (%s: %s); "
+                                                "the numpy forms compute the same values", type(e).__name__, e)
             return False
         _jit = minhash_jit
     return _jit is not None

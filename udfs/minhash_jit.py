@@ -212,3 +212,22 @@ def one_permutation(h64: np.ndarray, offsets: np.ndarray, k: int, mult: np.uint6
     pow2 = k > 1 and k & (k - 1) == 0
     shift = np.uint64(64 - k.bit_length() + 1) if pow2 else np.uint64(0)
     return _oph(h64, offsets, k, np.uint64(mult), shift, pow2, rightward)
+
+
+def warm() -> None:
+    """Compile (or load from the cache) every loop here on a one-document input, so that a failure to
+    compile or to cache (numba missing LLVM, no writable cache folder) shows at load time, where
+    :func:`udfs.minhash.load_compiled` falls back to the numpy forms, not in the middle of a batch.
+
+    Raises:
+        Exception: whatever numba raises.
+    """
+    data = np.frombuffer(b"a b", dtype=np.uint8)
+    offs = np.array([0, 3], dtype=np.int64)
+    table = np.arange(256, dtype=np.uint8)
+    terms = np.zeros((2, 128), dtype=np.uint64)
+    h, counts = ascii_shingle_hashes(data, offs, np.ones(1, dtype=bool), table, terms, np.uint64(1),
+                                     np.ones(2, dtype=np.uint64), 2)
+    offsets = np.array([0, len(h)], dtype=np.int64)
+    affine_min(h, offsets, np.ones(2, dtype=np.uint32), np.zeros(2, dtype=np.uint32))
+    one_permutation(h, offsets, 2, np.uint64(1), np.zeros(2, dtype=bool))
