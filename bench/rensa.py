@@ -94,6 +94,7 @@ def speed(batch: pa.RecordBatch, rows: int, settings, rounds: int = ROUNDS) -> d
 
     from udfs import minhash
 
+    minhash.load_compiled()  # as a dedup worker runs after its first 16 MB of text
     spec, perm = settings.shingle, settings.num_perm
     slices = _slices(batch.column("text"), rows)
     texts = [s.to_pylist() for s in slices]
@@ -115,8 +116,7 @@ def speed(batch: pa.RecordBatch, rows: int, settings, rounds: int = ROUNDS) -> d
 
     def winnow_hashes() -> None:
         for h64, off in hashed:
-            h32 = minhash.fmix32(((h64 >> np.uint64(32)) ^ h64).astype(np.uint32))
-            minhash._min_per_doc(h32, off, a, b, legacy=False)
+            minhash.affine_sketch(h64, off, a, b)
 
     def oph_text() -> None:
         for s in slices:
@@ -179,6 +179,7 @@ def accuracy(texts: list[str], settings, seed: int = 0) -> dict:
 
     from udfs import minhash
 
+    minhash.load_compiled()  # as a dedup worker runs after its first 16 MB of text
     spec, perm = settings.shingle, settings.num_perm
     a, b, frac = known_pairs(texts, seed)
     pa_a, pa_b = pa.array(a), pa.array(b)

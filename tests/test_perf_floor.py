@@ -41,14 +41,15 @@ ROUNDS = 3
 """Runs per side, alternating; the best of each side counts."""
 
 FLOORS = {
-    # Measured 2026-12-03 on the 2-core development machine at load 14-16, three runs of this module
-    # (85-99 s wall each): 5.43 / 5.68 / 5.53; floor about a third of the worst.
-    "minhash_vs_datasketch": 1.8,
-    # 0.106 / 0.112 / 0.109 at load 3.3-3.5 (rensa is ~9x faster on shingles it is handed: one hash per
-    # shingle against 128 permutations, docs/performance.md); the floor catches a 3x slowdown all the same.
-    "minhash_vs_rensa": 0.035,
-    # 0.588 / 0.583 / 0.610 at load 2.6 (300 documents; 0.68-0.70 on 4,096 in bench/rensa.py).
-    "oph_vs_rensa_hashes": 0.2,
+    # Measured 2026-12-06 on the 2-core development machine at load 7-10, three runs of this module, with
+    # the compiled MinHash loops (udfs/minhash_jit.py): 39.5 / 37.7 / 38.7 (5.4-5.7 with the numpy forms,
+    # 2026-12-03); floor about a third of the worst.
+    "minhash_vs_datasketch": 12.0,
+    # 0.611 / 0.566 / 0.489 (rensa hashes each shingle about once, Winnow's default 128 permutations a
+    # shingle, docs/performance.md; 0.11 with the numpy forms).
+    "minhash_vs_rensa": 0.16,
+    # 2.07 / 1.74 / 1.66 (300 documents; 0.59 with the numpy forms).
+    "oph_vs_rensa_hashes": 0.55,
     # 4.32 / 4.25 / 4.26 (tiktoken engine, what tokenize.engine: auto picks for GPT-2).
     "tokenize_vs_encode_batch": 1.4,
     # 38.0 / 38.4 / 38.5.
@@ -89,6 +90,7 @@ def minhash_ratio(n_docs: int = 300) -> float:
     from pipelines.dedup.stage import SignatureSettings
     from udfs import lsh, minhash
 
+    minhash.load_compiled()  # as a dedup worker runs after its first 16 MB
     batch = _batch(n_docs)
     s = SignatureSettings.from_config(DedupConfig(), 42)
     punct = re.compile(r"[^\w\s]+")
@@ -115,6 +117,7 @@ def rensa_ratio(n_docs: int = 300) -> float:
     from pipelines.dedup.stage import SignatureSettings
     from udfs import minhash
 
+    minhash.load_compiled()
     text = _batch(n_docs).column("text")
     s = SignatureSettings.from_config(DedupConfig(), 42)
     shingles = minhash.shingle_strings(text, s.shingle)
@@ -131,6 +134,7 @@ def oph_ratio(n_docs: int = 300) -> float:
     from pipelines.dedup.config import DedupConfig
     from udfs import minhash
 
+    minhash.load_compiled()
     d = DedupConfig()
     spec = minhash.ShingleSpec(d.ngram_size, d.fold_digits, d.fold_diacritics, d.split_unspaced)
     h64, offsets = minhash.shingle_hashes(_batch(n_docs).column("text"), spec)

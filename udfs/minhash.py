@@ -31,11 +31,17 @@ permutations drawn exactly as datasketch 2.0.0 draws them (``numpy.random.Random
 
 Signatures are ``uint32`` arrays of shape ``(n_docs, num_perm)`` for every scheme (legacy values are
 masked to 32 bits by datasketch itself, so the narrowing is lossless).
+
+The ``fast`` and ``oph`` shingle hashes of ASCII documents and both schemes' sketches run as compiled
+loops (:mod:`udfs.minhash_jit`, numba) once a process has hashed :data:`COMPILED_AFTER_BYTES` of text
+(or called :func:`load_compiled`); the numpy forms here give the same values bit for bit
+(``tests/test_minhash_jit.py``), hash the other documents, and are the fallback without numba.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import struct
 from dataclasses import asdict, dataclass
 
@@ -44,6 +50,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from udfs.decontam import pair_order
+
+_jit = None
+""":mod:`udfs.minhash_jit` once :func:`load_compiled` has loaded it (None before, or where numba is missing)."""
+_jit_tried = False
+_numpy_bytes = 0
+
+COMPILED_AFTER_BYTES = 16 << 20
+"""Bytes of text a process hashes with the numpy forms before it loads the compiled loops. Loading numba
+and the cached machine code costs a process ~0.35 CPU-s, what the loops save on ~40 MB of text (measured
+on the generated bench corpus: ~8.5 ms a MB); a small run never pays it, a large one almost at once."""
 
 SCHEMES = ("fast", "oph", "datasketch_affine32", "datasketch_legacy")
 
@@ -104,6 +120,10 @@ def _ascii_table(fold_digits: bool) -> np.ndarray:
 _ASCII_TABLES = {f: bytes(_ascii_table(f)) + b" " * 128 for f in (False, True)}
 """The two tables as ``bytes.translate`` tables (256 entries; bytes >= 0x80 never reach them: the fast
 path takes ASCII only): the translation runs ~4x faster than the same lookup as numpy fancy indexing."""
+
+
+_ASCII_LUTS = {f: np.frombuffer(_ASCII_TABLES[f], dtype=np.uint8) for f in (False, True)}
+"""The same tables as uint8 arrays, for the compiled loop (:mod:`udfs.minhash_jit`)."""
 
 
 def _ascii_fold(texts: pa.Array, fold_digits: bool) -> pa.Array:
@@ -272,6 +292,13 @@ def hash_strings(words: pa.Array) -> np.ndarray:
     return fmix64(sums + lengths.astype(np.uint64) * _POS_MULT[0])
 
 
+_WORD_TERMS = fmix64(((np.arange(256, dtype=np.uint64)[:, None] << np.uint64(8))
+                      | np.arange(128, dtype=np.uint64)[None, :]) ^ _WORD_SEED) + _POS_MULT[0]
+"""uint64 (256, 128): :func:`hash_strings`' term of ASCII byte c at position i of a word, plus the
+length term's share (``_POS_MULT[0]`` per byte), looked up by the compiled loop instead of computed per
+byte (256 KiB, held in a core's L2 cache)."""
+
+
 def _fmix64_in_place(h: np.ndarray) -> np.ndarray:
     """:func:`fmix64` of a uint64 array the caller owns, overwriting it (one scratch array instead of
     a new array per step); returns ``h``."""
@@ -325,8 +352,47 @@ def _ngram_hashes(word_hash: np.ndarray, offsets: np.ndarray, n: int) -> tuple[n
     return _fmix64_in_place(acc[keep]), sh_off
 
 
+def load_compiled() -> bool:
+    """Load the compiled loops (:mod:`udfs.minhash_jit`) now, in this process; True when loaded.
+
+    The hashing functions call it themselves once a process has hashed :data:`COMPILED_AFTER_BYTES`.
+    A missing numba, or one that cannot compile or cache here (logged as a warning), leaves the numpy
+    forms in use: the same values."""
+    global _jit, _jit_tried
+    if not _jit_tried:
+        _jit_tried = True
+        try:
+            from udfs import minhash_jit
+
+            minhash_jit.warm()
+        except ImportError:
+            return False
+        except Exception as e:  # numba present but unable to compile or cache here: same values from numpy
+            logging.getLogger(__name__).warning("MinHash: the compiled loops could not be loaded (%s: %s); "
+                                                "the numpy forms compute the same values", type(e).__name__, e)
+            return False
+        _jit = minhash_jit
+    return _jit is not None
+
+
+def _compiled(texts: pa.Array) -> bool:
+    """Whether to hash ``texts`` with the compiled loops: loaded, or due to be after this many bytes."""
+    global _numpy_bytes
+    if _jit is None and not _jit_tried:
+        _numpy_bytes += texts.nbytes
+        if _numpy_bytes >= COMPILED_AFTER_BYTES:
+            load_compiled()
+    return _jit is not None
+
+
 def shingle_hashes(texts: pa.Array, spec: ShingleSpec) -> tuple[np.ndarray, np.ndarray]:
-    """64-bit ``fast`` shingle hashes of every document (distinct words hashed once per batch).
+    """64-bit ``fast`` shingle hashes of every document.
+
+    ASCII documents go through the compiled loop (:func:`udfs.minhash_jit.ascii_shingle_hashes`, one
+    pass over each document's bytes) once it is loaded (:func:`load_compiled`), the others (and all of
+    them before that, where numba is missing or ``fold_diacritics`` is on) through the numpy form
+    (distinct words hashed once per batch); both give the same hashes, and a document's hashes never
+    depend on the rest of its batch.
 
     Args:
         texts: string array, one document per element.
@@ -336,6 +402,36 @@ def shingle_hashes(texts: pa.Array, spec: ShingleSpec) -> tuple[np.ndarray, np.n
         ``(hashes, offsets)``: uint64 hashes of all shingles (duplicates kept) and int64 offsets of
         length ``len(texts) + 1``; document i owns ``hashes[offsets[i]:offsets[i+1]]`` (>= 1 shingle).
     """
+    texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    if spec.fold_diacritics or not len(texts) or texts.type not in (pa.string(), pa.large_string()) or not _compiled(texts):
+        return _shingle_hashes_np(texts, spec)
+    eligible = pc.fill_null(pc.string_is_ascii(texts), False).to_numpy(zero_copy_only=False)
+    if not eligible.any():
+        return _shingle_hashes_np(texts, spec)
+    bufs = texts.buffers()
+    odt = np.int64 if texts.type == pa.large_string() else np.int32
+    offs = np.frombuffer(bufs[1], dtype=odt, count=len(texts) + 1, offset=texts.offset * np.dtype(odt).itemsize)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    h, counts = _jit.ascii_shingle_hashes(data, offs.astype(np.int64), eligible, _ASCII_LUTS[spec.fold_digits],
+                                          _WORD_TERMS, _WORD_SEED, _POS_MULT, spec.ngram_size)
+    rest = np.flatnonzero(counts == 0)
+    if rest.size:  # non-ASCII, null or no word once folded: the numpy form, spliced in document order
+        h_rest, off_rest = _shingle_hashes_np(texts.take(pa.array(rest)), spec)
+        counts[rest] = np.diff(off_rest)
+        in_rest = np.zeros(len(texts), dtype=bool)
+        in_rest[rest] = True
+        in_rest = np.repeat(in_rest, counts)
+        merged = np.empty(len(in_rest), dtype=np.uint64)
+        merged[~in_rest] = h
+        merged[in_rest] = h_rest
+        h = merged
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return h, offsets
+
+
+def _shingle_hashes_np(texts: pa.Array, spec: ShingleSpec) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`shingle_hashes` in numpy and Arrow kernels (every text; the reference of the compiled loop)."""
     words, offsets = _words(texts, spec)
     enc = pc.dictionary_encode(words).combine_chunks() if isinstance(words, pa.ChunkedArray) else pc.dictionary_encode(words)
     uniq = hash_strings(enc.dictionary)
@@ -469,9 +565,7 @@ def signatures(texts: pa.Array, spec: ShingleSpec, num_perm: int, seed: int, sch
     if scheme == "oph":
         return one_permutation(*shingle_hashes(texts, spec), num_perm, seed)
     if scheme == "fast":
-        h64, offsets = shingle_hashes(texts, spec)
-        h32 = fmix32(((h64 >> np.uint64(32)) ^ h64).astype(np.uint32))
-        return _min_per_doc(h32, offsets, a, b, legacy=False)
+        return affine_sketch(*shingle_hashes(texts, spec), a, b)
     shingles = shingle_strings(texts, spec)
     counts = np.fromiter((len(s) for s in shingles), np.int64, len(shingles))
     offsets = np.zeros(len(shingles) + 1, dtype=np.int64)
@@ -480,6 +574,26 @@ def signatures(texts: pa.Array, spec: ShingleSpec, num_perm: int, seed: int, sch
     if scheme == "datasketch_legacy":
         return _min_per_doc(hv, offsets, a, b, legacy=True)
     return _min_per_doc(fmix32(hv.astype(np.uint32)), offsets, a, b, legacy=False)
+
+
+def affine_sketch(h64: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The ``fast`` scheme's sketch of shingle hashes: per document and permutation p, the minimum over
+    its shingles of ``a[p] * fmix32(hi ^ lo) + b[p] mod 2^32`` (hi, lo: the hash's 32-bit halves).
+
+    Args:
+        h64: uint64 shingle hashes (:func:`shingle_hashes`).
+        offsets: int64 (n_docs + 1,); document i owns ``h64[offsets[i]:offsets[i+1]]``, >= 1 shingle.
+        a, b: uint32 (num_perm,), :func:`permutations` of the ``fast`` scheme.
+
+    Returns:
+        uint32 (n_docs, num_perm). Compiled (:func:`udfs.minhash_jit.affine_min`) once loaded
+        (:func:`load_compiled`), else :func:`_min_per_doc` over blocks: the same values.
+
+    Source: datasketch 2.0.0 ``MinHash.update_batch`` with ``scheme="affine32"`` (the permutation).
+    """
+    if _jit is not None:
+        return _jit.affine_min(h64, offsets, a, b)
+    return _min_per_doc(fmix32(((h64 >> np.uint64(32)) ^ h64).astype(np.uint32)), offsets, a, b, legacy=False)
 
 
 _EMPTY_BIN = np.uint64(1 << 32)
@@ -517,11 +631,24 @@ def one_permutation(h64: np.ndarray, offsets: np.ndarray, num_perm: int, seed: i
     Source: Li, Owen and Zhang 2012, "One Permutation Hashing" (NeurIPS); Shrivastava and Li 2014,
     "Improved Densification of One Permutation Hashing" (UAI), the random-direction densification.
     """
-    n_docs = len(offsets) - 1
     counts = np.diff(offsets)
     if (counts < 1).any():
         raise ValueError(f"one_permutation: document {int(np.argmax(counts < 1))} has no shingles; every "
                          "document needs >= 1 (shingle_hashes gives each one)")
+    if _jit is not None:
+        return _jit.one_permutation(h64, offsets, num_perm, _oph_multiplier(seed), _rightward(num_perm, seed))
+    return _one_permutation_np(h64, offsets, num_perm, seed)
+
+
+def _rightward(k: int, seed: int) -> np.ndarray:
+    """bool (k,): whether densification fills an empty bin at each position from the right."""
+    return (fmix64(np.arange(k, dtype=np.uint64) + _oph_multiplier(seed)) >> np.uint64(63)).astype(bool)
+
+
+def _one_permutation_np(h64: np.ndarray, offsets: np.ndarray, num_perm: int, seed: int) -> np.ndarray:
+    """:func:`one_permutation` in numpy (the reference of the compiled loop)."""
+    n_docs = len(offsets) - 1
+    counts = np.diff(offsets)
     x = h64 * _oph_multiplier(seed)
     if num_perm > 1 and num_perm & (num_perm - 1) == 0:  # the same bins as the general formula, in one pass
         slot = x >> np.uint64(64 - num_perm.bit_length() + 1)
@@ -552,7 +679,7 @@ def _densified(flat: np.ndarray, empty: np.ndarray, k: int, seed: int) -> None:
     right = np.where(right < row + k, right, first)
     left = full[np.maximum(i - 1, 0)]
     left = np.where((i > 0) & (left >= row), left, last)
-    rightward = (fmix64(np.arange(k, dtype=np.uint64) + _oph_multiplier(seed)) >> np.uint64(63)).astype(bool)
+    rightward = _rightward(k, seed)
     flat[empty] = flat[np.where(rightward[empty % k], right, left)]
 
 
