@@ -136,3 +136,70 @@ def test_local_frame_is_create_dataframe_without_python_tasks(spark):
     assert tables.local_frame(spark, [{"a": 1, "b": "x"}], "a int, b string").collect()[0].asDict() == {"a": 1, "b": "x"}
     with pytest.raises(TypeError):
         tables.local_frame(spark, [("x", "y")], "a int, b string")
+
+
+def test_write_table_creates_a_new_table_without_replacing(spark, make_cfg):
+    # A new run root's table is created (no Spark job listing the files of a table to replace); an
+    # existing one is replaced: same rows, properties and versions as createOrReplace gives.
+    cfg = make_cfg()
+    df = spark.createDataFrame([("a", "x"), ("b", "y")], "doc_id string, text string")
+    path = tables.write_table(df, cfg, "documents", properties={"k": "1"})
+    tables.write_table(df.limit(1), cfg, "documents", properties={"k": "2"})
+    ops = [json.loads(line)["commitInfo"]["operation"]
+           for v in (0, 1) for line in open(f"{path}/_delta_log/{v:020d}.json") if "commitInfo" in line]
+    assert ops == ["CREATE TABLE AS SELECT", "CREATE OR REPLACE TABLE AS SELECT"]
+    assert tables.table_properties(spark, path) == {"k": "2"} and tables.written_rows(spark, path) == 1
+
+
+def test_java_hash_map_order_is_the_order_spark_stores_a_python_dict_in(spark, tmp_path):
+    import random
+
+    import pyarrow.parquet as pq
+
+    rnd = random.Random(7)
+    alphabet = "abcdefghijklmnopqrstuvwxyz._-0123456789éß€😀"
+    dicts = [{"".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 20))): i for i in range(n)}
+             for n in [*range(0, 40), 60, 100]]
+    dicts.append({k: 1 for k in ["dedup.exact", "dedup.near", "filter.gopher.word_count", "filter.c4.lorem"]})
+    rows = [(i, d) for i, d in enumerate(dicts)]
+    spark.createDataFrame(rows, "i long, m map<string,long>").coalesce(1).write.parquet(str(tmp_path / "p"))
+    stored = pq.read_table(next((tmp_path / "p").glob("*.parquet"))).to_pylist()
+    assert len(stored) == len(dicts)
+    for rec in stored:
+        assert [k for k, _ in rec["m"]] == tables.java_hash_map_order(list(dicts[rec["i"]]))
+
+
+def test_append_rows_writes_what_a_spark_append_writes(spark, tmp_path):
+    # The completion records' table appended by delta-rs: same schema, same rows (map entries in the
+    # same order, timestamps the same instants) as Spark's append of the same rows, and readable by
+    # Spark's Delta and by local_state; a table Spark created takes delta-rs appends and vice versa.
+    import datetime as dt
+
+    from pipelines.core import local_state
+    from pipelines.core.runs import RUNS_SCHEMA
+
+    def row(i: int) -> dict:
+        return {"stage": f"s{i}", "stage_fingerprint": "f", "config_fingerprint": "c",
+                "inputs": {f"t{j}": f"v{j}" for j in range(i + 3)}, "outputs": {"documents": "v1"},
+                "rows_in": 10, "rows_out": 9 - i, "removed": {"dedup.exact": 1, "dedup.near": i, "x.y": 2},
+                "quarantined": {}, "elapsed_s": 1.25, "started_at": dt.datetime(2026, 12, 6, 5, 0, 0, 123456),
+                "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None), "extra": json.dumps({"i": i})}
+
+    rows = [row(i) for i in range(3)]
+    via_spark, via_rs = str(tmp_path / "spark"), str(tmp_path / "rs")
+    for r in rows:
+        tables.append(spark.createDataFrame([r], RUNS_SCHEMA).coalesce(1), via_spark)
+        tables.append_rows(spark, via_rs, [r], RUNS_SCHEMA)
+    engines = {json.loads(line)["commitInfo"].get("engineInfo", "") for v in range(3)
+               for line in open(f"{via_rs}/_delta_log/{v:020d}.json") if "commitInfo" in line}
+    assert all(e.startswith("delta-rs") for e in engines)
+    a, b = (spark.read.format("delta").load(p) for p in (via_spark, via_rs))
+    assert a.schema == b.schema
+    assert sorted(a.toJSON().collect()) == sorted(b.toJSON().collect())
+    key = lambda r: r["stage"]  # noqa: E731
+    assert sorted(local_state.read_records(via_spark), key=key) == sorted(local_state.read_records(via_rs), key=key)
+    last = row(3)
+    tables.append_rows(spark, via_spark, [last], RUNS_SCHEMA)  # delta-rs after Spark
+    tables.append(spark.createDataFrame([last], RUNS_SCHEMA).coalesce(1), via_rs)  # Spark after delta-rs
+    a, b = (spark.read.format("delta").load(p) for p in (via_spark, via_rs))
+    assert sorted(a.toJSON().collect()) == sorted(b.toJSON().collect()) and a.count() == 4

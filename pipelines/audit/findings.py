@@ -10,7 +10,6 @@ then notes, each by how much of the corpus they touch.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,7 +78,7 @@ def _vocab_facts(tok: LoadedTokenizer) -> tuple[list[str], dict[int, str]]:
     key = tok.fingerprint
     if key not in _VOCAB_FACTS:
         texts, _ = ta.token_texts(tok)
-        model = json.loads(tok.tokenizer.to_str()).get("model") or {}  # type: ignore[attr-defined]
+        model = tok.config.get("model") or {}
         unk = tok.token_id(model["unk_token"]) if isinstance(model.get("unk_token"), str) else None
         decoder = tok.tokenizer.get_added_tokens_decoder()  # type: ignore[attr-defined]
         _VOCAB_FACTS[key] = (texts, {i: t.content for i, t in decoder.items() if t.special and i != unk})

@@ -46,6 +46,16 @@ def hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
 _LOCATIONS: dict[tuple[int, str], str] = {}
 
 
+def on_this_machine(spark: SparkSession, path: str) -> bool:
+    """True for a path without scheme (not ``s3://``, ``dbfs:``, ``file:``) under a local master: a file
+    of this machine, which Python lists as the JVM's Hadoop API would, without a call into the JVM (a
+    few ms each on 2 cores; the chain asks for table versions some 160 times)."""
+    from pipelines.core import local_state
+
+    local = local_state.is_local(path) and not is_table_name(path)
+    return local and spark.sparkContext.master.startswith("local")
+
+
 def delta_version(spark: SparkSession, path: str) -> int | None:
     """Latest committed version of the Delta table at ``path``, or None when there is none.
 
@@ -55,7 +65,7 @@ def delta_version(spark: SparkSession, path: str) -> int | None:
     catalog for its location; where that location cannot be listed (Unity Catalog managed storage),
     the table's history says.
     """
-    if spark is None:
+    if spark is None or on_this_machine(spark, path):
         from pipelines.core import local_state
 
         return local_state.delta_version(path)

@@ -168,6 +168,22 @@ def live_files(table: str, version: int | None = None) -> tuple[list[str], str]:
     return files, dt.schema().to_json()
 
 
+def appendable_schema(table: str) -> str:
+    """The schema (Delta's JSON) of the local Delta table at ``table``, for a table delta-rs appends to as
+    Spark's Delta would: what :func:`_delta_table` reads, at writer protocol 2 or below (append-only,
+    column invariants and CHECK constraints, which delta-rs enforces as Delta does) and with no table
+    feature (generated or identity columns, row tracking, ...).
+
+    Raises:
+        NeedsSpark: what :func:`_delta_table` refuses, or a writer protocol above 2 or with features.
+    """
+    dt = _delta_table(table)
+    protocol = dt.protocol()
+    if protocol.min_writer_version > 2 or protocol.writer_features:
+        raise NeedsSpark(f"{table}: writer protocol {protocol}")
+    return dt.schema().to_json()
+
+
 def table_configuration(table: str) -> dict[str, str]:
     """The table properties (``metaData.configuration``) of the local Delta table at ``table``: what
     ``DESCRIBE DETAIL`` reports as ``properties``, as delta-rs reads its log (:func:`_delta_table`).

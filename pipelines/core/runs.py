@@ -180,7 +180,7 @@ def record_completion(
     path = cfg.table_path(RUNS_TABLE)
     before = tables.delta_version(spark, path)
     known = _RECORDS.get((path, before)) if before is not None else {}
-    tables.append(spark.createDataFrame([row], RUNS_SCHEMA).coalesce(1), path)
+    tables.append_rows(spark, path, [row], RUNS_SCHEMA)
     after = tables.delta_version(spark, path)
     if known is not None and after == (-1 if before is None else before) + 1:
         # Our append was the only commit since the version we had read: the next version's records

@@ -138,6 +138,12 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
         # allowing the change lets the first attempt succeed; only the metastore's copy of the schema is
         # touched, and Spark and Delta read the schema from the table properties and the Delta log.
         .config("spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes", "false")
+        # pyspark 4 (pyspark/errors/utils.py, _with_origin) otherwise records the Python call site of
+        # every Column and function call in the JVM, for the "DataFrame context" of an analysis error:
+        # a conf read, a class look-up and two more py4j calls each, 2-3x the driver's CPU for building
+        # an expression (3.2-4.4 against 1.2-1.5 CPU-ms for `(col < lit) | col.isin(...)`), some 30,000
+        # py4j calls in make run's chain. Off: the same plans; errors name the operation, not the line.
+        .config(DATAFRAME_DEBUGGING, "false")
     )
     for k, v in cfg.conf.items():
         builder = builder.config(k, v)
@@ -548,6 +554,11 @@ def log4j2_properties() -> Path:
 
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
+"""pyspark setting (read once, at the first Column or function call): record each call's Python call
+site in the JVM for error messages (default true); Winnow's sessions turn it off, a config may turn it
+back on through ``spark.conf``."""
 ARROW_UNCHECKED = "-Darrow.enable_unsafe_memory_access=true"
 """Arrow Java's switch for the bounds check of every ``ArrowBuf`` read and write
 (``org.apache.arrow.memory.BoundsChecking``, read once at class load), given to a local JVM unless
