@@ -207,12 +207,13 @@ def paragraph_batch(
     grams: bool = True,
     ranks: Sequence[int] | None = None,
     exempt_math: bool = True,
+    compiled: bool = True,
 ) -> pa.RecordBatch:
     """Every unit of at least ``min_words`` words of a batch of documents, with its keys.
 
     Args:
-        doc_ids: document ids, one per text.
-        texts: documents (None = empty).
+        doc_ids: document ids, one per text (a sequence or an Arrow string array).
+        texts: documents (None = empty; a sequence or an Arrow string array, null = empty).
         unit: one of :data:`UNITS`.
         min_words: units with fewer normalised words are left out (never removed, never "seen").
         ngram_size: words per n-gram (BFF: 13).
@@ -221,6 +222,8 @@ def paragraph_batch(
         ranks: each document's rank in ``doc_id`` order over the whole corpus (0 to :data:`MAX_RANK`);
             None: its position in this batch.
         exempt_math: leave display math alone (:func:`math_units`), as units below ``min_words``.
+        compiled: run the numba kernel (:mod:`udfs.paragraphs_jit`, the same rows); False runs the
+            Python/numpy reference below (also used for Arrow text that is not valid UTF-8).
 
     Returns:
         A batch of :data:`PARAGRAPH_SCHEMA`: ``uid`` int64 (:func:`unit_ids`), ``idx`` int32 (the
@@ -229,7 +232,24 @@ def paragraph_batch(
         ``cut_end`` int32 (where the next unit starts, or the text's length: what removing the unit
         cuts, its trailing separator included), ``n_words`` int32, ``key`` binary(16) (:func:`exact_key`),
         ``grams`` list<int64> (distinct n-gram hashes, sorted, as signed 64-bit).
+
+    Raises:
+        ValueError: ``unit`` is not one of :data:`UNITS`; ``doc_ids``, ``texts`` or ``ranks`` differ in
+            length.
     """
+    if unit not in UNITS:
+        raise ValueError(f"unit {unit!r} unknown; allowed: {list(UNITS)}")
+    if compiled:
+        from udfs import paragraphs_jit
+
+        out = paragraphs_jit.paragraph_batch(doc_ids, texts, unit, min_words, ngram_size, key, grams, ranks,
+                                             exempt_math)
+        if out is not None:
+            return out
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
+        texts = texts.to_pylist()
+    if isinstance(doc_ids, pa.Array | pa.ChunkedArray):
+        doc_ids = doc_ids.to_pylist()
     rows: list[tuple[str | None, int, int, int, int, int]] = []
     pieces: list[str] = []
     exempt: list[bool] = []
@@ -279,7 +299,7 @@ passages benchmark's corpus (20,000 documents in two 10,000-document batches, 35
 slices, the same rows (bench/notes.md, "Passages: the kernel in slices")."""
 
 
-def text_slices(texts: Sequence[str | None], budget: int = SLICE_CHARS) -> list[tuple[int, int]]:
+def text_slices(texts: Sequence[str | None] | pa.Array, budget: int = SLICE_CHARS) -> list[tuple[int, int]]:
     """Consecutive ``(start, end)`` index ranges covering ``texts``, each holding at most ``budget`` code
     points of text, or one document longer than that.
 
@@ -287,7 +307,7 @@ def text_slices(texts: Sequence[str | None], budget: int = SLICE_CHARS) -> list[
     of one call over all ``texts``, in the same order.
 
     Args:
-        texts: documents (None counts as empty).
+        texts: documents (None counts as empty), or an Arrow string array (null counts as empty).
         budget: code points per slice (>= 1).
 
     Returns:
@@ -296,9 +316,12 @@ def text_slices(texts: Sequence[str | None], budget: int = SLICE_CHARS) -> list[
     >>> text_slices(["aa", "bbb", None, "c", "dddddd", "e"], 4)
     [(0, 1), (1, 4), (4, 5), (5, 6)]
     """
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
+        lengths = pc.fill_null(pc.utf8_length(texts), 0).to_pylist()
+    else:
+        lengths = [len(text or "") for text in texts]
     out, start, size = [], 0, 0
-    for i, text in enumerate(texts):
-        n = len(text or "")
+    for i, n in enumerate(lengths):
         if i > start and size + n > budget:
             out.append((start, i))
             start, size = i, 0
