@@ -147,3 +147,50 @@ def test_md5_of_long_and_non_ascii_units_equals_hashlib():
 def test_space_table_is_str_isspace():
     table = J.space_table()
     assert [cp for cp in np.flatnonzero(table)] == [cp for cp in range(0x110000) if chr(cp).isspace()]
+
+
+def _random_lists(rng: np.random.Generator, n_units: int, spread: int) -> list[list[int]]:
+    """Sorted distinct n-gram lists; a small ``spread`` makes units share n-grams (repeats in a batch)."""
+    if spread:
+        return [sorted(set(rng.integers(-spread, spread, int(rng.integers(0, 40))).tolist()))
+                for _ in range(n_units)]
+    return [sorted(set(rng.integers(-(2**63), 2**63 - 1, int(rng.integers(0, 40)), dtype=np.int64).tolist()))
+            for _ in range(n_units)]
+
+
+@pytest.mark.parametrize("spread", [0, 30, 5000])
+@pytest.mark.parametrize("n_buckets", [1, 4, 1024])
+def test_compiled_gram_blocks_equal_the_reference(spread, n_buckets):
+    rng = np.random.default_rng(spread + n_buckets)
+    lists = _random_lists(rng, 500, spread)
+    uids = rng.permutation(np.arange(500, dtype=np.int64) * 7 - 1000)
+    grams = pa.array(lists, pa.list_(pa.int64()))
+    for a, b in ((0, 500), (100, 357), (0, 0)):  # sliced lists start at an offset
+        ref = P.gram_blocks(uids[a:b], grams[a:b], n_buckets, compiled=False)
+        assert P.gram_blocks(uids[a:b], grams[a:b], n_buckets).equals(ref)
+    dup = np.array([5, 5, 3, 3, 9], np.int64)  # equal unit ids count as one holder, as np.unique does
+    few = pa.array([[1, 2], [2, 3], [1], [3, 4], [2]], pa.list_(pa.int64()))
+    assert P.gram_blocks(dup, few, n_buckets).equals(P.gram_blocks(dup, few, n_buckets, compiled=False))
+
+
+def test_compiled_sort_of_a_bucket_too_long_for_the_counting_pass(monkeypatch):
+    monkeypatch.setattr(J, "_DIRECT_SORT_MAX", 64)  # the Python function reads the patched bound
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 2**63, 1000, dtype=np.int64).view(np.uint64)
+    rows = np.arange(1000, dtype=np.int64)
+    k, r = keys.copy(), rows.copy()
+    J._sort_pairs.py_func(k, r, np.empty(1000, np.uint64), np.empty(1000, np.int64), np.empty(2002, np.int64))
+    assert (k == np.sort(keys)).all() and (keys[r] == k).all()
+
+
+@pytest.mark.parametrize("spread", [10, 40, 0])
+def test_compiled_first_holders_equal_the_reference(spread):
+    rng = np.random.default_rng(spread)
+    for _ in range(40):
+        n_batches = int(rng.integers(0, 6))
+        grams = [np.unique(rng.integers(-spread or -(2**62), spread or 2**62, int(rng.integers(0, 25))))
+                 for _ in range(n_batches)]
+        uids = [rng.integers(0, 1000, g.size) + 1000 * i for i, g in enumerate(grams)]  # a unit in one batch
+        counts = [rng.integers(1, 4, g.size) for g in grams]
+        args = [[x.astype(np.int64).tobytes() for x in xs] for xs in (grams, uids, counts)]
+        assert P.first_holders(*args).equals(P.first_holders(*args, compiled=False))

@@ -323,20 +323,74 @@ def _words(cps, doc_off, doc, start, end, is_word, lower):  # pragma: no cover -
     return w_off, hashes[:w].copy(), wide
 
 
+_SIGN = np.uint64(1 << 63)
+_DIRECT_SORT_MAX = 1 << 20
+"""Longest array :func:`_sort_pairs` orders by a counting pass over top bits (its table: 16 MiB at most);
+a longer one (a handful of buckets over millions of n-grams) goes to an argsort."""
+
+
+@nb.njit(cache=True)
+def _sort_pairs(keys, rows, scratch_k, scratch_r, counts):  # pragma: no cover - compiled
+    """Sort ``keys`` (uint64, evenly spread hashes) in place, carrying ``rows`` along: a counting pass
+    over the top bits, then an insertion sort of the values that share a top-bit bucket (equal keys
+    stay where they are, so a repeated n-gram costs no more than a distinct one)."""
+    c = keys.size
+    if c < 2:
+        return
+    if c > _DIRECT_SORT_MAX:
+        order = np.argsort(keys)
+        keys[:] = keys[order]
+        rows[:] = rows[order]
+        return
+    k = 1
+    while (1 << k) < c:
+        k += 1
+    shift = np.uint64(64 - k)
+    counts[:(1 << k) + 1] = 0
+    for j in range(c):
+        counts[(keys[j] >> shift) + np.uint64(1)] += 1
+    for b in range(1 << k):
+        counts[b + 1] += counts[b]
+    for j in range(c):
+        b = keys[j] >> shift
+        scratch_k[counts[b]] = keys[j]
+        scratch_r[counts[b]] = rows[j]
+        counts[b] += 1
+    for j in range(1, c):
+        v = scratch_k[j]
+        r = scratch_r[j]
+        q = j - 1
+        while q >= 0 and scratch_k[q] > v:
+            scratch_k[q + 1] = scratch_k[q]
+            scratch_r[q + 1] = scratch_r[q]
+            q -= 1
+        scratch_k[q + 1] = v
+        scratch_r[q + 1] = r
+    keys[:] = scratch_k[:c]
+    rows[:] = scratch_r[:c]
+
+
 @nb.njit(cache=True)
 def _grams(hashes, w_off, rows, n):  # pragma: no cover - compiled
     """Per row of ``rows``: the distinct hashes of its ``n``-word windows (or of all its words when
     fewer), sorted as unsigned: (list offsets int32 [R+1], values uint64)."""
     total = 0
+    longest = 1
     for t in range(rows.size):
         m = w_off[rows[t] + 1] - w_off[rows[t]]
         total += m - n + 1 if m >= n else 1
+        longest = max(longest, m - n + 1)
     out = np.empty(total, np.uint64)
     lo = np.empty(rows.size + 1, np.int32)
     top = np.uint64(1)  # Q**(n-1): the leaving word's weight in the rolling window
     for _ in range(n - 1):
         top *= _Q
     nk = np.uint64(n) * _K
+    longest = min(longest, _DIRECT_SORT_MAX)
+    scratch_k = np.empty(longest, np.uint64)
+    scratch_r = np.empty(longest, np.int64)
+    counts = np.empty(2 * longest + 2, np.int64)
+    order = np.empty(longest, np.int64)  # carried along by the sort, unused
     k = 0
     for t in range(rows.size):
         lo[t] = k
@@ -358,7 +412,8 @@ def _grams(hashes, w_off, rows, n):  # pragma: no cover - compiled
             out[k] = _fmix(acc + np.uint64(m) * _K)
             c = 1
         if c > 1:
-            out[k:k + c].sort()
+            carried = order[:c] if c <= order.size else np.empty(c, np.int64)
+            _sort_pairs(out[k:k + c], carried, scratch_k, scratch_r, counts)
             d = 1
             for j in range(k + 1, k + c):
                 if out[j] != out[k + d - 1]:
@@ -550,3 +605,131 @@ def paragraph_batch(doc_ids, texts, unit: str, min_words: int, ngram_size: int, 
         pa.array(end[keep].astype(np.int32)), pa.array(cut[keep].astype(np.int32)),
         pa.array(n_words[keep].astype(np.int32)), key_col, lists,
     ], schema=P.PARAGRAPH_SCHEMA)
+
+
+# ------------------------------------------------------------------------------- the near rule's map side
+@nb.njit(cache=True)
+def _by_bucket(g, lengths, n_buckets):  # pragma: no cover - compiled
+    """Every (n-gram, unit) pair put in its bucket (a counting sort): (keys uint64 [N], the n-gram in
+    signed order as unsigned; rows int64 [N], the unit's index; bucket starts int64 [n_buckets+1])."""
+    n = g.size
+    start = np.zeros(n_buckets + 1, np.int64)
+    for i in range(n):
+        start[np.uint64(g[i]) % np.uint64(n_buckets) + np.uint64(1)] += 1
+    for b in range(n_buckets):
+        start[b + 1] += start[b]
+    keys = np.empty(n, np.uint64)
+    rows = np.empty(n, np.int64)
+    fill = start[:n_buckets].copy()
+    i = 0
+    for r in range(lengths.size):
+        for _ in range(lengths[r]):
+            b = np.uint64(g[i]) % np.uint64(n_buckets)
+            keys[fill[b]] = np.uint64(g[i]) ^ _SIGN
+            rows[fill[b]] = r
+            fill[b] += 1
+            i += 1
+    return keys, rows, start
+
+
+@nb.njit(cache=True)
+def gram_blocks_arrays(g, lengths, uids, n_buckets):  # pragma: no cover - compiled
+    """:func:`udfs.paragraphs.gram_blocks`' arrays. The n-grams are put in their hash bucket first
+    (a counting sort), then each bucket is ordered by n-gram: the output's order, with no sort of the
+    whole batch.
+
+    Args:
+        g: int64 [N], every unit's n-grams, unit after unit.
+        lengths: int64 [units], n-grams per unit.
+        uids: int64 [units], unit ids.
+        n_buckets: buckets (by the hash as unsigned, modulo).
+
+    Returns:
+        (bucket int32 [B] of each non-empty bucket, ascending; block offsets int64 [B+1]; per distinct
+        n-gram of the batch, block after block: its hash int64, ascending as signed; its smallest uid;
+        its holders int64), and per unit the n-grams it holds after a smaller uid (int64 [units]).
+    """
+    n = g.size
+    keys, rows, start = _by_bucket(g, lengths, n_buckets)
+    widest = 0
+    for b in range(n_buckets):
+        widest = max(widest, start[b + 1] - start[b])
+    widest = min(widest, _DIRECT_SORT_MAX)
+    scratch_k = np.empty(widest, np.uint64)
+    scratch_r = np.empty(widest, np.int64)
+    counts = np.empty(2 * widest + 2, np.int64)  # c values go in 2**ceil(log2(c)) bins
+    seen = np.zeros(lengths.size, np.int64)
+    out_g = np.empty(n, np.int64)
+    out_u = np.empty(n, np.int64)
+    out_c = np.empty(n, np.int64)
+    bucket = np.empty(n_buckets, np.int32)
+    offsets = np.zeros(n_buckets + 1, np.int64)
+    m = 0
+    blocks = 0
+    for b in range(n_buckets):
+        a, e = start[b], start[b + 1]
+        if a == e:
+            continue
+        _sort_pairs(keys[a:e], rows[a:e], scratch_k, scratch_r, counts)
+        i = a
+        while i < e:
+            j = i + 1
+            first = rows[i]
+            while j < e and keys[j] == keys[i]:
+                if uids[rows[j]] < uids[first]:
+                    first = rows[j]
+                j += 1
+            for q in range(i, j):
+                if rows[q] != first:
+                    seen[rows[q]] += 1
+            out_g[m] = np.int64(keys[i] ^ _SIGN)
+            out_u[m] = uids[first]
+            out_c[m] = j - i
+            m += 1
+            i = j
+        bucket[blocks] = b
+        blocks += 1
+        offsets[blocks] = m
+    return bucket[:blocks].copy(), offsets[:blocks + 1].copy(), out_g[:m].copy(), out_u[:m].copy(), \
+        out_c[:m].copy(), seen
+
+
+@nb.njit(cache=True)
+def first_holders_arrays(g, u, c):  # pragma: no cover - compiled
+    """:func:`udfs.paragraphs.first_holders`' arrays over one bucket's blocks (int64 [N] each: n-gram,
+    its first holder in a batch, that batch's holders): (every holder but the smallest uid of each
+    n-gram, for the seen counts; the n-grams held twice or more over all batches, ascending as signed;
+    their smallest uid)."""
+    n = g.size
+    keys = np.empty(n, np.uint64)
+    idx = np.arange(n)
+    for i in range(n):
+        keys[i] = np.uint64(g[i]) ^ _SIGN
+    width = min(n, _DIRECT_SORT_MAX)
+    _sort_pairs(keys, idx, np.empty(width, np.uint64), np.empty(width, np.int64),
+                np.empty(2 * width + 2, np.int64))
+    later = np.empty(n, np.int64)
+    shared_g = np.empty(n, np.int64)
+    shared_first = np.empty(n, np.int64)
+    n_later = 0
+    n_shared = 0
+    i = 0
+    while i < n:
+        first = idx[i]
+        total = c[first]
+        j = i + 1
+        while j < n and keys[j] == keys[i]:
+            total += c[idx[j]]
+            if u[idx[j]] < u[first]:
+                first = idx[j]
+            j += 1
+        for q in range(i, j):
+            if idx[q] != first:
+                later[n_later] = u[idx[q]]
+                n_later += 1
+        if total > 1:
+            shared_g[n_shared] = np.int64(keys[i] ^ _SIGN)
+            shared_first[n_shared] = u[first]
+            n_shared += 1
+        i = j
+    return later[:n_later].copy(), shared_g[:n_shared].copy(), shared_first[:n_shared].copy()
