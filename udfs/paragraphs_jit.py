@@ -19,8 +19,9 @@ counting pass over the hashes' bits (bucket, then top bits) and an insertion sor
 share a bin, instead of a comparison sort of the whole batch; n-gram hashes are spread evenly, so a bin
 holds about one value.
 
-Compiled once per checkout (``cache=True``: numba's cache files beside this module, ~20 s the first
-time); a Python worker then loads them in ~0.5 CPU-s.
+Compiled once per checkout (``cache=True``: numba's cache files beside this module, ~11 CPU-s the
+first time, more with each new argument type); a Python worker then imports numba and loads them in
+~0.5 CPU-s.
 
 Source of MD5: RFC 1321 (its constants are ``floor(abs(sin(i + 1)) * 2**32)``).
 """
