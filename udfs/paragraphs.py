@@ -207,12 +207,13 @@ def paragraph_batch(
     grams: bool = True,
     ranks: Sequence[int] | None = None,
     exempt_math: bool = True,
+    compiled: bool = True,
 ) -> pa.RecordBatch:
     """Every unit of at least ``min_words`` words of a batch of documents, with its keys.
 
     Args:
-        doc_ids: document ids, one per text.
-        texts: documents (None = empty).
+        doc_ids: document ids, one per text (a sequence or an Arrow string array).
+        texts: documents (None = empty; a sequence or an Arrow string array, null = empty).
         unit: one of :data:`UNITS`.
         min_words: units with fewer normalised words are left out (never removed, never "seen").
         ngram_size: words per n-gram (BFF: 13).
@@ -221,6 +222,8 @@ def paragraph_batch(
         ranks: each document's rank in ``doc_id`` order over the whole corpus (0 to :data:`MAX_RANK`);
             None: its position in this batch.
         exempt_math: leave display math alone (:func:`math_units`), as units below ``min_words``.
+        compiled: run the numba kernel (:mod:`udfs.paragraphs_jit`, the same rows); False runs the
+            Python/numpy reference below (also used for Arrow text that is not valid UTF-8).
 
     Returns:
         A batch of :data:`PARAGRAPH_SCHEMA`: ``uid`` int64 (:func:`unit_ids`), ``idx`` int32 (the
@@ -229,7 +232,24 @@ def paragraph_batch(
         ``cut_end`` int32 (where the next unit starts, or the text's length: what removing the unit
         cuts, its trailing separator included), ``n_words`` int32, ``key`` binary(16) (:func:`exact_key`),
         ``grams`` list<int64> (distinct n-gram hashes, sorted, as signed 64-bit).
+
+    Raises:
+        ValueError: ``unit`` is not one of :data:`UNITS`; ``doc_ids``, ``texts`` or ``ranks`` differ in
+            length.
     """
+    if unit not in UNITS:
+        raise ValueError(f"unit {unit!r} unknown; allowed: {list(UNITS)}")
+    if compiled:
+        from udfs import paragraphs_jit
+
+        out = paragraphs_jit.paragraph_batch(doc_ids, texts, unit, min_words, ngram_size, key, grams, ranks,
+                                             exempt_math)
+        if out is not None:
+            return out
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
+        texts = texts.to_pylist()
+    if isinstance(doc_ids, pa.Array | pa.ChunkedArray):
+        doc_ids = doc_ids.to_pylist()
     rows: list[tuple[str | None, int, int, int, int, int]] = []
     pieces: list[str] = []
     exempt: list[bool] = []
@@ -279,7 +299,7 @@ passages benchmark's corpus (20,000 documents in two 10,000-document batches, 35
 slices, the same rows (bench/notes.md, "Passages: the kernel in slices")."""
 
 
-def text_slices(texts: Sequence[str | None], budget: int = SLICE_CHARS) -> list[tuple[int, int]]:
+def text_slices(texts: Sequence[str | None] | pa.Array, budget: int = SLICE_CHARS) -> list[tuple[int, int]]:
     """Consecutive ``(start, end)`` index ranges covering ``texts``, each holding at most ``budget`` code
     points of text, or one document longer than that.
 
@@ -287,7 +307,7 @@ def text_slices(texts: Sequence[str | None], budget: int = SLICE_CHARS) -> list[
     of one call over all ``texts``, in the same order.
 
     Args:
-        texts: documents (None counts as empty).
+        texts: documents (None counts as empty), or an Arrow string array (null counts as empty).
         budget: code points per slice (>= 1).
 
     Returns:
@@ -296,9 +316,12 @@ def text_slices(texts: Sequence[str | None], budget: int = SLICE_CHARS) -> list[
     >>> text_slices(["aa", "bbb", None, "c", "dddddd", "e"], 4)
     [(0, 1), (1, 4), (4, 5), (5, 6)]
     """
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
+        lengths = pc.fill_null(pc.utf8_length(texts), 0).to_pylist()
+    else:
+        lengths = [len(text or "") for text in texts]
     out, start, size = [], 0, 0
-    for i, text in enumerate(texts):
-        n = len(text or "")
+    for i, n in enumerate(lengths):
         if i > start and size + n > budget:
             out.append((start, i))
             start, size = i, 0
@@ -490,7 +513,8 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUCKETS) -> pa.RecordBatch:
+def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUCKETS,
+                compiled: bool = True) -> pa.RecordBatch:
     """The map step of the near rule on one batch of units: each n-gram's first holder in the batch,
     packed per hash bucket; the other holders counted as seen.
 
@@ -502,6 +526,8 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
         uids: int64 [units], unit ids (:func:`unit_ids`).
         grams: list<int64> [units], each unit's distinct n-gram hashes.
         n_buckets: buckets the n-grams are spread over (by hash).
+        compiled: run :func:`udfs.paragraphs_jit.gram_blocks_arrays` (the same rows); False runs the
+            numpy reference below.
 
     Returns:
         A batch of :data:`BLOCK_SCHEMA`: one block per non-empty bucket (``grams`` ascending), then one
@@ -510,6 +536,14 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
     lengths = np.diff(np.asarray(grams.offsets)).astype(np.int64) if len(grams) else np.zeros(0, np.int64)
     g = np.asarray(grams.flatten().to_numpy(zero_copy_only=False), np.int64)
     uids = np.asarray(uids, np.int64)
+    if compiled:
+        from udfs import paragraphs_jit
+
+        blocks, offsets, hg, hu, counts, seen = paragraphs_jit.gram_blocks_arrays(g, lengths, uids, n_buckets)
+        has = seen > 0
+        seen_u, inverse = np.unique(uids[has], return_inverse=True)  # np.unique's order, as the reference
+        seen_k = np.bincount(inverse.reshape(-1), weights=seen[has], minlength=seen_u.size).astype(np.int32)
+        return _block_batch(blocks, offsets[:-1], offsets[1:], hg, hu, counts, seen_u, seen_k)
     u = np.repeat(uids, lengths)
     order = pair_order(_signed_order(g), np.repeat(_ranks(uids), lengths),
                        minor_bits=max(uids.size - 1, 1).bit_length())
@@ -526,11 +560,20 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
     hg, hu, counts, bucket = hg[by], hu[by], counts[by], bucket[by]
     cuts = _runs_of(bucket)
     ends = np.r_[cuts[1:], bucket.size][:cuts.size].astype(np.int64)
+    return _block_batch(bucket[cuts], cuts, ends, hg, hu, counts, seen_u, seen_k)
+
+
+def _block_batch(buckets: np.ndarray, cuts: np.ndarray, ends: np.ndarray, hg: np.ndarray, hu: np.ndarray,
+                 counts: np.ndarray, seen_u: np.ndarray, seen_k: np.ndarray) -> pa.RecordBatch:
+    """:data:`BLOCK_SCHEMA` rows: bucket ``buckets[i]`` holds ``hg``, ``hu``, ``counts`` (int64) from
+    ``cuts[i]`` to ``ends[i]``; then the ``(uid, seen)`` rows."""
+    cuts = np.asarray(cuts, np.int64)
     is_block = np.r_[np.ones(cuts.size, bool), np.zeros(seen_u.size, bool)]
-    pieces = list(zip(cuts.tolist(), ends.tolist(), strict=True))
+    pieces = list(zip(cuts.tolist(), np.asarray(ends, np.int64).tolist(), strict=True))
     none = [None] * seen_u.size
     return pa.record_batch([
-        pa.array(np.r_[bucket[cuts], np.zeros(seen_u.size, np.int64)].astype(np.int32), mask=~is_block),
+        pa.array(np.r_[np.asarray(buckets, np.int64), np.zeros(seen_u.size, np.int64)].astype(np.int32),
+                 mask=~is_block),
         pa.array([hg[a:b].tobytes() for a, b in pieces] + none, pa.binary()),
         pa.array([hu[a:b].tobytes() for a, b in pieces] + none, pa.binary()),
         pa.array([counts[a:b].tobytes() for a, b in pieces] + none, pa.binary()),
@@ -539,11 +582,14 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
     ], schema=BLOCK_SCHEMA)
 
 
-def first_holders(grams: Sequence[bytes], uids: Sequence[bytes], counts: Sequence[bytes]) -> pa.RecordBatch:
+def first_holders(grams: Sequence[bytes], uids: Sequence[bytes], counts: Sequence[bytes],
+                  compiled: bool = True) -> pa.RecordBatch:
     """The reduce step of the near rule on every block of one bucket (:func:`gram_blocks`).
 
     Args:
         grams, uids, counts: the blocks' packed int64 arrays (one bucket, any number of batches).
+        compiled: run :func:`udfs.paragraphs_jit.first_holders_arrays` (the same rows); False runs the
+            numpy reference below.
 
     Returns:
         A batch of :data:`FIRST_SCHEMA`: ``(uid, seen)`` for each batch's first holder that a smaller
@@ -553,6 +599,11 @@ def first_holders(grams: Sequence[bytes], uids: Sequence[bytes], counts: Sequenc
     g = np.concatenate([np.frombuffer(b, np.int64) for b in grams]) if grams else np.zeros(0, np.int64)
     u = np.concatenate([np.frombuffer(b, np.int64) for b in uids]) if uids else np.zeros(0, np.int64)
     c = np.concatenate([np.frombuffer(b, np.int64) for b in counts]) if counts else np.zeros(0, np.int64)
+    if compiled:
+        from udfs import paragraphs_jit
+
+        later_u, shared_g, shared_first = paragraphs_jit.first_holders_arrays(g, u, c)
+        return _first_batch(*_seen_counts(later_u), shared_g, shared_first)
     # The pairs are distinct (a unit holds an n-gram once, in one batch), so this is lexsort's order.
     order = pair_order(_signed_order(g), _ranks(u), minor_bits=max(u.size - 1, 1).bit_length())
     g, u, c = g[order], u[order], c[order]
@@ -562,12 +613,18 @@ def first_holders(grams: Sequence[bytes], uids: Sequence[bytes], counts: Sequenc
     seen_u, seen_k = _seen_counts(u[later])
     total = np.add.reduceat(c, starts) if starts.size else np.zeros(0, np.int64)
     shared = starts[total > 1]
-    is_seen = np.r_[np.ones(seen_u.size, bool), np.zeros(shared.size, bool)]
+    return _first_batch(seen_u, seen_k, g[shared], u[shared])
+
+
+def _first_batch(seen_u: np.ndarray, seen_k: np.ndarray, shared_g: np.ndarray,
+                 shared_first: np.ndarray) -> pa.RecordBatch:
+    """:data:`FIRST_SCHEMA` rows: the ``(uid, seen)`` rows, then the ``(gram, first)`` rows."""
+    is_seen = np.r_[np.ones(seen_u.size, bool), np.zeros(shared_g.size, bool)]
     return pa.record_batch([
-        pa.array(np.r_[seen_u, np.zeros(shared.size, np.int64)], mask=~is_seen),
-        pa.array(np.r_[seen_k, np.zeros(shared.size, np.int32)].astype(np.int32), mask=~is_seen),
-        pa.array(np.r_[np.zeros(seen_u.size, np.int64), g[shared]], mask=is_seen),
-        pa.array(np.r_[np.zeros(seen_u.size, np.int64), u[shared]], mask=is_seen),
+        pa.array(np.r_[seen_u, np.zeros(shared_g.size, np.int64)], mask=~is_seen),
+        pa.array(np.r_[seen_k, np.zeros(shared_g.size, np.int32)].astype(np.int32), mask=~is_seen),
+        pa.array(np.r_[np.zeros(seen_u.size, np.int64), shared_g], mask=is_seen),
+        pa.array(np.r_[np.zeros(seen_u.size, np.int64), shared_first], mask=is_seen),
     ], schema=FIRST_SCHEMA)
 
 

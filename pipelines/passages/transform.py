@@ -164,7 +164,8 @@ def paragraphs(docs: DataFrame, c: PassagesConfig) -> DataFrame:
     def per_batch(batches):
         keep_freed_memory()  # the slices' arrays reuse the memory the previous slice freed
         for b in batches:
-            doc_ids, texts = b.column("doc_id").to_pylist(), b.column("text").to_pylist()
+            # Arrow arrays, not Python lists: the compiled kernel reads the texts' UTF-8 as it is.
+            doc_ids, texts = b.column("doc_id"), b.column("text")
             ranks = b.column(RANK_COLUMN).to_numpy(zero_copy_only=False)
             for start, end in kernels.text_slices(texts):
                 yield kernels.paragraph_batch(doc_ids[start:end], texts[start:end], unit, min_words, n, key,

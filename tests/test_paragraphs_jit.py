@@ -1,0 +1,196 @@
+"""udfs/paragraphs_jit.py: the compiled paragraph kernel gives the Python/numpy reference's rows, bit for bit."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from udfs import paragraphs as P
+from udfs import paragraphs_jit as J
+
+# Whitespace of every kind str.isspace knows, sentence ends, LaTeX, letters that NFKC or lowercasing
+# change (ligature, fraction, fullwidth, dotted I, combining accent), scripts beyond Latin, an emoji
+# beyond the BMP, a lone surrogate and punctuation.
+ALPHABET = list("abcXYZ019 ") + [
+    "\n", "\n", "\n", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\xa0", "\u2028", "\u3000",
+    ".", "!", "?", "\u2026", ",", "-", "_", "$", "$$", "\\", "\\[", "\\]", "{", "}", "^",
+    "\\begin{equation}", "\\end{equation}", "\\frac", "é", "É", "e\u0301", "\u0301", "ﬁ", "½", "Ｑ", "İ",
+    "Ω", "σς", "日本語", "ي", "😀", "\ud800", "Straße",
+]
+WORDS = ["alpha", "beta", "Gamma,", "delta.", "epsilon!", "zeta?", "eta", "théta", "iota", "kappa…"]
+
+
+def _random_texts(rng: np.random.Generator, n: int, surrogates: bool = True) -> list[str | None]:
+    alphabet = ALPHABET if surrogates else [c for c in ALPHABET if c != "\ud800"]
+    texts: list[str | None] = []
+    for _ in range(n):
+        kind = rng.integers(0, 4)
+        if kind == 0:  # characters at random: every separator and class next to every other
+            text = "".join(rng.choice(alphabet, int(rng.integers(0, 80))))
+        else:  # lines of words, some repeated, blank lines and trailing spaces between
+            lines = [" ".join(rng.choice(WORDS, int(rng.integers(0, 18)))) + rng.choice(["", " ", "\t"])
+                     for _ in range(int(rng.integers(0, 8)))]
+            text = rng.choice(["\n", "\n\n", "\n \n", "\r\n"]).join(lines)
+        texts.append(text)
+    texts[::17] = [None] * len(texts[::17])
+    texts[3::19] = [""] * len(texts[3::19])
+    return texts
+
+
+def _both(ids, texts, **kw) -> tuple[pa.Table, pa.Table]:
+    ref = P.paragraph_batch(ids, texts, compiled=False, **kw)
+    jit = P.paragraph_batch(ids, texts, compiled=True, **kw)
+    return pa.Table.from_batches([ref]), pa.Table.from_batches([jit])
+
+
+@pytest.mark.parametrize("unit", P.UNITS)
+@pytest.mark.parametrize(("min_words", "ngram_size", "key", "grams", "exempt_math"), [
+    (5, 13, "collapsed_whitespace", True, True),
+    (1, 2, "text", True, False),
+    (0, 1, "collapsed_whitespace", False, True),
+    (3, 4, "text", True, True),
+])
+def test_compiled_rows_equal_the_reference_on_random_text(unit, min_words, ngram_size, key, grams, exempt_math):
+    rng = np.random.default_rng(len(unit) * 100 + ngram_size)
+    texts = _random_texts(rng, 300)
+    ids = [f"d{i:03d}" for i in range(len(texts))]
+    ranks = rng.permutation(len(texts)) * 3
+    ref, jit = _both(ids, texts, unit=unit, min_words=min_words, ngram_size=ngram_size, key=key, grams=grams,
+                     ranks=ranks, exempt_math=exempt_math)
+    assert ref.num_rows > 100
+    assert jit.equals(ref)
+
+
+@pytest.mark.parametrize("unit", P.UNITS)
+def test_arrow_input_gives_the_rows_of_python_strings(unit):
+    rng = np.random.default_rng(7)
+    texts = _random_texts(rng, 200, surrogates=False)
+    ids = [f"d{i:03d}" for i in range(len(texts))]
+    ref = P.paragraph_batch(ids, texts, unit, 2, 3, compiled=False)
+    arrow_texts = pa.array(texts, pa.string())
+    for a, b in ((0, 200), (13, 150)):  # sliced arrays start at an offset into the buffers
+        jit = P.paragraph_batch(pa.array(ids)[a:b], arrow_texts[a:b], unit, 2, 3, ranks=np.arange(a, b))
+        expect = pa.Table.from_batches([ref]).filter(
+            pa.compute.is_in(pa.Table.from_batches([ref]).column("doc_id"), pa.array(ids[a:b])))
+        assert pa.Table.from_batches([jit]).equals(expect)
+    large = P.paragraph_batch(pa.array(ids, pa.large_string()), arrow_texts.cast(pa.large_string()), unit, 2, 3)
+    assert pa.Table.from_batches([large]).equals(pa.Table.from_batches([ref]))
+
+
+def _sample_texts() -> list[str]:
+    root = Path(__file__).resolve().parents[1] / "sample_data"
+    texts = []
+    for name in ("web_en-00000.jsonl.gz", "web_multi-00001.jsonl.gz", "web_evals-00002.jsonl.gz"):
+        with gzip.open(root / name) as f:
+            for raw in f:  # the sample holds deliberately broken lines (bad bytes, bad JSON): skipped
+                try:
+                    record = json.loads(raw.decode("utf-8"))
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and isinstance(record.get("text"), str):
+                    texts.append(record["text"])
+    with gzip.open(root / "crawl-00000.warc.wet.gz") as f:
+        texts += f.read().decode("utf-8", "replace").split("WARC/1.0")
+    return texts
+
+
+@pytest.mark.parametrize("unit", P.UNITS)
+def test_compiled_rows_equal_the_reference_on_real_text(unit):
+    texts = _sample_texts()
+    texts += ["x = \\frac{a}{b}\n$$E = mc^2$$\nA line of plain words here.", "\uFB01ne ﬁsh ½ Ｑuick İstanbul"]
+    ids = [f"s{i:04d}" for i in range(len(texts))]
+    ref, jit = _both(ids, texts, unit=unit, min_words=5, ngram_size=13)
+    assert ref.num_rows > 300 and jit.equals(ref)
+    # Arrow holds UTF-8 only: the texts with a lone surrogate (one in the sample) stay Python strings
+    utf8 = [t.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for t in texts]
+    assert sum(a != b for a, b in zip(utf8, texts, strict=True)) == 1
+    arrow = P.paragraph_batch(pa.array(ids), pa.array(utf8), unit, 5, 13)
+    assert pa.Table.from_batches([arrow]).equals(_both(ids, utf8, unit=unit, min_words=5, ngram_size=13)[0])
+
+
+def test_empty_and_null_texts_have_no_units():
+    for texts in ([], [None], [""], [" \n\t "], [None, "", "\n\n"]):
+        ids = [f"d{i}" for i in range(len(texts))]
+        ref, jit = _both(ids, texts, unit="line", min_words=0, ngram_size=3)
+        assert jit.num_rows == 0 and jit.equals(ref)
+        arrow = P.paragraph_batch(pa.array(ids, pa.string()), pa.array(texts, pa.string()), "line", 0, 3)
+        assert arrow.num_rows == 0 and arrow.schema == P.PARAGRAPH_SCHEMA
+
+
+def test_units_past_the_id_limit_are_left_alone(monkeypatch):
+    monkeypatch.setattr(P, "IDX_BITS", 2)  # four units per document get ids
+    text = "\n".join(f"line {i} has some words" for i in range(7))
+    ref, jit = _both(["a", "b"], [text, "one two"], unit="line", min_words=1, ngram_size=2)
+    assert jit.column("idx").to_pylist() == [0, 1, 2, 3, 0] and jit.equals(ref)
+    assert jit.column("cut_end").to_pylist()[3] == text.index("line 4")
+
+
+def test_invalid_utf8_falls_back_to_the_reference():
+    data = pa.py_buffer(b"ok text here\xff\xfe")
+    bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 14], np.int32)), data])
+    assert J.code_points(bad) is None
+    with pytest.raises(UnicodeDecodeError):  # what the reference does with it
+        P.paragraph_batch(pa.array(["d"]), bad, "line", 1, 2)
+
+
+def test_md5_of_long_and_non_ascii_units_equals_hashlib():
+    texts = ["a" * 55, "b" * 56, "c" * 64, "é" * 40 + " \t " + "😀" * 30, "x \ud800 y" * 20]
+    batch = P.paragraph_batch(list("abcde"), texts, "line", 1, 13, key="text")
+    assert batch.column("key").to_pylist() == [P.exact_key(t, "text") for t in texts]
+
+
+def test_space_table_is_str_isspace():
+    table = J.space_table()
+    assert [cp for cp in np.flatnonzero(table)] == [cp for cp in range(0x110000) if chr(cp).isspace()]
+
+
+def _random_lists(rng: np.random.Generator, n_units: int, spread: int) -> list[list[int]]:
+    """Sorted distinct n-gram lists; a small ``spread`` makes units share n-grams (repeats in a batch)."""
+    if spread:
+        return [sorted(set(rng.integers(-spread, spread, int(rng.integers(0, 40))).tolist()))
+                for _ in range(n_units)]
+    return [sorted(set(rng.integers(-(2**63), 2**63 - 1, int(rng.integers(0, 40)), dtype=np.int64).tolist()))
+            for _ in range(n_units)]
+
+
+@pytest.mark.parametrize("spread", [0, 30, 5000])
+@pytest.mark.parametrize("n_buckets", [1, 4, 1024])
+def test_compiled_gram_blocks_equal_the_reference(spread, n_buckets):
+    rng = np.random.default_rng(spread + n_buckets)
+    lists = _random_lists(rng, 500, spread)
+    uids = rng.permutation(np.arange(500, dtype=np.int64) * 7 - 1000)
+    grams = pa.array(lists, pa.list_(pa.int64()))
+    for a, b in ((0, 500), (100, 357), (0, 0)):  # sliced lists start at an offset
+        ref = P.gram_blocks(uids[a:b], grams[a:b], n_buckets, compiled=False)
+        assert P.gram_blocks(uids[a:b], grams[a:b], n_buckets).equals(ref)
+    dup = np.array([5, 5, 3, 3, 9], np.int64)  # equal unit ids count as one holder, as np.unique does
+    few = pa.array([[1, 2], [2, 3], [1], [3, 4], [2]], pa.list_(pa.int64()))
+    assert P.gram_blocks(dup, few, n_buckets).equals(P.gram_blocks(dup, few, n_buckets, compiled=False))
+
+
+def test_compiled_sort_of_a_bucket_too_long_for_the_counting_pass(monkeypatch):
+    monkeypatch.setattr(J, "_DIRECT_SORT_MAX", 64)  # the Python function reads the patched bound
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 2**63, 1000, dtype=np.int64).view(np.uint64)
+    rows = np.arange(1000, dtype=np.int64)
+    k, r = keys.copy(), rows.copy()
+    J._sort_pairs.py_func(k, r, np.empty(1000, np.uint64), np.empty(1000, np.int64), np.empty(2002, np.int64))
+    assert (k == np.sort(keys)).all() and (keys[r] == k).all()
+
+
+@pytest.mark.parametrize("spread", [10, 40, 0])
+def test_compiled_first_holders_equal_the_reference(spread):
+    rng = np.random.default_rng(spread)
+    for _ in range(40):
+        n_batches = int(rng.integers(0, 6))
+        grams = [np.unique(rng.integers(-spread or -(2**62), spread or 2**62, int(rng.integers(0, 25))))
+                 for _ in range(n_batches)]
+        uids = [rng.integers(0, 1000, g.size) + 1000 * i for i, g in enumerate(grams)]  # a unit in one batch
+        counts = [rng.integers(1, 4, g.size) for g in grams]
+        args = [[x.astype(np.int64).tobytes() for x in xs] for xs in (grams, uids, counts)]
+        assert P.first_holders(*args).equals(P.first_holders(*args, compiled=False))

@@ -1,0 +1,745 @@
+"""The paragraph kernel of :func:`udfs.paragraphs.paragraph_batch` compiled with numba: the same rows.
+
+One pass per batch over the code points of its texts finds the units (:func:`udfs.paragraphs.split`'s
+separators and trimming), their normalised words and word hashes (:func:`udfs.decontam.word_hashes`),
+their exact keys (MD5, :func:`udfs.paragraphs.exact_key`) and, for the units kept, their distinct
+n-gram hashes, sorted (:func:`udfs.decontam.ngram_windows`, :func:`~udfs.decontam.whole_hashes`,
+:func:`~udfs.decontam.distinct_lists`). Texts come as Arrow string arrays (UTF-8 decoded here, no Python
+``str`` per document) or as Python strings (UTF-32, lone surrogates kept as the reference keeps them).
+
+What stays in Python, per unit or document that needs it and only those: NFKC (a unit holding a
+non-ASCII letter, mark or number whose text is not NFKC gets the reference's words,
+:func:`udfs.decontam.word_hashes` on its text) and display math (:func:`udfs.paragraphs.math_units` on
+the documents holding ``\\`` or ``$``). Character classes are the reference's: ``str.isspace`` (which
+``re``'s ``\\s``, ``str.strip`` and ``str.split`` use) and :func:`udfs.decontam._tables`.
+
+The near rule's map and reduce steps (:func:`udfs.paragraphs.gram_blocks`,
+:func:`udfs.paragraphs.first_holders`) are here too: their (n-gram, unit) pairs are ordered by a
+counting pass over the hashes' bits (bucket, then top bits) and an insertion sort of the few values that
+share a bin, instead of a comparison sort of the whole batch; n-gram hashes are spread evenly, so a bin
+holds about one value.
+
+Compiled once per checkout (``cache=True``: numba's cache files beside this module, ~11 CPU-s the
+first time, more with each new argument type); a Python worker then imports numba and loads them in
+~0.5 CPU-s.
+
+Source of MD5: RFC 1321 (its constants are ``floor(abs(sin(i + 1)) * 2**32)``).
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from functools import lru_cache
+
+import numba as nb
+import numpy as np
+import pyarrow as pa
+
+from udfs import decontam
+
+_LINE, _BLANK_LINE, _SENTENCE = 0, 1, 2
+MODES = {"line": _LINE, "blank_line": _BLANK_LINE, "sentence": _SENTENCE}
+"""``passages.unit`` -> the kernel's mode number."""
+
+_P = np.uint64(0x9E3779B97F4A7C15)
+_Q = np.uint64(0xC2B2AE3D27D4EB4F)
+_K = np.uint64(0x165667B19E3779F9)
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+assert (_P, _Q, _K, _M1, _M2) == (decontam._P, decontam._Q, decontam._K, decontam._M1, decontam._M2)
+
+_MD5_T = np.array([int(abs(math.sin(i + 1)) * 2**32) & 0xFFFFFFFF for i in range(64)], np.uint64)
+_MD5_S = np.array([7, 12, 17, 22] * 4 + [5, 9, 14, 20] * 4 + [4, 11, 16, 23] * 4 + [6, 10, 15, 21] * 4,
+                  np.uint64)
+_MASK = np.uint64(0xFFFFFFFF)
+
+
+@lru_cache(maxsize=1)
+def space_table() -> np.ndarray:
+    """bool [0x110000]: ``chr(cp).isspace()``. Every such character lies in the BMP (Unicode's
+    White_Space property and the C0 separators ``\\x1c``-``\\x1f``), so only the BMP is scanned."""
+    out = np.zeros(0x110000, bool)
+    out[[cp for cp in range(0x10000) if chr(cp).isspace()]] = True
+    return out
+
+
+# ------------------------------------------------------------------------------------------- decoding
+@nb.njit(cache=True)
+def _utf8_decode(data, offsets, valid, out, out_off):  # pragma: no cover - compiled
+    """UTF-8 of each text -> code points; False on an invalid sequence (the caller falls back)."""
+    n = offsets.size - 1
+    k = 0
+    for d in range(n):
+        out_off[d] = k
+        if not valid[d]:
+            continue
+        i, end = offsets[d], offsets[d + 1]
+        while i < end:
+            b0 = np.uint32(data[i])
+            if b0 < 0x80:
+                out[k] = b0
+                i += 1
+            elif 0xC2 <= b0 < 0xE0:
+                if i + 1 >= end or (data[i + 1] & 0xC0) != 0x80:
+                    return False
+                out[k] = ((b0 & 0x1F) << 6) | (data[i + 1] & 0x3F)
+                i += 2
+            elif 0xE0 <= b0 < 0xF0:
+                if i + 2 >= end or (data[i + 1] & 0xC0) != 0x80 or (data[i + 2] & 0xC0) != 0x80:
+                    return False
+                cp = ((b0 & 0x0F) << 12) | ((np.uint32(data[i + 1]) & 0x3F) << 6) | (data[i + 2] & 0x3F)
+                if cp < 0x800 or 0xD800 <= cp < 0xE000:
+                    return False
+                out[k] = cp
+                i += 3
+            elif 0xF0 <= b0 < 0xF5:
+                if (i + 3 >= end or (data[i + 1] & 0xC0) != 0x80 or (data[i + 2] & 0xC0) != 0x80
+                        or (data[i + 3] & 0xC0) != 0x80):
+                    return False
+                cp = (((b0 & 0x07) << 18) | ((np.uint32(data[i + 1]) & 0x3F) << 12)
+                      | ((np.uint32(data[i + 2]) & 0x3F) << 6) | (data[i + 3] & 0x3F))
+                if cp < 0x10000 or cp > 0x10FFFF:
+                    return False
+                out[k] = cp
+                i += 4
+            else:
+                return False
+            k += 1
+    out_off[n] = k
+    return True
+
+
+def code_points(texts) -> tuple[np.ndarray, np.ndarray] | None:
+    """Code points (uint32 [C]) and per-text offsets (int64 [D+1]) of ``texts``: a ``pa.StringArray``
+    or ``pa.LargeStringArray`` (null = empty) or a sequence of ``str | None``. None when an Arrow text
+    is not valid UTF-8."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    if isinstance(texts, pa.Array):
+        if texts.type not in (pa.string(), pa.large_string()):
+            raise TypeError(f"texts must be a string array; got {texts.type}")
+        n = len(texts)
+        bufs = texts.buffers()
+        wide = np.int64 if texts.type == pa.large_string() else np.int32
+        at = texts.offset * np.dtype(wide).itemsize
+        offsets = np.frombuffer(bufs[1], wide, n + 1, at).astype(np.int64) if n else np.zeros(1, np.int64)
+        has_data = bufs[2] is not None and bufs[2].size
+        data = np.frombuffer(bufs[2], np.uint8) if has_data else np.zeros(0, np.uint8)
+        valid = (np.ones(n, bool) if texts.null_count == 0
+                 else texts.is_valid().to_numpy(zero_copy_only=False).astype(bool))
+        out = np.empty(int(offsets[-1] - offsets[0]), np.uint32)
+        out_off = np.zeros(n + 1, np.int64)
+        if not _utf8_decode(data, offsets, valid, out, out_off):
+            return None
+        return out[:out_off[-1]], out_off
+    texts = [t or "" for t in texts]
+    lens = np.fromiter((len(t) for t in texts), np.int64, len(texts))
+    off = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    cps = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), np.uint32)
+    return cps, off
+
+
+# ------------------------------------------------------------------------------------------- splitting
+@nb.njit(cache=True)
+def _raw_pieces(cps, base, n, mode, space, pa_, pb_):  # pragma: no cover - compiled
+    """The text ``cps[base:base+n]`` cut at its separators (``\\n``, or a blank-line run for
+    ``_BLANK_LINE``, as :data:`udfs.paragraphs._SEPARATORS`' regexes match them): untrimmed pieces
+    written to ``pa_``/``pb_`` (offsets in the text); returns how many."""
+    k = 0
+    pos = 0
+    i = 0
+    while i < n:
+        if cps[base + i] != 10:
+            i += 1
+            continue
+        if mode != _BLANK_LINE:
+            pa_[k] = pos
+            pb_[k] = i
+            k += 1
+            pos = i + 1
+            i += 1
+            continue
+        # \n, then whitespace-only lines, the last one ended by a \n: ``\n[^\S\n]*\n(?:[^\S\n]*\n)*``
+        j = i + 1
+        while j < n and cps[base + j] != 10 and space[cps[base + j]]:
+            j += 1
+        if j >= n or cps[base + j] != 10:
+            i += 1
+            continue
+        stop = j + 1
+        while True:
+            m = stop
+            while m < n and cps[base + m] != 10 and space[cps[base + m]]:
+                m += 1
+            if m < n and cps[base + m] == 10:
+                stop = m + 1
+            else:
+                break
+        pa_[k] = pos
+        pb_[k] = i
+        k += 1
+        pos = stop
+        i = stop
+    pa_[k] = pos
+    pb_[k] = n
+    return k + 1
+
+
+@nb.njit(cache=True)
+def _bounds(cps, doc_off):  # pragma: no cover - compiled
+    """Newlines and sentence ends (``. ! ?`` U+2026) of all texts, and per text whether it holds ``\\``
+    or ``$``: a unit ends at a newline, a sentence end or its text's end, so no array grows later."""
+    n_docs = doc_off.size - 1
+    mathy = np.zeros(n_docs, np.bool_)
+    n_lines = 0
+    n_ends = 0
+    for d in range(n_docs):
+        for i in range(doc_off[d], doc_off[d + 1]):
+            c = cps[i]
+            if c == 10:
+                n_lines += 1
+            elif c == 92 or c == 36:
+                mathy[d] = True
+            elif c == 46 or c == 33 or c == 63 or c == 0x2026:
+                n_ends += 1
+    return n_lines, n_ends, mathy
+
+
+@nb.njit(cache=True, inline="always")
+def _trim(cps, base, a, b, space):  # pragma: no cover - compiled
+    while a < b and space[cps[base + a]]:
+        a += 1
+    while b > a and space[cps[base + b - 1]]:
+        b -= 1
+    return a, b
+
+
+@nb.njit(cache=True)
+def _sentences(cps, base, a, b, space, d, doc, start, end, u):  # pragma: no cover - compiled
+    """The sentences of the trimmed line ``[a, b)`` written from unit ``u`` on; returns the next unit.
+
+    ``(?<=[.!?\\u2026])\\s+`` cuts: a match never starts at ``a`` (not whitespace) and takes the whole
+    whitespace run after the sentence end."""
+    s0 = a
+    i = a + 1
+    while i < b:
+        prev = cps[base + i - 1]
+        if space[cps[base + i]] and (prev == 46 or prev == 33 or prev == 63 or prev == 0x2026):
+            j = i
+            while j < b and space[cps[base + j]]:
+                j += 1
+            x, y = _trim(cps, base, s0, i, space)
+            if x < y:
+                doc[u], start[u], end[u] = d, x, y
+                u += 1
+            s0 = j
+            i = j + 1
+            continue
+        i += 1
+    x, y = _trim(cps, base, s0, b, space)
+    if x < y:
+        doc[u], start[u], end[u] = d, x, y
+        u += 1
+    return u
+
+
+@nb.njit(cache=True)
+def _split(cps, doc_off, mode, space, max_units):  # pragma: no cover - compiled
+    """Units of every text: (doc int64, idx int64, start, end, cut_end int64 code points in the text),
+    at most ``max_units`` per text, and per text whether it holds ``\\`` or ``$``."""
+    n_docs = doc_off.size - 1
+    n_lines, n_ends, mathy = _bounds(cps, doc_off)
+    cap = n_lines + n_docs + (n_ends if mode == _SENTENCE else 0)
+    doc = np.empty(cap, np.int64)
+    start = np.empty(cap, np.int64)
+    end = np.empty(cap, np.int64)
+    cut = np.empty(cap, np.int64)
+    pa_ = np.empty(n_lines + 1, np.int64)
+    pb_ = np.empty(n_lines + 1, np.int64)
+    u = 0
+    for d in range(n_docs):
+        base = doc_off[d]
+        size = doc_off[d + 1] - base
+        first = u
+        for p in range(_raw_pieces(cps, base, size, mode, space, pa_, pb_)):
+            a, b = _trim(cps, base, pa_[p], pb_[p], space)
+            if a == b:
+                continue
+            if mode == _SENTENCE:
+                u = _sentences(cps, base, a, b, space, d, doc, start, end, u)
+            else:
+                doc[u], start[u], end[u] = d, a, b
+                u += 1
+        # cut_end: the next unit's start, or the text's length; then only the first max_units stay
+        for v in range(first, u):
+            cut[v] = start[v + 1] if v + 1 < u else size
+        if u - first > max_units:
+            u = first + max_units
+    idx = np.empty(u, np.int64)
+    k = 0
+    for v in range(u):
+        k = k + 1 if v > 0 and doc[v] == doc[v - 1] else 0
+        idx[v] = k
+    return doc[:u].copy(), idx, start[:u].copy(), end[:u].copy(), cut[:u].copy(), mathy
+
+
+# ------------------------------------------------------------------------------------ words and hashes
+@nb.njit(cache=True, inline="always")
+def _fmix(x):  # pragma: no cover - compiled
+    x ^= x >> np.uint64(33)
+    x *= _M1
+    x ^= x >> np.uint64(33)
+    x *= _M2
+    return x ^ (x >> np.uint64(33))
+
+
+@nb.njit(cache=True)
+def _words(cps, doc_off, doc, start, end, is_word, lower):  # pragma: no cover - compiled
+    """Word hashes of every unit (uint64 [W]), its words' offsets (int64 [U+1]) and whether it holds a
+    non-ASCII letter, mark or number (bool [U])."""
+    n_units = doc.size
+    bound = 0
+    for u in range(n_units):
+        bound += (end[u] - start[u] + 1) // 2
+    hashes = np.empty(bound, np.uint64)
+    w_off = np.empty(n_units + 1, np.int64)
+    wide = np.zeros(n_units, np.bool_)
+    w = 0
+    for u in range(n_units):
+        w_off[u] = w
+        base = doc_off[doc[u]]
+        i = base + start[u]
+        e = base + end[u]
+        while i < e:
+            if not is_word[cps[i]]:
+                i += 1
+                continue
+            h = np.uint64(0)
+            pw = np.uint64(1)
+            n = 0
+            while i < e and is_word[cps[i]]:
+                c = cps[i]
+                if c > 127:
+                    wide[u] = True
+                h += np.uint64(lower[c]) * pw
+                pw *= _P
+                n += 1
+                i += 1
+            hashes[w] = _fmix(h ^ (np.uint64(n) * _K))
+            w += 1
+    w_off[n_units] = w
+    return w_off, hashes[:w].copy(), wide
+
+
+_SIGN = np.uint64(1 << 63)
+_DIRECT_SORT_MAX = 1 << 20
+"""Longest array :func:`_sort_pairs` orders by a counting pass over top bits (its table: 16 MiB at most);
+a longer one (a handful of buckets over millions of n-grams) goes to an argsort."""
+
+
+@nb.njit(cache=True)
+def _sort_pairs(keys, rows, scratch_k, scratch_r, counts):  # pragma: no cover - compiled
+    """Sort ``keys`` (uint64, evenly spread hashes) in place, carrying ``rows`` along: a counting pass
+    over the top bits, then an insertion sort of the values that share a top-bit bucket (equal keys
+    stay where they are, so a repeated n-gram costs no more than a distinct one)."""
+    c = keys.size
+    if c < 2:
+        return
+    if c > _DIRECT_SORT_MAX:
+        order = np.argsort(keys)
+        keys[:] = keys[order]
+        rows[:] = rows[order]
+        return
+    k = 1
+    while (1 << k) < c:
+        k += 1
+    shift = np.uint64(64 - k)
+    counts[:(1 << k) + 1] = 0
+    for j in range(c):
+        counts[(keys[j] >> shift) + np.uint64(1)] += 1
+    for b in range(1 << k):
+        counts[b + 1] += counts[b]
+    for j in range(c):
+        b = keys[j] >> shift
+        scratch_k[counts[b]] = keys[j]
+        scratch_r[counts[b]] = rows[j]
+        counts[b] += 1
+    for j in range(1, c):
+        v = scratch_k[j]
+        r = scratch_r[j]
+        q = j - 1
+        while q >= 0 and scratch_k[q] > v:
+            scratch_k[q + 1] = scratch_k[q]
+            scratch_r[q + 1] = scratch_r[q]
+            q -= 1
+        scratch_k[q + 1] = v
+        scratch_r[q + 1] = r
+    keys[:] = scratch_k[:c]
+    rows[:] = scratch_r[:c]
+
+
+@nb.njit(cache=True)
+def _grams(hashes, w_off, rows, n):  # pragma: no cover - compiled
+    """Per row of ``rows``: the distinct hashes of its ``n``-word windows (or of all its words when
+    fewer), sorted as unsigned: (list offsets int32 [R+1], values uint64)."""
+    total = 0
+    longest = 1
+    for t in range(rows.size):
+        m = w_off[rows[t] + 1] - w_off[rows[t]]
+        total += m - n + 1 if m >= n else 1
+        longest = max(longest, m - n + 1)
+    out = np.empty(total, np.uint64)
+    lo = np.empty(rows.size + 1, np.int32)
+    top = np.uint64(1)  # Q**(n-1): the leaving word's weight in the rolling window
+    for _ in range(n - 1):
+        top *= _Q
+    nk = np.uint64(n) * _K
+    longest = min(longest, _DIRECT_SORT_MAX)
+    scratch_k = np.empty(longest, np.uint64)
+    scratch_r = np.empty(longest, np.int64)
+    counts = np.empty(2 * longest + 2, np.int64)
+    order = np.empty(longest, np.int64)  # carried along by the sort, unused
+    k = 0
+    for t in range(rows.size):
+        lo[t] = k
+        a = w_off[rows[t]]
+        m = w_off[rows[t] + 1] - a
+        acc = np.uint64(0)
+        if m >= n:
+            for j in range(n):
+                acc = acc * _Q + hashes[a + j]
+            out[k] = _fmix(acc + nk)
+            c = 1
+            for j in range(m - n):
+                acc = (acc - hashes[a + j] * top) * _Q + hashes[a + j + n]
+                out[k + c] = _fmix(acc + nk)
+                c += 1
+        else:
+            for j in range(m):
+                acc = acc * _Q + hashes[a + j]
+            out[k] = _fmix(acc + np.uint64(m) * _K)
+            c = 1
+        if c > 1:
+            carried = order[:c] if c <= order.size else np.empty(c, np.int64)
+            _sort_pairs(out[k:k + c], carried, scratch_k, scratch_r, counts)
+            d = 1
+            for j in range(k + 1, k + c):
+                if out[j] != out[k + d - 1]:
+                    out[k + d] = out[j]
+                    d += 1
+            c = d
+        k += c
+    lo[rows.size] = k
+    return lo, out[:k].copy()
+
+
+# ------------------------------------------------------------------------------------------------ MD5
+@nb.njit(cache=True, inline="always")
+def _rotl(x, s):  # pragma: no cover - compiled
+    return ((x << s) | (x >> (np.uint64(32) - s))) & _MASK
+
+
+@nb.njit(cache=True)
+def _md5_block(st, data, at, m):  # pragma: no cover - compiled
+    """One 64-byte block ``data[at:at+64]`` into the state ``st`` (uint64 [4], 32-bit words)."""
+    for j in range(16):
+        q = at + 4 * j
+        m[j] = (np.uint64(data[q]) | (np.uint64(data[q + 1]) << np.uint64(8))
+                | (np.uint64(data[q + 2]) << np.uint64(16)) | (np.uint64(data[q + 3]) << np.uint64(24)))
+    a, b, c, d = st[0], st[1], st[2], st[3]
+    for i in range(16):
+        f = (b & c) | ((~b & _MASK) & d)
+        f = (f + a + _MD5_T[i] + m[i]) & _MASK
+        a, d, c = d, c, b
+        b = (b + _rotl(f, _MD5_S[i])) & _MASK
+    for i in range(16, 32):
+        f = (d & b) | ((~d & _MASK) & c)
+        f = (f + a + _MD5_T[i] + m[(5 * i + 1) % 16]) & _MASK
+        a, d, c = d, c, b
+        b = (b + _rotl(f, _MD5_S[i])) & _MASK
+    for i in range(32, 48):
+        f = b ^ c ^ d
+        f = (f + a + _MD5_T[i] + m[(3 * i + 5) % 16]) & _MASK
+        a, d, c = d, c, b
+        b = (b + _rotl(f, _MD5_S[i])) & _MASK
+    for i in range(48, 64):
+        f = c ^ (b | (~d & _MASK))
+        f = (f + a + _MD5_T[i] + m[(7 * i) % 16]) & _MASK
+        a, d, c = d, c, b
+        b = (b + _rotl(f, _MD5_S[i])) & _MASK
+    st[0] = (st[0] + a) & _MASK
+    st[1] = (st[1] + b) & _MASK
+    st[2] = (st[2] + c) & _MASK
+    st[3] = (st[3] + d) & _MASK
+
+
+@nb.njit(cache=True)
+def _keys(cps, doc_off, doc, start, end, rows, space, collapse):  # pragma: no cover - compiled
+    """MD5 (uint8 [R, 16]) of the UTF-8 of each unit of ``rows`` (lone surrogates as three bytes, as
+    ``surrogatepass``), whitespace runs as one space when ``collapse``."""
+    out = np.empty((rows.size, 16), np.uint8)
+    longest = 0
+    for t in range(rows.size):
+        longest = max(longest, end[rows[t]] - start[rows[t]])
+    data = np.empty(4 * longest + 72, np.uint8)  # a unit's UTF-8 and MD5's padding
+    m = np.empty(16, np.uint64)
+    st = np.empty(4, np.uint64)
+    for t in range(rows.size):
+        u = rows[t]
+        n = 0
+        base = doc_off[doc[u]]
+        pending = False
+        for i in range(base + start[u], base + end[u]):
+            c = cps[i]
+            if collapse and space[c]:
+                pending = True
+                continue
+            if pending:
+                data[n] = 32
+                n += 1
+                pending = False
+            if c < 0x80:
+                data[n] = c
+                n += 1
+            elif c < 0x800:
+                data[n] = 0xC0 | (c >> 6)
+                data[n + 1] = 0x80 | (c & 0x3F)
+                n += 2
+            elif c < 0x10000:
+                data[n] = 0xE0 | (c >> 12)
+                data[n + 1] = 0x80 | ((c >> 6) & 0x3F)
+                data[n + 2] = 0x80 | (c & 0x3F)
+                n += 3
+            else:
+                data[n] = 0xF0 | (c >> 18)
+                data[n + 1] = 0x80 | ((c >> 12) & 0x3F)
+                data[n + 2] = 0x80 | ((c >> 6) & 0x3F)
+                data[n + 3] = 0x80 | (c & 0x3F)
+                n += 4
+        _md5(data, n, st, m, out[t])
+    return out
+
+
+@nb.njit(cache=True)
+def _md5(data, n, st, m, digest):  # pragma: no cover - compiled
+    """MD5 of ``data[:n]`` into ``digest`` (uint8 [16]); ``data`` has room for the padding."""
+    bits = np.uint64(n) * np.uint64(8)
+    data[n] = 0x80
+    n += 1
+    while n % 64 != 56:
+        data[n] = 0
+        n += 1
+    for q in range(8):
+        data[n + q] = (bits >> np.uint64(8 * q)) & np.uint64(0xFF)
+    n += 8
+    st[0] = 0x67452301
+    st[1] = 0xEFCDAB89
+    st[2] = 0x98BADCFE
+    st[3] = 0x10325476
+    for at in range(0, n, 64):
+        _md5_block(st, data, at, m)
+    for j in range(4):
+        for q in range(4):
+            digest[4 * j + q] = (st[j] >> np.uint64(8 * q)) & np.uint64(0xFF)
+
+
+# ---------------------------------------------------------------------------------------------- batch
+def _text_of(texts, d: int) -> str:
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
+        return texts[d].as_py() or ""
+    return texts[d] or ""
+
+
+def paragraph_batch(doc_ids, texts, unit: str, min_words: int, ngram_size: int, key: str, grams: bool,
+                    ranks, exempt_math: bool) -> pa.RecordBatch | None:
+    """:func:`udfs.paragraphs.paragraph_batch`'s rows (its arguments; ``doc_ids`` and ``texts`` may be
+    Arrow string arrays), or None when an Arrow text is not valid UTF-8 (the caller falls back)."""
+    from udfs import paragraphs as P
+
+    decoded = code_points(texts)
+    if decoded is None:
+        return None
+    cps, off = decoded
+    n_docs = off.size - 1
+    is_word, lower = decontam._tables()
+    space = space_table()
+    doc, idx, start, end, cut, mathy = _split(cps, off, MODES[unit], space, 1 << P.IDX_BITS)
+    w_off, hashes, wide = _words(cps, off, doc, start, end, is_word, lower)
+    fixed = {}
+    for u in np.flatnonzero(wide).tolist():  # NFKC: the reference's words for a unit whose text changes
+        piece = _text_of(texts, int(doc[u]))[start[u]:end[u]]
+        if not unicodedata.is_normalized("NFKC", piece):
+            fixed[u] = decontam.word_hashes([piece])[0]
+    if fixed:
+        parts, counts = [], np.diff(w_off)
+        prev = 0
+        for u in sorted(fixed):
+            parts += [hashes[w_off[prev]:w_off[u]], fixed[u]]
+            counts[u] = fixed[u].size
+            prev = u + 1
+        parts.append(hashes[w_off[prev]:])
+        hashes = np.concatenate(parts).astype(np.uint64)
+        w_off = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    n_words = np.diff(w_off)
+    exempt = np.zeros(doc.size, bool)
+    if exempt_math:
+        for d in np.flatnonzero(mathy).tolist():
+            a, b = np.searchsorted(doc, [d, d + 1])
+            if b > a:
+                spans = list(zip(start[a:b].tolist(), end[a:b].tolist(), strict=True))
+                exempt[a:b] = P.math_units(_text_of(texts, d), spans)
+    keep = np.flatnonzero((n_words >= max(min_words, 1)) & ~exempt)
+    if grams:
+        lo, values = _grams(hashes, w_off, keep, ngram_size)
+        lists = pa.ListArray.from_arrays(pa.array(lo), pa.array(values.view(np.int64)))
+    else:
+        lists = pa.ListArray.from_arrays(pa.array(np.zeros(keep.size + 1, np.int32)),
+                                         pa.array([], pa.int64()))
+    digests = _keys(cps, off, doc, start, end, keep, space, key == "collapsed_whitespace")
+    key_col = pa.Array.from_buffers(pa.binary(), keep.size, [
+        None, pa.py_buffer(np.arange(0, 16 * (keep.size + 1), 16, dtype=np.int32)), pa.py_buffer(digests)])
+    ranks = np.arange(n_docs, dtype=np.int64) if ranks is None else np.asarray(ranks, np.int64)
+    if ranks.size != n_docs:
+        raise ValueError(f"ranks has {ranks.size} values for {n_docs} texts")
+    kept_doc = doc[keep]
+    ids = doc_ids if isinstance(doc_ids, pa.Array | pa.ChunkedArray) else pa.array(list(doc_ids), pa.string())
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    if len(ids) != n_docs:
+        raise ValueError(f"doc_ids has {len(ids)} values for {n_docs} texts")
+    return pa.record_batch([
+        ids.take(pa.array(kept_doc)).cast(pa.string()), pa.array(P.unit_ids(ranks[kept_doc], idx[keep])),
+        pa.array(idx[keep].astype(np.int32)), pa.array(start[keep].astype(np.int32)),
+        pa.array(end[keep].astype(np.int32)), pa.array(cut[keep].astype(np.int32)),
+        pa.array(n_words[keep].astype(np.int32)), key_col, lists,
+    ], schema=P.PARAGRAPH_SCHEMA)
+
+
+# ------------------------------------------------------------------------------- the near rule's map side
+@nb.njit(cache=True)
+def _by_bucket(g, lengths, n_buckets):  # pragma: no cover - compiled
+    """Every (n-gram, unit) pair put in its bucket (a counting sort): (keys uint64 [N], the n-gram in
+    signed order as unsigned; rows int64 [N], the unit's index; bucket starts int64 [n_buckets+1])."""
+    n = g.size
+    start = np.zeros(n_buckets + 1, np.int64)
+    for i in range(n):
+        start[np.uint64(g[i]) % np.uint64(n_buckets) + np.uint64(1)] += 1
+    for b in range(n_buckets):
+        start[b + 1] += start[b]
+    keys = np.empty(n, np.uint64)
+    rows = np.empty(n, np.int64)
+    fill = start[:n_buckets].copy()
+    i = 0
+    for r in range(lengths.size):
+        for _ in range(lengths[r]):
+            b = np.uint64(g[i]) % np.uint64(n_buckets)
+            keys[fill[b]] = np.uint64(g[i]) ^ _SIGN
+            rows[fill[b]] = r
+            fill[b] += 1
+            i += 1
+    return keys, rows, start
+
+
+@nb.njit(cache=True)
+def gram_blocks_arrays(g, lengths, uids, n_buckets):  # pragma: no cover - compiled
+    """:func:`udfs.paragraphs.gram_blocks`' arrays. The n-grams are put in their hash bucket first
+    (a counting sort), then each bucket is ordered by n-gram: the output's order, with no sort of the
+    whole batch.
+
+    Args:
+        g: int64 [N], every unit's n-grams, unit after unit.
+        lengths: int64 [units], n-grams per unit.
+        uids: int64 [units], unit ids.
+        n_buckets: buckets (by the hash as unsigned, modulo).
+
+    Returns:
+        (bucket int32 [B] of each non-empty bucket, ascending; block offsets int64 [B+1]; per distinct
+        n-gram of the batch, block after block: its hash int64, ascending as signed; its smallest uid;
+        its holders int64), and per unit the n-grams it holds after a smaller uid (int64 [units]).
+    """
+    n = g.size
+    keys, rows, start = _by_bucket(g, lengths, n_buckets)
+    widest = 0
+    for b in range(n_buckets):
+        widest = max(widest, start[b + 1] - start[b])
+    widest = min(widest, _DIRECT_SORT_MAX)
+    scratch_k = np.empty(widest, np.uint64)
+    scratch_r = np.empty(widest, np.int64)
+    counts = np.empty(2 * widest + 2, np.int64)  # c values go in 2**ceil(log2(c)) bins
+    seen = np.zeros(lengths.size, np.int64)
+    out_g = np.empty(n, np.int64)
+    out_u = np.empty(n, np.int64)
+    out_c = np.empty(n, np.int64)
+    bucket = np.empty(n_buckets, np.int32)
+    offsets = np.zeros(n_buckets + 1, np.int64)
+    m = 0
+    blocks = 0
+    for b in range(n_buckets):
+        a, e = start[b], start[b + 1]
+        if a == e:
+            continue
+        _sort_pairs(keys[a:e], rows[a:e], scratch_k, scratch_r, counts)
+        i = a
+        while i < e:
+            j = i + 1
+            first = rows[i]
+            while j < e and keys[j] == keys[i]:
+                if uids[rows[j]] < uids[first]:
+                    first = rows[j]
+                j += 1
+            for q in range(i, j):
+                if rows[q] != first:
+                    seen[rows[q]] += 1
+            out_g[m] = np.int64(keys[i] ^ _SIGN)
+            out_u[m] = uids[first]
+            out_c[m] = j - i
+            m += 1
+            i = j
+        bucket[blocks] = b
+        blocks += 1
+        offsets[blocks] = m
+    return bucket[:blocks].copy(), offsets[:blocks + 1].copy(), out_g[:m].copy(), out_u[:m].copy(), \
+        out_c[:m].copy(), seen
+
+
+@nb.njit(cache=True)
+def first_holders_arrays(g, u, c):  # pragma: no cover - compiled
+    """:func:`udfs.paragraphs.first_holders`' arrays over one bucket's blocks (int64 [N] each: n-gram,
+    its first holder in a batch, that batch's holders): (every holder but the smallest uid of each
+    n-gram, for the seen counts; the n-grams held twice or more over all batches, ascending as signed;
+    their smallest uid)."""
+    n = g.size
+    keys = np.empty(n, np.uint64)
+    idx = np.arange(n)
+    for i in range(n):
+        keys[i] = np.uint64(g[i]) ^ _SIGN
+    width = min(n, _DIRECT_SORT_MAX)
+    _sort_pairs(keys, idx, np.empty(width, np.uint64), np.empty(width, np.int64),
+                np.empty(2 * width + 2, np.int64))
+    later = np.empty(n, np.int64)
+    shared_g = np.empty(n, np.int64)
+    shared_first = np.empty(n, np.int64)
+    n_later = 0
+    n_shared = 0
+    i = 0
+    while i < n:
+        first = idx[i]
+        total = c[first]
+        j = i + 1
+        while j < n and keys[j] == keys[i]:
+            total += c[idx[j]]
+            if u[idx[j]] < u[first]:
+                first = idx[j]
+            j += 1
+        for q in range(i, j):
+            if idx[q] != first:
+                later[n_later] = u[idx[q]]
+                n_later += 1
+        if total > 1:
+            shared_g[n_shared] = np.int64(keys[i] ^ _SIGN)
+            shared_first[n_shared] = u[first]
+            n_shared += 1
+        i = j
+    return later[:n_later].copy(), shared_g[:n_shared].copy(), shared_first[:n_shared].copy()
