@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udfs import minhash
+from udfs.compiled import Kernels
 from udfs.minhash import ShingleSpec
 
 pytestmark = pytest.mark.skipif(not minhash.load_compiled(), reason="numba is not installed")
@@ -55,15 +56,12 @@ def test_sketches_match_numpy(texts, num_perm, seed):
 
 
 def test_small_runs_stay_on_numpy_until_the_byte_threshold(monkeypatch):
-    monkeypatch.setattr(minhash, "_jit", None)
-    monkeypatch.setattr(minhash, "_jit_tried", False)
-    monkeypatch.setattr(minhash, "_numpy_bytes", 0)
-    monkeypatch.setattr(minhash, "COMPILED_AFTER_BYTES", 200)
+    monkeypatch.setattr(minhash, "KERNELS", Kernels("udfs.minhash_jit", after_bytes=200))
     texts = pa.array(["some plain ascii words here for the test"] * 3)
     minhash.shingle_hashes(texts, ShingleSpec())
-    assert minhash._jit is None
+    assert minhash.KERNELS.module is None
     minhash.shingle_hashes(texts, ShingleSpec())
-    assert minhash._jit is not None
+    assert minhash.KERNELS.module is not None
 
 
 def test_a_numba_that_cannot_compile_leaves_the_numpy_forms(monkeypatch, caplog):
@@ -73,8 +71,7 @@ def test_a_numba_that_cannot_compile_leaves_the_numpy_forms(monkeypatch, caplog)
         raise RuntimeError("cannot cache function: no locator available")
 
     monkeypatch.setattr(minhash_jit, "warm", broken)
-    monkeypatch.setattr(minhash, "_jit", None)
-    monkeypatch.setattr(minhash, "_jit_tried", False)
+    monkeypatch.setattr(minhash, "KERNELS", Kernels("udfs.minhash_jit"))
     assert minhash.load_compiled() is False
     assert "could not be loaded" in caplog.text
     texts = pa.array(["plain ascii words one two three four five six"])
@@ -88,6 +85,6 @@ def test_generated_corpus_signatures_match_numpy(monkeypatch):
     texts = generate_batch(300, seed=5).column("text")
     fast = minhash.signatures(texts, ShingleSpec(), 128, 42, "fast")
     oph = minhash.signatures(texts, ShingleSpec(), 128, 42, "oph")
-    monkeypatch.setattr(minhash, "_jit", None)
+    monkeypatch.setattr(minhash.KERNELS, "module", None)
     assert np.array_equal(fast, minhash.signatures(texts, ShingleSpec(), 128, 42, "fast"))
     assert np.array_equal(oph, minhash.signatures(texts, ShingleSpec(), 128, 42, "oph"))

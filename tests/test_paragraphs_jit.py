@@ -13,6 +13,22 @@ import pytest
 from udfs import paragraphs as P
 from udfs import paragraphs_jit as J
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _kernels_loaded():
+    # compiled=True runs the kernels only once they are loaded (udfs.compiled): load them for every test
+    assert P.KERNELS.load() is not None
+
+
+def test_kernels_load_after_the_byte_threshold_only(monkeypatch):
+    from udfs.compiled import Kernels
+
+    monkeypatch.setattr(P, "KERNELS", Kernels("udfs.paragraphs_jit", after_bytes=10))
+    P.paragraph_batch(["a"], ["one two"], "line", 1, 2)
+    assert P.KERNELS.module is None
+    P.paragraph_batch(["a"], ["one two three"], "line", 1, 2)
+    assert P.KERNELS.module is J
+
 # Whitespace of every kind str.isspace knows, sentence ends, LaTeX, letters that NFKC or lowercasing
 # change (ligature, fraction, fullwidth, dotted I, combining accent), scripts beyond Latin, an emoji
 # beyond the BMP, a lone surrogate and punctuation.

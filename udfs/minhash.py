@@ -33,7 +33,7 @@ Signatures are ``uint32`` arrays of shape ``(n_docs, num_perm)`` for every schem
 masked to 32 bits by datasketch itself, so the narrowing is lossless).
 
 The ``fast`` and ``oph`` shingle hashes of ASCII documents and both schemes' sketches run as compiled
-loops (:mod:`udfs.minhash_jit`, numba) once a process has hashed :data:`COMPILED_AFTER_BYTES` of text
+loops (:mod:`udfs.minhash_jit`, numba) once a process has hashed :data:`udfs.compiled.AFTER_BYTES` of text
 (or called :func:`load_compiled`); the numpy forms here give the same values bit for bit
 (``tests/test_minhash_jit.py``), hash the other documents, and are the fallback without numba.
 """
@@ -41,7 +41,6 @@ loops (:mod:`udfs.minhash_jit`, numba) once a process has hashed :data:`COMPILED
 from __future__ import annotations
 
 import hashlib
-import logging
 import struct
 from dataclasses import asdict, dataclass
 
@@ -49,17 +48,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from udfs.compiled import Kernels
 from udfs.decontam import pair_order
 
-_jit = None
-""":mod:`udfs.minhash_jit` once :func:`load_compiled` has loaded it (None before, or where numba is missing)."""
-_jit_tried = False
-_numpy_bytes = 0
-
-COMPILED_AFTER_BYTES = 16 << 20
-"""Bytes of text a process hashes with the numpy forms before it loads the compiled loops. Loading numba
-and the cached machine code costs a process ~0.35 CPU-s, what the loops save on ~40 MB of text (measured
-on the generated bench corpus: ~8.5 ms a MB); a small run never pays it, a large one almost at once."""
+KERNELS = Kernels("udfs.minhash_jit")
+"""The compiled loops (:mod:`udfs.minhash_jit`), loaded once a process has hashed
+:data:`udfs.compiled.AFTER_BYTES` of text: loading numba and the cached machine code costs ~0.35 CPU-s,
+what the loops save on ~40 MB of text (~8.5 ms a MB on the generated bench corpus)."""
 
 SCHEMES = ("fast", "oph", "datasketch_affine32", "datasketch_legacy")
 
@@ -355,34 +350,10 @@ def _ngram_hashes(word_hash: np.ndarray, offsets: np.ndarray, n: int) -> tuple[n
 def load_compiled() -> bool:
     """Load the compiled loops (:mod:`udfs.minhash_jit`) now, in this process; True when loaded.
 
-    The hashing functions call it themselves once a process has hashed :data:`COMPILED_AFTER_BYTES`.
-    A missing numba, or one that cannot compile or cache here (logged as a warning), leaves the numpy
-    forms in use: the same values."""
-    global _jit, _jit_tried
-    if not _jit_tried:
-        _jit_tried = True
-        try:
-            from udfs import minhash_jit
-
-            minhash_jit.warm()
-        except ImportError:
-            return False
-        except Exception as e:  # numba present but unable to compile or cache here: same values from numpy
-            logging.getLogger(__name__).warning("MinHash: the compiled loops could not be loaded (%s: %s); "
-                                                "the numpy forms compute the same values", type(e).__name__, e)
-            return False
-        _jit = minhash_jit
-    return _jit is not None
-
-
-def _compiled(texts: pa.Array) -> bool:
-    """Whether to hash ``texts`` with the compiled loops: loaded, or due to be after this many bytes."""
-    global _numpy_bytes
-    if _jit is None and not _jit_tried:
-        _numpy_bytes += texts.nbytes
-        if _numpy_bytes >= COMPILED_AFTER_BYTES:
-            load_compiled()
-    return _jit is not None
+    The hashing functions load them themselves once a process has hashed
+    :data:`udfs.compiled.AFTER_BYTES`. A missing numba, or one that cannot compile or cache here (logged
+    as a warning), leaves the numpy forms in use: the same values."""
+    return KERNELS.load() is not None
 
 
 def shingle_hashes(texts: pa.Array, spec: ShingleSpec) -> tuple[np.ndarray, np.ndarray]:
@@ -403,7 +374,10 @@ def shingle_hashes(texts: pa.Array, spec: ShingleSpec) -> tuple[np.ndarray, np.n
         length ``len(texts) + 1``; document i owns ``hashes[offsets[i]:offsets[i+1]]`` (>= 1 shingle).
     """
     texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
-    if spec.fold_diacritics or not len(texts) or texts.type not in (pa.string(), pa.large_string()) or not _compiled(texts):
+    jit = None
+    if not spec.fold_diacritics and len(texts) and texts.type in (pa.string(), pa.large_string()):
+        jit = KERNELS.after(texts.nbytes)
+    if jit is None:
         return _shingle_hashes_np(texts, spec)
     eligible = pc.fill_null(pc.string_is_ascii(texts), False).to_numpy(zero_copy_only=False)
     if not eligible.any():
@@ -412,7 +386,7 @@ def shingle_hashes(texts: pa.Array, spec: ShingleSpec) -> tuple[np.ndarray, np.n
     odt = np.int64 if texts.type == pa.large_string() else np.int32
     offs = np.frombuffer(bufs[1], dtype=odt, count=len(texts) + 1, offset=texts.offset * np.dtype(odt).itemsize)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    h, counts = _jit.ascii_shingle_hashes(data, offs.astype(np.int64), eligible, _ASCII_LUTS[spec.fold_digits],
+    h, counts = jit.ascii_shingle_hashes(data, offs.astype(np.int64), eligible, _ASCII_LUTS[spec.fold_digits],
                                           _WORD_TERMS, _WORD_SEED, _POS_MULT, spec.ngram_size)
     rest = np.flatnonzero(counts == 0)
     if rest.size:  # non-ASCII, null or no word once folded: the numpy form, spliced in document order
@@ -591,8 +565,8 @@ def affine_sketch(h64: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.nda
 
     Source: datasketch 2.0.0 ``MinHash.update_batch`` with ``scheme="affine32"`` (the permutation).
     """
-    if _jit is not None:
-        return _jit.affine_min(h64, offsets, a, b)
+    if (jit := KERNELS.module) is not None:
+        return jit.affine_min(h64, offsets, a, b)
     return _min_per_doc(fmix32(((h64 >> np.uint64(32)) ^ h64).astype(np.uint32)), offsets, a, b, legacy=False)
 
 
@@ -635,8 +609,8 @@ def one_permutation(h64: np.ndarray, offsets: np.ndarray, num_perm: int, seed: i
     if (counts < 1).any():
         raise ValueError(f"one_permutation: document {int(np.argmax(counts < 1))} has no shingles; every "
                          "document needs >= 1 (shingle_hashes gives each one)")
-    if _jit is not None:
-        return _jit.one_permutation(h64, offsets, num_perm, _oph_multiplier(seed), _rightward(num_perm, seed))
+    if (jit := KERNELS.module) is not None:
+        return jit.one_permutation(h64, offsets, num_perm, _oph_multiplier(seed), _rightward(num_perm, seed))
     return _one_permutation_np(h64, offsets, num_perm, seed)
 
 

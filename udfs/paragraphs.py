@@ -28,7 +28,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from udfs.compiled import Kernels
 from udfs.decontam import distinct_lists, ngram_windows, pair_order, whole_hashes, word_docs, word_hashes
+
+KERNELS = Kernels("udfs.paragraphs_jit")
+"""The compiled kernels (:mod:`udfs.paragraphs_jit`), loaded once a process has been handed
+:data:`udfs.compiled.AFTER_BYTES` of text or n-gram lists (``compiled=True`` below; the same rows)."""
 
 UNITS: tuple[str, ...] = ("line", "blank_line", "sentence")
 """Allowed values of ``passages.unit``."""
@@ -222,8 +227,9 @@ def paragraph_batch(
         ranks: each document's rank in ``doc_id`` order over the whole corpus (0 to :data:`MAX_RANK`);
             None: its position in this batch.
         exempt_math: leave display math alone (:func:`math_units`), as units below ``min_words``.
-        compiled: run the numba kernel (:mod:`udfs.paragraphs_jit`, the same rows); False runs the
-            Python/numpy reference below (also used for Arrow text that is not valid UTF-8).
+        compiled: run the numba kernel (:mod:`udfs.paragraphs_jit`, the same rows) once :data:`KERNELS`
+            is loaded; False runs the Python/numpy reference below (also used for Arrow text that is not
+            valid UTF-8, and before the kernels are loaded).
 
     Returns:
         A batch of :data:`PARAGRAPH_SCHEMA`: ``uid`` int64 (:func:`unit_ids`), ``idx`` int32 (the
@@ -239,9 +245,7 @@ def paragraph_batch(
     """
     if unit not in UNITS:
         raise ValueError(f"unit {unit!r} unknown; allowed: {list(UNITS)}")
-    if compiled:
-        from udfs import paragraphs_jit
-
+    if compiled and (paragraphs_jit := KERNELS.after(_text_bytes(texts))) is not None:
         out = paragraphs_jit.paragraph_batch(doc_ids, texts, unit, min_words, ngram_size, key, grams, ranks,
                                              exempt_math)
         if out is not None:
@@ -286,6 +290,13 @@ def paragraph_batch(
         pa.array(n_words[keep].astype(np.int32)),
         pa.array([exact_key(pieces[i], key) for i in keep.tolist()], pa.binary()), lists,
     ], schema=PARAGRAPH_SCHEMA)
+
+
+def _text_bytes(texts: Sequence[str | None] | pa.Array | pa.ChunkedArray) -> int:
+    # what a call hands the kernel, for KERNELS' threshold: the Arrow buffers, or the characters
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
+        return texts.nbytes
+    return sum(len(t or "") for t in texts)
 
 
 SLICE_CHARS = 1 << 21
@@ -536,9 +547,7 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
     lengths = np.diff(np.asarray(grams.offsets)).astype(np.int64) if len(grams) else np.zeros(0, np.int64)
     g = np.asarray(grams.flatten().to_numpy(zero_copy_only=False), np.int64)
     uids = np.asarray(uids, np.int64)
-    if compiled:
-        from udfs import paragraphs_jit
-
+    if compiled and (paragraphs_jit := KERNELS.after(g.nbytes)) is not None:
         blocks, offsets, hg, hu, counts, seen = paragraphs_jit.gram_blocks_arrays(g, lengths, uids, n_buckets)
         has = seen > 0
         seen_u, inverse = np.unique(uids[has], return_inverse=True)  # np.unique's order, as the reference
@@ -599,9 +608,7 @@ def first_holders(grams: Sequence[bytes], uids: Sequence[bytes], counts: Sequenc
     g = np.concatenate([np.frombuffer(b, np.int64) for b in grams]) if grams else np.zeros(0, np.int64)
     u = np.concatenate([np.frombuffer(b, np.int64) for b in uids]) if uids else np.zeros(0, np.int64)
     c = np.concatenate([np.frombuffer(b, np.int64) for b in counts]) if counts else np.zeros(0, np.int64)
-    if compiled:
-        from udfs import paragraphs_jit
-
+    if compiled and (paragraphs_jit := KERNELS.after(g.nbytes)) is not None:
         later_u, shared_g, shared_first = paragraphs_jit.first_holders_arrays(g, u, c)
         return _first_batch(*_seen_counts(later_u), shared_g, shared_first)
     # The pairs are distinct (a unit holds an n-gram once, in one batch), so this is lexsort's order.

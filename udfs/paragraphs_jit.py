@@ -20,8 +20,9 @@ share a bin, instead of a comparison sort of the whole batch; n-gram hashes are 
 holds about one value.
 
 Compiled once per checkout (``cache=True``: numba's cache files beside this module, ~11 CPU-s the
-first time, more with each new argument type); a Python worker then imports numba and loads them in
-~0.5 CPU-s.
+first time, more with each new argument type; ``make`` does it when it installs the virtualenv, see
+:mod:`udfs.compiled`); a Python worker then imports numba and loads them in ~0.5 CPU-s, once it has
+been handed :data:`udfs.compiled.AFTER_BYTES` of input.
 
 Source of MD5: RFC 1321 (its constants are ``floor(abs(sin(i + 1)) * 2**32)``).
 """
@@ -743,3 +744,19 @@ def first_holders_arrays(g, u, c):  # pragma: no cover - compiled
             n_shared += 1
         i = j
     return later[:n_later].copy(), shared_g[:n_shared].copy(), shared_first[:n_shared].copy()
+
+
+def warm() -> None:
+    """Compile (or load from numba's cache) the kernels the passages stage runs, on a tiny input: Arrow
+    text in each unit mode, the near rule's map and reduce steps (:mod:`udfs.compiled` calls it).
+
+    Raises:
+        Exception: whatever numba raises.
+    """
+    texts = pa.array(["A b c.\n\nD e f! G h"])
+    ids = pa.array(["d"])
+    for unit in MODES:
+        paragraph_batch(ids, texts, unit, 1, 2, "collapsed_whitespace", True, None, True)
+    g = np.array([1, 2, 2], np.int64)
+    gram_blocks_arrays(g, np.array([2, 1], np.int64), np.array([0, 1], np.int64), 2)
+    first_holders_arrays(g, np.array([0, 0, 1], np.int64), np.array([1, 1, 1], np.int64))
