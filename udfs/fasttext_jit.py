@@ -1,11 +1,13 @@
 """fastText's supervised prediction (``predict`` of a list of lines) compiled with numba, bit for bit.
 
 The language-ID model (``lid.176.ftz``) spends most of its time outside the arithmetic: for each word
-that is not in its vocabulary (nearly every word of web text), fastText 0.9.3 builds a ``std::string``
-per character n-gram, hashes it and looks it up in an ``unordered_map`` (the pruned bucket index).
-Here the n-gram hashes are computed incrementally on the UTF-8 bytes, and the pruned index is a dense
-array; everything else follows fastText's own code step for step, in the same float32 arithmetic and
-the same order, so labels and probabilities are identical to fastText's (the tests compare the two).
+outside its 7,235-word vocabulary, fastText 0.9.3 builds a ``std::string`` per character n-gram, hashes
+it and looks it up in an ``unordered_map`` (the pruned bucket index), every time the word occurs. Here
+a call keeps a table of the words it has met with their input rows, so a word's n-grams are hashed once
+per call, incrementally on the UTF-8 bytes, through one bit per bucket; the quantized input rows are
+decoded once at load. Everything else follows fastText's own code step for step, in the same float32
+arithmetic and the same order, so labels and probabilities are identical to fastText's (the tests
+compare the two, byte for byte).
 
 What is reproduced (fastText 0.9.3, ``src/``):
 
@@ -21,9 +23,13 @@ What is reproduced (fastText 0.9.3, ``src/``):
 * ``HierarchicalSoftmaxLoss::dfs`` with ``std_log`` and libstdc++'s ``push_heap`` / ``pop_heap`` /
   ``sort_heap`` (so ties come out in fastText's order), then ``exp`` of each score.
 
-Models other than supervised ones with hierarchical softmax (``loss hs``; ``lid.176`` is one) and a
-quantized or dense input matrix with a dense output matrix are not handled: :func:`load` returns None
-for them and callers keep fastText.
+Models other than supervised ones with hierarchical softmax (``loss hs``; ``lid.176`` is one), word
+n-grams of one word, and a quantized or dense input matrix with a dense output matrix are not handled:
+:func:`load` returns None for them and callers keep fastText.
+
+Source: fastText 0.9.3 (github.com/facebookresearch/fastText, ``src/dictionary.cc``, ``model.cc``,
+``loss.cc``, ``productquantizer.cc``, ``quantmatrix.cc``, ``fasttext.cc``): the file layout, the FNV
+constants, ``std_log``'s ``1e-5``, the Huffman tree of the label counts.
 """
 
 from __future__ import annotations
@@ -49,14 +55,6 @@ def _fnv_step(h, byte):
     # fastText hashes each byte as int8_t widened to uint32 (sign-extended)
     v = np.uint64(byte) | np.uint64(0xFFFFFF00) if byte >= 128 else np.uint64(byte)
     return ((h ^ v) * np.uint64(16777619)) & np.uint64(0xFFFFFFFF)
-
-
-@numba.njit(cache=True)
-def _fnv(data, s, e):
-    h = np.uint64(2166136261)
-    for i in range(s, e):
-        h = _fnv_step(h, data[i])
-    return h
 
 
 @numba.njit(cache=True)
