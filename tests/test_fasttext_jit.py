@@ -143,3 +143,14 @@ def test_other_models_stay_with_fasttext(tmp_path):
     assert not hasattr(langid.load_predictor(str(tmp_path / "softmax.bin")), "predict_flat")
     with pytest.raises(FileNotFoundError):
         fasttext_jit.load(str(tmp_path / "missing.ftz"))
+
+
+def test_word_table_kept_across_calls_and_restarted(models, monkeypatch):
+    ft, cm = models
+    rng = np.random.default_rng(5)
+    letters = list("abcdefghijklmnopqrstuvwxyzäöüß")
+    words = ["".join(rng.choice(letters, rng.integers(1, 14))) for _ in range(400)]
+    batches = [[" ".join(rng.choice(words, 12)) for _ in range(50)] for _ in range(4)]
+    monkeypatch.setattr(fasttext_jit, "MAX_WORDS", len(cm.labels) + 7_300)  # restarts every call or two
+    for texts in batches + batches:
+        _assert_same(ft, cm, texts, 2)

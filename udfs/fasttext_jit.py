@@ -3,11 +3,11 @@
 The language-ID model (``lid.176.ftz``) spends most of its time outside the arithmetic: for each word
 outside its 7,235-word vocabulary, fastText 0.9.3 builds a ``std::string`` per character n-gram, hashes
 it and looks it up in an ``unordered_map`` (the pruned bucket index), every time the word occurs. Here
-a call keeps a table of the words it has met with their input rows, so a word's n-grams are hashed once
-per call, incrementally on the UTF-8 bytes, through one bit per bucket; the quantized input rows are
-decoded once at load. Everything else follows fastText's own code step for step, in the same float32
-arithmetic and the same order, so labels and probabilities are identical to fastText's (the tests
-compare the two, byte for byte).
+the model keeps a table of the words it has met with their input rows (up to :data:`MAX_WORDS`), so a
+word's n-grams are hashed once, incrementally on the UTF-8 bytes, through one bit per bucket; the
+quantized input rows are decoded once at load. Everything else follows fastText's own code step for
+step, in the same float32 arithmetic and the same order, so labels and probabilities are identical to
+fastText's (the tests compare the two, byte for byte).
 
 What is reproduced (fastText 0.9.3, ``src/``):
 
@@ -48,6 +48,9 @@ _LABEL = b"__label__"
 _LABEL_BYTES = np.frombuffer(_LABEL, np.uint8).copy()
 _EOS = b"</s>"
 _KSUB = 256
+MAX_WORDS = 200_000
+"""Words (vocabulary included) a model's word table holds across calls before it starts again from the
+vocabulary: ~25 MB at most per process (slots, n-gram rows, bytes)."""
 
 
 @numba.njit(cache=True)
@@ -333,26 +336,20 @@ def _hs_top(hidden, k, log_thr, wo, left, right, osz, hs, hi, stack_node, stack_
 
 
 @numba.njit(cache=True)
-def _predict_batch(offsets, data, k, threshold, vocab, eos_rows, ngram_args, rows, wo, left, right):  # noqa: C901, PLR0915
-    """Predictions of the texts ``data[offsets[i]:offsets[i + 1]]`` (see :meth:`CompiledModel.predict_flat`).
+def _predict_batch(offsets, data, k, threshold, table, eos_rows, ngram_args, rows, wo, left, right):  # noqa: C901, PLR0915
+    """Predictions of the texts ``data[offsets[i]:offsets[i + 1]]`` (see :meth:`CompiledModel.predict_flat`)
+    and the word table after them.
 
-    Words are looked up in one open-addressing table of the vocabulary and of the words this call has
-    met outside it; a slot holds the word's key and length (:func:`_key`) and the range of its input
-    rows in ``feats`` (a vocabulary word's id and n-grams, another word's n-grams, none for a label),
-    so a lookup reads one slot and a word's n-grams are hashed once per call. The lookup stays inline
-    in this one loop: moved into a function of its own, the whole ran 1.7x slower."""
-    voc_slots, voc_slot_ent, log_cap, voc_off, voc_data, sub_ids = vocab
+    ``table`` (a copy of the vocabulary's, or what an earlier call returned) is one open-addressing table of
+    the vocabulary and of the words met outside it: a slot holds the word's key and length (:func:`_key`)
+    and the range of its input rows in ``feats`` (a vocabulary word's id and n-grams, another word's
+    n-grams, none for a label), so a lookup reads one slot and a word's n-grams are hashed once. The
+    lookup stays inline in this one loop: moved into a function of its own, the whole ran 1.7x slower."""
+    slots, slot_ent, log_cap, count, ent_boff, ent_bytes, feats, n_feats = table
     minn, maxn, bucket, nwords, pruned, bits, prune = ngram_args
     osz = len(wo)
     n = len(offsets) - 1
     dim = wo.shape[1]
-    slots, slot_ent = voc_slots.copy(), voc_slot_ent.copy()
-    n_voc = len(voc_off) - 1
-    count = n_voc
-    ent_boff = _grow(voc_off.copy(), 2 * n_voc + 17)
-    ent_bytes = _grow(voc_data.copy(), 2 * len(voc_data) + 64)
-    feats = _grow(sub_ids.copy(), 2 * len(sub_ids) + 64)
-    n_feats = len(sub_ids)
     word = np.empty(256, np.uint8)
     out_off = np.zeros(n + 1, np.int64)
     out_lab = np.empty(n * k, np.int32)
@@ -446,7 +443,8 @@ def _predict_batch(offsets, data, k, threshold, vocab, eos_rows, ngram_args, row
                 out_prob[m] = np.exp(hs[t])
                 m += 1
         out_off[r + 1] = m
-    return out_off, out_lab[:m], out_prob[:m]
+    return out_off, out_lab[:m], out_prob[:m], (slots, slot_ent, log_cap, count, ent_boff, ent_bytes, feats,
+                                                 n_feats)
 
 
 class CompiledModel:
@@ -458,6 +456,8 @@ class CompiledModel:
 
     def __init__(self, parts: dict) -> None:
         self._p = parts
+        self._table = None  # the words met so far and their input rows (see _predict_batch)
+        self._lock = threading.Lock()
         self.labels: list[str] = parts["labels"]
 
     def predict_flat(self, texts: list[str] | pa.Array, k: int = 1,
@@ -488,8 +488,15 @@ class CompiledModel:
         if np.any(data[off[0]: off[-1]] == 10):
             raise ValueError("predict processes one line at a time (remove '\\n')")
         p = self._p
-        return _predict_batch(off.astype(np.int64), data, int(k), np.float32(threshold), p["vocab"],
-                              p["eos_rows"], p["ngram_args"], p["rows"], p["wo"], p["left"], p["right"])
+        with self._lock:
+            if self._table is None or self._table[3] > MAX_WORDS:
+                slots, slot_ent, log_cap, voc_off, voc_data, sub_ids = p["vocab"]
+                self._table = (slots.copy(), slot_ent.copy(), log_cap, len(voc_off) - 1, voc_off.copy(),
+                               voc_data.copy(), sub_ids.copy(), len(sub_ids))
+            off, lab, prob, self._table = _predict_batch(
+                off.astype(np.int64), data, int(k), np.float32(threshold), self._table, p["eos_rows"],
+                p["ngram_args"], p["rows"], p["wo"], p["left"], p["right"])
+        return off, lab, prob
 
     def predict(self, texts: list[str], k: int = 1,
                 threshold: float = 0.0) -> tuple[list[list[str]], list[np.ndarray]]:
