@@ -50,7 +50,7 @@ _EOS = b"</s>"
 _KSUB = 256
 MAX_WORDS = 200_000
 """Words (vocabulary included) a model's word table holds across calls before it starts again from the
-vocabulary: ~25 MB at most per process (slots, n-gram rows, bytes)."""
+vocabulary: ~30 MB at most per process (slots, n-gram rows, bytes; one call can add its own words beyond)."""
 
 
 @numba.njit(cache=True)
