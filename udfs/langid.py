@@ -102,6 +102,20 @@ def load_model(path: str):
     return model
 
 
+def load_predictor(path: str):
+    """The model at ``path`` for :func:`predict` and :func:`identify`: its compiled form
+    (:class:`udfs.fasttext_jit.CompiledModel`, fastText's predictions bit for bit at a fraction of the
+    cost) where :mod:`udfs.fasttext_jit` reproduces the model (``lid.176`` is one), else fastText's
+    own model (:func:`load_model`). Cached per process.
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+    """
+    from udfs import fasttext_jit
+
+    return fasttext_jit.load(path) or load_model(path)
+
+
 def label_codes(prefix: str, aliases: Mapping[str, str]) -> Callable[[str], str]:
     """:func:`canonical_code` of fastText labels, memoised for one call (a batch holds few labels)."""
     cache: dict[str, str] = {}
@@ -241,7 +255,7 @@ def predict(
     """Predict languages for preprocessed texts with the fastText list path.
 
     Args:
-        model: a loaded fastText model (:func:`load_model`).
+        model: a loaded fastText model (:func:`load_model`) or its compiled form (:func:`load_predictor`).
         texts: ``n`` preprocessed strings (:func:`preprocess`).
         k: candidates kept per text (>= 1).
         prefix / aliases: label parsing, see :func:`canonical_code`.
@@ -258,8 +272,19 @@ def predict(
         raise ValueError(f"k must be >= 1; got {k}")
     if not texts:
         return pa.array([], pa.string()), pa.array([], pa.float64()), pa.array([], _TOPK_TYPE)
-    labels, probs = model.predict(list(texts), k=k)
     code = label_codes(prefix, aliases)
+    if hasattr(model, "predict_flat"):  # the compiled model: flat arrays, one code per label id
+        offsets, ids, probs = model.predict_flat(list(texts), k)
+        if not (offsets[1:] > offsets[:-1]).all():
+            raise ValueError("fastText returned no label for a text")
+        codes = np.array([code(lab) for lab in model.labels], dtype=object)
+        scores = np.clip(probs.astype(np.float64), 0.0, 1.0)
+        candidates = pa.StructArray.from_arrays([pa.array(codes[ids], pa.string()), pa.array(scores, pa.float64())],
+                                                fields=list(_TOPK_TYPE.value_type))
+        topk = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), candidates, type=_TOPK_TYPE)
+        return (pa.array(codes[ids[offsets[:-1]]], pa.string()), pa.array(scores[offsets[:-1]], pa.float64()),
+                topk)
+    labels, probs = model.predict(list(texts), k=k)
 
     # fastText returns float32 probabilities, widened to float64 here, for every candidate of every row
     # at once (one array, then offsets); softmax float error can give 1.00001, hence the clamp

@@ -238,8 +238,11 @@ def _shares(model, doc: list[int], pieces: list[str], n: int, k: int, code, firs
     known = {} if known is None else known
     todo = list(dict.fromkeys(t for t in strings if t not in known))
     if todo:
-        labels, _ = model.predict(todo, k=1)
-        known.update(zip(todo, (code(ls[0]) for ls in labels), strict=True))
+        if hasattr(model, "top_labels"):  # the compiled model (udfs.fasttext_jit): no per-line lists
+            tops = model.top_labels(todo)
+        else:
+            tops = [ls[0] for ls in model.predict(todo, k=1)[0]]
+        known.update(zip(todo, map(code, tops), strict=True))
     per_doc: list[dict[str, int]] = [{} for _ in range(n)]
     for d, t, p in zip(doc, strings, pieces, strict=True):
         c = known[t]
