@@ -49,6 +49,8 @@ $(RUN_STAMP): pyproject.toml
 	  echo "winnow: installed in $$(( $$(date +%s) - start )) s"
 	@echo "winnow: resolving the Delta jars (Spark's Ivy, once)"
 	@$(PY) -c "from pipelines.core.session import cached_delta_jars, resolve_delta_jars; cached_delta_jars() or resolve_delta_jars()" || true
+	@echo "winnow: compiling the numba kernels (MinHash, paragraphs, language ID; once, about 15 s)"
+	@$(PY) -m udfs.compiled || true
 	@touch $(RUN_STAMP)
 
 $(STAMP): $(RUN_STAMP)

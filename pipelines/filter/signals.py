@@ -184,7 +184,7 @@ def _language(text: pa.Array, locate: Any, lid_args: tuple[Any, ...],
     if locate is None:
         return pa.nulls(n, pa.string()), pa.nulls(n, pa.float64()), pa.nulls(n, _TOPK_TYPE)
     max_chars, k, prefix, aliases, windows, topk_chars, confident = lid_args
-    model = langid.load_predictor(locate())
+    model = langid.load_predictor(locate(), text.nbytes)
     return langid.identify(model, text, max_chars, windows, topk_chars, k, prefix, aliases, clean=clean,
                            confident=confident)
 
