@@ -17,19 +17,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from udfs.jit_mix import fmix64 as _fmix64
+
 _U32 = np.uint64(0xFFFFFFFF)
-_M64A, _M64B = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
 _M32A, _M32B = np.uint32(0x85EBCA6B), np.uint32(0xC2B2AE35)
 _EMPTY = np.uint64(1 << 32)
-
-
-@numba.njit(cache=True, inline="always")
-def _fmix64(h):
-    h ^= h >> np.uint64(33)
-    h *= _M64A
-    h ^= h >> np.uint64(33)
-    h *= _M64B
-    return h ^ (h >> np.uint64(33))
 
 
 @numba.njit(cache=True, inline="always")

@@ -37,7 +37,8 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
-from udfs import decontam
+from udfs import decontam, jit_mix
+from udfs.jit_mix import fmix64 as _fmix
 
 _LINE, _BLANK_LINE, _SENTENCE = 0, 1, 2
 MODES = {"line": _LINE, "blank_line": _BLANK_LINE, "sentence": _SENTENCE}
@@ -46,9 +47,8 @@ MODES = {"line": _LINE, "blank_line": _BLANK_LINE, "sentence": _SENTENCE}
 _P = np.uint64(0x9E3779B97F4A7C15)
 _Q = np.uint64(0xC2B2AE3D27D4EB4F)
 _K = np.uint64(0x165667B19E3779F9)
-_M1 = np.uint64(0xFF51AFD7ED558CCD)
-_M2 = np.uint64(0xC4CEB9FE1A85EC53)
-assert (_P, _Q, _K, _M1, _M2) == (decontam._P, decontam._Q, decontam._K, decontam._M1, decontam._M2)
+assert (_P, _Q, _K) == (decontam._P, decontam._Q, decontam._K)
+assert (jit_mix._M1, jit_mix._M2) == (decontam._M1, decontam._M2)
 
 _MD5_T = np.array([int(abs(math.sin(i + 1)) * 2**32) & 0xFFFFFFFF for i in range(64)], np.uint64)
 _MD5_S = np.array([7, 12, 17, 22] * 4 + [5, 9, 14, 20] * 4 + [4, 11, 16, 23] * 4 + [6, 10, 15, 21] * 4,
@@ -287,15 +287,6 @@ def _split(cps, doc_off, mode, space, max_units):  # pragma: no cover - compiled
 
 
 # ------------------------------------------------------------------------------------ words and hashes
-@nb.njit(cache=True, inline="always")
-def _fmix(x):  # pragma: no cover - compiled
-    x ^= x >> np.uint64(33)
-    x *= _M1
-    x ^= x >> np.uint64(33)
-    x *= _M2
-    return x ^ (x >> np.uint64(33))
-
-
 @nb.njit(cache=True)
 def _words(cps, doc_off, doc, start, end, is_word, lower):  # pragma: no cover - compiled
     """Word hashes of every unit (uint64 [W]), its words' offsets (int64 [U+1]) and whether it holds a
