@@ -88,3 +88,18 @@ def test_generated_corpus_signatures_match_numpy(monkeypatch):
     monkeypatch.setattr(minhash.KERNELS, "module", None)
     assert np.array_equal(fast, minhash.signatures(texts, ShingleSpec(), 128, 42, "fast"))
     assert np.array_equal(oph, minhash.signatures(texts, ShingleSpec(), 128, 42, "oph"))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(_ANY, min_size=1, max_size=12), st.sampled_from(SPECS), st.sampled_from([1, 3, 64, 128]),
+       st.integers(0, 2**32 - 1))
+def test_fused_signatures_match_numpy(texts, spec, num_perm, seed):
+    # signatures() hashes and sketches ASCII documents in one compiled pass; the rest go the numpy way
+    arr = pa.array(texts, pa.string())
+    h, off = minhash._shingle_hashes_np(arr, spec)
+    a, b = minhash.permutations(num_perm, seed, "fast")
+    folded = minhash.fmix32(((h >> np.uint64(32)) ^ h).astype(np.uint32))
+    assert np.array_equal(minhash.signatures(arr, spec, num_perm, seed, "fast"),
+                          minhash._min_per_doc(folded, off, a, b, legacy=False))
+    assert np.array_equal(minhash.signatures(arr, spec, num_perm, seed, "oph"),
+                          minhash._one_permutation_np(h, off, num_perm, seed))

@@ -356,6 +356,26 @@ def load_compiled() -> bool:
     return KERNELS.load() is not None
 
 
+def _ascii_bytes(texts: pa.Array, spec: ShingleSpec) -> tuple[object, tuple] | None:
+    """The compiled module and the leading arguments of its ASCII loops (bytes, offsets, which documents
+    are ASCII, fold table, word terms, seeds, n) for ``texts``; None where the numpy form takes them all
+    (kernels not loaded, ``fold_diacritics``, no ASCII document)."""
+    if spec.fold_diacritics or not len(texts) or texts.type not in (pa.string(), pa.large_string()):
+        return None
+    jit = KERNELS.after(texts.nbytes)
+    if jit is None:
+        return None
+    eligible = pc.fill_null(pc.string_is_ascii(texts), False).to_numpy(zero_copy_only=False)
+    if not eligible.any():
+        return None
+    bufs = texts.buffers()
+    odt = np.int64 if texts.type == pa.large_string() else np.int32
+    offs = np.frombuffer(bufs[1], dtype=odt, count=len(texts) + 1, offset=texts.offset * np.dtype(odt).itemsize)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return jit, (data, offs.astype(np.int64), eligible, _ASCII_LUTS[spec.fold_digits], _WORD_TERMS, _WORD_SEED,
+                 _POS_MULT, spec.ngram_size)
+
+
 def shingle_hashes(texts: pa.Array, spec: ShingleSpec) -> tuple[np.ndarray, np.ndarray]:
     """64-bit ``fast`` shingle hashes of every document.
 
@@ -374,20 +394,11 @@ def shingle_hashes(texts: pa.Array, spec: ShingleSpec) -> tuple[np.ndarray, np.n
         length ``len(texts) + 1``; document i owns ``hashes[offsets[i]:offsets[i+1]]`` (>= 1 shingle).
     """
     texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
-    jit = None
-    if not spec.fold_diacritics and len(texts) and texts.type in (pa.string(), pa.large_string()):
-        jit = KERNELS.after(texts.nbytes)
-    if jit is None:
+    view = _ascii_bytes(texts, spec)
+    if view is None:
         return _shingle_hashes_np(texts, spec)
-    eligible = pc.fill_null(pc.string_is_ascii(texts), False).to_numpy(zero_copy_only=False)
-    if not eligible.any():
-        return _shingle_hashes_np(texts, spec)
-    bufs = texts.buffers()
-    odt = np.int64 if texts.type == pa.large_string() else np.int32
-    offs = np.frombuffer(bufs[1], dtype=odt, count=len(texts) + 1, offset=texts.offset * np.dtype(odt).itemsize)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    h, counts = jit.ascii_shingle_hashes(data, offs.astype(np.int64), eligible, _ASCII_LUTS[spec.fold_digits],
-                                          _WORD_TERMS, _WORD_SEED, _POS_MULT, spec.ngram_size)
+    jit, args = view
+    h, counts = jit.ascii_shingle_hashes(*args)
     rest = np.flatnonzero(counts == 0)
     if rest.size:  # non-ASCII, null or no word once folded: the numpy form, spliced in document order
         h_rest, off_rest = _shingle_hashes_np(texts.take(pa.array(rest)), spec)
@@ -536,10 +547,8 @@ def signatures(texts: pa.Array, spec: ShingleSpec, num_perm: int, seed: int, sch
     a, b = permutations(num_perm, seed, scheme)
     if len(texts) == 0:
         return np.zeros((0, num_perm), dtype=np.uint32)
-    if scheme == "oph":
-        return one_permutation(*shingle_hashes(texts, spec), num_perm, seed)
-    if scheme == "fast":
-        return affine_sketch(*shingle_hashes(texts, spec), a, b)
+    if scheme in ("oph", "fast"):
+        return _sketches(texts, spec, num_perm, seed, scheme, a, b)
     shingles = shingle_strings(texts, spec)
     counts = np.fromiter((len(s) for s in shingles), np.int64, len(shingles))
     offsets = np.zeros(len(shingles) + 1, dtype=np.int64)
@@ -548,6 +557,30 @@ def signatures(texts: pa.Array, spec: ShingleSpec, num_perm: int, seed: int, sch
     if scheme == "datasketch_legacy":
         return _min_per_doc(hv, offsets, a, b, legacy=True)
     return _min_per_doc(fmix32(hv.astype(np.uint32)), offsets, a, b, legacy=False)
+
+
+def _sketches(texts: pa.Array, spec: ShingleSpec, num_perm: int, seed: int, scheme: str, a: np.ndarray,
+              b: np.ndarray) -> np.ndarray:
+    """:func:`signatures` of the ``oph`` and ``fast`` schemes: the ASCII documents hashed and sketched in
+    one compiled pass once the kernels are loaded (a document's row never depends on its batch), the
+    rest from :func:`shingle_hashes`' numpy form."""
+    texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+
+    def sketch(h: np.ndarray, off: np.ndarray) -> np.ndarray:
+        return one_permutation(h, off, num_perm, seed) if scheme == "oph" else affine_sketch(h, off, a, b)
+
+    view = _ascii_bytes(texts, spec)
+    if view is None:
+        return sketch(*_shingle_hashes_np(texts, spec))
+    jit, args = view
+    if scheme == "oph":
+        sig, done = jit.ascii_oph_sketches(*args, num_perm, _oph_multiplier(seed), _rightward(num_perm, seed))
+    else:
+        sig, done = jit.ascii_affine_sketches(*args, a, b)
+    rest = np.flatnonzero(~done)
+    if rest.size:  # non-ASCII, null or no word once folded
+        sig[rest] = sketch(*_shingle_hashes_np(texts.take(pa.array(rest)), spec))
+    return sig
 
 
 def affine_sketch(h64: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

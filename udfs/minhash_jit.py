@@ -35,90 +35,159 @@ def _fmix32(h):
 
 
 @numba.njit(cache=True, nogil=True)
+def _doc_words(data, offs, d, table, terms, word_seed, pm0, words):  # pragma: no cover
+    # Document d's words' pre-mix sums into words[:m]; returns m. Branch-free over the bytes (a word
+    # boundary is a coin flip to the branch predictor): every byte stores the running sum at slot m, a
+    # word's end moves m on, a separator zeroes the sum. Unsigned indices: numba adds a negative-index
+    # wraparound to every signed one (1.25x here).
+    known = np.uint64(terms.shape[0])
+    p = np.uint64(offs[d])
+    end = np.uint64(offs[d + 1])
+    m = np.uint64(0)
+    acc = np.uint64(0)
+    i = np.uint64(0)
+    while p < end:
+        c = table[data[p]]
+        inside = c > 32  # after the fold: [a-z0-9] (>= 48) or RE2's \s [\t\n\f\r ] (<= 32)
+        mask = np.uint64(0) - np.uint64(inside)
+        words[m] = acc
+        m += np.uint64((not inside) & (i > np.uint64(0)))
+        if i < known:
+            acc = (acc + terms[i, c]) & mask
+        else:
+            acc = (acc + _fmix64(((i << np.uint64(8)) | np.uint64(c)) ^ word_seed) + pm0) & mask
+        i = (i + np.uint64(1)) & mask
+        p += np.uint64(1)
+    if i:
+        words[m] = acc
+        m += np.uint64(1)
+    return m
+
+
+@numba.njit(cache=True, nogil=True)
+def _doc_shingles(words, m, pos_mult, n, out, base):  # pragma: no cover
+    # words[:m] pre-mix sums -> the document's m - k + 1 n-gram hashes at out[base:]; returns their count.
+    # Position-outer loops over the shingles: each is a plain vector loop (LLVM's AVX-512 64-bit products).
+    j = np.uint64(0)
+    while j < m:
+        words[j] = _fmix64(words[j])
+        j += np.uint64(1)
+    k = min(m, np.uint64(n))
+    ns = m - k + np.uint64(1)
+    p0 = pos_mult[0]
+    j = np.uint64(0)
+    while j < ns:
+        out[base + j] = words[j] * p0
+        j += np.uint64(1)
+    t = np.uint64(1)
+    while t < k:
+        pt = pos_mult[t]
+        j = np.uint64(0)
+        while j < ns:
+            out[base + j] += words[j + t] * pt
+            j += np.uint64(1)
+        t += np.uint64(1)
+    j = np.uint64(0)
+    while j < ns:
+        out[base + j] = _fmix64(out[base + j])
+        j += np.uint64(1)
+    return ns
+
+
+@numba.njit(cache=True, nogil=True)
+def _longest(offs):  # pragma: no cover
+    most = 0
+    for d in range(len(offs) - 1):
+        most = max(most, offs[d + 1] - offs[d])
+    return most
+
+
+@numba.njit(cache=True, nogil=True)
 def _ascii_shingle_hashes(data, offs, eligible, table, terms, word_seed, pos_mult, n):  # pragma: no cover
     n_docs = len(offs) - 1
     counts = np.zeros(n_docs, dtype=np.int64)
-    cap = len(data) // 2 + n_docs + 1  # a word is >= 1 byte and a separator
-    words = np.empty(cap, dtype=np.uint64)
-    out = np.empty(cap, dtype=np.uint64)
-    n_out = 0
-    known = np.uint64(terms.shape[0])
-    pm0 = pos_mult[0]
+    out = np.empty(len(data) // 2 + n_docs + 1, dtype=np.uint64)  # a word is >= 1 byte and a separator
+    words = np.empty(_longest(offs) // 2 + 2, dtype=np.uint64)
+    n_out = np.uint64(0)
     for d in range(n_docs):
         if not eligible[d]:
             continue
-        # Branch-free over the bytes (a word boundary is a coin flip to the branch predictor): every
-        # byte stores the running sum at slot m, a word's end moves m on, a separator zeroes the sum.
-        # Unsigned indices: numba adds a negative-index wraparound to every signed one (1.25x here).
-        m = np.uint64(0)
-        acc = np.uint64(0)
-        i = np.uint64(0)
-        p = np.uint64(offs[d])
-        end = np.uint64(offs[d + 1])
-        while p < end:
-            c = table[data[p]]
-            inside = c > 32  # after the fold: [a-z0-9] (>= 48) or RE2's \s [\t\n\f\r ] (<= 32)
-            mask = np.uint64(0) - np.uint64(inside)
-            words[m] = acc
-            m += np.uint64((not inside) & (i > np.uint64(0)))
-            if i < known:
-                acc = (acc + terms[i, c]) & mask
-            else:
-                acc = (acc + _fmix64(((i << np.uint64(8)) | np.uint64(c)) ^ word_seed) + pm0) & mask
-            i = (i + np.uint64(1)) & mask
-            p += np.uint64(1)
-        if i:
-            words[m] = acc
-            m += np.uint64(1)
+        m = _doc_words(data, offs, d, table, terms, word_seed, pos_mult[0], words)
         if m == 0:  # an empty normalised view: the numpy path takes the raw text
             continue
-        n_words = np.int64(m)
-        for j in range(n_words):
-            words[j] = _fmix64(words[j])
-        k = min(n_words, n)
-        for j in range(n_words - k + 1):
-            g = np.uint64(0)
-            for t in range(k):
-                g += words[j + t] * pos_mult[t]
-            out[n_out] = _fmix64(g)
-            n_out += 1
-        counts[d] = n_words - k + 1
+        ns = _doc_shingles(words, m, pos_mult, n, out, n_out)
+        n_out += ns
+        counts[d] = np.int64(ns)
     return out[:n_out], counts
+
+
+@numba.njit(cache=True, nogil=True)
+def _affine_row(h64, s0, n, a, b, xs, out_row):  # pragma: no cover
+    t = np.uint64(0)
+    while t < n:  # unsigned indices: no negative-index wraparound (see _doc_words)
+        h = h64[s0 + t]
+        xs[t] = _fmix32(np.uint32((h >> np.uint64(32)) ^ (h & _U32)))
+        t += np.uint64(1)
+    # permutations outside, shingles inside: a min-reduction over a short array that LLVM keeps
+    # in vector registers (1.8x faster than updating a row of num_perm minima per shingle)
+    n_perm = np.uint64(len(a))
+    p = np.uint64(0)
+    while p < n_perm:
+        ap = a[p]
+        bp = b[p]
+        low = np.uint32(0xFFFFFFFF)
+        t = np.uint64(0)
+        while t < n:
+            v = np.uint32(ap * xs[t] + bp)
+            low = v if v < low else low
+            t += np.uint64(1)
+        out_row[p] = low
+        p += np.uint64(1)
 
 
 @numba.njit(cache=True, nogil=True)
 def _affine_min(h64, offsets, a, b):  # pragma: no cover
     n_docs = len(offsets) - 1
-    k = len(a)
-    out = np.empty((n_docs, k), dtype=np.uint32)
-    most = 0
-    for d in range(n_docs):
-        most = max(most, offsets[d + 1] - offsets[d])
-    xs = np.empty(most, dtype=np.uint32)
-    n_perm = np.uint64(k)
+    out = np.empty((n_docs, len(a)), dtype=np.uint32)
+    xs = np.empty(_longest(offsets), dtype=np.uint32)
     for d in range(n_docs):
         s0 = np.uint64(offsets[d])
-        n = np.uint64(offsets[d + 1]) - s0
-        t = np.uint64(0)
-        while t < n:  # unsigned indices: no negative-index wraparound (see _ascii_shingle_hashes)
-            h = h64[s0 + t]
-            xs[t] = _fmix32(np.uint32((h >> np.uint64(32)) ^ (h & _U32)))
-            t += np.uint64(1)
-        # permutations outside, shingles inside: a min-reduction over a short array that LLVM keeps
-        # in vector registers (1.8x faster than updating a row of num_perm minima per shingle)
-        p = np.uint64(0)
-        while p < n_perm:
-            ap = a[p]
-            bp = b[p]
-            low = np.uint32(0xFFFFFFFF)
-            t = np.uint64(0)
-            while t < n:
-                v = np.uint32(ap * xs[t] + bp)
-                low = v if v < low else low
-                t += np.uint64(1)
-            out[d, p] = low
-            p += np.uint64(1)
+        _affine_row(h64, s0, np.uint64(offsets[d + 1]) - s0, a, b, xs, out[d])
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _oph_row(h64, s, end, mult, shift, pow2, rightward, row, nxt, out_row):  # pragma: no cover
+    k = len(row)
+    kk = np.uint64(k)
+    row[:] = _EMPTY
+    while s < end:
+        x = h64[s] * mult
+        slot = x >> shift if pow2 else ((x >> np.uint64(32)) * kk) >> np.uint64(32)
+        v = x & _U32
+        cur = row[slot]
+        row[slot] = v if v < cur else cur  # a select, not a branch the predictor misses half the time
+        s += np.uint64(1)
+    first = -1
+    last = -1
+    for p in range(k):
+        if row[p] != _EMPTY:
+            if first < 0:
+                first = p
+            last = p
+    nearest = -1
+    for p in range(k - 1, -1, -1):  # the nearest filled bin to the right, circularly
+        if row[p] != _EMPTY:
+            nearest = p
+        nxt[p] = nearest if nearest >= 0 else first
+    prev = last
+    for p in range(k):
+        if row[p] != _EMPTY:
+            prev = p
+            out_row[p] = np.uint32(row[p])
+        else:
+            src = (nxt[p] if nxt[p] > p else first) if rightward[p] else prev
+            out_row[p] = np.uint32(row[src])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -127,39 +196,40 @@ def _oph(h64, offsets, k, mult, shift, pow2, rightward):  # pragma: no cover
     out = np.empty((n_docs, k), dtype=np.uint32)
     row = np.empty(k, dtype=np.uint64)
     nxt = np.empty(k, dtype=np.int64)
-    kk = np.uint64(k)
     for d in range(n_docs):
-        row[:] = _EMPTY
-        s = np.uint64(offsets[d])
-        end = np.uint64(offsets[d + 1])
-        while s < end:
-            x = h64[s] * mult
-            slot = x >> shift if pow2 else ((x >> np.uint64(32)) * kk) >> np.uint64(32)
-            v = x & _U32
-            cur = row[slot]
-            row[slot] = v if v < cur else cur  # a select, not a branch the predictor misses half the time
-            s += np.uint64(1)
-        first = -1
-        last = -1
-        for p in range(k):
-            if row[p] != _EMPTY:
-                if first < 0:
-                    first = p
-                last = p
-        nearest = -1
-        for p in range(k - 1, -1, -1):  # the nearest filled bin to the right, circularly
-            if row[p] != _EMPTY:
-                nearest = p
-            nxt[p] = nearest if nearest >= 0 else first
-        prev = last
-        for p in range(k):
-            if row[p] != _EMPTY:
-                prev = p
-                out[d, p] = np.uint32(row[p])
-            else:
-                src = (nxt[p] if nxt[p] > p else first) if rightward[p] else prev
-                out[d, p] = np.uint32(row[src])
+        s0, s1 = np.uint64(offsets[d]), np.uint64(offsets[d + 1])
+        _oph_row(h64, s0, s1, mult, shift, pow2, rightward, row, nxt, out[d])
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _ascii_sketches(data, offs, eligible, table, terms, word_seed, pos_mult, n,
+                    oph, k, a, b, mult, shift, pow2, rightward):  # pragma: no cover
+    # Bytes -> words -> shingles -> sketch row, one document at a time in scratch arrays the size of the
+    # longest document: no batch-sized array of shingle hashes, whose fresh pages (~1 page fault a 4 KiB)
+    # cost as much as hashing them.
+    n_docs = len(offs) - 1
+    out = np.empty((n_docs, k), dtype=np.uint32)
+    done = np.zeros(n_docs, dtype=np.bool_)
+    longest = _longest(offs) // 2 + 2
+    words = np.empty(longest, dtype=np.uint64)
+    shingles = np.empty(longest, dtype=np.uint64)
+    xs = np.empty(longest, dtype=np.uint32)
+    row = np.empty(k, dtype=np.uint64)
+    nxt = np.empty(k, dtype=np.int64)
+    for d in range(n_docs):
+        if not eligible[d]:
+            continue
+        m = _doc_words(data, offs, d, table, terms, word_seed, pos_mult[0], words)
+        if m == 0:
+            continue
+        ns = _doc_shingles(words, m, pos_mult, n, shingles, np.uint64(0))
+        if oph:
+            _oph_row(shingles, np.uint64(0), ns, mult, shift, pow2, rightward, row, nxt, out[d])
+        else:
+            _affine_row(shingles, np.uint64(0), ns, a, b, xs, out[d])
+        done[d] = True
+    return out, done
 
 
 def ascii_shingle_hashes(data: np.ndarray, offs: np.ndarray, eligible: np.ndarray, table: np.ndarray,
@@ -204,6 +274,12 @@ def affine_min(h64: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarra
     return _affine_min(h64, offsets, a, b)
 
 
+def _bins(k: int) -> tuple[np.uint64, bool]:
+    # a power of two takes the bin from the top bits in one shift: the same bins as the general formula
+    pow2 = k > 1 and k & (k - 1) == 0
+    return (np.uint64(64 - k.bit_length() + 1) if pow2 else np.uint64(0)), pow2
+
+
 def one_permutation(h64: np.ndarray, offsets: np.ndarray, k: int, mult: np.uint64,
                     rightward: np.ndarray) -> np.ndarray:
     """:func:`udfs.minhash.one_permutation`'s bins and densification, one document at a time.
@@ -216,9 +292,49 @@ def one_permutation(h64: np.ndarray, offsets: np.ndarray, k: int, mult: np.uint6
     Returns:
         uint32 (n_docs, k).
     """
-    pow2 = k > 1 and k & (k - 1) == 0
-    shift = np.uint64(64 - k.bit_length() + 1) if pow2 else np.uint64(0)
+    shift, pow2 = _bins(k)
     return _oph(h64, offsets, k, np.uint64(mult), shift, pow2, rightward)
+
+
+_NO_PERMS = np.zeros(1, dtype=np.uint32)
+_NO_DIRECTIONS = np.zeros(1, dtype=np.bool_)
+
+
+def ascii_affine_sketches(data: np.ndarray, offs: np.ndarray, eligible: np.ndarray, table: np.ndarray,
+                          terms: np.ndarray, word_seed: np.uint64, pos_mult: np.ndarray, n: int,
+                          a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`affine_min` of :func:`ascii_shingle_hashes`, fused: each document's bytes hashed and sketched
+    while in the core's cache, without the batch's array of shingle hashes (whose fresh memory pages cost
+    ~1.7 ms a 1,024-document batch, as much as the n-gram hashing they hold).
+
+    Args:
+        data, offs, eligible, table, terms, word_seed, pos_mult, n: as :func:`ascii_shingle_hashes`.
+        a, b: uint32 (num_perm,), the ``fast`` permutations.
+
+    Returns:
+        ``(signatures, done)``: uint32 (n_docs, num_perm), and bool (n_docs,) True where the row holds the
+        document's sketch; the other rows (not eligible, or no word once folded) are undefined and the
+        caller sketches those documents the numpy way.
+    """
+    return _ascii_sketches(data, offs, eligible, table, terms, word_seed, pos_mult, n, False, len(a), a, b,
+                           np.uint64(1), np.uint64(0), False, _NO_DIRECTIONS)
+
+
+def ascii_oph_sketches(data: np.ndarray, offs: np.ndarray, eligible: np.ndarray, table: np.ndarray,
+                       terms: np.ndarray, word_seed: np.uint64, pos_mult: np.ndarray, n: int, k: int,
+                       mult: np.uint64, rightward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`one_permutation` of :func:`ascii_shingle_hashes`, fused as :func:`ascii_affine_sketches`.
+
+    Args:
+        data, offs, eligible, table, terms, word_seed, pos_mult, n: as :func:`ascii_shingle_hashes`.
+        k, mult, rightward: as :func:`one_permutation`.
+
+    Returns:
+        ``(signatures, done)``: uint32 (n_docs, k) and bool (n_docs,), as :func:`ascii_affine_sketches`.
+    """
+    shift, pow2 = _bins(k)
+    return _ascii_sketches(data, offs, eligible, table, terms, word_seed, pos_mult, n, True, k, _NO_PERMS,
+                           _NO_PERMS, np.uint64(mult), shift, pow2, rightward)
 
 
 def warm() -> None:
@@ -238,3 +354,6 @@ def warm() -> None:
     offsets = np.array([0, len(h)], dtype=np.int64)
     affine_min(h, offsets, np.ones(2, dtype=np.uint32), np.zeros(2, dtype=np.uint32))
     one_permutation(h, offsets, 2, np.uint64(1), np.zeros(2, dtype=bool))
+    args = (data, offs, np.ones(1, dtype=bool), table, terms, np.uint64(1), np.ones(2, dtype=np.uint64), 2)
+    ascii_affine_sketches(*args, np.ones(2, dtype=np.uint32), np.zeros(2, dtype=np.uint32))
+    ascii_oph_sketches(*args, 2, np.uint64(1), np.zeros(2, dtype=bool))
