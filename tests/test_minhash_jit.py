@@ -103,3 +103,15 @@ def test_fused_signatures_match_numpy(texts, spec, num_perm, seed):
                           minhash._min_per_doc(folded, off, a, b, legacy=False))
     assert np.array_equal(minhash.signatures(arr, spec, num_perm, seed, "oph"),
                           minhash._one_permutation_np(h, off, num_perm, seed))
+
+
+def test_a_null_whose_slot_holds_bytes_is_hashed_as_null():
+    # Arrow lets a null's slot keep bytes; the compiled pass must not read them as a document
+    data = b"one two three four five six" + b"hidden words in a null slot" + b"seven eight nine ten eleven"
+    offs = np.array([0, 27, 54, 81], dtype=np.int32)
+    valid = pa.array([True, False, True]).buffers()[1]
+    texts = pa.Array.from_buffers(pa.string(), 3, [valid, pa.py_buffer(offs), pa.py_buffer(data)], null_count=1)
+    _same_hashes(texts, ShingleSpec())
+    h, off = minhash._shingle_hashes_np(texts, ShingleSpec())
+    assert np.array_equal(minhash.signatures(texts, ShingleSpec(), 64, 7, "oph"),
+                          minhash._one_permutation_np(h, off, 64, 7))

@@ -365,14 +365,17 @@ def _ascii_bytes(texts: pa.Array, spec: ShingleSpec) -> tuple[object, tuple] | N
     jit = KERNELS.after(texts.nbytes)
     if jit is None:
         return None
-    eligible = pc.fill_null(pc.string_is_ascii(texts), False).to_numpy(zero_copy_only=False)
-    if not eligible.any():
-        return None
     bufs = texts.buffers()
     odt = np.int64 if texts.type == pa.large_string() else np.int32
     offs = np.frombuffer(bufs[1], dtype=odt, count=len(texts) + 1, offset=texts.offset * np.dtype(odt).itemsize)
+    offs = offs.astype(np.int64)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    return jit, (data, offs.astype(np.int64), eligible, _ASCII_LUTS[spec.fold_digits], _WORD_TERMS, _WORD_SEED,
+    eligible = jit.ascii_documents(data, offs)
+    if texts.null_count:  # a null's slot may hold bytes (Arrow allows it): never eligible
+        eligible &= texts.is_valid().to_numpy(zero_copy_only=False)
+    if not eligible.any():
+        return None
+    return jit, (data, offs, eligible, _ASCII_LUTS[spec.fold_digits], _WORD_TERMS, _WORD_SEED,
                  _POS_MULT, spec.ngram_size)
 
 

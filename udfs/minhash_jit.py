@@ -103,6 +103,21 @@ def _longest(offs):  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
+def _ascii_documents(data, offs):  # pragma: no cover
+    n_docs = len(offs) - 1
+    out = np.empty(n_docs, dtype=np.bool_)
+    for d in range(n_docs):
+        high = np.uint8(0)
+        p = np.uint64(offs[d])
+        end = np.uint64(offs[d + 1])
+        while p < end:  # an OR-reduction LLVM vectorises: ~30x cheaper than Arrow's string_is_ascii here
+            high |= data[p]
+            p += np.uint64(1)
+        out[d] = high < 128
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def _ascii_shingle_hashes(data, offs, eligible, table, terms, word_seed, pos_mult, n):  # pragma: no cover
     n_docs = len(offs) - 1
     counts = np.zeros(n_docs, dtype=np.int64)
@@ -232,6 +247,12 @@ def _ascii_sketches(data, offs, eligible, table, terms, word_seed, pos_mult, n,
     return out, done
 
 
+def ascii_documents(data: np.ndarray, offs: np.ndarray) -> np.ndarray:
+    """Which documents are ASCII: bool (n_docs,), True where every byte of ``data[offs[d]:offs[d+1]]`` is
+    < 0x80 (an empty document is ASCII, as in Arrow's ``string_is_ascii``). ``offs``: int64 (n_docs + 1,)."""
+    return _ascii_documents(data, offs)
+
+
 def ascii_shingle_hashes(data: np.ndarray, offs: np.ndarray, eligible: np.ndarray, table: np.ndarray,
                          terms: np.ndarray, word_seed: np.uint64, pos_mult: np.ndarray,
                          n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -347,6 +368,7 @@ def warm() -> None:
     """
     data = np.frombuffer(b"a b", dtype=np.uint8)
     offs = np.array([0, 3], dtype=np.int64)
+    ascii_documents(data, offs)
     table = np.arange(256, dtype=np.uint8)
     terms = np.zeros((2, 128), dtype=np.uint64)
     h, counts = ascii_shingle_hashes(data, offs, np.ones(1, dtype=bool), table, terms, np.uint64(1),
