@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from udfs.compiled import Kernels
-from udfs.decontam import pair_order
+from udfs.decontam import fmix64, pair_order
 
 KERNELS = Kernels("udfs.minhash_jit")
 """The compiled loops (:mod:`udfs.minhash_jit`), loaded once a process has hashed
@@ -243,11 +243,6 @@ def _fmix(h: np.ndarray, shifts: tuple[int, int, int], m1: np.integer, m2: np.in
     h = h ^ (h >> dt(shifts[1]))
     h = h * m2
     return h ^ (h >> dt(shifts[2]))
-
-
-def fmix64(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3 64-bit finalizer (a bijection on uint64), element-wise, wrapping arithmetic."""
-    return _fmix(h, (33, 33, 33), _M64A, _M64B)
 
 
 def fmix32(h: np.ndarray) -> np.ndarray:
