@@ -41,13 +41,13 @@ ROUNDS = 3
 """Runs per side, alternating; the best of each side counts."""
 
 FLOORS = {
-    # Measured 2026-12-06 on the 2-core development machine at load 7-10, three runs of this module, with
-    # the compiled MinHash loops (udfs/minhash_jit.py): 39.5 / 37.7 / 38.7 (5.4-5.7 with the numpy forms,
-    # 2026-12-03); floor about a third of the worst.
-    "minhash_vs_datasketch": 12.0,
-    # 0.611 / 0.566 / 0.489 (rensa hashes each shingle about once, Winnow's default 128 permutations a
-    # shingle, docs/performance.md; 0.11 with the numpy forms).
-    "minhash_vs_rensa": 0.16,
+    # Measured 2026-12-06 on the 2-core development machine at load 8.7-9.8, three runs of this module,
+    # with hashing and sketching fused per document (udfs/minhash_jit.py): 70.0 / 71.9 / 70.1 (37.7-39.5
+    # with the unfused compiled loops, 5.4-5.7 with the numpy forms); floor about a third of the worst.
+    "minhash_vs_datasketch": 23.0,
+    # 1.246 / 1.107 / 1.218 (rensa hashes each shingle about once, Winnow's default 128 permutations a
+    # shingle, docs/performance.md; 0.49-0.61 unfused, 0.11 with the numpy forms).
+    "minhash_vs_rensa": 0.37,
     # 2.07 / 1.74 / 1.66 (300 documents; 0.59 with the numpy forms).
     "oph_vs_rensa_hashes": 0.55,
     # 4.32 / 4.25 / 4.26 (tiktoken engine, what tokenize.engine: auto picks for GPT-2).
