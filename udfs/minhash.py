@@ -34,7 +34,8 @@ masked to 32 bits by datasketch itself, so the narrowing is lossless).
 
 The ``fast`` and ``oph`` shingle hashes of ASCII documents and both schemes' sketches run as compiled
 loops (:mod:`udfs.minhash_jit`, numba) once a process has hashed :data:`udfs.compiled.AFTER_BYTES` of text
-(or called :func:`load_compiled`); the numpy forms here give the same values bit for bit
+(or called :func:`load_compiled`); :func:`signatures` then hashes and sketches each ASCII document in one
+pass, without a batch-sized array of shingle hashes. The numpy forms here give the same values bit for bit
 (``tests/test_minhash_jit.py``), hash the other documents, and are the fallback without numba.
 """
 
