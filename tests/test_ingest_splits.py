@@ -321,3 +321,22 @@ def test_tiny_ingest_split_bytes_draws_one_warning_line_once_a_file_is_cut():
     assert small_splits_line(plan_splits(listing[1:], tiny), tiny) is None
     floor = load_config(overrides=[f"ingest.split_bytes={1 << 20}"]).ingest
     assert small_splits_line(plan_splits([("b.jsonl", "b.jsonl", 5 << 20)], floor), floor) is None
+
+
+def test_several_splits_of_a_partition_count_as_in_order_only_one_after_another_and_rising():
+    # A partition that parsed several splits needs no sort when it holds them one after another in file
+    # order (later splits of a file hold higher record numbers); the tally's row positions tell.
+    from pipelines.ingest.tally import Tally
+
+    def tally(spans: dict) -> Tally:
+        t = Tally(split_rows={(0, f, s): lohi for (f, s), lohi in spans.items()})
+        t.doc_splits = {0: set(spans)}
+        return t
+
+    assert tally({("a", 0): (0, 9), ("a", 50): (10, 19), ("b", 0): (20, 29)}).docs_in_order
+    assert not tally({("a", 50): (0, 9), ("a", 0): (10, 19)}).docs_in_order  # a later split first
+    assert not tally({("b", 0): (0, 9), ("a", 0): (10, 19)}).docs_in_order  # a later file first
+    assert not tally({("a", 0): (0, 15), ("a", 50): (10, 19)}).docs_in_order  # interleaved
+    t = tally({("a", 0): (0, 9)})
+    t.doc_splits[0].add(("a", 50))  # positions unknown
+    assert not t.docs_in_order
