@@ -189,6 +189,13 @@ def test_record_ddl_matches_the_arrow_schema(spark):
     assert spark.createDataFrame([], ingest.RECORD_DDL).schema == from_arrow_schema(RECORD_SCHEMA)
 
 
+def test_document_ddl_is_the_document_columns_of_the_record_ddl(spark):
+    from pyspark.sql import functions as F
+
+    records = spark.createDataFrame([], ingest.RECORD_DDL).withColumn("doc_id", F.lit(None).cast("string"))
+    assert spark.createDataFrame([], ingest.DOCUMENT_DDL).schema == records.select(*ingest.DOCUMENT_COLUMNS).schema
+
+
 def test_transforms_name_missing_columns(spark, make_cfg):
     df = spark.createDataFrame([("a",)], "path string")
     with pytest.raises(ValueError, match=r"missing columns \['content'\]"):

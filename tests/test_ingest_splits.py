@@ -321,3 +321,84 @@ def test_tiny_ingest_split_bytes_draws_one_warning_line_once_a_file_is_cut():
     assert small_splits_line(plan_splits(listing[1:], tiny), tiny) is None
     floor = load_config(overrides=[f"ingest.split_bytes={1 << 20}"]).ingest
     assert small_splits_line(plan_splits([("b.jsonl", "b.jsonl", 5 << 20)], floor), floor) is None
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_documents_read_from_the_spool_equal_those_of_the_records(spark, make_cfg, tmp_path, monkeypatch, partitions):
+    # Ids unique within each source, records spooled: the documents come from the spool files with their
+    # line numbers fixed and ids computed in the worker (source ids, and the positional hash of records
+    # without one, including a source field and a blank id); the same rows file by file as the records'
+    # own join, filter and projection give. One partition holds several splits of two files in a row.
+    from pipelines.ingest import splits as ingest_splits
+
+    (tmp_path / "in").mkdir()
+    rows = []
+    for i in range(300):
+        r = {"text": f"text {i} " + "z" * (i % 53)}
+        if i % 3:
+            r["id"] = f"a{i}" if i % 7 else ""
+        if i % 11 == 0:
+            r["source"] = "elsewhere"
+        rows.append(json.dumps(r))
+    rows[40] = '{"text": "cut'  # quarantined
+    (tmp_path / "in" / "a.jsonl").write_text("\n".join(rows) + "\n")
+    (tmp_path / "in" / "b.jsonl").write_text("\n".join(json.dumps({"text": f"b {i}"}) for i in range(200)) + "\n")
+    inputs = (f"ingest.inputs=['{tmp_path}/in/*']", "ingest.split_bytes=2048", "ingest.batch_rows=16",
+              f"ingest.input_partitions={partitions}", "ingest.fields.source=source")
+    used: list = []
+    read_docs = ingest_splits.read_spool_documents
+    monkeypatch.setattr(ingest_splits, "read_spool_documents", lambda *a: used.append(1) or read_docs(*a))
+    spooled = make_cfg(*inputs, root=tmp_path / "spooled")
+    r0 = ingest.run(spark, spooled)
+    assert used and r0.quarantined == {"malformed_json": 1}
+    monkeypatch.setattr(ingest, "_spool_folder", lambda s, listing: None)
+    kept = make_cfg(*inputs, root=tmp_path / "kept")
+    r1 = ingest.run(spark, kept)
+    assert (r0.rows_in, r0.rows_out, r0.quarantined, r0.extra) == (r1.rows_in, r1.rows_out, r1.quarantined, r1.extra)
+    for name in ("documents", "quarantine"):
+        assert _rows_by_file(spark, spooled.table_path(name)) == _rows_by_file(spark, kept.table_path(name))
+    a = spark.read.format("delta").load(spooled.table_path("documents"))
+    assert a.schema == spark.read.format("delta").load(kept.table_path("documents")).schema
+    assert a.where("doc_id like '%/~%'").count() > 200 and a.where("doc_id like 'elsewhere/%'").count() > 20
+
+
+def test_split_document_ids_match_sparks_expressions(spark):
+    # The worker's doc ids and record numbers against Spark's own (assign_doc_ids over number_lines) on
+    # the edge cases: null or blank source ids, a null source, a null key path, a record past an offset.
+    from pipelines.ingest import splits as ingest_splits
+    from udfs.formats import RECORD_SCHEMA
+
+    n = 6
+    cols = {"kind": ["doc"] * n, "input_file": ["f"] * n, "key_path": ["k/f", None, "k/f", "k/é", "k/f", "k/f"],
+            "split_start": [0, 0, 9, 9, 9, 0], "record": [1, 2, 3, 0, 5, 6],
+            "source": ["s", "s", None, "s", "ü", None], "src_id": [None, "", "x", None, "y", None]}
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type) for f in RECORD_SCHEMA],
+        schema=RECORD_SCHEMA)
+    offsets = {("f", 9): 100}
+    got = ingest_splits.spooled_documents(batch, offsets, ["doc_id", "record"]).to_pylist()
+    df = spark.createDataFrame(batch.to_pylist(), ingest.RECORD_DDL)
+    summaries = [{"input_file": "f", "split_start": 0, "meta": {"lines": "100"}},
+                 {"input_file": "f", "split_start": 9, "meta": {"lines": "10"}}]
+    expected = ingest.assign_doc_ids(ingest_splits.number_lines(df, summaries, spark), unique=True)
+    assert got == [r.asDict() for r in expected.select("doc_id", "record").collect()]
+    assert ingest_splits.spooled_documents(batch.filter(pa.array([False] * n)), offsets, ["doc_id"]) is None
+
+
+def test_several_splits_of_a_partition_count_as_in_order_only_one_after_another_and_rising():
+    # A partition that parsed several splits needs no sort when it holds them one after another in file
+    # order (later splits of a file hold higher record numbers); the tally's row positions tell.
+    from pipelines.ingest.tally import Tally
+
+    def tally(spans: dict) -> Tally:
+        t = Tally(split_rows={(0, f, s): lohi for (f, s), lohi in spans.items()})
+        t.doc_splits = {0: set(spans)}
+        return t
+
+    assert tally({("a", 0): (0, 9), ("a", 50): (10, 19), ("b", 0): (20, 29)}).docs_in_order
+    assert not tally({("a", 50): (0, 9), ("a", 0): (10, 19)}).docs_in_order  # a later split first
+    assert not tally({("b", 0): (0, 9), ("a", 0): (10, 19)}).docs_in_order  # a later file first
+    assert not tally({("a", 0): (0, 15), ("a", 50): (10, 19)}).docs_in_order  # interleaved
+    t = tally({("a", 0): (0, 9)})
+    t.doc_splits[0].add(("a", 50))  # positions unknown
+    assert not t.docs_in_order

@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -256,23 +256,132 @@ def read_spool(spark: SparkSession, folder: str, n: int, record_ddl: str, parts:
     """
 
     def read(batches):
-        import os
-
-        import pyarrow as pa
-
-        for batch in batches:
-            for part in batch.column(0).to_pylist():
-                path = spool_path(folder, part)
-                if not os.path.exists(path):
-                    if part in parts:
-                        raise FileNotFoundError(f"ingest: no spooled records of partition {part}: {path}")
-                    continue
-                # Memory-mapped: the batches point into the page cache, no copy before the JVM's.
-                reader = pa.ipc.open_file(pa.memory_map(path))
-                for k in range(reader.num_record_batches):
-                    yield reader.get_batch(k)
+        yield from spooled_batches(folder, parts, batches)
 
     return spark.range(0, n, 1, n).mapInArrow(read, record_ddl)
+
+
+def spooled_batches(folder: str, parts: set[int], batches: Iterable[Any]) -> Iterator[Any]:
+    """The spooled record batches (:data:`udfs.formats.RECORD_SCHEMA`) of the partitions whose numbers
+    ``batches`` hold (first column), memory-mapped, in the order they were written.
+
+    Raises:
+        FileNotFoundError: a partition in ``parts`` (those that held records) has no spool file.
+    """
+    import os
+
+    import pyarrow as pa
+
+    for batch in batches:
+        for part in batch.column(0).to_pylist():
+            path = spool_path(folder, part)
+            if not os.path.exists(path):
+                if part in parts:
+                    raise FileNotFoundError(f"ingest: no spooled records of partition {part}: {path}")
+                continue
+            # Memory-mapped: the batches point into the page cache, no copy before the JVM's.
+            reader = pa.ipc.open_file(pa.memory_map(path))
+            for k in range(reader.num_record_batches):
+                yield reader.get_batch(k)
+
+
+def read_spool_documents(spark: SparkSession, folder: str, n: int, parts: set[int], summaries: list[Any],
+                         columns: Sequence[str], ddl: str) -> DataFrame:
+    """The document rows of the records :func:`explode_splits` spooled to ``folder``, as the ``documents``
+    table holds them (``columns``: ``doc_id`` and record columns, in the table's order; ``ddl`` their
+    Spark schema), for sources whose ids no two documents share: the record numbers fixed as
+    :func:`number_lines` fixes them and ``doc_id`` as :func:`pipelines.ingest.stage.assign_doc_ids`
+    gives it with ``unique``, computed in the worker that reads the spool file
+    (:func:`spooled_documents`). Partition ``i`` of ``n`` holds the documents of partition ``i`` of
+    the parse in the same order, as :func:`read_spool`.
+
+    Why: the rows then go from the Arrow batches straight to the Parquet writer; through
+    :func:`read_spool` every record crosses into the JVM with all its columns, is joined with the line
+    offsets, filtered and projected (one more copy of every text) before the write (bench/notes.md,
+    "Ingest's documents computed where the spool is read").
+
+    Raises (in the task): FileNotFoundError as :func:`read_spool`.
+    """
+    offsets = {(path, start): before for path, start, before in line_offsets(summaries)}
+    names = list(columns)
+
+    def read(batches):
+        for records in spooled_batches(folder, parts, batches):
+            if (out := spooled_documents(records, offsets, names)) is not None:
+                yield out
+
+    return spark.range(0, n, 1, n).mapInArrow(read, ddl)
+
+
+DOC_ID_HASH_SEP = "\x1f"
+"""Separator of the fields hashed into a derived ``doc_id`` (ASCII unit separator: cannot occur in a path
+and rarely in a source name); :func:`pipelines.ingest.stage.assign_doc_ids` uses the same."""
+
+
+def spooled_documents(batch: Any, offsets: dict[tuple[str, int], int], names: list[str]) -> Any:
+    """The document rows of one spooled batch (:data:`udfs.formats.RECORD_SCHEMA`) as columns ``names``
+    (``doc_id`` and record columns), or ``None`` when it holds none.
+
+    ``record`` gains the lines of the file's earlier splits (``offsets``: ``(input_file, split_start)``
+    -> lines before, :func:`line_offsets`) where it is above 0; ``doc_id`` is ``source/src_id`` where
+    ``src_id`` is non-empty, else ``source/~`` and the first 32 hex digits of sha256 over ``source``,
+    ``key_path`` and the record number joined by :data:`DOC_ID_HASH_SEP` (null fields left out, a null
+    ``source`` giving a null id): Spark's ``concat_ws``, ``concat`` and ``sha2`` of
+    :func:`pipelines.ingest.stage.assign_doc_ids` on the same values.
+    """
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = batch.column("kind")
+    is_doc = pc.equal(kind, "doc")
+    n_doc = pc.sum(is_doc).as_py() or 0
+    if n_doc == 0:
+        return None
+    if n_doc < batch.num_rows:
+        batch = batch.filter(is_doc)
+    record = batch.column("record")
+    if offsets:
+        files, starts = batch.column("input_file").to_pylist(), batch.column("split_start").to_pylist()
+        before = pa.array([offsets.get((f, s), 0) for f, s in zip(files, starts, strict=True)], pa.int64())
+        record = pc.if_else(pc.greater(record, 0), pc.add(record, before), record)
+    source, src_id = batch.column("source"), batch.column("src_id")
+    has_id = pc.and_(pc.is_valid(src_id), pc.fill_null(pc.not_equal(src_id, ""), False))
+    # concat_ws skips a null source; pyarrow's own null skipping drops a trailing all-null row (25.0)
+    cand = pc.if_else(pc.is_null(source), src_id, pc.binary_join_element_wise(source, src_id, "/"))
+    if pc.all(has_id).as_py():
+        doc_id = cand
+    else:
+        has, src, keys, recs = (has_id.to_pylist(), source.to_pylist(), batch.column("key_path").to_pylist(),
+                                record.to_pylist())
+        ids = cand.to_pylist()
+        for i, ok in enumerate(has):
+            if not ok:
+                joined = DOC_ID_HASH_SEP.join(str(v) for v in (src[i], keys[i], recs[i]) if v is not None)
+                digest = hashlib.sha256(joined.encode("utf-8")).hexdigest()[:32]
+                ids[i] = None if src[i] is None else f"{src[i]}/~{digest}"
+        doc_id = pa.array(ids, pa.string())
+    cols = {"doc_id": doc_id, "record": record}
+    return pa.RecordBatch.from_arrays([cols[c] if c in cols else batch.column(c) for c in names], names=names)
+
+
+def line_offsets(summaries: list[Any]) -> list[tuple[str, int, int]]:
+    """``(input_file, split_start, lines before)`` of every JSONL split after a file's first, from the
+    collected ``kind = "file"`` rows (the lines each split owns, ``meta.lines``)."""
+    per_file: dict[str, list[tuple[int, int]]] = {}
+    for r in summaries:
+        lines = dict(r["meta"]).get("lines")
+        if lines is not None:
+            per_file.setdefault(r["input_file"], []).append((int(r["split_start"]), int(lines)))
+    offsets = []
+    for path, parts in per_file.items():
+        seen = 0
+        for start, lines in sorted(parts):
+            if seen:
+                offsets.append((path, start, seen))
+            seen += lines
+    return offsets
 
 
 def number_lines(records: DataFrame, summaries: list[Any], spark: SparkSession) -> DataFrame:
@@ -286,18 +395,7 @@ def number_lines(records: DataFrame, summaries: list[Any], spark: SparkSession) 
         ``records`` with ``record`` += the lines of the file's earlier splits (rows of a whole file,
         and file-level rows with ``record`` 0, unchanged).
     """
-    per_file: dict[str, list[tuple[int, int]]] = {}
-    for r in summaries:
-        lines = dict(r["meta"]).get("lines")
-        if lines is not None:
-            per_file.setdefault(r["input_file"], []).append((int(r["split_start"]), int(lines)))
-    offsets = []
-    for path, parts in per_file.items():
-        seen = 0
-        for start, lines in sorted(parts):
-            if seen:
-                offsets.append((path, start, seen))
-            seen += lines
+    offsets = line_offsets(summaries)
     if not offsets:
         return records
     from pipelines.core.tables import local_frame  # driver side only: the workers need not import it

@@ -67,6 +67,12 @@ RECORD_DDL = (
     "excerpt string, detail string"
 )
 """Spark schema of :data:`udfs.formats.RECORD_SCHEMA` (a test keeps the two equal)."""
+DOCUMENT_DDL = (
+    "doc_id string, text string, source string, url string, meta map<string,string>, input_file string, "
+    "n_chars int, n_bytes int, n_replaced int, record_format string, markers_resolved map<string,int>"
+)
+"""Spark schema of the ``documents`` table: :data:`DOCUMENT_COLUMNS` with the types of :data:`RECORD_DDL`
+(a test keeps them equal)."""
 
 
 class BadInputFileError(UserError):
@@ -80,7 +86,7 @@ stays small on runs of many thousands of WARC files (the totals, ``extra.counts`
 MAX_SOURCE_COUNTS = 1000
 """Sources whose document counts the stage report keeps (``extra.documents_by_source``, first by name): a
 ``source`` field of many values (a domain per record) must not bloat the completion record."""
-_HASH_SEP = "\x1f"  # ASCII unit separator: cannot occur in a path and rarely in a source name
+_HASH_SEP = ingest_splits.DOC_ID_HASH_SEP
 
 
 def parse_options(cfg: IngestConfig, fields: IngestFields | None = None) -> ParseOptions:
@@ -189,6 +195,18 @@ def to_documents(records: DataFrame, dups: DataFrame | None = None, *, unique: b
     if not (in_order and unique):
         docs = docs.sortWithinPartitions("input_file", "record")
     return docs.select(*DOCUMENT_COLUMNS)
+
+
+def _documents(records: DataFrame, dups: DataFrame | None, t: ingest_tally.Tally, spooled: Any) -> DataFrame:
+    """The ``documents`` table of the numbered records (:func:`to_documents`), or, where no two documents
+    share a source id (``dups`` ``None``) and the records are spooled, the same rows computed where the
+    spool files are read (``spooled``: :func:`_read_kept`'s function, ``None`` where kept)."""
+    if dups is not None or spooled is None:
+        return to_documents(records, dups, unique=dups is None, in_order=t.docs_in_order)
+    if t.docs_in_order:
+        return spooled(DOCUMENT_COLUMNS, DOCUMENT_DDL)
+    docs = spooled((*DOCUMENT_COLUMNS, "record"), DOCUMENT_DDL + ", record bigint")
+    return docs.sortWithinPartitions("input_file", "record").select(*DOCUMENT_COLUMNS)
 
 
 def to_quarantine(records: DataFrame, none: bool = False) -> DataFrame:
@@ -343,14 +361,16 @@ def _spool_fits_memory(listing: list[tuple[str, str, int]]) -> bool:
 
 
 def _read_kept(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: IngestConfig,
-               globs: dict[str, str]) -> tuple[DataFrame, ingest_tally.Tally, Any]:
-    """The parsed records (:data:`RECORD_DDL`), read by one parse job, with their tally and a function
-    that frees what holds them: spooled (:func:`_spool_folder`) or kept (:func:`keep_records`)."""
+               globs: dict[str, str]) -> tuple[DataFrame, ingest_tally.Tally, Any, Any]:
+    """The parsed records (:data:`RECORD_DDL`), read by one parse job, with their tally, a function
+    that frees what holds them: spooled (:func:`_spool_folder`) or kept (:func:`keep_records`), and
+    where spooled a function giving the document rows with their ids straight from the spool files
+    (:func:`pipelines.ingest.splits.read_spool_documents`; ``None`` where kept)."""
     spool = _spool_folder(spark, listing)
     if spool is None:
         parsed = keep_records(read_records(spark, listing, icfg, globs))
         try:
-            return parsed, ingest_tally.tally(parsed), lambda: release_records(parsed)
+            return parsed, ingest_tally.tally(parsed), lambda: release_records(parsed), None
         except BaseException:
             release_records(parsed)
             raise
@@ -361,7 +381,11 @@ def _read_kept(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: I
     except BaseException:
         spool.remove()
         raise
-    return parsed, t, spool.remove
+
+    def documents(columns: tuple[str, ...], ddl: str) -> DataFrame:
+        return ingest_splits.read_spool_documents(spark, spool.path, n, t.parts, t.summaries, columns, ddl)
+
+    return parsed, t, spool.remove, documents
 
 
 def keep_records(records: DataFrame) -> DataFrame:
@@ -441,7 +465,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     if small := ingest_splits.small_splits_line(ingest_splits.plan_splits(listing, icfg), icfg):
         print(small, file=sys.stderr, flush=True)
     with tables.session_conf(spark, _STAGE_CONF):
-        parsed, t, release = _read_kept(spark, listing, icfg, globs)
+        parsed, t, release, spooled_documents = _read_kept(spark, listing, icfg, globs)
         try:
             extra = _file_stats(t.summaries)
             records = ingest_splits.number_lines(parsed, t.summaries, spark)
@@ -461,7 +485,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             dups = ingest_tally.duplicated_ids(spark, docs, candidate_id(), t)
             outputs = tables.publish(
                 spark, cfg, STAGE,
-                {"documents": to_documents(records, dups, unique=dups is None, in_order=t.docs_in_order),
+                {"documents": _documents(records, dups, t, spooled_documents),
                  "quarantine": to_quarantine(records, none=not any(r for _, r, _ in counts))},
                 properties={"doc_id_scheme": DOC_ID_SCHEME},
                 table_properties={"quarantine": {"reasons": sorted(QUARANTINE_REASONS)}},

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from pyspark import StorageLevel
@@ -39,6 +40,9 @@ class Tally:
             :data:`DUP_BROADCAST_MAX` (then left to a distributed aggregation, :func:`duplicated_ids`).
         doc_splits: per Spark partition of the records, the splits ``(input_file, split_start)`` whose
             documents it holds.
+        split_rows: per Spark partition and split ``(input_file, split_start)``, the first and last
+            position of its rows in the partition (``monotonically_increasing_id``: partition index in
+            the upper bits, row index below), which tells in what order the partition holds its splits.
         parts: the Spark partitions that hold any record.
     """
 
@@ -51,16 +55,30 @@ class Tally:
     by_source: Counter = field(default_factory=Counter)
     dup_ids: list[str] | None = field(default_factory=list)
     doc_splits: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
+    split_rows: dict[tuple[int, str, int], tuple[int, int]] = field(default_factory=dict)
     parts: set[int] = field(default_factory=set)
 
     @property
     def docs_in_order(self) -> bool:
-        """True when every partition of the records holds the documents of one split at most and no
-        split emitted its documents out of record order (no summary row says ``docs_unordered``): the
-        documents already lie in ``(input_file, record)`` order within each partition, so sorting them
-        there changes nothing (as long as the rows stay in those partitions)."""
-        return (all(len(s) <= 1 for s in self.doc_splits.values())
-                and not any(dict(s["meta"]).get("docs_unordered") for s in self.summaries))
+        """True when the documents already lie in ``(input_file, record)`` order within each partition,
+        so sorting them there changes nothing (as long as the rows stay in those partitions): no split
+        emitted its documents out of record order (no summary row says ``docs_unordered``) and every
+        partition holds the documents of one split, or of several in a row (not interleaved, from
+        :attr:`split_rows`) in rising ``(input_file, split_start)`` order. A later split of a file
+        holds higher record numbers than an earlier one (line numbers are fixed by the prefix sum of
+        the earlier splits' lines, Parquet rows count from the footer), and the sort compares
+        ``input_file`` by its UTF-8 bytes, the order of Python's ``str`` comparison."""
+        if any(dict(s["meta"]).get("docs_unordered") for s in self.summaries):
+            return False
+        return all(len(s) <= 1 or self._splits_in_a_row(part, s) for part, s in self.doc_splits.items())
+
+    def _splits_in_a_row(self, part: int, with_docs: set[tuple[str, int]]) -> bool:
+        """Whether partition ``part`` holds its splits one after another, those of ``with_docs`` in
+        rising ``(input_file, split_start)`` order (``False`` where a split's positions are unknown)."""
+        spans = sorted((lo, hi, (f, s)) for (p, f, s), (lo, hi) in self.split_rows.items() if p == part)
+        keys = [key for _, _, key in spans if key in with_docs]
+        apart = all(hi < lo_next for (_, hi, _), (lo_next, _, _) in pairwise(spans))
+        return apart and len(keys) == len(with_docs) and keys == sorted(keys)
 
 
 def has_src_id() -> Any:
@@ -99,6 +117,7 @@ def tally(records: DataFrame) -> Tally:
         F.spark_partition_id().alias("part"), F.when(is_doc & has_src_id(), candidate_id()).alias("_cand"),
         F.when(is_doc, F.col("n_chars")).alias("_chars"), F.when(is_doc, F.col("n_bytes")).alias("_bytes"),
         F.when(is_doc, F.col("n_replaced")).alias("_replaced"), summary.alias("_summary"),
+        F.monotonically_increasing_id().alias("_pos"),
     )
     both = (
         cols.groupingSets([[*_KEYS, "_summary"], ["_cand"]], *_KEYS, "_summary", "_cand")
@@ -108,6 +127,8 @@ def tally(records: DataFrame) -> Tally:
             F.sum("_bytes").alias("bytes"),
             F.sum("_replaced").alias("replaced"),
             F.count("_cand").alias("with_src_id"),
+            F.min("_pos").alias("first_pos"),
+            F.max("_pos").alias("last_pos"),
             F.grouping("_cand").alias("_by_keys"),  # 1: a row of the first set, 0: a candidate id
         )
     )
@@ -129,6 +150,9 @@ def tally(records: DataFrame) -> Tally:
     per: Counter = Counter()
     for r in rows:
         t.parts.add(int(r["part"]))
+        at_split = (int(r["part"]), r["input_file"], int(r["split_start"]))
+        lo, hi = t.split_rows.get(at_split, (r["first_pos"], r["last_pos"]))
+        t.split_rows[at_split] = (min(lo, r["first_pos"]), max(hi, r["last_pos"]))
         if r["kind"] == "file":
             at = {"input_file": r["input_file"], "split_start": r["split_start"]}
             f = json.loads(r["_summary"])  # the JSON of a null key_path leaves it out
