@@ -203,3 +203,17 @@ def test_append_rows_writes_what_a_spark_append_writes(spark, tmp_path):
     tables.append(spark.createDataFrame([last], RUNS_SCHEMA).coalesce(1), via_rs)  # Spark after delta-rs
     a, b = (spark.read.format("delta").load(p) for p in (via_spark, via_rs))
     assert sorted(a.toJSON().collect()) == sorted(b.toJSON().collect()) and a.count() == 4
+
+
+def test_write_table_leaves_the_file_list_out_of_local_checksums(spark, make_cfg):
+    # Created and replaced tables: one checksum per commit with the table's size and file count, no
+    # list of files (Delta's allFilesInCrc, off for these commits), the session setting left as it was.
+    cfg = make_cfg()
+    df = spark.createDataFrame([("a", "x"), ("b", "y")], "doc_id string, text string")
+    path = tables.write_table(df, cfg, "documents")
+    tables.write_table(df.limit(1), cfg, "documents")
+    for version in (0, 1):
+        crc = json.loads(open(f"{path}/_delta_log/{version:020d}.crc").read())
+        assert crc["numFiles"] >= 1 and crc["tableSizeBytes"] > 0 and "allFiles" not in crc
+    assert spark.conf.get(tables.ALL_FILES_IN_CRC, None) is None
+    assertDataFrameEqual(spark.read.format("delta").load(path), [("a", "x")], checkRowOrder=False)
