@@ -360,6 +360,24 @@ def written_rows(spark: SparkSession, path: str) -> int:
     return int(n) if n is not None else read_path(spark, path).count()
 
 
+def table_rows(spark: SparkSession, path: str, df: DataFrame | None = None) -> int:
+    """Rows of the latest version of the Delta table at ``path``: from its log's per-file ``numRecords``
+    where it is a local table of a local run (:func:`local_state.live_rows`), else a count of ``df`` (the
+    table as the caller read it) or of the table.
+
+    Why: the count is a Spark job with its planning (0.3-0.5 s on 2 cores for a ``make run`` stage); the
+    log already holds the number.
+    """
+    from pipelines.core import local_state
+
+    if _local_table(spark, path):
+        try:
+            return local_state.live_rows(path)
+        except local_state.NeedsSpark:
+            pass
+    return (df if df is not None else read_path(spark, path)).count()
+
+
 def table_version(spark: SparkSession, path: str) -> int:
     """Latest committed version of the Delta table at ``path`` (:func:`delta_version`, which must exist).
 
