@@ -203,3 +203,42 @@ def test_append_rows_writes_what_a_spark_append_writes(spark, tmp_path):
     tables.append(spark.createDataFrame([last], RUNS_SCHEMA).coalesce(1), via_rs)  # Spark after delta-rs
     a, b = (spark.read.format("delta").load(p) for p in (via_spark, via_rs))
     assert sorted(a.toJSON().collect()) == sorted(b.toJSON().collect()) and a.count() == 4
+
+
+def test_table_rows_from_the_log_match_a_count(spark, make_cfg, monkeypatch):
+    # Rows from the per-file numRecords of the log (no Spark job), with column statistics off as the
+    # stages write them; appends and replaces add and drop files; a count where the log cannot say.
+    from pipelines.core import local_state
+
+    cfg = make_cfg()
+    df = spark.createDataFrame([(str(i), "x") for i in range(9)], "doc_id string, text string").repartition(3)
+    with tables.session_conf(spark, {"spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols": "0"}):
+        path = tables.write_table(df, cfg, "documents")
+    assert local_state.live_rows(path) == 9 and tables.table_rows(spark, path) == 9
+    tables.append(df.limit(4), path)
+    assert tables.table_rows(spark, path) == 13 == spark.read.format("delta").load(path).count()
+    tables.write_table(df.limit(2), cfg, "documents")
+    assert tables.table_rows(spark, path) == 2
+    tables.write_table(df.limit(0), cfg, "documents")
+    assert local_state.live_rows(path) == 0
+
+    def refuse(table, version=None):
+        raise local_state.NeedsSpark("no statistics")
+
+    monkeypatch.setattr(local_state, "live_rows", refuse)
+    assert tables.table_rows(spark, path, df) == 9  # the caller's frame is counted
+
+
+def test_write_table_leaves_the_file_list_out_of_local_checksums(spark, make_cfg):
+    # Created and replaced tables: one checksum per commit with the table's size and file count, no
+    # list of files (Delta's allFilesInCrc, off for these commits), the session setting left as it was.
+    cfg = make_cfg()
+    df = spark.createDataFrame([("a", "x"), ("b", "y")], "doc_id string, text string")
+    path = tables.write_table(df, cfg, "documents")
+    tables.write_table(df.limit(1), cfg, "documents")
+    for version in (0, 1):
+        crc = json.loads(open(f"{path}/_delta_log/{version:020d}.crc").read())
+        assert crc["numFiles"] >= 1 and crc["tableSizeBytes"] > 0 and "allFiles" not in crc
+    assert spark.conf.get(tables.ALL_FILES_IN_CRC, None) is None
+    assert tables.table_rows(spark, path) == 1
+    assertDataFrameEqual(spark.read.format("delta").load(path), [("a", "x")], checkRowOrder=False)

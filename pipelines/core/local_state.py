@@ -168,6 +168,30 @@ def live_files(table: str, version: int | None = None) -> tuple[list[str], str]:
     return files, dt.schema().to_json()
 
 
+def live_rows(table: str, version: int | None = None) -> int:
+    """Rows of version ``version`` (default: the latest) of the local Delta table at ``table``: the sum of
+    the ``numRecords`` statistic of its live data files, as delta-rs reads its log (:func:`_delta_table`;
+    no Spark job). Spark's Delta writes ``numRecords`` for every file it adds, whatever the
+    ``delta.dataSkippingNumIndexedCols`` (Delta ``PROTOCOL.md``, "Per-file Statistics").
+
+    Returns:
+        The row count (int, >= 0).
+
+    Raises:
+        NeedsSpark: what :func:`_delta_table` refuses, or a live file without ``numRecords`` (a writer
+            that wrote no statistics): the caller counts the rows with Spark instead.
+    """
+    import pyarrow as pa
+
+    actions = pa.table(_delta_table(table, version).get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return 0
+    counts = actions.column("num_records") if "num_records" in actions.column_names else None
+    if counts is None or counts.null_count:
+        raise NeedsSpark(f"{table}: a data file without a numRecords statistic")
+    return int(sum(counts.to_pylist()))
+
+
 def appendable_schema(table: str) -> str:
     """The schema (Delta's JSON) of the local Delta table at ``table``, for a table delta-rs appends to as
     Spark's Delta would: what :func:`_delta_table` reads, at writer protocol 2 or below (append-only,

@@ -27,6 +27,7 @@ Shards, the report and effective configs always go to paths (``shard.output``, `
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -176,6 +177,17 @@ def read_table(
     return df
 
 
+ALL_FILES_IN_CRC = "spark.databricks.delta.allFilesInCrc.enabled"
+"""Delta's setting (``DeltaSQLConf``, default on) that stores a small table's list of data files (under
+50) in the checksum file of each commit, derived from the previous version's list. :func:`write_table`
+turns it off for the commits it makes on a local table of a local run: creating a table, Delta derives
+the list in a Spark job of its own (no tasks) with its planning, 77 against 153 ms of the driver
+thread's CPU per table and one job instead of two; replacing one written so costs what it did (281
+against 286 ms, three jobs; same process, alternated rounds, bench/notes.md). The checksum keeps
+``tableSizeBytes`` and ``numFiles`` (:func:`table_bytes`) and the data files and commits are the same;
+Winnow reads such tables through their log (:func:`_read_parquet_files`), not the checksum's list."""
+
+
 def write_table(
     df: DataFrame,
     cfg: WinnowConfig,
@@ -184,7 +196,8 @@ def write_table(
     properties: dict[str, Any] | None = None,
     partition_by: list[str] | None = None,
 ) -> str:
-    """Atomically create or replace the Delta table ``name`` with ``df`` (one Delta commit).
+    """Atomically create or replace the Delta table ``name`` with ``df`` (one Delta commit). On a local
+    table of a local run the commit's checksum file holds no list of data files (:data:`ALL_FILES_IN_CRC`).
 
     Args:
         properties: extra table properties; keys get the ``winnow.`` prefix, non-string values are
@@ -203,24 +216,28 @@ def write_table(
         writer = writer.tableProperty(key, v if isinstance(v, str) else json.dumps(v, sort_keys=True))
     if partition_by:
         writer = writer.partitionedBy(*[F.col(c) for c in partition_by])
-    if _nothing_at(df.sparkSession, path):
-        # Same commit without replacing: createOrReplace lists the (empty) files of the table it
-        # replaces in a Spark job of its own, 0.1-0.3 s on 2 cores for each table of a new run root.
-        writer.create()
-    else:
-        writer.createOrReplace()
+    spark = df.sparkSession
+    local = _local_table(spark, path)
+    # The commit's checksum file without its list of data files (ALL_FILES_IN_CRC), unless the user set it.
+    no_list = (local and ALL_FILES_IN_CRC not in cfg.spark.conf
+               and spark.conf.get(ALL_FILES_IN_CRC, None) is None)
+    with session_conf(spark, {ALL_FILES_IN_CRC: "false"} if no_list else {}):
+        if local and not os.path.lexists(path):
+            # Same commit without replacing: createOrReplace lists the (empty) files of the table it
+            # replaces in a Spark job of its own, 0.1-0.3 s on 2 cores for each table of a new run root.
+            writer.create()
+        else:
+            writer.createOrReplace()
     return path
 
 
-def _nothing_at(spark: SparkSession, path: str) -> bool:
-    # A local path with nothing there (a local master: a path without scheme is on this machine).
-    # Anything else, a table name or a location on another filesystem, is left to createOrReplace.
-    import os
-
+def _local_table(spark: SparkSession, path: str) -> bool:
+    # A local path under a local master (a path without scheme is on this machine). Anything else, a
+    # table name or a location on another filesystem, is written as Delta's defaults have it.
     from pipelines.core import local_state
 
     return (not is_table_name(path) and local_state.is_local(path)
-            and spark.sparkContext.master.startswith("local") and not os.path.lexists(path))
+            and spark.sparkContext.master.startswith("local"))
 
 
 def write_removed(df: DataFrame, cfg: WinnowConfig, stage: str) -> str:
@@ -341,6 +358,24 @@ def written_rows(spark: SparkSession, path: str) -> int:
     when the commit holds no metrics."""
     n = commit_metrics(spark, path).get("numOutputRows")
     return int(n) if n is not None else read_path(spark, path).count()
+
+
+def table_rows(spark: SparkSession, path: str, df: DataFrame | None = None) -> int:
+    """Rows of the latest version of the Delta table at ``path``: from its log's per-file ``numRecords``
+    where it is a local table of a local run (:func:`local_state.live_rows`), else a count of ``df`` (the
+    table as the caller read it) or of the table.
+
+    Why: the count is a Spark job with its planning (0.3-0.5 s on 2 cores for a ``make run`` stage); the
+    log already holds the number.
+    """
+    from pipelines.core import local_state
+
+    if _local_table(spark, path):
+        try:
+            return local_state.live_rows(path)
+        except local_state.NeedsSpark:
+            pass
+    return (df if df is not None else read_path(spark, path)).count()
 
 
 def table_version(spark: SparkSession, path: str) -> int:

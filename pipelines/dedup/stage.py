@@ -430,7 +430,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     near = NearResult()
     ann = annotate(docs, d, cfg.run.seed, reference=reference, checkpoint_dir=d.checkpoint_dir, result=near)
     clustered = near.clustered
-    report.rows_in = docs.count()
+    report.rows_in = tables.table_rows(spark, cfg.table_path(chain.stage(STAGE).input), docs)
     report.rows_out = report.rows_in - sum(near.removed_by_kind.values())
     for kind, n in sorted(near.removed_by_kind.items()):
         report.removed[f"dedup.{kind}"] = n
