@@ -19,9 +19,9 @@ row per key; the near rule aggregates packed n-gram blocks (:func:`near_repeats`
    goes whole when at least ``doc_overlap`` of its characters were cut, or fewer than ``min_chars_after``
    non-blank (non-whitespace) characters are left.
 
-Every frame persisted here (the ranked documents, the units with their n-grams, the near rule's reduce
-output) is
-kept on local disk (:data:`pipelines.core.cache.TEXT_CACHE`): each is as large as the text or larger,
+Every frame persisted here that holds text or n-grams (the ranked documents, in span mode only; the
+units with their n-grams; the near rule's reduce output) is kept on local disk
+(:data:`pipelines.core.cache.TEXT_CACHE`): each is as large as the text or larger,
 and on the heap the sorted documents of a million short documents took a 1 GB driver to
 ``OutOfMemoryError`` (bench/notes.md, "Passages at a million documents"). Only the sorted ``doc_id``
 of :func:`with_ranks` is cached in memory (and on disk when it does not fit).
@@ -89,9 +89,9 @@ def with_ranks(docs: DataFrame, cached: list[DataFrame] | None = None,
     its upper bits, row in partition below) and each partition's offset from one count per partition.
     It depends on the set of ``doc_id`` only, never on partitioning, so unit ids built on it
     (:func:`udfs.paragraphs.unit_ids`) order units as ``(doc_id, idx)`` does. The ranks are then joined
-    to the documents by ``doc_id``: where Spark plans that join as a shuffle, the cached documents keep its
-    hash partitioning, which the later joins by ``doc_id`` (the cuts, the most repeated units) use as it
-    is instead of shuffling and sorting the text again; nothing downstream depends on the rows' order.
+    to the documents by ``doc_id``: where Spark plans that join as a shuffle, persisted documents keep its
+    hash partitioning, which the later joins by ``doc_id`` (span mode's cuts, the most repeated units) use
+    as it is instead of shuffling and sorting the text again; nothing downstream depends on the rows' order.
     A null ``doc_id`` (ingest never writes one) gets rank 0, as the sort put it first.
 
     Args:
