@@ -144,6 +144,30 @@ def test_run_writes_cut_documents_removals_and_counts(spark, make_cfg):
     assert shown["d2"]["text"] == f"{_body(2)}\n⟦exact <- d1: {BANNER}\n⟧{_body(22)}"
 
 
+def test_run_gives_the_same_tables_and_counts_whether_only_the_touched_documents_are_cut_or_all(
+        spark, make_cfg, monkeypatch, tmp_path):
+    from pipelines.passages import transform
+
+    rows = [(d, t, s) for (d, t), s in zip(DOCS, ["web", "web", None, "books", "books"], strict=True)]
+    docs = spark.createDataFrame(rows, "doc_id string, text string, source string")
+    docs = docs.withColumn("n_chars", F.length("text") + 1).withColumn("n_bytes", F.lit(0))
+
+    def run(root):
+        cfg = make_cfg("passages.enabled=true", "passages.min_chars_after=null", root=root)
+        tables.write_table(docs, cfg, "deduped")
+        report = passages_stage.run(spark, cfg).check()
+        out = [tables.read_table(spark, cfg, t).orderBy("doc_id") for t in ("passages_deduped", "removed")]
+        return report, [df.drop("run_id", "removed_at").collect() for df in out]
+
+    few, few_rows = run(tmp_path / "few")
+    monkeypatch.setattr(transform, "BROADCAST_ROWS", 0)  # every document annotated and cached
+    every, every_rows = run(tmp_path / "every")
+    assert few_rows == every_rows and len(few_rows[0]) == 4 and len(few_rows[1]) == 1
+    assert (few.rows_in, few.rows_out, few.removed, few.notes) == (
+        every.rows_in, every.rows_out, every.removed, every.notes)
+    assert few.extra == every.extra and len(few.extra["by_source"]) == 3
+
+
 def test_disabled_stage_writes_no_table_and_the_next_stage_reads_its_input(spark, make_cfg):
     cfg = make_cfg()
     docs = spark.createDataFrame(DOCS, "doc_id string, text string")

@@ -16,7 +16,10 @@ from pipelines.passages.transform import (
     RANK_COLUMN,
     SPANS_COLUMN,
     STAGE,
-    annotate,
+    annotate_all,
+    annotate_touched,
+    kept_rows,
+    removed_units,
 )
 from udfs.paragraphs import IDX_BITS, split
 
@@ -41,17 +44,22 @@ the same minutes), the same outputs (bench/notes.md, "Passages: the report's uni
 _COUNTS = ("documents", "units_removed", "passages_removed", "chars_removed", "chars_in")
 
 
-def _counts(ann: DataFrame) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def _source(df: DataFrame) -> Any:
+    return F.coalesce(F.col("source"), F.lit("")) if "source" in df.columns else F.lit("")
+
+
+def _counts(ann: DataFrame, more: list[dict[str, Any]] | None = None
+            ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """One aggregation by source and action: per source documents read, cut, removed whole, units,
-    passages and characters cut, characters read; and documents per action."""
-    source = F.coalesce(F.col("source"), F.lit("")) if "source" in ann.columns else F.lit("")
-    rows = ann.groupBy(source.alias("source"), F.col(ACTION_COLUMN).alias("action")).agg(
+    passages and characters cut, characters read; and documents per action. ``more``: rows of the same
+    shape counted beside ``ann``'s (:func:`_untouched_counts`)."""
+    rows = ann.groupBy(_source(ann).alias("source"), F.col(ACTION_COLUMN).alias("action")).agg(
         F.count(F.lit(1)).alias("documents"),
         F.sum(F.coalesce(F.expr(_UNITS), F.lit(0))).alias("units_removed"),
         F.sum(F.coalesce(F.expr(_SPANS), F.lit(0))).alias("passages_removed"),
         F.sum(F.coalesce(F.expr(_CHARS), F.lit(0))).alias("chars_removed"),
         F.sum(CHARS_IN_COLUMN).alias("chars_in"),
-    ).collect()
+    ).collect() + (more or [])
     by_source: dict[str, dict[str, Any]] = {}
     actions: dict[str, int] = {}
     for r in rows:
@@ -123,8 +131,9 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         report.outputs = {"removed": tables.clear_removed(spark, cfg, STAGE, empty)}
         return report
 
-    # Not cached here: annotate joins the documents to their ranks once into a cache of its own
-    # (with_ranks); the Delta files are read again only by that join and by the sort of the doc_id.
+    # Not cached here: the unit rules read the text once for the paragraph kernel and once where it is
+    # cut and written (span mode: once into the ranked documents' cache, with_ranks); a disk cache of
+    # every text cost more to build and read back than reading the Delta files again.
     cached: list[DataFrame] = []
     with tables.session_conf(spark, _cache_settings(spark, cfg)):
         _annotate_and_publish(spark, cfg, docs, report, cached)
@@ -141,18 +150,28 @@ def _cache_settings(spark: SparkSession, cfg: WinnowConfig) -> dict[str, str]:
 def _annotate_and_publish(spark: SparkSession, cfg: WinnowConfig, docs: DataFrame, report: StageReport,
                           cached: list[DataFrame]) -> None:
     """The enabled stage's work on ``docs``: annotate, count, write both tables, fill ``report``;
-    every frame persisted is appended to ``cached`` (the caller unpersists them)."""
+    every frame persisted is appended to ``cached`` (the caller unpersists them).
+
+    Where only the unit rules run and the documents that lost a unit are few enough to broadcast
+    (:data:`pipelines.passages.transform.BROADCAST_ROWS`), only those documents are cut, persisted and
+    counted (:func:`pipelines.passages.transform.annotate_touched`); the kept table is written in one
+    pass over ``docs`` (:func:`pipelines.passages.transform.kept_rows`) and the other documents are
+    counted from it (:func:`_untouched_counts`). Otherwise every document's annotated row, text
+    included, is persisted for the counts and both writes."""
     c = cfg.passages
     parts: dict[str, DataFrame] = {}
-    ann = annotate(docs, c, cached, parts).persist(tables.TEXT_CACHE)
+    ranked, ranks, units, fits = removed_units(docs, c, cached, parts)
+    few = units is not None and fits and not c.spans
+    if few:
+        ann = annotate_touched(docs, units, c).persist(tables.TEXT_CACHE)
+        kept = kept_rows(docs, ann)
+    else:
+        ann = annotate_all(docs, ranked, ranks, units, c, cached).persist(tables.TEXT_CACHE)
+        kept = ann.where(F.col(ACTION_COLUMN).isin("keep", "cut")).select(*docs.columns, SPANS_COLUMN)
     cached.append(ann)
-    by_source, actions = _counts(ann)
-    report.rows_in = sum(actions.values())
-    report.rows_out = actions.get("keep", 0) + actions.get("cut", 0)
-    report.removed = {k: v for k, v in sorted(actions.items()) if k.startswith(f"{STAGE}.")}
-    report.notes = {"cut": actions.get("cut", 0)}
+    if not few:
+        by_source, actions = _counts(ann)
 
-    kept = ann.where(F.col(ACTION_COLUMN).isin("keep", "cut")).select(*docs.columns, SPANS_COLUMN)
     original = {name: F.col(name) for name in docs.columns}
     original["text"] = F.col("_input_text")
     if "n_chars" in original:
@@ -166,7 +185,27 @@ def _annotate_and_publish(spark: SparkSession, cfg: WinnowConfig, docs: DataFram
              "overlap": c.overlap, "doc_overlap": c.doc_overlap, "min_chars_after": c.min_chars_after}
     report.outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=removed,
                                     properties=props)
+    if few:
+        by_source, actions = _counts(ann, _untouched_counts(spark, cfg, ann, docs.columns))
+    report.rows_in = sum(actions.values())
+    report.rows_out = actions.get("keep", 0) + actions.get("cut", 0)
+    report.removed = {k: v for k, v in sorted(actions.items()) if k.startswith(f"{STAGE}.")}
+    report.notes = {"cut": actions.get("cut", 0)}
     report.extra = {"by_source": by_source,
                     "top_units": _top_units(parts["key_counts"], parts["documents"], c.top_paragraphs,
                                             c.unit)}
 
+
+def _untouched_counts(spark: SparkSession, cfg: WinnowConfig, touched: DataFrame,
+                      columns: list[str]) -> list[dict[str, Any]]:
+    """:func:`_counts`' rows (action ``keep``, nothing cut) of the documents not in ``touched``, by source,
+    from the kept table just written: each is there as read, so its ``n_chars`` (when the table has the
+    column; else the length of its ``text``) is the code points it was read with. Only ``doc_id``,
+    ``source`` and ``n_chars`` are read where ``n_chars`` exists, not the text."""
+    written = tables.read_table(spark, cfg, OUTPUT_TABLE, written_by=STAGE)
+    chars = F.col("n_chars") if "n_chars" in columns else F.length("text")
+    rows = (written.join(F.broadcast(touched.select("doc_id")), "doc_id", "left_anti")
+            .groupBy(_source(written).alias("source"))
+            .agg(F.count(F.lit(1)).alias("documents"), F.sum(chars).alias("chars_in")).collect())
+    return [{"source": r["source"], "action": "keep", "documents": r["documents"], "units_removed": 0,
+             "passages_removed": 0, "chars_removed": 0, "chars_in": r["chars_in"]} for r in rows]

@@ -19,9 +19,9 @@ row per key; the near rule aggregates packed n-gram blocks (:func:`near_repeats`
    goes whole when at least ``doc_overlap`` of its characters were cut, or fewer than ``min_chars_after``
    non-blank (non-whitespace) characters are left.
 
-Every frame persisted here (the ranked documents, the units with their n-grams, the near rule's reduce
-output) is
-kept on local disk (:data:`pipelines.core.cache.TEXT_CACHE`): each is as large as the text or larger,
+Every frame persisted here that holds text or n-grams (the ranked documents, in span mode only; the
+units with their n-grams; the near rule's reduce output) is kept on local disk
+(:data:`pipelines.core.cache.TEXT_CACHE`): each is as large as the text or larger,
 and on the heap the sorted documents of a million short documents took a 1 GB driver to
 ``OutOfMemoryError`` (bench/notes.md, "Passages at a million documents"). Only the sorted ``doc_id``
 of :func:`with_ranks` is cached in memory (and on disk when it does not fit).
@@ -78,26 +78,30 @@ corpus were written to shuffle files even where the other side was empty (bench/
 default mode at scale")."""
 
 
-def with_ranks(docs: DataFrame, cached: list[DataFrame] | None = None) -> tuple[DataFrame, DataFrame]:
-    """``docs`` with :data:`RANK_COLUMN` (long), joined to their ranks by ``doc_id`` and persisted on
-    local disk (:data:`pipelines.core.cache.TEXT_CACHE`: the rows hold the text); and ``doc_id, _rank``.
+def with_ranks(docs: DataFrame, cached: list[DataFrame] | None = None,
+               persist: bool = True) -> tuple[DataFrame, DataFrame]:
+    """``docs`` with :data:`RANK_COLUMN` (long), joined to their ranks by ``doc_id`` and, with ``persist``,
+    persisted on local disk (:data:`pipelines.core.cache.TEXT_CACHE`: the rows hold the text); and
+    ``doc_id, _rank``.
 
     The rank is the document's position in ``doc_id`` order over the whole corpus (dense, from 0): a
     range-partitioned sort of the ``doc_id`` alone, ``monotonically_increasing_id`` (partition index in
     its upper bits, row in partition below) and each partition's offset from one count per partition.
     It depends on the set of ``doc_id`` only, never on partitioning, so unit ids built on it
     (:func:`udfs.paragraphs.unit_ids`) order units as ``(doc_id, idx)`` does. The ranks are then joined
-    to the documents by ``doc_id``: where Spark plans that join as a shuffle, the cached documents keep its
-    hash partitioning, which the later joins by ``doc_id`` (the cuts, the most repeated units) use as it
-    is instead of shuffling and sorting the text again; nothing downstream depends on the rows' order.
+    to the documents by ``doc_id``: where Spark plans that join as a shuffle, persisted documents keep its
+    hash partitioning, which the later joins by ``doc_id`` (span mode's cuts, the most repeated units) use
+    as it is instead of shuffling and sorting the text again; nothing downstream depends on the rows' order.
     A null ``doc_id`` (ingest never writes one) gets rank 0, as the sort put it first.
 
     Args:
         docs: documents with ``doc_id`` (unique).
         cached: receives the sorted ``doc_id`` frame persisted here (the caller unpersists it).
+        persist: persist the ranked documents (the caller unpersists them); without it every reader of
+            them reads ``docs`` again and joins the ranks again.
 
     Returns:
-        (the ranked documents, persisted: the caller unpersists them; ``doc_id, _rank``).
+        (the ranked documents; ``doc_id, _rank``).
 
     Raises:
         UserError: more documents than a unit id can rank (:data:`udfs.paragraphs.MAX_RANK`).
@@ -121,9 +125,8 @@ def with_ranks(docs: DataFrame, cached: list[DataFrame] | None = None) -> tuple[
     rank = (offset + F.col("_m").bitwiseAND(F.lit((1 << 33) - 1))).alias(RANK_COLUMN)
     ranks = ordered.select("doc_id", rank)
     ranked = (docs.join(ranks, "doc_id", "left")
-              .select(*docs.columns, F.coalesce(RANK_COLUMN, F.lit(0).cast("long")).alias(RANK_COLUMN))
-              .persist(TEXT_CACHE))
-    return ranked, ranks
+              .select(*docs.columns, F.coalesce(RANK_COLUMN, F.lit(0).cast("long")).alias(RANK_COLUMN)))
+    return (ranked.persist(TEXT_CACHE) if persist else ranked), ranks
 
 
 def join_small(small: DataFrame, big: DataFrame, on: str, how: str, cached: list[DataFrame],
@@ -142,12 +145,18 @@ def join_small(small: DataFrame, big: DataFrame, on: str, how: str, cached: list
         cached: receives ``small`` once persisted (the caller unpersists it).
         limit: most rows broadcast (None: :data:`BROADCAST_ROWS`).
     """
+    small, fits = persist_small(small, cached, limit)
+    return big.join(F.broadcast(small) if fits else small, on, how)
+
+
+def persist_small(small: DataFrame, cached: list[DataFrame],
+                  limit: int | None = None) -> tuple[DataFrame, bool]:
+    """``small`` persisted (memory and disk; appended to ``cached``) and whether it has at most ``limit``
+    rows (None: :data:`BROADCAST_ROWS`), counted in one job that stops past the limit."""
     limit = BROADCAST_ROWS if limit is None else limit
     small = small.persist(StorageLevel.MEMORY_AND_DISK)
     cached.append(small)
-    if small.limit(limit + 1).count() <= limit:
-        small = F.broadcast(small)
-    return big.join(small, on, how)
+    return small, small.limit(limit + 1).count() <= limit
 
 
 def first_doc(uid: str = "first") -> Column:
@@ -338,9 +347,7 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
         docs: documents; needs ``doc_id`` (unique) and ``text``.
         c: the ``passages`` config section.
         cached: receives every DataFrame persisted here (the caller unpersists them when done).
-        parts: receives ``documents`` (``docs`` with :data:`RANK_COLUMN`, persisted), ``paragraphs``
-            (:func:`paragraphs`, persisted) and ``key_counts`` (:func:`key_counts`, persisted), for the
-            report's most repeated units.
+        parts: as :func:`removed_units` fills it.
 
     Returns:
         ``docs``' columns, ``text`` cut (``n_chars``/``n_bytes`` recomputed when present), plus
@@ -350,32 +357,129 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
     Raises:
         ValueError: ``docs`` lacks ``doc_id`` or ``text``.
     """
-    chain.require_columns(docs, INPUT_COLUMNS, STAGE)
     cached = cached if cached is not None else []
-    columns = docs.columns
-    docs, ranks = with_ranks(docs, cached)
-    cached.append(docs)
-    paras = paragraphs(docs, c).persist(TEXT_CACHE)
+    ranked, ranks, units, _ = removed_units(docs, c, cached, parts)
+    return annotate_all(docs, ranked, ranks, units, c, cached)
+
+
+def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
+                  parts: dict[str, DataFrame] | None = None
+                  ) -> tuple[DataFrame, DataFrame, DataFrame | None, bool]:
+    """The exact and near rules' removed units of every document, before any text is cut.
+
+    The ranked documents are persisted only in span mode, whose windows read them a second time; with
+    the unit rules alone the paragraph kernel is their one bulk reader (the text is read again from
+    ``docs`` where it is cut), so no disk cache of every text is built.
+
+    Args:
+        docs: documents; needs ``doc_id`` (unique) and ``text``.
+        c: the ``passages`` config section.
+        cached: receives every DataFrame persisted here (the caller unpersists them when done).
+        parts: receives ``documents`` (``docs`` with :data:`RANK_COLUMN`), ``paragraphs``
+            (:func:`paragraphs`, persisted) and ``key_counts`` (:func:`key_counts`, persisted), for the
+            report's most repeated units.
+
+    Returns:
+        (``docs`` with :data:`RANK_COLUMN`; ``doc_id, _rank`` (:func:`with_ranks`); :func:`unit_cuts`'
+        ``doc_id, _units`` persisted, or None where ``exact`` and ``near`` are both off; whether those
+        rows are at most :data:`BROADCAST_ROWS`).
+
+    Raises:
+        ValueError: ``docs`` lacks ``doc_id`` or ``text``.
+    """
+    chain.require_columns(docs, INPUT_COLUMNS, STAGE)
+    ranked, ranks = with_ranks(docs, cached, persist=c.spans)
+    if c.spans:
+        cached.append(ranked)
+    paras = paragraphs(ranked, c).persist(TEXT_CACHE)
     cached.append(paras)
     # Kept (one row per key held twice or more: small) for the report's most repeated units, which
     # otherwise aggregated every unit's key a second time.
     counts = key_counts(paras).persist(StorageLevel.MEMORY_AND_DISK)
     cached.append(counts)
     if parts is not None:
-        parts.update(documents=docs, paragraphs=paras, key_counts=counts)
+        parts.update(documents=ranked, paragraphs=paras, key_counts=counts)
     repeats = [exact_repeats(paras, counts)] if c.exact else []
     repeats += [near_repeats(paras, c.overlap, cached)] if c.near else []
+    if not repeats:
+        return ranked, ranks, None, True
     kinds = ["exact"] * c.exact + ["near"] * c.near
-    joined = docs
-    units = unit_cuts(paras, repeats, kinds, ranks) if repeats else None
+    units, fits = persist_small(unit_cuts(paras, repeats, kinds, ranks), cached)
+    return ranked, ranks, units, fits
+
+
+def annotate_all(docs: DataFrame, ranked: DataFrame, ranks: DataFrame, units: DataFrame | None,
+                 c: PassagesConfig, cached: list[DataFrame]) -> DataFrame:
+    """:func:`annotate`'s rows, one per document of ``docs``, from :func:`removed_units`' frames.
+
+    Args:
+        docs: the documents as read.
+        ranked: ``docs`` with :data:`RANK_COLUMN` (read only in span mode).
+        ranks: ``doc_id, _rank``.
+        units: ``doc_id, _units``, persisted, or None.
+        c: the ``passages`` config section.
+        cached: receives every DataFrame persisted here.
+    """
+    # The unit rules key their cuts by doc_id: the documents as read carry all they need.
+    joined = ranked if c.spans else docs
     if units is not None:
         joined = join_small(units, joined, "doc_id", "left", cached)
     else:
         joined = joined.withColumn("_units", F.lit(None))
     if c.spans:
-        joined = joined.join(reused_windows(docs, c.min_span_words, ranks), RANK_COLUMN, "left")
+        joined = joined.join(reused_windows(ranked, c.min_span_words, ranks), RANK_COLUMN, "left")
     else:
         joined = joined.withColumn("_windows", F.lit(None))
+    return _cut_and_decide(joined, docs.columns, c)
+
+
+def annotate_touched(docs: DataFrame, units: DataFrame, c: PassagesConfig) -> DataFrame:
+    """:func:`annotate`'s rows of the documents that lost a unit only (the unit rules; no span mode).
+
+    ``units`` is broadcast (it is at most :data:`BROADCAST_ROWS` rows): only the touched documents'
+    text goes to the Python cut, and none is shuffled. Every other document is kept as it is, its
+    ``text`` unchanged, ``n_chars``/``n_bytes`` its length and bytes (:func:`kept_rows`).
+
+    Args:
+        docs: the documents as read.
+        units: :func:`removed_units`' ``doc_id, _units`` (persisted).
+        c: the ``passages`` config section, ``spans`` off.
+
+    Raises:
+        ValueError: ``c.spans`` is on (the windows can touch any document).
+    """
+    if c.spans:
+        raise ValueError("annotate_touched: passages.spans is on; use annotate_all")
+    joined = docs.join(F.broadcast(units), "doc_id", "inner").withColumn("_windows", F.lit(None))
+    return _cut_and_decide(joined, docs.columns, c)
+
+
+def kept_rows(docs: DataFrame, touched: DataFrame) -> DataFrame:
+    """The kept documents (``docs``' columns and :data:`SPANS_COLUMN`) from the documents as read and
+    :func:`annotate_touched`' rows (broadcast): a touched document as decided there, every other one
+    as :func:`annotate` keeps a document with nothing cut (``text`` as read, ``n_chars`` its code
+    points, ``n_bytes`` its UTF-8 bytes, no spans).
+
+    Args:
+        docs: the documents as read.
+        touched: :func:`annotate_touched`' rows, persisted (at most one per document of ``docs``).
+    """
+    columns = docs.columns
+    changed = [k for k in ("text", "n_chars", "n_bytes") if k in columns]
+    decided = touched.select("doc_id", *(F.col(k).alias(f"_t_{k}") for k in changed), SPANS_COLUMN,
+                             ACTION_COLUMN)
+    joined = docs.join(F.broadcast(decided), "doc_id", "left")
+    untouched = F.col(ACTION_COLUMN).isNull()
+    plain = {"text": F.col("text"), "n_chars": F.length("text").cast("int"),
+             "n_bytes": F.octet_length("text").cast("int")}
+    cols = {k: F.col(k) for k in columns}
+    for k in changed:
+        cols[k] = F.when(untouched, plain[k]).otherwise(F.col(f"_t_{k}"))
+    return (joined.where(untouched | F.col(ACTION_COLUMN).isin("keep", "cut"))
+            .select(*(v.alias(k) for k, v in cols.items()), SPANS_COLUMN))
+
+
+def _cut_and_decide(joined: DataFrame, columns: list[str], c: PassagesConfig) -> DataFrame:
     touched = F.col("_units").isNotNull() | F.col("_windows").isNotNull()
     # Every row goes through the Python UDF once (Spark would evaluate it for every row under F.when
     # anyway), but only a touched document's text: the others send a null and get a null ``_cut``.
