@@ -169,8 +169,6 @@ def _annotate_and_publish(spark: SparkSession, cfg: WinnowConfig, docs: DataFram
         ann = annotate_all(docs, ranked, ranks, units, c, cached).persist(tables.TEXT_CACHE)
         kept = ann.where(F.col(ACTION_COLUMN).isin("keep", "cut")).select(*docs.columns, SPANS_COLUMN)
     cached.append(ann)
-    if not few:
-        by_source, actions = _counts(ann)
 
     original = {name: F.col(name) for name in docs.columns}
     original["text"] = F.col("_input_text")
@@ -185,8 +183,8 @@ def _annotate_and_publish(spark: SparkSession, cfg: WinnowConfig, docs: DataFram
              "overlap": c.overlap, "doc_overlap": c.doc_overlap, "min_chars_after": c.min_chars_after}
     report.outputs = tables.publish(spark, cfg, STAGE, {OUTPUT_TABLE: kept}, removed=removed,
                                     properties=props)
-    if few:
-        by_source, actions = _counts(ann, _untouched_counts(spark, cfg, ann, docs.columns))
+    # counted after the write: the untouched documents are counted from the kept table it wrote
+    by_source, actions = _counts(ann, _untouched_counts(spark, cfg, ann, docs.columns) if few else None)
     report.rows_in = sum(actions.values())
     report.rows_out = actions.get("keep", 0) + actions.get("cut", 0)
     report.removed = {k: v for k, v in sorted(actions.items()) if k.startswith(f"{STAGE}.")}
