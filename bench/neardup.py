@@ -30,6 +30,8 @@ on one generated corpus with known duplicates: CPU seconds per document and reca
   default, a run of Winnow (``dedup.threshold``) and of text-dedup (``--threshold``) at it;
   ``BENCH_NEARDUP_TOOLS`` (comma-separated of ``datatrove``, ``winnow``, ``text_dedup``; default all)
   picks the tools.
+* ``missed``: per tool, the copies it left (up to 20) with their word count and true Jaccard to the
+  base (:func:`missed`).
 * CPU seconds: every process of each tool's tree (JVM, Python workers, pool workers), sampled from
   ``/proc`` plus what was reaped; per document = CPU seconds / documents in the corpus.
 """
@@ -106,6 +108,43 @@ def score(removed: set[str], clusters: list[list[str]]) -> dict:
     return {"removed": len(removed), "correct": right, "expected": should,
             "recall": round(right / should, 4) if should else None,
             "precision": round(right / len(removed), 4) if removed else None}
+
+
+def _texts(corpus: Path, ids: set[str]) -> dict[str, str]:
+    """The corpus texts of ``ids``."""
+    out: dict[str, str] = {}
+    for p in sorted(corpus.glob("*.jsonl")):
+        with open(p) as f:
+            for line in f:
+                rec = json.loads(line)
+                if rec["id"] in ids:
+                    out[rec["id"]] = rec["text"]
+    return out
+
+
+def missed(removed: set[str], clusters: list[list[str]], corpus: Path, limit: int = 20) -> list[dict]:
+    """The copies a tool left where all but one of a cluster should go (at most ``limit``, by cluster order):
+    each with its cluster's base id, its word count and its true Jaccard to the base over Winnow's
+    default shingles (:class:`udfs.minhash.ShingleSpec`: word 5-grams after Winnow's normalisation), so
+    a miss can be told apart from a copy whose edit took it under the threshold."""
+    import pyarrow as pa
+
+    from udfs.minhash import ShingleSpec, shingle_strings
+
+    short = [c for c in clusters if len(removed & set(c)) < len(c) - 1][:limit]
+    texts = _texts(corpus, {i for c in short for i in c})
+    rows = []
+    for c in short:
+        kept = [i for i in c if i not in removed]
+        sets = dict(zip(kept, map(set, shingle_strings(pa.array([texts[i] for i in kept]), ShingleSpec())),
+                        strict=True))
+        base = c[0] if c[0] in sets else kept[0]
+        for i in kept:
+            if i != base:
+                a, b = sets[base], sets[i]
+                rows.append({"base": base, "copy": i, "words": len(texts[i].split()),
+                             "jaccard": round(len(a & b) / max(len(a | b), 1), 3)})
+    return rows
 
 
 def _winnow_child(corpus: Path, root: Path, workers: int, out: Path, scheme: str | None = None,
@@ -328,7 +367,8 @@ def run(n_docs: int, seed: int = 0, workers: int = 2) -> dict:
                 res[tool] = {"failed": str(exc).partition(";")[0], "log_tail": tail}
                 continue
             res[tool] = {**{k: v for k, v in m.items() if k != "removed"}, **score(m["removed"], facts["clusters"]),
-                         "cpu_ms_per_doc": round(1000 * m["cpu_s"] / facts["docs"], 3)}
+                         "cpu_ms_per_doc": round(1000 * m["cpu_s"] / facts["docs"], 3),
+                         "missed": missed(m["removed"], facts["clusters"], work / "corpus")}
         res["goals"] = {}
         w = res.get("winnow")
         for peer in ("datatrove", "text_dedup"):
