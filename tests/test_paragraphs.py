@@ -149,17 +149,18 @@ def test_gram_blocks_and_first_holders_match_a_direct_count_in_any_batching():
         cuts = [0, *sorted(set(rng.integers(0, n + 1, 3).tolist())), n]
         seen: dict[int, int] = {}
         shared: dict[int, int] = {}
-        blocks: dict[int, list] = {}
+        batches = []
         for a, b in zip(cuts, cuts[1:], strict=False):  # batches in any order, of any size (empty too)
             idx = order[a:b]
             batch = P.gram_blocks(uids[idx], pa.array([lists[i] for i in idx], pa.list_(pa.int64())), 4)
+            batches.append(batch)
             for r in batch.to_pylist():
                 if r["bucket"] is None:
                     seen[r["uid"]] = seen.get(r["uid"], 0) + r["seen"]
-                else:
-                    blocks.setdefault(r["bucket"], []).append((r["grams"], r["uids"], r["counts"]))
-        for parts in blocks.values():
-            for r in P.first_holders(*zip(*parts, strict=True)).to_pylist():
+        rows = pa.Table.from_batches(batches, schema=P.BLOCK_SCHEMA)
+        for bucket in set(rows.column("bucket").drop_null().to_pylist()):
+            blocks = rows.filter(pa.compute.equal(rows.column("bucket"), bucket))
+            for r in P.first_holders(*P.unpack_blocks(blocks)).to_pylist():
                 if r["uid"] is not None:
                     seen[r["uid"]] = seen.get(r["uid"], 0) + r["seen"]
                 else:
@@ -230,6 +231,36 @@ def test_short_unit_hashes_equal_one_window_of_all_their_words():
     assert whole_hashes(hashes, offsets, rows[:0]).size == 0
 
 
+def test_packed_blocks_unpack_to_the_arrays_packed():
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(13)
+    for n_buckets in (1, 3, 4, 1024):
+        for spread in (1, 1 << 20, 1 << 45):  # documents near in rank, then too far apart for 32 bits
+            hg = np.sort(rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64))
+            bucket = (hg.view(np.uint64) % np.uint64(n_buckets)).astype(np.int64)
+            by = np.argsort(bucket, kind="stable")
+            hg, bucket = hg[by], bucket[by]
+            ranks = rng.integers(0, spread, hg.size) - spread // 2
+            hu = (ranks << P.IDX_BITS) | rng.integers(0, 40, hg.size)
+            counts = np.where(rng.random(hg.size) < 0.1, rng.integers(2, 2**40, hg.size), 1)
+            cuts = P._runs_of(bucket)
+            batch = P._block_batch(bucket[cuts], cuts, hg, hu, counts, np.zeros(0, np.int64),
+                                   np.zeros(0, np.int32), n_buckets)
+            assert batch.schema == P.BLOCK_SCHEMA
+            g, u, c = P.unpack_blocks(batch)
+            assert (g == hg).all() and (u == hu).all() and (c == counts).all()
+            assert (batch.column("uid_bits").to_numpy() >= 0).all() == (spread < 1 << 30)
+            one = P.unpack_blocks(pa.concat_tables([pa.Table.from_batches([batch.slice(1)]),
+                                                    pa.Table.from_batches([batch.slice(0, 1)])]))
+            first = cuts[1] if cuts.size > 1 else hg.size
+            assert (one[0] == np.r_[hg[first:], hg[:first]]).all() and (one[2] == np.r_[counts[first:],
+                                                                                    counts[:first]]).all()
+    assert [x.size for x in P.unpack_blocks(P.gram_blocks(np.zeros(0, np.int64), pa.array([], pa.list_(pa.int64()))))] \
+        == [0, 0, 0]
+
+
 def test_gram_blocks_keep_each_block_in_signed_gram_order():
     import numpy as np
     import pyarrow as pa
@@ -239,7 +270,8 @@ def test_gram_blocks_keep_each_block_in_signed_gram_order():
     lists[5] = lists[3]  # shared grams: one first holder, the later one seen
     uids = rng.permutation(np.arange(40, dtype=np.int64) * 7)
     batch = P.gram_blocks(uids, pa.array(lists, pa.list_(pa.int64())), 4).to_pylist()
-    grams = [np.frombuffer(r["grams"], np.int64) for r in batch if r["bucket"] is not None]
+    packed = P.gram_blocks(uids, pa.array(lists, pa.list_(pa.int64())), 4)
+    grams = [P.unpack_blocks(packed.slice(r, 1))[0] for r in range(packed.num_rows) if batch[r]["bucket"] is not None]
     assert all((np.diff(g) > 0).all() for g in grams) and sum(g.size for g in grams) == len(set().union(*lists))
     seen = {r["uid"]: r["seen"] for r in batch if r["bucket"] is None}
     assert seen == {int(max(uids[3], uids[5])): 50}

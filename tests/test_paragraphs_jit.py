@@ -208,5 +208,6 @@ def test_compiled_first_holders_equal_the_reference(spread):
                  for _ in range(n_batches)]
         uids = [rng.integers(0, 1000, g.size) + 1000 * i for i, g in enumerate(grams)]  # a unit in one batch
         counts = [rng.integers(1, 4, g.size) for g in grams]
-        args = [[x.astype(np.int64).tobytes() for x in xs] for xs in (grams, uids, counts)]
+        args = [np.concatenate([x.astype(np.int64) for x in xs]) if xs else np.zeros(0, np.int64)
+                for xs in (grams, uids, counts)]
         assert P.first_holders(*args).equals(P.first_holders(*args, compiled=False))

@@ -481,15 +481,29 @@ def apply_removals(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, li
 # ------------------------------------------------------------------------ near repeats in gram blocks
 GRAM_BUCKETS = 1024
 """Hash buckets the n-grams of the near rule are grouped in (:func:`gram_blocks`): a reduce step holds
-one bucket at a time, about 1/1024 of the corpus's distinct (n-gram, batch) pairs (24 bytes each)."""
+one bucket at a time, about 1/1024 of the corpus's distinct (n-gram, batch) pairs (~11 bytes each packed,
+:data:`BLOCK_SCHEMA`)."""
 
 BLOCK_SCHEMA = pa.schema([
     ("bucket", pa.int32()), ("grams", pa.binary()), ("uids", pa.binary()), ("counts", pa.binary()),
+    ("gram_shift", pa.int8()), ("uid_base", pa.int64()), ("uid_bits", pa.int8()),
     ("uid", pa.int64()), ("seen", pa.int32()),
 ])
-"""Rows of :func:`gram_blocks`: a block (``bucket`` set; ``grams``, ``uids``, ``counts`` the raw bytes of
-equal-length int64 arrays) or a unit's n-grams seen earlier in the same batch (``bucket`` null; ``uid``,
-``seen``)."""
+"""Rows of :func:`gram_blocks`: a block (``bucket`` set) or a unit's n-grams seen earlier in the same
+batch (``bucket`` null; ``uid``, ``seen``). A block packs its n-grams, first holders and holder counts
+(:func:`unpack_blocks` reads them back):
+
+* ``grams``: each n-gram's key (the hash as unsigned with the sign bit flipped, so ascending as signed)
+  shifted right by ``gram_shift`` bits, little-endian in ``ceil((64 - gram_shift) / 8)`` bytes; the bits
+  left out are the bucket (a power-of-two bucket count; 0 otherwise, all 8 bytes);
+* ``uids``: with ``uid_bits`` k >= 0, uint32 ``(v >> IDX_BITS) << k | (v & (2**IDX_BITS - 1))`` of
+  ``v = uid - uid_base`` (``uid_base`` the batch's smallest document rank, ``<< IDX_BITS``; k the bits
+  of the largest unit index); with -1 the uids as int64;
+* ``counts``: only the holder counts other than 1, as (uint32 position in the block, int64 count).
+
+Packed, a pair is ~11 bytes instead of three int64 (24): the shuffle of the scale corpus's blocks wrote
+1,075 MB of near-random longs that its lz4 could not shrink (bench/notes.md, "Passages: the near rule's
+blocks packed")."""
 
 FIRST_SCHEMA = pa.schema([
     ("uid", pa.int64()), ("seen", pa.int32()), ("gram", pa.int64()), ("first", pa.int64()),
@@ -552,7 +566,7 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
         has = seen > 0
         seen_u, inverse = np.unique(uids[has], return_inverse=True)  # np.unique's order, as the reference
         seen_k = np.bincount(inverse.reshape(-1), weights=seen[has], minlength=seen_u.size).astype(np.int32)
-        return _block_batch(blocks, offsets[:-1], offsets[1:], hg, hu, counts, seen_u, seen_k)
+        return _block_batch(blocks, offsets[:-1], hg, hu, counts, seen_u, seen_k, n_buckets)
     u = np.repeat(uids, lengths)
     order = pair_order(_signed_order(g), np.repeat(_ranks(uids), lengths),
                        minor_bits=max(uids.size - 1, 1).bit_length())
@@ -568,35 +582,157 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
     by = np.argsort(bucket.astype(np.uint16 if n_buckets <= 1 << 16 else np.int64), kind="stable")
     hg, hu, counts, bucket = hg[by], hu[by], counts[by], bucket[by]
     cuts = _runs_of(bucket)
-    ends = np.r_[cuts[1:], bucket.size][:cuts.size].astype(np.int64)
-    return _block_batch(bucket[cuts], cuts, ends, hg, hu, counts, seen_u, seen_k)
+    return _block_batch(bucket[cuts], cuts, hg, hu, counts, seen_u, seen_k, n_buckets)
 
 
-def _block_batch(buckets: np.ndarray, cuts: np.ndarray, ends: np.ndarray, hg: np.ndarray, hu: np.ndarray,
-                 counts: np.ndarray, seen_u: np.ndarray, seen_k: np.ndarray) -> pa.RecordBatch:
+_EXCEPTION = np.dtype([("pos", "<u4"), ("count", "<i8")])
+"""A holder count other than 1 in a block's ``counts`` (:data:`BLOCK_SCHEMA`): 12 bytes, unaligned."""
+_IDX_MASK = np.uint64((1 << IDX_BITS) - 1)
+
+
+def _gram_shift(n_buckets: int) -> int:
+    """Low bits of every n-gram key of a bucket that are the bucket's number: log2 of a power-of-two
+    bucket count, else 0."""
+    return n_buckets.bit_length() - 1 if n_buckets > 1 and n_buckets & (n_buckets - 1) == 0 else 0
+
+
+def _binary(data: np.ndarray, offsets: np.ndarray, nulls: int) -> pa.Array:
+    """A binary array of ``offsets.size - 1`` values cut from ``data`` (uint8) at byte ``offsets``,
+    then ``nulls`` nulls; built from the buffers, no Python ``bytes`` per value."""
+    values = pa.Array.from_buffers(pa.binary(), offsets.size - 1,
+                                   [None, pa.py_buffer(np.ascontiguousarray(offsets, np.int32)),
+                                    pa.py_buffer(np.ascontiguousarray(data))])
+    return pa.concat_arrays([values, pa.nulls(nulls, pa.binary())]) if nulls else values
+
+
+def _block_batch(buckets: np.ndarray, cuts: np.ndarray, hg: np.ndarray, hu: np.ndarray, counts: np.ndarray,
+                 seen_u: np.ndarray, seen_k: np.ndarray, n_buckets: int) -> pa.RecordBatch:
     """:data:`BLOCK_SCHEMA` rows: bucket ``buckets[i]`` holds ``hg``, ``hu``, ``counts`` (int64) from
-    ``cuts[i]`` to ``ends[i]``; then the ``(uid, seen)`` rows."""
+    ``cuts[i]`` to the next block's cut (the blocks one after another, covering the arrays), packed;
+    then the ``(uid, seen)`` rows."""
     cuts = np.asarray(cuts, np.int64)
-    is_block = np.r_[np.ones(cuts.size, bool), np.zeros(seen_u.size, bool)]
-    pieces = list(zip(cuts.tolist(), np.asarray(ends, np.int64).tolist(), strict=True))
-    none = [None] * seen_u.size
+    n_blocks, n = cuts.size, hg.size
+    starts = np.r_[cuts, n]  # the blocks are contiguous: block i ends where block i+1 starts
+    shift = _gram_shift(n_buckets)
+    width = (64 - shift + 7) // 8
+    keys = (np.asarray(hg, np.int64).view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(shift)
+    gram_data = keys.astype("<u8").view(np.uint8).reshape(n, 8)[:, :width]
+    hu = np.asarray(hu, np.int64)
+    base = (int(hu.min()) & ~int(_IDX_MASK)) if n else 0
+    v = hu.view(np.uint64) - np.uint64(base & ((1 << 64) - 1))
+    lo = v & _IDX_MASK
+    bits = int(lo.max()).bit_length() if n else 0
+    packed = ((v >> np.uint64(IDX_BITS)) << np.uint64(bits)) | lo
+    if not n or int(packed.max()) < 1 << 32:
+        uid_data, uid_width = packed.astype("<u4").view(np.uint8), 4
+    else:  # a batch's documents too far apart in rank: the uids as they are
+        uid_data, uid_width, bits = hu.astype("<i8").view(np.uint8), 8, -1
+    odd = np.flatnonzero(np.asarray(counts) != 1)
+    exceptions = np.empty(odd.size, _EXCEPTION)
+    at = np.searchsorted(cuts, odd, side="right") - 1
+    exceptions["pos"] = odd - cuts[at] if odd.size else odd
+    exceptions["count"] = np.asarray(counts)[odd]
+    exc_offsets = np.searchsorted(odd, starts) * _EXCEPTION.itemsize
+    is_block = np.r_[np.ones(n_blocks, bool), np.zeros(seen_u.size, bool)]
+    pad = np.zeros(seen_u.size, np.int64)
     return pa.record_batch([
-        pa.array(np.r_[np.asarray(buckets, np.int64), np.zeros(seen_u.size, np.int64)].astype(np.int32),
-                 mask=~is_block),
-        pa.array([hg[a:b].tobytes() for a, b in pieces] + none, pa.binary()),
-        pa.array([hu[a:b].tobytes() for a, b in pieces] + none, pa.binary()),
-        pa.array([counts[a:b].tobytes() for a, b in pieces] + none, pa.binary()),
-        pa.array(np.r_[np.zeros(cuts.size, np.int64), seen_u], mask=is_block),
-        pa.array(np.r_[np.zeros(cuts.size, np.int32), seen_k].astype(np.int32), mask=is_block),
+        pa.array(np.r_[np.asarray(buckets, np.int64), pad].astype(np.int32), mask=~is_block),
+        _binary(gram_data.reshape(-1), starts * width, seen_u.size),
+        _binary(uid_data, starts * uid_width, seen_u.size),
+        _binary(exceptions.view(np.uint8), exc_offsets, seen_u.size),
+        pa.array(np.r_[np.full(n_blocks, shift, np.int64), pad].astype(np.int8), mask=~is_block),
+        pa.array(np.r_[np.full(n_blocks, base, np.int64), pad], mask=~is_block),
+        pa.array(np.r_[np.full(n_blocks, bits, np.int64), pad].astype(np.int8), mask=~is_block),
+        pa.array(np.r_[np.zeros(n_blocks, np.int64), seen_u], mask=is_block),
+        pa.array(np.r_[np.zeros(n_blocks, np.int32), seen_k].astype(np.int32), mask=is_block),
     ], schema=BLOCK_SCHEMA)
 
 
-def first_holders(grams: Sequence[bytes], uids: Sequence[bytes], counts: Sequence[bytes],
-                  compiled: bool = True) -> pa.RecordBatch:
+def _binary_parts(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """A binary column's values as (byte offsets int64 [rows + 1] from 0, the bytes uint8)."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    kind = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
+    _, off_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(off_buf, kind, count=len(arr) + 1, offset=arr.offset * np.dtype(kind).itemsize)
+    offsets = offsets.astype(np.int64)
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    return offsets - offsets[0], data[offsets[0]:offsets[-1]]
+
+
+def _widen(data: np.ndarray, width: int) -> np.ndarray:
+    """Little-endian unsigned values of ``width`` bytes each (uint8 [N * width]) as uint64 [N]."""
+    if width == 8:
+        return data.view("<u8").astype(np.uint64)
+    full = np.zeros((data.size // width, 8), np.uint8)
+    full[:, :width] = data.reshape(-1, width)
+    return full.view("<u8").reshape(-1).astype(np.uint64)
+
+
+def _unpack_uids(data: np.ndarray, bits: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """int64 [N] unit ids from their packed uint32 (``data``, uint8 [4 N]) and each one's block's
+    ``uid_bits`` and ``uid_base`` (int64 [N]; :data:`BLOCK_SCHEMA`)."""
+    packed = data.view("<u4").astype(np.uint64)
+    k = bits.astype(np.uint64)
+    v = ((packed >> k) << np.uint64(IDX_BITS)) | (packed & ((np.uint64(1) << k) - np.uint64(1)))
+    return (v + base.view(np.uint64)).view(np.int64)
+
+
+def unpack_blocks(blocks: pa.Table | pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The n-grams, first holders and holder counts (int64 [N] each, block after block) of packed
+    :data:`BLOCK_SCHEMA` block rows (``bucket`` set; any buckets, any batches), as
+    :func:`first_holders` reads them.
+
+    Raises:
+        ValueError: a block's byte lengths do not match its packing.
+    """
+    if isinstance(blocks, pa.RecordBatch):
+        blocks = pa.Table.from_batches([blocks])
+    rows = blocks.num_rows
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    shift = blocks.column("gram_shift").to_numpy().astype(np.int64)
+    width = (64 - shift + 7) // 8
+    g_off, g_data = _binary_parts(blocks.column("grams"))
+    lengths = np.diff(g_off)
+    n = lengths // width
+    if (n * width != lengths).any():
+        raise ValueError("unpack_blocks: a block's grams are not a whole number of n-grams")
+    bucket = blocks.column("bucket").to_numpy().astype(np.int64)
+    if (width == width[0]).all():
+        keys = _widen(g_data, int(width[0]))
+    else:  # blocks of different bucket counts: one at a time
+        keys = np.concatenate([_widen(g_data[a:b], int(w)) for a, b, w in zip(g_off[:-1], g_off[1:], width,
+                                                                               strict=True)])
+    s = np.repeat(shift.astype(np.uint64), n)
+    low = np.repeat(bucket.astype(np.uint64), n) & ((np.uint64(1) << s) - np.uint64(1))
+    g = (((keys << s) | low) ^ np.uint64(1 << 63)).view(np.int64)
+    bits = blocks.column("uid_bits").to_numpy().astype(np.int64)
+    base = blocks.column("uid_base").to_numpy().astype(np.int64)
+    u_off, u_data = _binary_parts(blocks.column("uids"))
+    if (np.diff(u_off) != n * np.where(bits >= 0, 4, 8)).any():
+        raise ValueError("unpack_blocks: a block's uids do not match its n-grams")
+    if (bits >= 0).all():
+        u = _unpack_uids(u_data, np.repeat(bits, n), np.repeat(base, n))
+    else:  # some batch's uids as they are: one block at a time
+        u = np.concatenate([_unpack_uids(u_data[a:b], np.full(m, k), np.full(m, z)) if k >= 0
+                            else u_data[a:b].view("<i8").astype(np.int64)
+                            for a, b, m, k, z in zip(u_off[:-1], u_off[1:], n, bits, base, strict=True)])
+    c = np.ones(g.size, np.int64)
+    c_off, c_data = _binary_parts(blocks.column("counts"))
+    if c_data.size:
+        exceptions = c_data.view(_EXCEPTION)
+        per_row = np.diff(c_off) // _EXCEPTION.itemsize
+        first = np.r_[0, np.cumsum(n)[:-1]]
+        c[np.repeat(first, per_row) + exceptions["pos"].astype(np.int64)] = exceptions["count"]
+    return g, u, c
+
+
+def first_holders(g: np.ndarray, u: np.ndarray, c: np.ndarray, compiled: bool = True) -> pa.RecordBatch:
     """The reduce step of the near rule on every block of one bucket (:func:`gram_blocks`).
 
     Args:
-        grams, uids, counts: the blocks' packed int64 arrays (one bucket, any number of batches).
+        g, u, c: int64 [N] each, the blocks' n-grams, first holders and holder counts (one bucket, any
+            number of batches; :func:`unpack_blocks`).
         compiled: run :func:`udfs.paragraphs_jit.first_holders_arrays` (the same rows); False runs the
             numpy reference below.
 
@@ -605,9 +741,7 @@ def first_holders(grams: Sequence[bytes], uids: Sequence[bytes], counts: Sequenc
         unit id of another batch precedes (seen counts one per such n-gram), then ``(gram, first)`` for
         every n-gram held twice or more over all batches, ``first`` its smallest unit id.
     """
-    g = np.concatenate([np.frombuffer(b, np.int64) for b in grams]) if grams else np.zeros(0, np.int64)
-    u = np.concatenate([np.frombuffer(b, np.int64) for b in uids]) if uids else np.zeros(0, np.int64)
-    c = np.concatenate([np.frombuffer(b, np.int64) for b in counts]) if counts else np.zeros(0, np.int64)
+    g, u, c = (np.asarray(x, np.int64) for x in (g, u, c))
     if compiled and (paragraphs_jit := KERNELS.after(g.nbytes)) is not None:
         later_u, shared_g, shared_first = paragraphs_jit.first_holders_arrays(g, u, c)
         return _first_batch(*_seen_counts(later_u), shared_g, shared_first)
@@ -639,7 +773,8 @@ def first_holder_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
     """The reduce step's ``mapInArrow`` body: rows of :data:`BLOCK_SCHEMA` sorted by ``bucket`` in, rows of
     :data:`FIRST_SCHEMA` out.
 
-    The blocks of each bucket go through :func:`first_holders`, one bucket in memory at a time; the map
+    The blocks of each bucket are unpacked (:func:`unpack_blocks`, from the Arrow buffers: no Python
+    ``bytes`` per block) and go through :func:`first_holders`, one bucket in memory at a time; the map
     side's ``(uid, seen)`` rows (``bucket`` null) pass through as they are, with ``gram`` and ``first``
     null. It lives here, not in the stage's module, so that a worker unpickling it imports only this
     module (numpy and pyarrow), not the stage's config models and table helpers.
@@ -650,7 +785,7 @@ def first_holder_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
     Yields:
         Batches of :data:`FIRST_SCHEMA`.
     """
-    current, blocks = None, ([], [], [])
+    current, parts = None, []
     for b in batches:
         passed = b.column("bucket").is_null()
         if passed.true_count:
@@ -658,14 +793,15 @@ def first_holder_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Recor
             none = pa.nulls(rows.num_rows, pa.int64())
             yield pa.record_batch([rows.column("uid"), rows.column("seen"), none, none], schema=FIRST_SCHEMA)
             b = b.filter(pc.invert(passed))
-        cols = b.select(["bucket", "grams", "uids", "counts"]).to_pydict()
-        for bucket, g, u, c in zip(cols["bucket"], cols["grams"], cols["uids"], cols["counts"], strict=True):
-            if bucket != current and blocks[0]:
-                yield first_holders(*blocks)
-                blocks = ([], [], [])
-            current = bucket
-            blocks[0].append(g)
-            blocks[1].append(u)
-            blocks[2].append(c)
-    if blocks[0]:
-        yield first_holders(*blocks)
+        if not b.num_rows:
+            continue
+        buckets = b.column("bucket").to_numpy()
+        starts = _runs_of(buckets)
+        for a, e in zip(starts.tolist(), [*starts[1:].tolist(), b.num_rows], strict=True):
+            if buckets[a] != current and parts:
+                yield first_holders(*unpack_blocks(pa.Table.from_batches(parts)))
+                parts = []
+            current = buckets[a]
+            parts.append(b.slice(a, e - a))
+    if parts:
+        yield first_holders(*unpack_blocks(pa.Table.from_batches(parts)))
