@@ -33,7 +33,8 @@ def test_small_table_input_turns_aqe_off_for_the_stage_only(spark, make_cfg):
     settings = stage.small_input_settings(spark, cfg, "dedup")
     parts = min(4, 2 * spark.sparkContext.defaultParallelism)
     assert settings == {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(parts),
-                        "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+                        "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+                        "spark.sql.limit.initialNumPartitions": str(parts)}
     before = spark.conf.get("spark.sql.adaptive.enabled")
     seen = {}
 

@@ -172,7 +172,8 @@ def input_bytes(spark: Any, cfg: WinnowConfig, stage: str) -> int | None:
 def small_input_settings(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str, str]:
     """Spark settings for a stage of a local run on a small input (``spark.small_input_mb``): adaptive
     query execution off, at most 2 shuffle partitions per core, expressions and operators interpreted
-    instead of compiled. Empty otherwise; a setting named in ``spark.conf`` is left as the user set it.
+    instead of compiled, a collected ``limit(n)`` scanning up to as many partitions as a shuffle has in
+    its first Spark job. Empty otherwise; a setting named in ``spark.conf`` is left as the user set it.
 
     Why: with AQE every shuffle's query stage runs as a Spark job of its own and is re-planned; on a
     few MB there is nothing to coalesce, split or broadcast at run time, and ``make run``'s chain spent
@@ -180,7 +181,10 @@ def small_input_settings(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str,
     code generation compiles Java source for every new plan with Janino (~630 compilations, ~7 CPU-s
     in ``make run``), which pays back only over many rows; ``spark.sql.codegen.factoryMode=NO_CODEGEN``
     (Spark's interpreted projections, orderings and predicates; a SQLConf Spark itself tests every
-    expression with) skips the rest. Results do not depend on partitioning or on code generation
+    expression with) skips the rest. A collected limit runs a job over its first partition only
+    (Spark's ``spark.sql.limit.initialNumPartitions``, 1) and another over the rest when that partition
+    holds fewer than ``n`` rows, as on a small input; the rows taken are the first ``n`` in partition
+    order either way. Results do not depend on partitioning or on code generation
     (tests/identity.py compares whole runs).
     """
     sc = cfg.spark
@@ -191,7 +195,8 @@ def small_input_settings(spark: Any, cfg: WinnowConfig, stage: str) -> dict[str,
         return {}
     parts = min(sc.shuffle_partitions, 2 * spark.sparkContext.defaultParallelism)
     settings = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(parts),
-                "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+                "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+                "spark.sql.limit.initialNumPartitions": str(parts)}
     return {k: v for k, v in settings.items() if k not in sc.conf}
 
 
