@@ -275,3 +275,20 @@ def test_gram_blocks_keep_each_block_in_signed_gram_order():
     assert all((np.diff(g) > 0).all() for g in grams) and sum(g.size for g in grams) == len(set().union(*lists))
     seen = {r["uid"]: r["seen"] for r in batch if r["bucket"] is None}
     assert seen == {int(max(uids[3], uids[5])): 50}
+
+
+def test_units_and_blocks_hold_the_units_less_their_lists_then_their_blocks():
+    import numpy as np
+    import pyarrow as pa
+
+    texts = ["alpha beta gamma delta\nalpha beta gamma delta epsilon", None, "zeta eta theta iota kappa"]
+    units = P.paragraph_batch(["a", "b", "c"], texts, "line", 2, 3, ranks=np.array([4, 0, 9], np.int64))
+    rows = P.units_and_blocks(units, True, 4)
+    assert rows.schema == P.UNIT_BLOCK_SCHEMA
+    is_unit = rows.column("n_grams").is_valid()
+    kept = rows.filter(is_unit)
+    assert kept.select(list(P.UNIT_COLUMNS[:-1])).to_pylist() == units.drop_columns(["grams"]).to_pylist()
+    assert kept.column("n_grams").to_pylist() == [len(g) for g in units.column("grams").to_pylist()]
+    blocks = rows.filter(pa.compute.invert(is_unit)).select(P.BLOCK_SCHEMA.names)
+    assert blocks.equals(P.gram_blocks(units.column("uid").to_numpy(), units.column("grams"), 4))
+    assert P.units_and_blocks(units, False, 4).num_rows == units.num_rows

@@ -513,6 +513,46 @@ FIRST_SCHEMA = pa.schema([
 ``uid`` null)."""
 
 
+UNIT_COLUMNS = (*(name for name in PARAGRAPH_SCHEMA.names if name != "grams"), "n_grams")
+"""The columns of a unit's row of :data:`UNIT_BLOCK_SCHEMA`."""
+UNIT_BLOCK_SCHEMA = pa.schema([
+    *(f for f in PARAGRAPH_SCHEMA if f.name != "grams"), pa.field("n_grams", pa.int32()),
+    *(f for f in BLOCK_SCHEMA if f.name != "uid"),
+])
+"""Rows of :func:`units_and_blocks`: a unit (``n_grams`` set; :data:`UNIT_COLUMNS`, the columns of
+:data:`PARAGRAPH_SCHEMA` less its n-gram list, and the list's length) or a row of :func:`gram_blocks`
+(``n_grams`` null; :data:`BLOCK_SCHEMA`'s columns, ``uid`` shared)."""
+
+
+def units_and_blocks(units: pa.RecordBatch, near: bool, n_buckets: int = GRAM_BUCKETS,
+                     compiled: bool = True) -> pa.RecordBatch:
+    """A batch of :func:`paragraph_batch` as :data:`UNIT_BLOCK_SCHEMA` rows: its units without their
+    n-gram lists (``n_grams`` their lengths), then, with ``near``, the near rule's map step on those
+    lists (:func:`gram_blocks`), so that the lists need not be kept once the blocks are made.
+
+    Args:
+        units: rows of :data:`PARAGRAPH_SCHEMA`.
+        near: make the blocks (False: the units' rows only).
+        n_buckets, compiled: as :func:`gram_blocks`.
+    """
+    grams = units.column("grams")
+    blocks = (gram_blocks(units.column("uid").to_numpy(zero_copy_only=False), grams, n_buckets, compiled)
+              if near else pa.RecordBatch.from_pylist([], schema=BLOCK_SCHEMA))
+    n, m = units.num_rows, blocks.num_rows
+    cols = []
+    for f in UNIT_BLOCK_SCHEMA:
+        if f.name == "uid":
+            parts = [units.column("uid"), blocks.column("uid")]
+        elif f.name == "n_grams":
+            parts = [pc.list_value_length(grams).cast(pa.int32()), pa.nulls(m, pa.int32())]
+        elif f.name in UNIT_COLUMNS:
+            parts = [units.column(f.name), pa.nulls(m, f.type)]
+        else:
+            parts = [pa.nulls(n, f.type), blocks.column(f.name)]
+        cols.append(pa.concat_arrays(parts))
+    return pa.record_batch(cols, schema=UNIT_BLOCK_SCHEMA)
+
+
 def _runs_of(keys: np.ndarray) -> np.ndarray:
     """Start index of each run of equal values of sorted ``keys``."""
     if not keys.size:

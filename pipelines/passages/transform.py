@@ -20,7 +20,7 @@ row per key; the near rule aggregates packed n-gram blocks (:func:`near_repeats`
    non-blank (non-whitespace) characters are left.
 
 Every frame persisted here that holds text or n-grams (the ranked documents, in span mode only; the
-units with their n-grams; the near rule's reduce output) is kept on local disk
+units with the near rule's packed blocks; the near rule's reduce output) is kept on local disk
 (:data:`pipelines.core.cache.TEXT_CACHE`): each is as large as the text or larger,
 and on the heap the sorted documents of a million short documents took a 1 GB driver to
 ``OutOfMemoryError`` (bench/notes.md, "Passages at a million documents"). Only the sorted ``doc_id``
@@ -164,9 +164,18 @@ def first_doc(uid: str = "first") -> Column:
     return F.shiftright(F.col(uid), kernels.IDX_BITS)
 
 
-def paragraphs(docs: DataFrame, c: PassagesConfig) -> DataFrame:
+def paragraphs(docs: DataFrame, c: PassagesConfig, blocks: bool = False) -> DataFrame:
     """One row per unit of ``min_words`` words or more (:data:`udfs.paragraphs.PARAGRAPH_SCHEMA`);
-    ``docs`` carries :data:`RANK_COLUMN` (:func:`with_ranks`)."""
+    ``docs`` carries :data:`RANK_COLUMN` (:func:`with_ranks`).
+
+    With ``blocks``, the units without their n-gram lists (``n_grams`` their lengths) and, with
+    ``near``, the near rule's map side on each batch's lists (:func:`udfs.paragraphs.units_and_blocks`):
+    rows of :data:`udfs.paragraphs.UNIT_BLOCK_SCHEMA`, a unit where ``n_grams`` is set, a block or a
+    ``(uid, seen)`` row of :func:`udfs.paragraphs.gram_blocks` where it is null. The lists then leave
+    the kernel's process as packed blocks only: kept with the units, they were written to the stage's
+    disk cache, read by every reader of the units and sent to a Python worker a second time for the
+    blocks (bench/notes.md, "Passages: the near rule's blocks packed").
+    """
     unit, min_words, n, key, grams = c.unit, c.min_words, c.ngram_size, c.exact_key, c.near
     math = c.exempt_math
 
@@ -177,11 +186,12 @@ def paragraphs(docs: DataFrame, c: PassagesConfig) -> DataFrame:
             doc_ids, texts = b.column("doc_id"), b.column("text")
             ranks = b.column(RANK_COLUMN).to_numpy(zero_copy_only=False)
             for start, end in kernels.text_slices(texts):
-                yield kernels.paragraph_batch(doc_ids[start:end], texts[start:end], unit, min_words, n, key,
-                                              grams, ranks=ranks[start:end], exempt_math=math)
+                units = kernels.paragraph_batch(doc_ids[start:end], texts[start:end], unit, min_words, n, key,
+                                                grams, ranks=ranks[start:end], exempt_math=math)
+                yield kernels.units_and_blocks(units, grams) if blocks else units
 
-    return (docs.select(*INPUT_COLUMNS, RANK_COLUMN)
-            .mapInArrow(per_batch, from_arrow_schema(kernels.PARAGRAPH_SCHEMA)))
+    schema = kernels.UNIT_BLOCK_SCHEMA if blocks else kernels.PARAGRAPH_SCHEMA
+    return docs.select(*INPUT_COLUMNS, RANK_COLUMN).mapInArrow(per_batch, from_arrow_schema(schema))
 
 
 def key_counts(paras: DataFrame) -> DataFrame:
@@ -197,51 +207,48 @@ def exact_repeats(paras: DataFrame, counts: DataFrame) -> DataFrame:
             .select("uid", F.lit("exact").alias("kind"), "first"))
 
 
-def near_repeats(paras: DataFrame, overlap: float, cached: list[DataFrame] | None = None) -> DataFrame:
-    """``uid, kind='near', first`` of units with at least ``overlap`` of their distinct n-grams held by an
-    earlier unit; ``first`` is the smallest unit id among the first holders of those n-grams (its
+def near_repeats(paras: DataFrame, blocks: DataFrame, docs: DataFrame, c: PassagesConfig,
+                 cached: list[DataFrame] | None = None) -> DataFrame:
+    """``uid, kind='near', first`` of units with at least ``c.overlap`` of their distinct n-grams held by
+    an earlier unit; ``first`` is the smallest unit id among the first holders of those n-grams (its
     document is the smallest ``doc_id`` that held one first).
 
-    Map side (:func:`udfs.paragraphs.gram_blocks`, per Arrow batch): each n-gram's first holder in the
-    batch, packed into one row per hash bucket, and the batch's later holders counted as seen. Reduce
-    side (:func:`udfs.paragraphs.first_holders`, one bucket at a time): the first holder over all
-    batches, each batch's first holder that another batch precedes counted as seen, and the n-grams held
-    twice or more. Spark moves a few packed rows per batch instead of one row per n-gram; a banner
-    repeated in every document is one entry per batch. The map side's seen counts travel through the
-    same exchange (:func:`udfs.paragraphs.first_holder_batches` passes them on), so the blocks are read
-    once and never persisted. Only the units found to be near repeats look up where their n-grams were
-    first seen.
+    Map side (:func:`udfs.paragraphs.gram_blocks`, per batch of the paragraph kernel,
+    :func:`paragraphs`): each n-gram's first holder in the batch, packed into one row per hash
+    bucket, and the batch's later holders counted as seen. Reduce side
+    (:func:`udfs.paragraphs.first_holders`, one bucket at a time): the first holder over all batches,
+    each batch's first holder that another batch precedes counted as seen, and the n-grams held twice or
+    more. Spark moves a few packed rows per batch instead of one row per n-gram; a banner repeated in
+    every document is one entry per batch. The map side's seen counts travel through the same exchange
+    (:func:`udfs.paragraphs.first_holder_batches` passes them on). Only the near repeats look up where
+    their n-grams were first seen: their documents go through the paragraph kernel again (the units'
+    n-gram lists are not kept), a join of ``docs`` with those documents' ids (broadcast where few).
 
     Args:
-        paras: :func:`paragraphs` rows (``uid``, ``grams``), persisted.
-        overlap: share of a unit's n-grams seen earlier that makes it a near repeat.
+        paras: the units of :func:`paragraphs` (``uid``, ``doc_id``, ``n_grams``), persisted.
+        blocks: its block and ``(uid, seen)`` rows (:data:`udfs.paragraphs.BLOCK_SCHEMA`), persisted.
+        docs: the documents (``doc_id``, ``text``) the units were cut from.
+        c: the ``passages`` config section (``overlap``; the kernel's settings).
         cached: receives the DataFrames persisted here.
     """
     cached = cached if cached is not None else []
-
-    def blocks_of(batches):
-        for b in batches:
-            yield kernels.gram_blocks(b.column("uid").to_numpy(zero_copy_only=False), b.column("grams"))
-
-    # The blocks are not persisted: they have one reader. The map side's ``(uid, seen)`` rows (``bucket``
-    # null) go through the same exchange, spread by unit id, and come out of the reduce step as they
-    # are; persisting the blocks for a second scan of those few rows wrote every packed block to the
-    # disk cache and read it back twice.
-    blocks = (paras.where(F.size("grams") > 0).select("uid", "grams")
-              .mapInArrow(blocks_of, from_arrow_schema(kernels.BLOCK_SCHEMA)))
+    # The map side's ``(uid, seen)`` rows (``bucket`` null) go through the same exchange, spread by unit
+    # id, and come out of the reduce step as they are.
     spread = F.coalesce(F.col("bucket"), F.pmod(F.col("uid"), F.lit(kernels.GRAM_BUCKETS)).cast("int"))
     reduced = (blocks.repartition(spread).sortWithinPartitions("bucket")
                .mapInArrow(kernels.first_holder_batches, from_arrow_schema(kernels.FIRST_SCHEMA))
                .persist(TEXT_CACHE))
     cached.append(reduced)
     seen = reduced.where(F.col("uid").isNotNull()).groupBy("uid").agg(F.sum("seen").alias("seen"))
-    # One join of the units' n-gram lists with the seen counts (already partitioned by unit id) gives
-    # both each unit's share and the n-grams of the near repeats, instead of a join of the list sizes
-    # and then a second exchange and join of the lists for the near repeats.
-    near = (join_small(seen, paras.select("uid", "grams"), "uid", "inner", cached)
-            .where(F.col("seen") / F.size("grams") >= F.lit(overlap)))
+    near = (join_small(seen, paras.select("uid", "doc_id", "n_grams"), "uid", "inner", cached)
+            .where(F.col("seen") / F.col("n_grams") >= F.lit(c.overlap)).select("uid", "doc_id"))
+    near, fits = persist_small(near, cached)
+    holders = near.select("doc_id", first_doc("uid").alias(RANK_COLUMN)).distinct()
+    again = paragraphs(join_small(holders, docs.select(*INPUT_COLUMNS), "doc_id", "inner", cached), c)
+    picked = near.select("uid")
+    grams = (again.select("uid", "grams").join(F.broadcast(picked) if fits else picked, "uid")
+             .select("uid", F.explode("grams").alias("gram")))
     shared = reduced.where(F.col("gram").isNotNull()).select("gram", "first")
-    grams = near.select("uid", F.explode("grams").alias("gram"))
     return (grams.join(shared, "gram").where(F.col("uid") > F.col("first"))
             .groupBy("uid").agg(F.min("first").alias("first"))
             .select("uid", F.lit("near").alias("kind"), "first"))
@@ -376,8 +383,8 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
         c: the ``passages`` config section.
         cached: receives every DataFrame persisted here (the caller unpersists them when done).
         parts: receives ``documents`` (``docs`` with :data:`RANK_COLUMN`), ``paragraphs``
-            (:func:`paragraphs`, persisted) and ``key_counts`` (:func:`key_counts`, persisted), for the
-            report's most repeated units.
+            (:func:`paragraphs`' units, persisted) and ``key_counts`` (:func:`key_counts`,
+            persisted), for the report's most repeated units.
 
     Returns:
         (``docs`` with :data:`RANK_COLUMN`; ``doc_id, _rank`` (:func:`with_ranks`); :func:`unit_cuts`'
@@ -391,8 +398,9 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
     ranked, ranks = with_ranks(docs, cached, persist=c.spans)
     if c.spans:
         cached.append(ranked)
-    paras = paragraphs(ranked, c).persist(TEXT_CACHE)
-    cached.append(paras)
+    rows = paragraphs(ranked, c, blocks=True).persist(TEXT_CACHE)
+    cached.append(rows)
+    paras = rows.where(F.col("n_grams").isNotNull()).select(*kernels.UNIT_COLUMNS)
     # Kept (one row per key held twice or more: small) for the report's most repeated units, which
     # otherwise aggregated every unit's key a second time.
     counts = key_counts(paras).persist(StorageLevel.MEMORY_AND_DISK)
@@ -400,7 +408,8 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
     if parts is not None:
         parts.update(documents=ranked, paragraphs=paras, key_counts=counts)
     repeats = [exact_repeats(paras, counts)] if c.exact else []
-    repeats += [near_repeats(paras, c.overlap, cached)] if c.near else []
+    blocks = rows.where(F.col("n_grams").isNull()).select(*kernels.BLOCK_SCHEMA.names)
+    repeats += [near_repeats(paras, blocks, docs, c, cached)] if c.near else []
     if not repeats:
         return ranked, ranks, None, True
     kinds = ["exact"] * c.exact + ["near"] * c.near
