@@ -125,6 +125,9 @@ class NearResult:
     check's scan: the candidate pairs' documents and the exact duplicates that are not their group's first.
     None when there is no exact check (no scan to share)."""
     removed_by_kind: dict[str, int] = field(default_factory=dict)
+    n_documents: int | None = None
+    """Rows of the input when the caller knows them without a Spark job (the Delta log's counts), else
+    None: a bound that spares counting a part of them to decide on a broadcast."""
     cached: list[DataFrame] = field(default_factory=list)
 
     def unpersist(self) -> None:
@@ -378,7 +381,11 @@ def _texts_of_ends(candidates: DataFrame, texts: DataFrame, others: DataFrame | 
     ends = candidates.select(F.col("src").alias("doc_id")).union(candidates.select(F.col("dst").alias("doc_id")))
     n_wanted = 2 * result.n_candidate_edges
     if others is not None:
-        ends, n_wanted = ends.union(others), n_wanted + others.count()
+        # ``others`` are some of the documents: when all of these fit beside the pairs' ends, the broadcast
+        # is decided without a Spark job counting ``others``.
+        bound = result.n_documents
+        fits = bound is not None and n_wanted + bound <= BROADCAST_MAX_ROWS
+        ends, n_wanted = ends.union(others), n_wanted + (bound if fits else others.count())
     rows_of = texts.join(_small(ends.distinct(), n_wanted), "doc_id", "left_semi").persist(StorageLevel.MEMORY_AND_DISK)
     result.cached.append(rows_of)
     result.rows_of = rows_of if others is not None else None
@@ -427,10 +434,10 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     log.info(f"[dedup] LSH {s.bands} bands x {s.rows} rows (threshold {d.threshold}); candidate probability " +
              ", ".join(f"{k}: {v}" for k, v in curve.items()))
     reference = _read_reference(spark, d.reference, s) if d.reference else None
-    near = NearResult()
+    report.rows_in = tables.table_rows(spark, cfg.table_path(chain.stage(STAGE).input), docs)
+    near = NearResult(n_documents=report.rows_in)
     ann = annotate(docs, d, cfg.run.seed, reference=reference, checkpoint_dir=d.checkpoint_dir, result=near)
     clustered = near.clustered
-    report.rows_in = tables.table_rows(spark, cfg.table_path(chain.stage(STAGE).input), docs)
     report.rows_out = report.rows_in - sum(near.removed_by_kind.values())
     for kind, n in sorted(near.removed_by_kind.items()):
         report.removed[f"dedup.{kind}"] = n
