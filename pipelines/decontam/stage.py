@@ -211,15 +211,15 @@ def set_summary(matches: DataFrame, index: EvalIndex) -> dict[str, Any]:
     "n-grams matched" counts (document, key) pairs: a key found in two documents counts twice.
     """
     items = matches.select("doc_id", F.explode("decontam_items").alias("m")).select("doc_id", "m.*")
-    per_item = (
-        items.groupBy("set_name", "item_id")
-        .agg(F.count("*").alias("docs"), F.sum("n_ngrams").alias("ngrams"))
-        .collect()
-    )
-    per_set = {
-        r["set_name"]: r["docs"]
-        for r in items.groupBy("set_name").agg(F.countDistinct("doc_id").alias("docs")).collect()
-    }
+    # Both groupings in one union of aggregations: one collect, one Spark job planned, not two.
+    by_item = items.groupBy("set_name", "item_id").agg(
+        F.lit(False).alias("_set"), F.count("*").alias("docs"), F.sum("n_ngrams").alias("ngrams"))
+    by_set = items.groupBy("set_name").agg(
+        F.lit(None).cast("string").alias("item_id"), F.lit(True).alias("_set"),
+        F.countDistinct("doc_id").alias("docs"), F.lit(None).cast("long").alias("ngrams"))
+    both = by_item.unionByName(by_set).collect()
+    per_item = [r for r in both if not r["_set"]]
+    per_set = {r["set_name"]: r["docs"] for r in both if r["_set"]}
     out: dict[str, Any] = {}
     for name, s in index.summary.items():
         rows = sorted(
@@ -301,14 +301,22 @@ def run(spark: SparkSession, cfg: WinnowConfig, join: str | None = None) -> Stag
         hits = src.join(F.broadcast(matches.select("doc_id")), "doc_id", "left_semi")
         matched = decontaminate(hits, matches, dc, index.short_lengths).persist(tables.TEXT_CACHE)
         try:
-            by_action = {r[0]: r[1] for r in matched.groupBy("decontam_action").count().collect()}
-            unmatched = src.count() - sum(by_action.values())
+            reasons = F.transform("contaminated_by", lambda s: F.concat(F.lit(REASON_PREFIX), s))
+            dropped = matched.where(F.col("decontam_action") == "drop").withColumn("reason", reasons)
+            # Documents per action and dropped ones per first reason in one union of aggregations (one
+            # Spark job, not two); the input's rows from its Delta log (a local run's), not a count job.
+            n = F.count(F.lit(1)).alias("n")
+            per_action = (matched.groupBy(F.col("decontam_action").alias("key"))
+                          .agg(F.lit("action").alias("p"), n))
+            per_first = (dropped.groupBy(F.element_at("reason", 1).alias("key"))
+                         .agg(F.lit("first").alias("p"), n))
+            tallies = per_action.unionByName(per_first).collect()
+            by_action = {r["key"]: r["n"] for r in tallies if r["p"] == "action"}
+            first = {r["key"]: r["n"] for r in tallies if r["p"] == "first"}
+            unmatched = tables.table_rows(spark, cfg.table_path(INPUT_TABLE), src) - sum(by_action.values())
             if unmatched:
                 by_action["none"] = by_action.get("none", 0) + unmatched
             summary = set_summary(matches, index)
-            reasons = F.transform("contaminated_by", lambda s: F.concat(F.lit(REASON_PREFIX), s))
-            dropped = matched.where(F.col("decontam_action") == "drop").withColumn("reason", reasons)
-            first = {r[0]: r[1] for r in dropped.groupBy(F.element_at("reason", 1)).count().collect()}
             outputs = tables.publish(
                 spark,
                 cfg,
