@@ -252,6 +252,10 @@ def test_packed_blocks_unpack_to_the_arrays_packed():
             g, u, c = P.unpack_blocks(batch)
             assert (g == hg).all() and (u == hu).all() and (c == counts).all()
             assert (batch.column("uid_bits").to_numpy() >= 0).all() == (spread < 1 << 30)
+            mixed = P.unpack_blocks(pa.Table.from_batches([batch, P._block_batch(
+                bucket[cuts], cuts, hg, hu // 1024, counts, np.zeros(0, np.int64), np.zeros(0, np.int32),
+                n_buckets)]))  # batches of different uid widths in one call
+            assert (mixed[1] == np.r_[hu, hu // 1024]).all() and (mixed[0] == np.r_[hg, hg]).all()
             one = P.unpack_blocks(pa.concat_tables([pa.Table.from_batches([batch.slice(1)]),
                                                     pa.Table.from_batches([batch.slice(0, 1)])]))
             first = cuts[1] if cuts.size > 1 else hg.size

@@ -481,7 +481,7 @@ def apply_removals(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, li
 # ------------------------------------------------------------------------ near repeats in gram blocks
 GRAM_BUCKETS = 1024
 """Hash buckets the n-grams of the near rule are grouped in (:func:`gram_blocks`): a reduce step holds
-one bucket at a time, about 1/1024 of the corpus's distinct (n-gram, batch) pairs (~11 bytes each packed,
+one bucket at a time, about 1/1024 of the corpus's distinct (n-gram, batch) pairs (~10 bytes each packed,
 :data:`BLOCK_SCHEMA`)."""
 
 BLOCK_SCHEMA = pa.schema([
@@ -496,12 +496,13 @@ batch (``bucket`` null; ``uid``, ``seen``). A block packs its n-grams, first hol
 * ``grams``: each n-gram's key (the hash as unsigned with the sign bit flipped, so ascending as signed)
   shifted right by ``gram_shift`` bits, little-endian in ``ceil((64 - gram_shift) / 8)`` bytes; the bits
   left out are the bucket (a power-of-two bucket count; 0 otherwise, all 8 bytes);
-* ``uids``: with ``uid_bits`` k >= 0, uint32 ``(v >> IDX_BITS) << k | (v & (2**IDX_BITS - 1))`` of
+* ``uids``: with ``uid_bits`` k >= 0, ``(v >> IDX_BITS) << k | (v & (2**IDX_BITS - 1))`` of
   ``v = uid - uid_base`` (``uid_base`` the batch's smallest document rank, ``<< IDX_BITS``; k the bits
-  of the largest unit index); with -1 the uids as int64;
+  of the largest unit index), little-endian in the fewest bytes (1 to 4) that hold the batch's largest;
+  with -1 the uids as int64;
 * ``counts``: only the holder counts other than 1, as (uint32 position in the block, int64 count).
 
-Packed, a pair is ~11 bytes instead of three int64 (24): the shuffle of the scale corpus's blocks wrote
+Packed, a pair is ~10 bytes instead of three int64 (24): the shuffle of the scale corpus's blocks wrote
 1,075 MB of near-random longs that its lz4 could not shrink (bench/notes.md, "Passages: the near rule's
 blocks packed")."""
 
@@ -663,8 +664,9 @@ def _block_batch(buckets: np.ndarray, cuts: np.ndarray, hg: np.ndarray, hu: np.n
     lo = v & _IDX_MASK
     bits = int(lo.max()).bit_length() if n else 0
     packed = ((v >> np.uint64(IDX_BITS)) << np.uint64(bits)) | lo
-    if not n or int(packed.max()) < 1 << 32:
-        uid_data, uid_width = packed.astype("<u4").view(np.uint8), 4
+    uid_width = max((int(packed.max()).bit_length() + 7) // 8, 1) if n else 1
+    if uid_width <= 4:
+        uid_data = packed.astype("<u8").view(np.uint8).reshape(n, 8)[:, :uid_width].reshape(-1)
     else:  # a batch's documents too far apart in rank: the uids as they are
         uid_data, uid_width, bits = hu.astype("<i8").view(np.uint8), 8, -1
     odd = np.flatnonzero(np.asarray(counts) != 1)
@@ -708,10 +710,10 @@ def _widen(data: np.ndarray, width: int) -> np.ndarray:
     return full.view("<u8").reshape(-1).astype(np.uint64)
 
 
-def _unpack_uids(data: np.ndarray, bits: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """int64 [N] unit ids from their packed uint32 (``data``, uint8 [4 N]) and each one's block's
-    ``uid_bits`` and ``uid_base`` (int64 [N]; :data:`BLOCK_SCHEMA`)."""
-    packed = data.view("<u4").astype(np.uint64)
+def _unpack_uids(data: np.ndarray, width: int, bits: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """int64 [N] unit ids from their packed values of ``width`` bytes (``data``, uint8 [width N]) and
+    each one's block's ``uid_bits`` and ``uid_base`` (int64 [N]; :data:`BLOCK_SCHEMA`)."""
+    packed = _widen(data, width)
     k = bits.astype(np.uint64)
     v = ((packed >> k) << np.uint64(IDX_BITS)) | (packed & ((np.uint64(1) << k) - np.uint64(1)))
     return (v + base.view(np.uint64)).view(np.int64)
@@ -749,14 +751,19 @@ def unpack_blocks(blocks: pa.Table | pa.RecordBatch) -> tuple[np.ndarray, np.nda
     bits = blocks.column("uid_bits").to_numpy().astype(np.int64)
     base = blocks.column("uid_base").to_numpy().astype(np.int64)
     u_off, u_data = _binary_parts(blocks.column("uids"))
-    if (np.diff(u_off) != n * np.where(bits >= 0, 4, 8)).any():
+    u_len = np.diff(u_off)
+    u_width = np.where(n > 0, u_len // np.maximum(n, 1), 1)
+    if (u_len != n * u_width).any() or ((bits < 0) & (u_width != 8) & (n > 0)).any():
         raise ValueError("unpack_blocks: a block's uids do not match its n-grams")
-    if (bits >= 0).all():
-        u = _unpack_uids(u_data, np.repeat(bits, n), np.repeat(base, n))
-    else:  # some batch's uids as they are: one block at a time
-        u = np.concatenate([_unpack_uids(u_data[a:b], np.full(m, k), np.full(m, z)) if k >= 0
+    filled = n > 0
+    if (bits[filled] >= 0).all() and (u_width[filled] == u_width[filled][:1]).all():
+        u = _unpack_uids(u_data, int(u_width[filled][0]) if filled.any() else 1, np.repeat(bits, n),
+                         np.repeat(base, n))
+    else:  # batches of different widths, or some batch's uids as they are: one block at a time
+        u = np.concatenate([_unpack_uids(u_data[a:b], w, np.full(m, k), np.full(m, z)) if k >= 0
                             else u_data[a:b].view("<i8").astype(np.int64)
-                            for a, b, m, k, z in zip(u_off[:-1], u_off[1:], n, bits, base, strict=True)])
+                            for a, b, m, w, k, z in zip(u_off[:-1], u_off[1:], n, u_width, bits, base,
+                                                        strict=True)])
     c = np.ones(g.size, np.int64)
     c_off, c_data = _binary_parts(blocks.column("counts"))
     if c_data.size:
