@@ -402,3 +402,56 @@ def test_several_splits_of_a_partition_count_as_in_order_only_one_after_another_
     t = tally({("a", 0): (0, 9)})
     t.doc_splits[0].add(("a", 50))  # positions unknown
     assert not t.docs_in_order
+
+
+def test_the_tally_of_partial_rows_equals_that_of_the_records(spark):
+    # Spooled, the parse workers hand the tally their per-batch sums and the candidate ids instead of the
+    # records: the same Tally as Spark's aggregation over the records themselves, in the same partitions
+    # (row positions too), with ids held twice within and across partitions, blank and missing ids, a
+    # null source, quarantined rows and split summaries with and without a key path.
+    from pipelines.ingest import tally as ingest_tally
+    from udfs.formats import RECORD_SCHEMA
+
+    def batch(rows: list[dict]) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays(
+            [pa.array([r.get(f.name) for r in rows], f.type) for f in RECORD_SCHEMA], schema=RECORD_SCHEMA)
+
+    def doc(f, start, rec, src, sid, n):
+        return {"kind": "doc", "input_file": f, "key_path": "k/" + f, "split_start": start, "record": rec,
+                "source": src, "src_id": sid, "n_chars": n, "n_bytes": 2 * n, "n_replaced": n % 2, "text": "t"}
+
+    def summary(f, start, lines, key=True):
+        return {"kind": "file", "input_file": f, "key_path": "k/" + f if key else None, "split_start": start,
+                "record": lines, "meta": [("format", "jsonl"), ("bytes", "10"), ("lines", str(lines))]}
+
+    bad = {"kind": "quarantine", "input_file": "a", "split_start": 0, "record": 3, "reason": "malformed_json",
+           "source": "s"}
+    parts = [
+        [batch([doc("a", 0, 1, "s", "x", 5), doc("a", 0, 2, "s", "x", 7), bad, doc("a", 0, 4, None, "y", 1)]),
+         batch([doc("a", 0, 5, "s", "", 3), doc("a", 0, 6, "t", None, 4), summary("a", 0, 6)])],
+        [batch([doc("b", 0, 1, "s", "z", 9), doc("b", 0, 2, "s", "x", 2)]), batch([summary("b", 0, 2, False)]),
+         batch([doc("a", 50, 1, "u", "z", 8), summary("a", 50, 1)])],
+    ]
+
+    def records(it):
+        from pyspark import TaskContext
+
+        for _ in it:
+            yield from parts[TaskContext.get().partitionId()]
+
+    def partials(it):
+        from pyspark import TaskContext
+
+        part, rows = TaskContext.get().partitionId(), 0
+        for _ in it:
+            for b in parts[part]:
+                yield from ingest_tally.partial_rows(b, part, rows).to_batches()
+                rows += b.num_rows
+
+    frame = spark.range(0, 2, 1, 2)
+    expected = ingest_tally.tally(frame.mapInArrow(records, ingest.RECORD_DDL))
+    got = ingest_tally.tally_partials(frame.mapInArrow(partials, ingest_tally.PARTIAL_DDL))
+    assert sorted(got.dup_ids) == sorted(expected.dup_ids) == ["s/x"]
+    got.dup_ids = expected.dup_ids
+    assert got == expected
+    assert got.with_src_id == 6 and got.chars == 39 and got.by_source == {"s": 5, "": 1, "t": 1, "u": 1}

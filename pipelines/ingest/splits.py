@@ -157,9 +157,10 @@ def explode_splits(
 
     Partitions: :func:`partition_count`, filled round-robin.
 
-    ``spool``: a folder on this machine (a ``local`` master only). Each task then also writes its
-    records whole to the folder (:func:`spool_batches`) and returns them without the columns of
-    :data:`SPOOL_ONLY`: the rows of ``record_ddl`` less those; :func:`read_spool` gives them back whole.
+    ``spool``: a folder on this machine (a ``local`` master only). Each task then writes its records
+    whole to the folder (:func:`spool_batches`) and returns only what the tally needs of them: rows of
+    :data:`pipelines.ingest.tally.PARTIAL_DDL` (:func:`pipelines.ingest.tally.tally_partials` adds them
+    up); :func:`read_spool` gives the records back whole.
     """
     by_path = by_path or {}
     options = fs_options(spark)
@@ -190,7 +191,9 @@ def explode_splits(
 
         yield from spool_batches(parse(batches), spool, TaskContext.get().partitionId())
 
-    return frame.mapInArrow(parse_to_spool, spool_schema(record_ddl))
+    from pipelines.ingest.tally import PARTIAL_DDL
+
+    return frame.mapInArrow(parse_to_spool, PARTIAL_DDL)
 
 
 def partition_count(
@@ -205,19 +208,6 @@ def partition_count(
     return max(1, min(n, len(splits)))
 
 
-SPOOL_ONLY = ("text", "url", "record_format", "markers_resolved", "excerpt", "detail")
-"""Record columns that only the spool files hold (:func:`explode_splits` with ``spool``): the tally reads
-none of them, and the texts are nearly all of a record's bytes."""
-
-
-def spool_schema(record_ddl: str) -> Any:
-    """The StructType of ``record_ddl`` without :data:`SPOOL_ONLY` (driver side: parsing a DDL string
-    needs the JVM)."""
-    from pyspark.sql.types import StructType, _parse_datatype_string
-
-    return StructType([f for f in _parse_datatype_string(record_ddl).fields if f.name not in SPOOL_ONLY])
-
-
 def spool_path(folder: str, part: int) -> str:
     """The spool file of Spark partition ``part``."""
     return f"{folder}/part-{part:05d}.arrow"
@@ -225,7 +215,9 @@ def spool_path(folder: str, part: int) -> str:
 
 def spool_batches(batches: Iterable[Any], folder: str, part: int) -> Iterator[Any]:
     """Write ``batches`` (:data:`udfs.formats.RECORD_SCHEMA`) to the Arrow IPC file of partition
-    ``part`` in ``folder`` and yield each without the :data:`SPOOL_ONLY` columns.
+    ``part`` in ``folder`` and yield the tally's partial rows of each
+    (:func:`pipelines.ingest.tally.partial_rows`): the records themselves need not cross into the JVM
+    before the writes read them back.
 
     The file gets its name only once every batch is written (a task stopped early leaves none, and
     :func:`read_spool` then fails rather than miss records); a partition without records gets an
@@ -234,15 +226,17 @@ def spool_batches(batches: Iterable[Any], folder: str, part: int) -> Iterator[An
 
     import pyarrow as pa
 
+    from pipelines.ingest.tally import partial_rows
     from udfs.formats import RECORD_SCHEMA
 
-    keep = [f.name for f in RECORD_SCHEMA if f.name not in SPOOL_ONLY]
     path = spool_path(folder, part)
+    rows = 0
     tmp = f"{path}.{os.getpid()}.tmp"
     with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, RECORD_SCHEMA) as writer:
         for batch in batches:
             writer.write_batch(batch)
-            yield batch.select(keep)
+            yield from partial_rows(batch, part, rows).to_batches()
+            rows += batch.num_rows
     os.replace(tmp, path)
 
 

@@ -251,8 +251,9 @@ def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg:
     """Every record of the listed files (:data:`RECORD_DDL` rows, split-local JSONL line numbers):
     streamed splits for local/s3 files, ``binaryFile`` rows for the others. ``globs`` (path -> the
     glob that matched it, :func:`list_files`) selects the ``ingest.fields_by_input`` of each file.
-    ``spool``: the records go whole to that folder and come back without the columns of
-    :data:`pipelines.ingest.splits.SPOOL_ONLY` (only where :func:`_spool_folder` gave it)."""
+    ``spool``: the records go whole to that folder and what comes back is the tally's partial rows
+    (:data:`pipelines.ingest.tally.PARTIAL_DDL`; only where :func:`_spool_folder` gave it: every file
+    streamed)."""
     opts, by_path = parse_options(icfg), options_by_path(icfg, globs)
     splits = ingest_splits.plan_splits(listing, icfg)
     frames = [df] if (df := _driver_records(spark, listing, opts, by_path)) is not None else []
@@ -264,7 +265,7 @@ def read_records(spark: SparkSession, listing: list[tuple[str, str, int]], icfg:
             files = files.repartition(icfg.input_partitions, "path")
         frames.append(explode_files(files, icfg, by_path))
     if not frames:
-        return spark.createDataFrame([], RECORD_DDL)
+        return spark.createDataFrame([], ingest_tally.PARTIAL_DDL if spool else RECORD_DDL)
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
@@ -298,7 +299,8 @@ def _spool_folder(spark: SparkSession, listing: list[tuple[str, str, int]]) -> i
     same machine) and every input file is streamed (no ``binaryFile`` or driver rows beside the splits).
     Why: kept rows cross Arrow into the JVM, are copied, Java-serialised to local disk and read back
     twice (by the tally's task that wrote them and by the ``documents`` write). Spooled, the parse job
-    carries only the small columns into the JVM and the texts cross once, into the write; the Arrow
+    carries only the tally's sums of each batch and the source ids into the JVM
+    (:func:`pipelines.ingest.tally.partial_rows`) and the texts cross once, into the write; the Arrow
     files are memory-mapped back (bench/notes.md, "Ingest's parsed records spooled as Arrow files").
     """
     if not listing or not _as_rows_master(spark) or not all(ingest_splits.streamable(p) for p, _, _ in listing):
@@ -375,7 +377,7 @@ def _read_kept(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: I
             release_records(parsed)
             raise
     try:
-        t = ingest_tally.tally(read_records(spark, listing, icfg, globs, spool.path))
+        t = ingest_tally.tally_partials(read_records(spark, listing, icfg, globs, spool.path))
         n = ingest_splits.partition_count(spark, ingest_splits.plan_splits(listing, icfg), icfg)
         parsed = ingest_splits.read_spool(spark, spool.path, n, RECORD_DDL, t.parts)
     except BaseException:

@@ -1,6 +1,7 @@
 """Ingest's accounting in as few Spark jobs as possible: one aggregation over the parsed records, which
 also finds the duplicated source ids (the row counts of the written tables come from their Delta commits,
-:func:`pipelines.core.tables.written_rows`).
+:func:`pipelines.core.tables.written_rows`); where the records are spooled, the same sums from the parse
+workers (:func:`partial_rows`), added up on the driver (:func:`tally_partials`).
 
 Why: on one 1 GB JSONL file (bench/notes.md, "Ingest alone") the separate jobs of the first design (the
 split summaries, a sum of characters, counts per file and reason, a shuffle join of every document with
@@ -132,6 +133,13 @@ def tally(records: DataFrame) -> Tally:
             F.grouping("_cand").alias("_by_keys"),  # 1: a row of the first set, 0: a candidate id
         )
     )
+    return _collect(both)
+
+
+def _collect(both: DataFrame) -> Tally:
+    """The :class:`Tally` of the tally's aggregation ``both``: rows of the per-key grouping (``_by_keys``
+    1: ``_KEYS``, ``_summary``, ``n``, ``chars``, ``bytes``, ``replaced``, ``with_src_id``, ``first_pos``,
+    ``last_pos``) and of the candidate ids (``_by_keys`` 0: ``_cand``, ``n``)."""
     dup = (F.col("_by_keys") == 0) & F.col("_cand").isNotNull() & (F.col("n") > 1)
     # Kept (small: no text) for the bounded look at the duplicated ids after the per-key rows; two
     # branches of one query would each read the records (Spark does not reuse the aggregation's shuffle
@@ -145,8 +153,15 @@ def tally(records: DataFrame) -> Tally:
             dup_rows = dup_rows.limit(DUP_BROADCAST_MAX + 1).collect()
     finally:
         kept.unpersist()
+    return _from_rows(rows, [r["_cand"] for r in dup_rows])
+
+
+def _from_rows(rows: list[Any], dup_ids: list[str]) -> Tally:
+    """The :class:`Tally` of the per-key rows of the tally's aggregation (``_KEYS``, ``_summary``, ``n``,
+    ``chars``, ``bytes``, ``replaced``, ``with_src_id``, ``first_pos``, ``last_pos``) and the candidate
+    ids held more than once (``None`` kept where there are more than :data:`DUP_BROADCAST_MAX`)."""
     t = Tally()
-    t.dup_ids = [r["_cand"] for r in dup_rows] if len(dup_rows) <= DUP_BROADCAST_MAX else None
+    t.dup_ids = dup_ids if len(dup_ids) <= DUP_BROADCAST_MAX else None
     per: Counter = Counter()
     for r in rows:
         t.parts.add(int(r["part"]))
@@ -171,6 +186,132 @@ def tally(records: DataFrame) -> Tally:
     t.counts = sorted(((f, reason, n) for (f, reason), n in per.items()), key=lambda x: (x[0], x[1] or ""))
     return t
 
+
+PARTIAL_DDL = (
+    "input_file string, split_start bigint, kind string, reason string, src string, part int, "
+    "_summary string, n bigint, chars bigint, bytes bigint, replaced bigint, with_src_id bigint, "
+    "first_pos bigint, last_pos bigint, _ids binary"
+)
+"""Spark schema of :func:`partial_rows`: the tally's per-key rows of one batch (``_ids`` null), then one
+row holding the batch's candidate ids (``_ids``, the other columns null) where it has any."""
+
+_PARTIAL_SUMS = ("n", "chars", "bytes", "replaced", "with_src_id")
+_PARTIAL_KEYS = ("input_file", "split_start", "kind", "reason", "src", "_summary")
+
+
+def partial_rows(batch: Any, part: int, row0: int) -> Any:
+    """What :func:`tally` computes from one batch of parsed records, computed in the Python worker that
+    parsed them (a pyarrow ``Table`` of :data:`PARTIAL_DDL`; :func:`tally_partials` adds them up).
+
+    Args:
+        batch: records (:data:`udfs.formats.RECORD_SCHEMA`, at least the columns :func:`tally` reads).
+        part: the Spark partition of the task (``spark_partition_id``).
+        row0: the rows this task yielded before ``batch``: positions are ``part << 33`` plus the row's
+            index in the task, as Spark's ``monotonically_increasing_id`` numbers the rows of a partition.
+
+    Returns:
+        Per ``(input_file, split_start, kind, reason, src, _summary)`` (``src``: ``source``, ``""`` for
+        none; ``_summary``: for ``kind = "file"`` rows the JSON of ``key_path``, left out where null,
+        ``record`` and ``meta``) the row count ``n``, the sums of ``n_chars``, ``n_bytes``,
+        ``n_replaced`` over documents (null where none), the documents with a source id
+        (``with_src_id``) and the first and last position; then, where any document has a source id,
+        one row whose ``_ids`` is an Arrow IPC stream of their candidate ids (:func:`candidate_id`:
+        ``source/src_id``, ``src_id`` alone for a null source), a string column ``_cand``.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    kind, source, src_id = batch.column("kind"), batch.column("source"), batch.column("src_id")
+    is_doc = pc.fill_null(pc.equal(kind, "doc"), False)
+    has_id = pc.and_(is_doc, pc.and_(pc.is_valid(src_id), pc.fill_null(pc.not_equal(src_id, ""), False)))
+    summary = pa.nulls(n, pa.string())
+    is_file = pc.fill_null(pc.equal(kind, "file"), False)
+    if pc.any(is_file).as_py():
+        at = pc.indices_nonzero(is_file).to_pylist()
+        keys, recs, metas = (batch.column(c).take(at).to_pylist() for c in ("key_path", "record", "meta"))
+        texts = summary.to_pylist()
+        for i, k, r, m in zip(at, keys, recs, metas, strict=True):
+            one = {"key_path": k, "record": r, "meta": dict(m or [])}
+            texts[i] = json.dumps(one if k is not None else {x: v for x, v in one.items() if x != "key_path"})
+        summary = pa.array(texts, pa.string())
+    none = pa.nulls(n, pa.int64())
+    grouped = pa.table({
+        "input_file": batch.column("input_file"), "split_start": batch.column("split_start"), "kind": kind,
+        "reason": batch.column("reason"), "src": pc.fill_null(source, ""), "_summary": summary,
+        "chars": pc.if_else(is_doc, batch.column("n_chars").cast(pa.int64()), none),
+        "bytes": pc.if_else(is_doc, batch.column("n_bytes").cast(pa.int64()), none),
+        "replaced": pc.if_else(is_doc, batch.column("n_replaced").cast(pa.int64()), none),
+        "with_src_id": has_id.cast(pa.int64()),
+        "pos": pa.array(np.arange(n, dtype=np.int64) + ((part << 33) + row0)),
+    }).group_by(list(_PARTIAL_KEYS), use_threads=False).aggregate([
+        ("pos", "count"), ("chars", "sum"), ("bytes", "sum"), ("replaced", "sum"), ("with_src_id", "sum"),
+        ("pos", "min"), ("pos", "max"),
+    ])
+    cols = {k: grouped[k] for k in _PARTIAL_KEYS}
+    cols.update(part=pa.array([part] * grouped.num_rows, pa.int32()), n=grouped["pos_count"],
+                first_pos=grouped["pos_min"], last_pos=grouped["pos_max"],
+                **{k: grouped[f"{k}_sum"] for k in _PARTIAL_SUMS[1:]})
+    schema = partial_schema()
+    cols["_ids"] = pa.nulls(grouped.num_rows, pa.binary())
+    out = pa.table({f.name: cols[f.name] for f in schema}).cast(schema)
+    if pc.any(has_id).as_py():
+        with_id = batch.filter(has_id)
+        source, src_id = with_id.column("source"), with_id.column("src_id")
+        # concat_ws skips a null source; pyarrow's own null skipping drops a trailing all-null row (25.0)
+        cand = pc.if_else(pc.is_null(source), src_id, pc.binary_join_element_wise(source, src_id, "/"))
+        sink = pa.BufferOutputStream()
+        ids = pa.RecordBatch.from_arrays([cand], names=["_cand"])
+        with pa.ipc.new_stream(sink, ids.schema) as w:
+            w.write_batch(ids)
+        row = {f.name: pa.nulls(1, f.type) for f in out.schema}
+        row["_ids"] = pa.array([sink.getvalue().to_pybytes()], pa.binary())
+        out = pa.concat_tables([out, pa.table(row, schema=out.schema)])
+    return out.combine_chunks()
+
+
+def partial_schema() -> Any:
+    """The pyarrow schema of :data:`PARTIAL_DDL`."""
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32(), "binary": pa.binary()}
+    return pa.schema([(name, types[t]) for name, t in (f.split() for f in PARTIAL_DDL.split(", "))])
+
+
+def tally_partials(partials: DataFrame) -> Tally:
+    """:func:`tally` of records whose Python workers gave :func:`partial_rows` instead (rows of
+    :data:`PARTIAL_DDL`): the same :class:`Tally`, added up on the driver, the candidate ids counted
+    there (pyarrow's ``value_counts``) rather than by a Spark aggregation.
+
+    Why: the records then no longer cross into the JVM to be projected, expanded into two grouping sets,
+    hashed by their string keys and shuffled: the job only parses and collects a few rows per batch
+    (bench/notes.md, "Ingest's tally summed in the parse workers"). The driver holds every candidate id
+    once (their bytes and 4 bytes an id), on the one machine of a ``local`` master whose records are
+    spooled (:func:`pipelines.ingest.stage._read_kept`), where the spooled texts are far larger.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    acc: dict[tuple, dict[str, Any]] = {}
+    ids = []
+    for r in partials.collect():
+        if r["_ids"] is not None:
+            ids += pa.ipc.open_stream(r["_ids"]).read_all().column("_cand").chunks
+            continue
+        key = tuple(r[k] for k in (*_KEYS, "_summary"))
+        a = acc.setdefault(key, {**{k: r[k] for k in (*_KEYS, "_summary")}, "n": 0, "chars": None,
+                                 "bytes": None, "replaced": None, "with_src_id": 0,
+                                 "first_pos": r["first_pos"], "last_pos": r["last_pos"]})
+        for k in _PARTIAL_SUMS:
+            if r[k] is not None:
+                a[k] = (a[k] or 0) + r[k]
+        a["first_pos"], a["last_pos"] = min(a["first_pos"], r["first_pos"]), max(a["last_pos"], r["last_pos"])
+    dup_ids: list[str] = []
+    if ids:
+        counts = pc.value_counts(pa.chunked_array(ids, pa.string()))
+        dup_ids = counts.filter(pc.greater(counts.field("counts"), 1)).field("values").to_pylist()
+    return _from_rows(list(acc.values()), dup_ids)
 
 def duplicated_ids(spark: SparkSession, docs: DataFrame, candidate: Any, t: Tally) -> DataFrame | None:
     """The candidate ids (``_cand``) that more than one document holds, as a frame to join on ``_cand``
