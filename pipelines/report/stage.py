@@ -49,6 +49,10 @@ twice): cached while they read them when small (:data:`pipelines.core.tables.SMA
 (``documents``, ``quarantine``, ``decontaminated`` in :func:`table_totals`) are not: persisting costs a
 Spark job planning the Delta scan, the same as the one query."""
 
+SIGNAL_TABLES = ("filtered", "removed")
+"""The tables :func:`pipelines.report.sections.signal_sample` reads."""
+
+
 def _bytes_col(df: DataFrame) -> Column | None:
     if "n_bytes" in df.columns:
         return F.col("n_bytes")
@@ -291,15 +295,20 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             f"report: no 'documents' table under run.root={cfg.run.root!r}; run the 'ingest' stage first "
             "(or check run.root)"
         )
-    for name in REREAD_TABLES:
-        read_if_exists(spark, cfg, name, cache_under_bytes=tables.SMALL_TABLE_BYTES)
     # The signal histograms (most of the page's drawing: ~50 ms of matplotlib each, dozens of them) are
-    # drawn on a thread while the driver waits on the other parts' Spark queries.
+    # drawn on a thread while the driver waits on the other parts' Spark queries. They are the stage's
+    # longest path on a busy machine, so they start as soon as their sample is in: the other tables are
+    # set up for caching after it.
+    first = [t for t in REREAD_TABLES if t in SIGNAL_TABLES]
     with ThreadPoolExecutor(1, thread_name_prefix="winnow-report-draw") as pool:
         try:
+            for name in first:
+                read_if_exists(spark, cfg, name, cache_under_bytes=tables.SMALL_TABLE_BYTES)
             signals = signal_sample(spark, cfg)
             fmt, bins = cfg.report.plot_format, cfg.report.hist_bins
             drawing = pool.submit(signals_section, signal_part(*signals), fmt, bins)
+            for name in (t for t in REREAD_TABLES if t not in first):
+                read_if_exists(spark, cfg, name, cache_under_bytes=tables.SMALL_TABLE_BYTES)
             stats = collect_stats(spark, cfg, signals)
         finally:
             tables.release_cached(spark)
