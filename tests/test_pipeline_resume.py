@@ -140,7 +140,7 @@ def test_sigterm_mid_ingest_cleans_up_and_prints_one_line(tmp_path, monkeypatch)
         (plain / src.name.removesuffix(".gz")).write_bytes(gzip.decompress(src.read_bytes()))
     spools = set(glob.glob(f"/dev/shm/{SPOOL_PREFIX}*"))
     root = tmp_path / "root"
-    p = subprocess.Popen([sys.executable, "-m", "tests.chain", "pipelines.ingest.tally:tally",
+    p = subprocess.Popen([sys.executable, "-m", "tests.chain", "pipelines.ingest.tally:tally_partials",
                           *chain_args(root, ["ingest"], plain)], cwd=REPO, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     watchdog = threading.Timer(600, lambda: p.poll() is None and os.killpg(p.pid, signal.SIGKILL))
