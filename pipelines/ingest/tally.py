@@ -313,6 +313,7 @@ def tally_partials(partials: DataFrame) -> Tally:
         dup_ids = counts.filter(pc.greater(counts.field("counts"), 1)).field("values").to_pylist()
     return _from_rows(list(acc.values()), dup_ids)
 
+
 def duplicated_ids(spark: SparkSession, docs: DataFrame, candidate: Any, t: Tally) -> DataFrame | None:
     """The candidate ids (``_cand``) that more than one document holds, as a frame to join on ``_cand``
     (column ``_dup`` true); ``None`` when there is none (no join needed).
