@@ -9,7 +9,10 @@ consumers venv has neither pyspark nor the dev extra), and asserts nothing: the 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 
@@ -113,6 +116,20 @@ def streaming(spec: dict) -> dict[str, np.ndarray]:
             "streamed": np.stack([s["tokens"] for s in streamed])}
 
 
+def all_ranks_took_their_state(folder: Path, world: int, timeout_s: float = 300.0) -> None:
+    """Wait until every rank of the job has marked ``folder`` (its state taken) before this one exits.
+
+    Why: streaming keeps the loaded resume state in shared memory that the rank which created it frees
+    when its process ends; a rank still reading then finds none and counts its samples from offset 0
+    (seen under load: rank 0's ``sample_in_epoch`` 8 where it was 14). A trainer's ranks stay alive
+    together; the probe's processes must too.
+    """
+    (folder / f"took-state-{os.environ.get('RANK', '0')}").touch()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not all((folder / f"took-state-{r}").exists() for r in range(world)):
+        time.sleep(0.05)
+
+
 def resume(spec: dict) -> dict[str, np.ndarray]:
     """One rank (``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/``LOCAL_WORLD_SIZE`` set by the caller) reads
     ``batches`` batches (all when null) after loading ``state`` (when given); returns the first token of
@@ -129,6 +146,8 @@ def resume(spec: dict) -> dict[str, np.ndarray]:
             break
     world = int(spec["world_size"])
     state = ds.state_dict(num_samples=len(seen) * world, from_beginning=False)
+    if spec.get("sync"):
+        all_ranks_took_their_state(Path(spec["sync"]), world)
     return {"seen": np.stack(seen) if seen else np.zeros((0, 0)), "state": np.array(json.dumps(state))}
 
 

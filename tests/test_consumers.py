@@ -258,7 +258,7 @@ def read_ranks(mds: Path, tmp: Path, world: int, reader: dict, state: dict | Non
     for rank in range(world):
         spec = tmp / f"w{world}-r{rank}.json"
         spec.write_text(json.dumps({"kind": "resume", "mds": str(mds), "reader": reader, "state": state,
-                                    "batches": batches, "world_size": world}))
+                                    "batches": batches, "world_size": world, "sync": str(tmp)}))
         env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
                "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
         procs.append(subprocess.Popen([str(CONSUMERS_PYTHON), str(PROBE), str(spec), str(spec.with_suffix(".npz"))],
