@@ -38,6 +38,18 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(autouse=True)
+def _drop_cached_frames(request):
+    """After each test that used the session, drop every frame it left persisted.
+
+    Tests call transforms (dedup's and passages' ``annotate``) that persist frames for their caller to
+    release; left in the suite's one JVM, each pins the broadcast relations of its plan on the driver's
+    heap, and a few hundred tests later a 2 GB driver could not build a small broadcast."""
+    yield
+    if "spark" in request.fixturenames:
+        request.getfixturevalue("spark").catalog.clearCache()
+
+
 @pytest.fixture
 def make_cfg(tmp_path):
     """Build a WinnowConfig rooted in this test's tmp dir: ``make_cfg("dedup.threshold=0.9", ...)``."""
