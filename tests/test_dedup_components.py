@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
+from pipelines.core.cache import release
 from pipelines.dedup.components import ComponentsDidNotConverge, connected_components
 
 
@@ -32,6 +33,21 @@ def test_local_limit_one_below_the_edge_count_runs_distributed(spark):
     expected = [("a", "a"), ("b", "a"), ("c", "a")]
     assertDataFrameEqual(connected_components(df, local_max_edges=1), expected, checkRowOrder=False)
     assertDataFrameEqual(connected_components(df, local_max_edges=2), expected, checkRowOrder=False)
+
+
+def _persisted(spark) -> set[int]:
+    return {int(k) for k in spark.sparkContext._jsc.getPersistentRDDs().keys()}
+
+
+@pytest.mark.parametrize("reliable", [False, True])
+def test_only_the_last_rounds_checkpoint_is_kept_and_release_frees_it(spark, tmp_path, reliable):
+    chain = spark.createDataFrame([(f"x{i:02d}", f"x{i + 1:02d}") for i in range(12)], "src string, dst string")
+    before, held = _persisted(spark), []
+    got = connected_components(chain, checkpoint_dir=str(tmp_path) if reliable else None, checkpoints=held)
+    assertDataFrameEqual(got, [(f"x{i:02d}", "x00") for i in range(13)], checkRowOrder=False)
+    assert len(held) == 1 and len(_persisted(spark) - before) == (0 if reliable else 1)
+    release(held[0])
+    assert _persisted(spark) - before == set()
 
 
 def test_not_converged_and_missing_columns(spark):

@@ -66,3 +66,14 @@ def release_cached(spark: SparkSession) -> None:
     """Unpersist every table :func:`read_table` / :func:`read_if_exists` cached for ``spark``."""
     for df in _PINNED.pop(id(spark), []):
         df.unpersist()
+
+
+def release(df: DataFrame) -> None:
+    """Drop the blocks of ``df`` without waiting: its cache (``persist``) and, where ``df`` is a local
+    checkpoint (its plan a ``LogicalRDD`` over the checkpointed RDD), the checkpoint's blocks, which
+    ``unpersist`` leaves to the context cleaner (a JVM garbage collection away, so held for the rest of
+    a chain run). Use only once nothing will read ``df`` again: a local checkpoint cannot be recomputed."""
+    df.unpersist(False)
+    plan = df._jdf.queryExecution().logical()
+    if plan.getClass().getSimpleName() == "LogicalRDD":
+        plan.rdd().unpersist(False)

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pipelines.core.cache import release
 from pipelines.core.chain import require_columns
 from pipelines.core.tables import local_frame
 
@@ -90,7 +91,8 @@ def _local_components(pairs: list[tuple], dtype: T.DataType, spark: SparkSession
 
 
 def connected_components(
-    edges: DataFrame, *, max_iterations: int = 40, checkpoint_dir: str | None = None, local_max_edges: int = 0
+    edges: DataFrame, *, max_iterations: int = 40, checkpoint_dir: str | None = None, local_max_edges: int = 0,
+    checkpoints: list[DataFrame] | None = None,
 ) -> DataFrame:
     """Connected components of an undirected graph given as an edge list.
 
@@ -102,6 +104,8 @@ def connected_components(
         local_max_edges: when the distinct edges number at most this many, they are collected and
             joined with a union-find on the driver (one Spark job instead of two per round, and no
             checkpoints); 0 = always distributed.
+        checkpoints: receives the last round's checkpoint, which the output reads (the caller frees it
+            with :func:`pipelines.core.cache.release` once done); each earlier round's is freed here.
 
     Returns:
         DataFrame ``node``, ``component``: one row per node that has an edge, ``component`` = the
@@ -128,6 +132,7 @@ def connected_components(
     for _ in range(max_iterations):
         nxt = checkpoint(_small_star(_large_star(cur)), checkpoint_dir)
         fp = _fingerprint(nxt)
+        release(cur)
         cur = nxt
         if fp == prev:
             break
@@ -136,5 +141,7 @@ def connected_components(
         raise ComponentsDidNotConverge(
             f"connected components not converged after dedup.max_cc_iterations={max_iterations} rounds"
         )
+    if checkpoints is not None:
+        checkpoints.append(cur)
     centres = cur.select(F.col("b").alias("node")).distinct().withColumn("component", F.col("node"))
     return cur.select(F.col("a").alias("node"), F.col("b").alias("component")).union(centres)

@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipelines.core import chain, tables
+from pipelines.core.cache import release
 from pipelines.core.config import ConfigError, WinnowConfig
 from pipelines.core.runner import StageReport
 from pipelines.dedup.components import checkpoint, connected_components
@@ -129,12 +130,19 @@ class NearResult:
     """Rows of the input when the caller knows them without a Spark job (the Delta log's counts), else
     None: a bound that spares counting a part of them to decide on a broadcast."""
     cached: list[DataFrame] = field(default_factory=list)
+    checkpoints: list[DataFrame] = field(default_factory=list)
+    """The checkpointed frames the cached ones were computed from (the numbered LSH nodes, the last
+    round of the connected components), freed after them."""
 
     def unpersist(self) -> None:
-        """Release every DataFrame :func:`annotate` cached (call once its output has been written)."""
+        """Release every DataFrame :func:`annotate` cached or checkpointed (call once its output has been
+        written)."""
         for df in self.cached:
             df.unpersist()
+        for df in self.checkpoints:
+            release(df)
         self.cached.clear()
+        self.checkpoints.clear()
 
 
 def _small(df: DataFrame, n_rows: int) -> DataFrame:
@@ -311,6 +319,7 @@ def _near_components(
     # numbers come from a range-partitioned sort and are checkpointed: recomputed, the sort's sampled
     # boundaries (and so the numbers) could differ.
     numbered = checkpoint(nodes.orderBy("doc_id", "is_ref").withColumn("node", F.monotonically_increasing_id()), checkpoint_dir)
+    result.checkpoints.append(numbered)
     ids = numbered.select("node", "doc_id", "is_ref")
     members = numbered.select("node", "is_ref", F.posexplode("bands").alias("band", "key"))
     buckets = (
@@ -361,7 +370,7 @@ def _near_components(
     result.n_edges = scored.where("keep").count()
     edges = scored.where("keep").select("src", "dst")
     comp = connected_components(edges, max_iterations=d.max_cc_iterations, checkpoint_dir=checkpoint_dir,
-                                local_max_edges=BROADCAST_MAX_ROWS)
+                                local_max_edges=BROADCAST_MAX_ROWS, checkpoints=result.checkpoints)
     if reference is None:
         comp = comp.withColumn("is_ref", F.lit(False))
     else:

@@ -28,7 +28,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.core import tables
+from pipelines.core import cache, tables
 from pipelines.core.chain import require_columns
 from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import InvariantError, StageReport
@@ -420,10 +420,7 @@ def _as_rows_master(spark: SparkSession) -> bool:
 def release_records(records: DataFrame) -> None:
     """Drop the blocks of a frame from :func:`keep_records` (without waiting for them): the checkpoint's
     RDD (the frame's plan is a ``LogicalRDD`` over it) or the cache."""
-    if _as_rows(records):
-        records._jdf.queryExecution().logical().rdd().unpersist(False)
-    else:
-        records.unpersist()
+    cache.release(records)
 
 
 # --------------------------------------------------------------------------------------------- run
