@@ -85,6 +85,24 @@ def test_removed_rows_are_the_documents_rows(spark, make_cfg, corpus):
                          checkRowOrder=False)
 
 
+def _held(spark) -> set[int]:
+    """Ids of the RDDs persisted in the session, less Delta's own caches of table snapshots."""
+    rdds = spark.sparkContext._jsc.getPersistentRDDs()
+    return {int(k) for k in rdds.keys() if not str(rdds[k].name()).startswith("Delta Table State")}
+
+
+@pytest.mark.parametrize("by_rounds", [False, True])
+def test_a_run_leaves_nothing_persisted(spark, make_cfg, corpus, monkeypatch, by_rounds):
+    # The stages of a chain share one session: what one leaves persisted stays for the rest of the run.
+    if by_rounds:  # components by large-star/small-star rounds, each one checkpointed
+        monkeypatch.setattr(dedup, "BROADCAST_MAX_ROWS", 0)
+    cfg = make_cfg()
+    tables.write_table(documents_df(spark, corpus), cfg, "documents")
+    before = _held(spark)
+    assert run_stage(spark, cfg, "dedup").rows_out == 4
+    assert _held(spark) - before == set()
+
+
 def test_whitespace_insensitive_key_and_longest_policy(spark, corpus):
     from pipelines.dedup.config import DedupConfig
 
