@@ -372,9 +372,9 @@ def _read_kept(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: I
     if spool is None:
         parsed = keep_records(read_records(spark, listing, icfg, globs))
         try:
-            return parsed, ingest_tally.tally(parsed), lambda: release_records(parsed), None
+            return parsed, ingest_tally.tally(parsed), lambda: cache.release(parsed), None
         except BaseException:
-            release_records(parsed)
+            cache.release(parsed)
             raise
     try:
         t = ingest_tally.tally_partials(read_records(spark, listing, icfg, globs, spool.path))
@@ -392,7 +392,8 @@ def _read_kept(spark: SparkSession, listing: list[tuple[str, str, int]], icfg: I
 
 def keep_records(records: DataFrame) -> DataFrame:
     """``records`` kept on local disk (:data:`pipelines.core.tables.TEXT_CACHE`) by the first job that
-    reads them (the tally), for the jobs after it (the writes). Free them with :func:`release_records`.
+    reads them (the tally), for the jobs after it (the writes). Free them with
+    :func:`pipelines.core.cache.release`.
 
     On a ``local`` master, as rows: a lazy local checkpoint. Spark's columnar cache turns every row into
     column buffers, gathers min/max statistics of every string (the texts too) and, under adaptive
@@ -415,12 +416,6 @@ def _as_rows(records: DataFrame) -> bool:
 def _as_rows_master(spark: SparkSession) -> bool:
     """True on a ``local`` master (one machine: the executors' disk is the driver's)."""
     return spark.sparkContext.master.startswith("local")
-
-
-def release_records(records: DataFrame) -> None:
-    """Drop the blocks of a frame from :func:`keep_records` (without waiting for them): the checkpoint's
-    RDD (the frame's plan is a ``LogicalRDD`` over it) or the cache."""
-    cache.release(records)
 
 
 # --------------------------------------------------------------------------------------------- run
