@@ -194,6 +194,7 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
         builder = builder.master(cfg.master)
 
     with _child_jvm_ignores_sigterm(), _jvm_start_failure_explained(), _incubator_warning_dropped():
+        _import_while_jvm_starts()
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(cfg.log_level)
     _quiet_delta(spark, cfg.log_level)
@@ -201,6 +202,34 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
     _check_delta(spark)
     _quiet_interrupts()
     return spark
+
+
+FIRST_CALL_IMPORTS = ("pyspark.testing.utils",)
+"""What pyspark imports at its first call into the JVM (``NumpyArrayConverter.can_convert`` asks
+``pyspark.testing.utils`` whether numpy is installed, and that module imports pandas and pyarrow): ~2 s
+of Python, paid after the JVM has started and while it waits (bench/notes.md, "Fixed cost")."""
+
+
+def _import_while_jvm_starts() -> None:
+    """Import :data:`FIRST_CALL_IMPORTS` in a daemon thread, so that they load while the driver JVM
+    starts (a second or more in which this thread only waits for the gateway's port) instead of after.
+
+    Python's per-module import locks make the first call wait for a module the thread is still
+    loading; an import that fails in the thread fails again, with its own error, where pyspark imports
+    it. Nothing else runs in the thread.
+    """
+    import importlib
+    import threading
+
+    def load() -> None:
+        for name in FIRST_CALL_IMPORTS:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001  (raised again at pyspark's own import, where it belongs)
+                return
+
+    if not all(name in sys.modules for name in FIRST_CALL_IMPORTS):
+        threading.Thread(target=load, name="winnow-imports", daemon=True).start()
 
 
 class JvmStartError(UserError):
@@ -416,7 +445,63 @@ def _default_settings(cfg: SparkConfig, master: str) -> dict[str, str]:
         # and large logs; Winnow reads small logs (one commit per run) dozens of times per run, so
         # on one machine 50 tiny tasks per read were ~44 % of a small run's CPU (bench/notes.md).
         out[SNAPSHOT_PARTITIONS] = str(local_snapshot_partitions(master))
+    if master.startswith("local"):
+        out.update({k: v for k, v in local_log_writers().items() if k not in cfg.conf})
     return out
+
+
+LOCAL_LOG_STORE = "spark.delta.logStore.file.impl"
+"""Delta setting: the ``LogStore`` that writes the ``_delta_log`` of tables on ``file:`` paths
+(``DelegatingLogStore``; default ``io.delta.storage.HDFSLogStore``)."""
+
+CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+"""Spark SQL setting read by ``CheckpointFileManager.create``, through which Delta writes each
+version's checksum file (``RecordChecksum``); default: the ``FileContext`` one."""
+
+_FILE_SYSTEM_MANAGERS = tuple(
+    f"org.apache.spark.sql.execution.streaming.{pkg}FileSystemBasedCheckpointFileManager"
+    for pkg in ("checkpointing.", "")  # Spark 4.1 moved it into a package of its own
+)
+
+
+def local_log_writers() -> dict[str, str]:
+    """:data:`LOCAL_LOG_STORE` and :data:`CHECKPOINT_FILE_MANAGER` for a local session: Delta's log
+    files and checksum files written through Hadoop's ``FileSystem`` API instead of ``FileContext``.
+
+    Why: without Hadoop's native library (pyspark ships none) its local file system runs a shell
+    command for each ``readlink`` and ``chmod``, ~6 ms each from the driver JVM. ``FileContext``'s rename
+    without overwrite reads the link status of both paths (two ``readlink`` processes per file, and the
+    same again for the ``.crc`` file beside it): 288 of the 525 processes a ``make run`` chain started,
+    on the driver between its jobs. Delta's ``LocalLogStore`` and Spark's
+    ``FileSystemBasedCheckpointFileManager`` check that the target does not exist and rename, as the
+    ``FileContext`` ones do on a local file system, whose rename replaces silently either way: a
+    run root takes one writer at a time (:mod:`pipelines.core.lock`). A commit of a small table: ~15 %
+    less time (bench/notes.md, "Fixed cost").
+
+    Returns:
+        The two settings; without the checkpoint manager when this pyspark's jars hold neither of its
+        known class names.
+    """
+    out = {LOCAL_LOG_STORE: "io.delta.storage.LocalLogStore"}
+    if (manager := _spark_sql_class(_FILE_SYSTEM_MANAGERS)) is not None:
+        out[CHECKPOINT_FILE_MANAGER] = manager
+    return out
+
+
+def _spark_sql_class(names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` that a ``spark-sql_*.jar`` of the installed pyspark holds; None if none
+    (or no such jar: a pyspark that brings no jars)."""
+    import zipfile
+
+    import pyspark
+
+    for jar in sorted((Path(pyspark.__file__).parent / "jars").glob("spark-sql_*.jar")):
+        with zipfile.ZipFile(jar) as z:
+            held = set(z.NameToInfo)
+        for name in names:
+            if name.replace(".", "/") + ".class" in held:
+                return name
+    return None
 
 
 def workers_import_this_package() -> bool:
@@ -512,6 +597,13 @@ logger.context.filter.start.type = RegexFilter
 logger.context.filter.start.regex = (?s)Error initializing SparkContext.*
 logger.context.filter.start.onMatch = DENY
 logger.context.filter.start.onMismatch = NEUTRAL
+# "RDD N was locally checkpointed, its lineage has been truncated": dedup frees each local checkpoint
+# once nothing reads it again (pipelines.core.cache.release), which is what the line warns about.
+logger.checkpoint.name = org.apache.spark.rdd.MapPartitionsRDD
+logger.checkpoint.filter.freed.type = RegexFilter
+logger.checkpoint.filter.freed.regex = (?s)RDD [0-9]+ was locally checkpointed.*
+logger.checkpoint.filter.freed.onMatch = DENY
+logger.checkpoint.filter.freed.onMismatch = NEUTRAL
 """
 """The log4j2 configuration of a local session (``-Dlog4j2.configurationFile``, unless
 ``spark.driver.extraJavaOptions`` names one): given at JVM start, so Spark prints neither its start-up

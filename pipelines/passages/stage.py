@@ -166,7 +166,7 @@ def _annotate_and_publish(spark: SparkSession, cfg: WinnowConfig, docs: DataFram
         ann = annotate_touched(docs, units, c).persist(tables.TEXT_CACHE)
         kept = kept_rows(docs, ann)
     else:
-        ann = annotate_all(docs, ranked, ranks, units, c, cached).persist(tables.TEXT_CACHE)
+        ann = annotate_all(docs, ranked, ranks, units, c, cached, fits).persist(tables.TEXT_CACHE)
         kept = ann.where(F.col(ACTION_COLUMN).isin("keep", "cut")).select(*docs.columns, SPANS_COLUMN)
     cached.append(ann)
 

@@ -365,8 +365,8 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
         ValueError: ``docs`` lacks ``doc_id`` or ``text``.
     """
     cached = cached if cached is not None else []
-    ranked, ranks, units, _ = removed_units(docs, c, cached, parts)
-    return annotate_all(docs, ranked, ranks, units, c, cached)
+    ranked, ranks, units, fits = removed_units(docs, c, cached, parts)
+    return annotate_all(docs, ranked, ranks, units, c, cached, fits)
 
 
 def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
@@ -418,7 +418,7 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
 
 
 def annotate_all(docs: DataFrame, ranked: DataFrame, ranks: DataFrame, units: DataFrame | None,
-                 c: PassagesConfig, cached: list[DataFrame]) -> DataFrame:
+                 c: PassagesConfig, cached: list[DataFrame], fits: bool = False) -> DataFrame:
     """:func:`annotate`'s rows, one per document of ``docs``, from :func:`removed_units`' frames.
 
     Args:
@@ -428,11 +428,13 @@ def annotate_all(docs: DataFrame, ranked: DataFrame, ranks: DataFrame, units: Da
         units: ``doc_id, _units``, persisted, or None.
         c: the ``passages`` config section.
         cached: receives every DataFrame persisted here.
+        fits: ``units`` has at most :data:`BROADCAST_ROWS` rows (:func:`removed_units` counted them):
+            broadcast to the join.
     """
     # The unit rules key their cuts by doc_id: the documents as read carry all they need.
     joined = ranked if c.spans else docs
-    if units is not None:
-        joined = join_small(units, joined, "doc_id", "left", cached)
+    if units is not None:  # persisted and counted by removed_units, as join_small would
+        joined = joined.join(F.broadcast(units) if fits else units, "doc_id", "left")
     else:
         joined = joined.withColumn("_units", F.lit(None))
     if c.spans:
