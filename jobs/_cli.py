@@ -269,6 +269,39 @@ def preflight_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, stages
         parser.exit(2, f"{parser.prog}: {e}\n")
 
 
+@contextmanager
+def preflight_beside(parser: argparse.ArgumentParser, cfg: WinnowConfig, stages: Sequence[str]) -> Iterator[None]:
+    """Run :func:`pipelines.core.preflight.check` in a thread while the block runs (the Spark session's
+    start: seconds in which this thread mostly waits for the JVM, and the checks load a tokenizer);
+    when the block ends, a failed check exits with status 2, as :func:`preflight_or_exit`. When the
+    block raises and the checks failed, the checks' message is the one the user gets (a bad setting can
+    make the session's start fail too)."""
+    import threading
+
+    from pipelines.core.preflight import PreflightError, check
+
+    failed: list[PreflightError] = []
+
+    def run() -> None:
+        try:
+            check(cfg, stages)
+        except PreflightError as e:
+            failed.append(e)
+
+    worker = threading.Thread(target=run, name="winnow-preflight", daemon=True)
+    worker.start()
+    try:
+        yield
+    except BaseException:
+        worker.join()
+        if failed:
+            parser.exit(2, f"{parser.prog}: {failed[0]}\n")
+        raise
+    worker.join()
+    if failed:
+        parser.exit(2, f"{parser.prog}: {failed[0]}\n")
+
+
 def upstream_checks_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, stage: str,
                             extra: Callable[[], dict[str, Any]], later: Sequence[str]) -> None:
     """After ``stage`` ran or was skipped: the ``check_upstream`` hook of each stage of ``later`` (the

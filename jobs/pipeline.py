@@ -23,6 +23,7 @@ from jobs._cli import (
     base_parser,
     locked,
     parse_config,
+    preflight_beside,
     preflight_or_exit,
     replace_check_or_exit,
     spark_config,
@@ -96,7 +97,8 @@ def _prepare(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowCo
 
     A local run root is planned from its files, and a rerun over another config refused, before a JVM
     starts (about a second, not a Spark session's start-up); then the preflight checks (seconds: the
-    tokenizer's); other run roots are planned, and refused, with Spark. Exits 2 on a refusal.
+    tokenizer's), beside the session's start-up (before it, for a ``--dry-run``); other run roots are
+    planned, and refused, with Spark. Exits 2 on a refusal.
     """
     from pipelines.core.runs import plan
     from pipelines.core.session import get_spark
@@ -106,10 +108,11 @@ def _prepare(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowCo
     checked = steps is not None and not args.dry_run
     if checked:
         replace_check_or_exit(p, cfg, args, None, [s.stage for s in steps if s.action == "run"])
-    preflight_or_exit(p, cfg, stages)
     if steps is not None and args.dry_run:
+        preflight_or_exit(p, cfg, stages)
         return None, steps
-    spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet))
+    with preflight_beside(p, cfg, stages):
+        spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet))
     late_lock(spark)
     if steps is None:  # the local plan equals Spark's (tests/test_small_runs.py): kept, under the lock
         steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
