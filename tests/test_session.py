@@ -153,3 +153,27 @@ def test_the_jvm_prints_neither_the_incubator_warning_nor_a_failed_tasks_log_lin
     failed = stderr_of("-Xss1q")
     assert failed[0] == "Invalid thread stack size: -Xss1q" and failed[-1] == "JvmStartError", failed
     assert INCUBATOR_WARNING.decode() not in failed
+
+
+def test_a_local_session_writes_delta_logs_without_a_process_per_rename(spark, tmp_path):
+    from pipelines.core import session
+
+    settings = session._default_settings(SparkConfig(), "local[2]")
+    assert settings[session.LOCAL_LOG_STORE] == "io.delta.storage.LocalLogStore"
+    manager = settings[session.CHECKPOINT_FILE_MANAGER]
+    assert manager.endswith(".FileSystemBasedCheckpointFileManager")
+    # a setting of the user's is left as set, and a cluster's master gets neither
+    own = SparkConfig(conf={session.LOCAL_LOG_STORE: "io.delta.storage.HDFSLogStore"})
+    assert session.LOCAL_LOG_STORE not in session._default_settings(own, "local[2]")
+    assert session.LOCAL_LOG_STORE not in session._default_settings(SparkConfig(), "spark://host:7077")
+    # The shared test session has them; a table written twice through them keeps both versions, and
+    # each version's checksum file is written (the manager's class exists in this pyspark).
+    assert spark.conf.get(session.CHECKPOINT_FILE_MANAGER) == manager
+    path = str(tmp_path / "t")
+    spark.range(3).write.format("delta").save(path)
+    spark.range(2).write.format("delta").mode("append").save(path)
+    assert spark.read.format("delta").load(path).count() == 5
+    log = sorted(p.name for p in (tmp_path / "t" / "_delta_log").iterdir() if p.name.endswith((".crc", ".json"))
+                 and not p.name.startswith("."))
+    assert log == ["00000000000000000000.crc", "00000000000000000000.json",
+                   "00000000000000000001.crc", "00000000000000000001.json"]
