@@ -242,3 +242,13 @@ def test_write_table_leaves_the_file_list_out_of_local_checksums(spark, make_cfg
     assert spark.conf.get(tables.ALL_FILES_IN_CRC, None) is None
     assert tables.table_rows(spark, path) == 1
     assertDataFrameEqual(spark.read.format("delta").load(path), [("a", "x")], checkRowOrder=False)
+    # and so do write_removed's appends and replaceWhere overwrites of the shared removed table
+    gone = df.withColumn("reason", F.array(F.lit("r")))
+    removed = tables.write_removed(gone, cfg, "dedup")
+    tables.write_removed(gone, cfg, "filter")
+    tables.write_removed(gone.limit(1), cfg, "dedup")
+    for version in (0, 1, 2):
+        crc = json.loads(open(f"{removed}/_delta_log/{version:020d}.crc").read())
+        assert crc["numFiles"] >= 1 and "allFiles" not in crc
+    assert spark.conf.get(tables.ALL_FILES_IN_CRC, None) is None
+    assert tables.table_rows(spark, removed) == 3

@@ -180,12 +180,13 @@ def read_table(
 ALL_FILES_IN_CRC = "spark.databricks.delta.allFilesInCrc.enabled"
 """Delta's setting (``DeltaSQLConf``, default on) that stores a small table's list of data files (under
 50) in the checksum file of each commit, derived from the previous version's list. :func:`write_table`
-turns it off for the commits it makes on a local table of a local run: creating a table, Delta derives
-the list in a Spark job of its own (no tasks) with its planning, 77 against 153 ms of the driver
-thread's CPU per table and one job instead of two; replacing one written so costs what it did (281
-against 286 ms, three jobs; same process, alternated rounds, bench/notes.md). The checksum keeps
-``tableSizeBytes`` and ``numFiles`` (:func:`table_bytes`) and the data files and commits are the same;
-Winnow reads such tables through their log (:func:`_read_parquet_files`), not the checksum's list."""
+and :func:`write_removed` turn it off for the commits they make on a local table of a local run:
+creating a table, Delta derives the list in a Spark job of its own (no tasks) with its planning, 77
+against 153 ms of the driver thread's CPU per table and one job instead of two; replacing one written
+so costs what it did (281 against 286 ms, three jobs; same process, alternated rounds, bench/notes.md).
+The checksum keeps ``tableSizeBytes`` and ``numFiles`` (:func:`table_bytes`) and the data files and
+commits are the same; Winnow reads such tables through their log (:func:`_read_parquet_files`), not the
+checksum's list."""
 
 
 def write_table(
@@ -218,10 +219,7 @@ def write_table(
         writer = writer.partitionedBy(*[F.col(c) for c in partition_by])
     spark = df.sparkSession
     local = _local_table(spark, path)
-    # The commit's checksum file without its list of data files (ALL_FILES_IN_CRC), unless the user set it.
-    no_list = (local and ALL_FILES_IN_CRC not in cfg.spark.conf
-               and spark.conf.get(ALL_FILES_IN_CRC, None) is None)
-    with session_conf(spark, {ALL_FILES_IN_CRC: "false"} if no_list else {}):
+    with _no_file_list_in_crc(spark, cfg, path):
         if local and not os.path.lexists(path):
             # Same commit without replacing: createOrReplace lists the (empty) files of the table it
             # replaces in a Spark job of its own, 0.1-0.3 s on 2 cores for each table of a new run root.
@@ -229,6 +227,15 @@ def write_table(
         else:
             writer.createOrReplace()
     return path
+
+
+def _no_file_list_in_crc(spark: SparkSession, cfg: WinnowConfig, path: str) -> Any:
+    """A block whose commits on the local table ``path`` of a local run write their checksum file without
+    its list of data files (:data:`ALL_FILES_IN_CRC` off), unless the user set it; else a block that
+    changes nothing."""
+    no_list = (_local_table(spark, path) and ALL_FILES_IN_CRC not in cfg.spark.conf
+               and spark.conf.get(ALL_FILES_IN_CRC, None) is None)
+    return session_conf(spark, {ALL_FILES_IN_CRC: "false"} if no_list else {})
 
 
 def _local_table(spark: SparkSession, path: str) -> bool:
@@ -246,7 +253,8 @@ def write_removed(df: DataFrame, cfg: WinnowConfig, stage: str) -> str:
 
     ``df`` holds the full removed rows plus ``reason`` (array<string>) and ``duplicate_of`` (string,
     nullable); the ``stage`` column is added here. New columns are merged into the table schema, so
-    each stage may carry its own signal columns.
+    each stage may carry its own signal columns. On a local table of a local run the commit's checksum
+    file holds no list of data files (:data:`ALL_FILES_IN_CRC`), as :func:`write_table`'s.
 
     Returns:
         The table path.
@@ -266,7 +274,8 @@ def write_removed(df: DataFrame, cfg: WinnowConfig, stage: str) -> str:
         _ensure_schema(out.sparkSession, path)
         writer.saveAsTable(path)
     else:
-        writer.save(path)
+        with _no_file_list_in_crc(out.sparkSession, cfg, path):
+            writer.save(path)
     return path
 
 
