@@ -112,13 +112,26 @@ def _prepare(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowCo
         preflight_or_exit(p, cfg, stages)
         return None, steps
     with preflight_beside(p, cfg, stages):
-        spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet))
+        spark = get_spark("winnow-pipeline", spark_config(cfg, args.quiet), warm_up=partial(_warm_up, stages))
     late_lock(spark)
     if steps is None:  # the local plan equals Spark's (tests/test_small_runs.py): kept, under the lock
         steps = plan(spark, cfg, stages, from_stage=args.from_stage, force=args.force)
     if not checked and not args.dry_run:
         replace_check_or_exit(p, cfg, args, spark, [s.stage for s in steps if s.action == "run"])
     return spark, steps
+
+
+def _warm_up(stages: list[str]) -> None:
+    """Import the package of each stage of ``stages`` and call its ``warm_up`` hook
+    (:mod:`pipelines.core.hooks`): run while the Spark session starts (:func:`get_spark`)."""
+    import importlib
+
+    from pipelines.core import hooks
+
+    for stage in stages:
+        importlib.import_module(f"pipelines.{stage}")
+    for _, warm in hooks.each("warm_up", stages):
+        warm()
 
 
 def _run_steps(p: argparse.ArgumentParser, args: argparse.Namespace, cfg: WinnowConfig, spark: Any,

@@ -32,6 +32,10 @@ nothing. The hooks a stage may define:
     What ``jobs/inspect.py --doc-id`` shows under the stage's line: the stage's notes on one document
     (mentions, cuts, findings) from the row it wrote (its output row, or its ``removed`` row; a dict,
     maps as dicts), whether it kept the document or removed it; ``[]`` when it noted nothing.
+``warm_up() -> None``
+    Imports what the stage loads lazily on the driver when it runs (a plotting library); the pipeline
+    job calls it in a background thread while the Spark session starts, after importing the stage's
+    package. It must only import.
 ``RUNS_WITHOUT_DOCUMENTS: bool``
     True for a stage that still runs after an earlier stage of the run left no document (the report);
     every other later stage is not run.

@@ -98,12 +98,15 @@ def launched_by_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
+def get_spark(app_name: str, cfg: SparkConfig | None = None,
+              warm_up: Callable[[], None] | None = None) -> SparkSession:
     """Return the active SparkSession, or build one configured for Winnow.
 
     Args:
         app_name: Spark application name; jobs pass their stage name.
         cfg: the ``spark`` config section (defaults when None).
+        warm_up: imports the caller will need, called in a background thread while a JVM this call
+            starts is starting (:func:`_import_while_jvm_starts`); not called for an active session.
 
     Returns:
         A SparkSession with Delta, Arrow, AQE, UTC session time zone and the configured shuffle
@@ -194,7 +197,7 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None) -> SparkSession:
         builder = builder.master(cfg.master)
 
     with _child_jvm_ignores_sigterm(), _jvm_start_failure_explained(), _incubator_warning_dropped():
-        _import_while_jvm_starts()
+        _import_while_jvm_starts(warm_up)
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(cfg.log_level)
     _quiet_delta(spark, cfg.log_level)
@@ -210,26 +213,28 @@ FIRST_CALL_IMPORTS = ("pyspark.testing.utils",)
 of Python, paid after the JVM has started and while it waits (bench/notes.md, "Fixed cost")."""
 
 
-def _import_while_jvm_starts() -> None:
-    """Import :data:`FIRST_CALL_IMPORTS` in a daemon thread, so that they load while the driver JVM
-    starts (a second or more in which this thread only waits for the gateway's port) instead of after.
+def _import_while_jvm_starts(warm_up: Callable[[], None] | None = None) -> None:
+    """Import :data:`FIRST_CALL_IMPORTS`, then call ``warm_up``, in a daemon thread, so that they load
+    while the driver JVM starts (seconds in which this thread only waits for the JVM: its launch, then
+    the context's and the session's start) instead of later on the driver's path.
 
-    Python's per-module import locks make the first call wait for a module the thread is still
-    loading; an import that fails in the thread fails again, with its own error, where pyspark imports
-    it. Nothing else runs in the thread.
+    Python's per-module import locks make an importer wait for a module the thread is still loading; an
+    import that fails in the thread fails again, with its own error, where the code that needs it
+    imports it. Nothing but imports runs in the thread.
     """
     import importlib
     import threading
 
     def load() -> None:
-        for name in FIRST_CALL_IMPORTS:
-            try:
+        try:
+            for name in FIRST_CALL_IMPORTS:
                 importlib.import_module(name)
-            except Exception:  # noqa: BLE001  (raised again at pyspark's own import, where it belongs)
-                return
+            if warm_up is not None:
+                warm_up()
+        except Exception:  # noqa: BLE001  (raised again at the import that needs it, where it belongs)
+            return
 
-    if not all(name in sys.modules for name in FIRST_CALL_IMPORTS):
-        threading.Thread(target=load, name="winnow-imports", daemon=True).start()
+    threading.Thread(target=load, name="winnow-imports", daemon=True).start()
 
 
 class JvmStartError(UserError):
