@@ -209,7 +209,7 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None,
 
 FIRST_CALL_IMPORTS = ("pyspark.testing.utils",)
 """What pyspark imports at its first call into the JVM (``NumpyArrayConverter.can_convert`` asks
-``pyspark.testing.utils`` whether numpy is installed, and that module imports pandas and pyarrow): ~2 s
+``pyspark.testing.utils`` whether numpy is installed, and that module imports pandas and pyarrow): ~0.3 s
 of Python, paid after the JVM has started and while it waits (bench/notes.md, "Fixed cost")."""
 
 
@@ -465,7 +465,7 @@ version's checksum file (``RecordChecksum``); default: the ``FileContext`` one."
 
 _FILE_SYSTEM_MANAGERS = tuple(
     f"org.apache.spark.sql.execution.streaming.{pkg}FileSystemBasedCheckpointFileManager"
-    for pkg in ("checkpointing.", "")  # Spark 4.1 moved it into a package of its own
+    for pkg in ("checkpointing.", "")  # this pyspark's package, then the one Spark 4.0 kept it in
 )
 
 
