@@ -292,14 +292,10 @@ def preflight_beside(parser: argparse.ArgumentParser, cfg: WinnowConfig, stages:
     worker.start()
     try:
         yield
-    except BaseException:
+    finally:  # a failed check's exit replaces the block's own error, if any
         worker.join()
         if failed:
             parser.exit(2, f"{parser.prog}: {failed[0]}\n")
-        raise
-    worker.join()
-    if failed:
-        parser.exit(2, f"{parser.prog}: {failed[0]}\n")
 
 
 def upstream_checks_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, stage: str,

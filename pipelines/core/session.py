@@ -14,6 +14,7 @@ so no run pays for (or prints) Ivy's resolution again.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -493,6 +494,7 @@ def local_log_writers() -> dict[str, str]:
     return out
 
 
+@functools.cache
 def _spark_sql_class(names: tuple[str, ...]) -> str | None:
     """The first of ``names`` that a ``spark-sql_*.jar`` of the installed pyspark holds; None if none
     (or no such jar: a pyspark that brings no jars)."""
