@@ -107,6 +107,20 @@ def test_stats_from_existing_tables(report_run):
     assert stats["samples"][1]["signals"]["gopher_quality.word_count"] == 12
 
 
+def test_short_gil_turns_sets_the_switch_interval_for_its_block_only():
+    import sys
+
+    from pipelines.report.stage import DRAWING_SWITCH_INTERVAL_S, short_gil_turns
+
+    before = sys.getswitchinterval()
+    with short_gil_turns():
+        assert sys.getswitchinterval() == pytest.approx(DRAWING_SWITCH_INTERVAL_S)
+    assert sys.getswitchinterval() == before
+    with pytest.raises(RuntimeError), short_gil_turns(0.001):
+        raise RuntimeError("a failing part of the report")
+    assert sys.getswitchinterval() == before
+
+
 def test_thresholds_found_by_name():
     from pipelines.report.stage import thresholds
 
