@@ -252,3 +252,38 @@ def test_write_table_leaves_the_file_list_out_of_local_checksums(spark, make_cfg
         assert crc["numFiles"] >= 1 and "allFiles" not in crc
     assert spark.conf.get(tables.ALL_FILES_IN_CRC, None) is None
     assert tables.table_rows(spark, removed) == 3
+
+
+def test_publish_writes_its_tables_side_by_side(spark, make_cfg):
+    # Two outputs and the removed rows, written at once on their own threads: every table as a serial
+    # write leaves it (checksums without file lists), the session setting restored, and the jobs of the
+    # write threads carry the caller's job group.
+    cfg = make_cfg()
+    df = spark.createDataFrame([("a", "x"), ("b", "y")], "doc_id string, text string")
+    sc = spark.sparkContext
+    sc.setJobGroup("winnow-test-publish", "publish side by side")
+    try:
+        out = tables.publish(spark, cfg, "filter", {"filtered": df, "deduped": df.limit(1)},
+                             removed=df.where("doc_id = 'b'").withColumn("reason", F.array(F.lit("r"))))
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert list(out) == ["filtered", "deduped", "removed"]
+    assert [tables.table_rows(spark, out[n]) for n in out] == [2, 1, 1]
+    for path in out.values():
+        assert "allFiles" not in json.loads(open(f"{path}/_delta_log/{0:020d}.crc").read())
+    assert spark.conf.get(tables.ALL_FILES_IN_CRC, None) is None
+    assert sc.statusTracker().getJobIdsForGroup("winnow-test-publish")
+    assert os.path.isfile(f"{cfg.config_path}/filter.json")
+
+
+def test_publish_raises_a_failed_write_once_the_others_ended(spark, make_cfg):
+    cfg = make_cfg()
+    df = spark.createDataFrame([("a", "x")], "doc_id string, text string")
+    bad = df.select("doc_id", F.raise_error(F.lit("a write that fails")).cast("string").alias("text"))
+    with pytest.raises(Exception, match="a write that fails"):
+        tables.publish(spark, cfg, "filter", {"filtered": bad, "deduped": df})
+    assert tables.table_rows(spark, cfg.table_path("deduped")) == 1
+    assert not tables.table_exists(spark, cfg.table_path("filtered"))
+    assert spark.conf.get(tables.ALL_FILES_IN_CRC, None) is None
+    with pytest.raises(ValueError, match="removing nothing"):
+        tables.publish(spark, cfg, "ingest", {"documents": df}, removed=df)
