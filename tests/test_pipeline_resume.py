@@ -20,9 +20,9 @@ reference_run = chain.reference_run  # the shared session fixture
 
 pytestmark = pytest.mark.slow
 
-# Named pause points (see tests/chain.py): dedup has committed `deduped` but not `dup_clusters`,
-# `removed` or its record; shard has written every shard file but not the manifest.
-MID_DEDUP = "pipelines.core.tables:write_table:dup_clusters"
+# Named pause points (see tests/chain.py): dedup has committed its tables (written side by side) but
+# not its effective config or its record; shard has written every shard file but not the manifest.
+MID_DEDUP = "pipelines.core.tables:write_effective_config:dedup"
 MID_SHARD = "pipelines.shard.stage:build_manifest"
 
 
@@ -66,10 +66,11 @@ def test_sigkill_mid_dedup_and_mid_shard_then_resume(spark, reference_run, tmp_p
     args = chain_args(root, ref.chain, ref.inputs)
     cfg = load_config(overrides=args[1::2])
 
-    # 1. Killed inside dedup, after it committed one of its tables: ingest is complete, dedup is not.
+    # 1. Killed inside dedup, after it committed its tables: ingest is complete, dedup is not.
     lines = _kill_at(MID_DEDUP, args)
     assert _starts(lines) == ["[ingest]", "[dedup]"]
     assert delta_version(spark, cfg.table_path("deduped")) is not None
+    assert delta_version(spark, cfg.table_path("dup_clusters")) is not None
     assert set(latest_records(spark, cfg)) == {"ingest"}
 
     # 2. The rerun skips ingest, redoes dedup, and is killed with every shard file written, before the
