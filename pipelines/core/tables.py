@@ -703,10 +703,9 @@ def _write_side_by_side(spark: SparkSession, cfg: WinnowConfig,
             ThreadPoolExecutor(len(writes), thread_name_prefix="winnow-write") as pool:
         inherit = inheritable_thread_target(spark)  # the caller's local properties and tags, as of now
         futures = {name: pool.submit(inherit(write)) for name, write in writes.items()}
-        done = [(name, f.exception()) for name, f in futures.items()]  # waits for every write to end
-    for _, err in done:
-        if err is not None:
-            raise err
+        errors = [f.exception() for f in futures.values()]  # waits for every write to end
+    for err in filter(None, errors):
+        raise err
     return {name: f.result() for name, f in futures.items()}
 
 
