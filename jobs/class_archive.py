@@ -26,6 +26,7 @@ from pipelines.core.session import (  # noqa: E402
     JAR_CACHE,
     cached_delta_jars,
     class_archive,
+    prune_class_archives,
 )
 
 
@@ -33,6 +34,9 @@ def make_class_archive() -> Path | None:
     """Write :func:`class_archive` for this machine: ``make run``'s chain (``conf/local.yaml`` on
     ``sample_data/``, into a scratch root) in a child process whose JVM dumps the classes it loaded as it
     exits (output to ``classes.log`` beside the archive; about a minute on 2 idle cores).
+
+    Once written, the cache's archives but the last :data:`~pipelines.core.session.ARCHIVES_KEPT` used
+    are deleted (:func:`~pipelines.core.session.prune_class_archives`).
 
     Returns:
         The archive, or None when the JVM could not write one (the log says why; sessions then start
@@ -48,6 +52,8 @@ def make_class_archive() -> Path | None:
     archive = class_archive(cached_delta_jars() or [])
     ok = rc == 0 and archive.is_file()
     state = f"written: {archive}" if ok else "NOT written"
+    gone = prune_class_archives(archive) if ok else []
+    state += f" ({len(gone)} older ones deleted)" if gone else ""
     print(f"JVM class archive {state}; its log is {log}", file=sys.stderr)
     return archive if ok else None
 

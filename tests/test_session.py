@@ -177,3 +177,28 @@ def test_a_local_session_writes_delta_logs_without_a_process_per_rename(spark, t
                  and not p.name.startswith("."))
     assert log == ["00000000000000000000.crc", "00000000000000000000.json",
                    "00000000000000000001.crc", "00000000000000000001.json"]
+
+
+def test_prune_class_archives_keeps_the_new_one_and_those_used_last(tmp_path):
+    import os
+
+    from pipelines.core.session import prune_class_archives
+
+    old = [tmp_path / f"classes-{i:016x}.jsa" for i in range(5)]
+    for i, p in enumerate(old):
+        p.write_bytes(b"x")
+        os.utime(p, (1_000 + i, 1_000 + i))  # classes-...4 used last
+    new = tmp_path / "classes-ffffffffffffffff.jsa"
+    new.write_bytes(b"x")
+    os.utime(new, (10, 10))  # its time does not matter: it is kept
+    dumping = tmp_path / "classes-0000000000000009.jsa.123.tmp"  # another install's dump in progress
+    dumping.write_bytes(b"x")
+    other = tmp_path / "delta-jars.txt"
+    other.write_text("x")
+
+    gone = prune_class_archives(new)
+
+    assert sorted(gone) == old[:3]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [old[3].name, old[4].name, new.name, dumping.name, other.name])
+    assert prune_class_archives(new, kept=1) == [old[4], old[3]]

@@ -193,6 +193,7 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None,
             # The JVM maps the classes a run loads from the archive the install step made instead of
             # parsing and verifying them from the jars (bench/notes.md, "Fixed cost").
             java_opts = f"{java_opts} -XX:SharedArchiveFile={archive} -Xshare:auto"
+            _mark_used(archive)
         builder = builder.config(JAVA_OPTIONS, _system_properties(java_opts))
     elif cfg.master:
         builder = builder.master(cfg.master)
@@ -733,6 +734,52 @@ def class_archive(jars: list[str], extra_class_path: str = "") -> Path:
     if extra_class_path:
         h.update(f"extraClassPath={extra_class_path}\n".encode())
     return JAR_CACHE / f"classes-{h.hexdigest()[:16]}.jsa"
+
+
+ARCHIVES_KEPT = 3
+"""Class archives :func:`prune_class_archives` keeps in the cache: the one just written and the two used
+last. Each is ~200 MB, and every new install (a fresh clone's virtualenv: new jar times) writes one."""
+
+
+def _mark_used(archive: Path) -> None:
+    # The archive's modification time is when a session last mapped it: prune_class_archives keeps the
+    # ones used last. A cache on a read-only or foreign file system keeps its old time.
+    try:
+        os.utime(archive)
+    except OSError:
+        pass
+
+
+def prune_class_archives(keep: Path, kept: int = ARCHIVES_KEPT) -> list[Path]:
+    """Delete the class archives beside ``keep`` (``classes-*.jsa``) but ``keep`` and the ``kept - 1``
+    others used last (latest modification time: a session that maps an archive touches it).
+
+    An archive no session has used lately belongs to an install that has gone or moved on (another
+    Java, pyspark or Delta version, or another virtualenv's jar files); a JVM that still maps a deleted
+    one keeps its pages (POSIX unlink), and a later session without it starts without class sharing.
+
+    Args:
+        keep: the archive just written (:func:`class_archive`).
+        kept: archives left, ``keep`` included (at least 1).
+
+    Returns:
+        The archives deleted; one that cannot be deleted is left and not listed.
+    """
+    def used(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    others = sorted((p for p in keep.parent.glob("classes-*.jsa") if p != keep), key=used, reverse=True)
+    gone = []
+    for p in others[max(kept - 1, 0):]:
+        try:
+            p.unlink()
+            gone.append(p)
+        except OSError:
+            continue
+    return gone
 
 
 CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
