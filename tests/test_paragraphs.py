@@ -296,3 +296,15 @@ def test_units_and_blocks_hold_the_units_less_their_lists_then_their_blocks():
     blocks = rows.filter(pa.compute.invert(is_unit)).select(P.BLOCK_SCHEMA.names)
     assert blocks.equals(P.gram_blocks(units.column("uid").to_numpy(), units.column("grams"), 4))
     assert P.units_and_blocks(units, False, 4).num_rows == units.num_rows
+
+
+def test_widen_reads_every_width_as_little_endian_unsigned():
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    for width in range(1, 9):
+        data = rng.integers(0, 256, width * 37, dtype=np.uint8)
+        expect = [int.from_bytes(bytes(data[i:i + width]), "little") for i in range(0, data.size, width)]
+        got = P._widen(data, width)
+        assert got.dtype == np.uint64 and got.tolist() == expect
+    assert P._ranges(np.array([5, 0, 9]), np.array([2, 0, 3])).tolist() == [5, 6, 9, 10, 11]

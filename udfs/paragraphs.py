@@ -702,12 +702,14 @@ def _binary_parts(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.nd
 
 
 def _widen(data: np.ndarray, width: int) -> np.ndarray:
-    """Little-endian unsigned values of ``width`` bytes each (uint8 [N * width]) as uint64 [N]."""
-    if width == 8:
-        return data.view("<u8").astype(np.uint64)
-    full = np.zeros((data.size // width, 8), np.uint8)
-    full[:, :width] = data.reshape(-1, width)
-    return full.view("<u8").reshape(-1).astype(np.uint64)
+    """Little-endian unsigned values of ``width`` bytes each (uint8 [N * width], contiguous) as uint64 [N]."""
+    if width in (1, 2, 4, 8):
+        return data.view(f"<u{width}").astype(np.uint64)
+    # Other widths: each value read as the 8 bytes from its start (a strided view over the bytes, padded
+    # at the end), the bytes past its width masked off; no [N, 8] copy.
+    padded = np.concatenate([data, np.zeros(8, np.uint8)])
+    words = np.ndarray((data.size // width,), "<u8", padded, 0, (width,))
+    return words & np.uint64((1 << (8 * width)) - 1)
 
 
 def _unpack_uids(data: np.ndarray, width: int, bits: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -717,6 +719,15 @@ def _unpack_uids(data: np.ndarray, width: int, bits: np.ndarray, base: np.ndarra
     k = bits.astype(np.uint64)
     v = ((packed >> k) << np.uint64(IDX_BITS)) | (packed & ((np.uint64(1) << k) - np.uint64(1)))
     return (v + base.view(np.uint64)).view(np.int64)
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The indices of the ranges ``[starts[i], starts[i] + lengths[i])`` one after another (int64
+    [sum(lengths)])."""
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, np.int64)
+    return np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(total, dtype=np.int64)
 
 
 def unpack_blocks(blocks: pa.Table | pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -755,21 +766,23 @@ def unpack_blocks(blocks: pa.Table | pa.RecordBatch) -> tuple[np.ndarray, np.nda
     u_width = np.where(n > 0, u_len // np.maximum(n, 1), 1)
     if (u_len != n * u_width).any() or ((bits < 0) & (u_width != 8) & (n > 0)).any():
         raise ValueError("unpack_blocks: a block's uids do not match its n-grams")
+    # Each batch packs its uids in its own width (1-4 bytes, or 8 as they are): one vectorised pass per
+    # width over all the blocks of that width, not one per block (a bucket holds a block of every batch).
+    u = np.empty(g.size, np.int64)
+    first = np.r_[0, np.cumsum(n)[:-1]]
     filled = n > 0
-    if (bits[filled] >= 0).all() and (u_width[filled] == u_width[filled][:1]).all():
-        u = _unpack_uids(u_data, int(u_width[filled][0]) if filled.any() else 1, np.repeat(bits, n),
-                         np.repeat(base, n))
-    else:  # batches of different widths, or some batch's uids as they are: one block at a time
-        u = np.concatenate([_unpack_uids(u_data[a:b], w, np.full(m, k), np.full(m, z)) if k >= 0
-                            else u_data[a:b].view("<i8").astype(np.int64)
-                            for a, b, m, w, k, z in zip(u_off[:-1], u_off[1:], n, u_width, bits, base,
-                                                        strict=True)])
+    kind = u_width * 2 + (bits < 0)
+    for k in np.unique(kind[filled]).tolist():
+        w, raw = k // 2, k % 2 == 1
+        sel = np.flatnonzero(filled & (kind == k))
+        data, at = u_data[_ranges(u_off[sel], u_len[sel])], _ranges(first[sel], n[sel])
+        u[at] = data.view("<i8") if raw else _unpack_uids(data, w, np.repeat(bits[sel], n[sel]),
+                                                            np.repeat(base[sel], n[sel]))
     c = np.ones(g.size, np.int64)
     c_off, c_data = _binary_parts(blocks.column("counts"))
     if c_data.size:
         exceptions = c_data.view(_EXCEPTION)
         per_row = np.diff(c_off) // _EXCEPTION.itemsize
-        first = np.r_[0, np.cumsum(n)[:-1]]
         c[np.repeat(first, per_row) + exceptions["pos"].astype(np.int64)] = exceptions["count"]
     return g, u, c
 
