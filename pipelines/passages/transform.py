@@ -468,8 +468,8 @@ def annotate_touched(docs: DataFrame, units: DataFrame, c: PassagesConfig) -> Da
 def kept_rows(docs: DataFrame, touched: DataFrame) -> DataFrame:
     """The kept documents (``docs``' columns and :data:`SPANS_COLUMN`) from the documents as read and
     :func:`annotate_touched`' rows (broadcast): a touched document as decided there, every other one
-    as :func:`annotate` keeps a document with nothing cut (``text`` as read, ``n_chars`` its code
-    points, ``n_bytes`` its UTF-8 bytes, no spans).
+    as :func:`annotate` keeps a document with nothing cut: its row as read (``text``, ``n_chars``,
+    ``n_bytes``), no spans.
 
     Args:
         docs: the documents as read.
@@ -481,11 +481,10 @@ def kept_rows(docs: DataFrame, touched: DataFrame) -> DataFrame:
                              ACTION_COLUMN)
     joined = docs.join(F.broadcast(decided), "doc_id", "left")
     untouched = F.col(ACTION_COLUMN).isNull()
-    plain = {"text": F.col("text"), "n_chars": F.length("text").cast("int"),
-             "n_bytes": F.octet_length("text").cast("int")}
     cols = {k: F.col(k) for k in columns}
     for k in changed:
-        cols[k] = F.when(untouched, plain[k]).otherwise(F.col(f"_t_{k}"))
+        plain = F.col(k) if k == "text" else F.col(k).cast("int")
+        cols[k] = F.when(untouched, plain).otherwise(F.col(f"_t_{k}"))
     return (joined.where(untouched | F.col(ACTION_COLUMN).isin("keep", "cut"))
             .select(*(v.alias(k) for k, v in cols.items()), SPANS_COLUMN))
 
@@ -502,10 +501,12 @@ def _cut_and_decide(joined: DataFrame, columns: list[str], c: PassagesConfig) ->
 
 
 def _decide(df: DataFrame, columns: list[str], c: PassagesConfig) -> DataFrame:
-    # The input text's length is counted once (a pass over every byte, Spark's ``length``: a fifth of
-    # the JVM's task samples where it was counted twice, for ``n_chars`` and ``_chars_in``).
-    df = df.withColumn("_len_in", F.length("text"))
+    # The input text's length (Spark's ``length``, a pass over every byte) is counted once, and only
+    # where something was cut: a document with nothing cut keeps its row as read, ``n_chars`` and
+    # ``n_bytes`` as the stage before wrote them (counting every text was a fifth of the JVM's task
+    # samples at scale, bench/notes.md).
     cut = F.col("_cut")
+    df = df.withColumn("_len_in", F.when(cut.isNotNull(), F.length("text")))
     share = cut["removed_chars"] / F.greatest(F.col("_len_in"), F.lit(1))
     left = F.length(F.regexp_replace(cut["text"], r"\s", ""))  # non-blank characters left
     action = F.when(cut.isNull() | (cut["removed_chars"] == 0), F.lit("keep"))
@@ -517,13 +518,14 @@ def _decide(df: DataFrame, columns: list[str], c: PassagesConfig) -> DataFrame:
     cols = {name: F.col(name) for name in columns}
     new_text = F.when(cut.isNull(), F.col("text")).otherwise(cut["text"])
     cols["text"] = new_text
-    if "n_chars" in cols:
-        cols["n_chars"] = F.when(cut.isNull(), F.col("_len_in")).otherwise(F.length(cut["text"])).cast("int")
-    if "n_bytes" in cols:
-        cols["n_bytes"] = F.octet_length(new_text).cast("int")
+    for name, count in (("n_chars", F.length), ("n_bytes", F.octet_length)):
+        if name in cols:
+            cols[name] = F.when(cut.isNull(), F.col(name)).otherwise(count(cut["text"])).cast("int")
+    chars_in = F.coalesce(F.col("_len_in"), F.col("n_chars") if "n_chars" in columns else F.length("text"))
     spans = F.when(cut["removed_chars"] > 0, cut["spans"]).otherwise(F.lit(None).cast(SPAN_TYPE))
     decided = df.select(*(v.alias(k) for k, v in cols.items()), spans.alias(SPANS_COLUMN),
-                        action.alias(ACTION_COLUMN), F.col("text").alias("_text_in"), "_len_in")
+                        action.alias(ACTION_COLUMN), F.col("text").alias("_text_in"),
+                        chars_in.alias("_len_in"))
     # The text as read is kept only where the document goes (its ``removed`` row shows it): elsewhere
     # it was a second copy of every text in the stage's cache of these rows.
     gone = ~F.col(ACTION_COLUMN).isin("keep", "cut")
