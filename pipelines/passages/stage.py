@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.core import chain, tables
+from pipelines.core.cache import release
 from pipelines.core.config import WinnowConfig
 from pipelines.core.runner import StageReport, unless_set
 from pipelines.passages.transform import (
@@ -138,7 +139,7 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     with tables.session_conf(spark, _cache_settings(spark, cfg)):
         _annotate_and_publish(spark, cfg, docs, report, cached)
     for df in cached:
-        df.unpersist()
+        release(df)
     return report
 
 

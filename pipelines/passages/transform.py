@@ -398,7 +398,7 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
     ranked, ranks = with_ranks(docs, cached, persist=c.spans)
     if c.spans:
         cached.append(ranked)
-    rows = paragraphs(ranked, c, blocks=True).persist(TEXT_CACHE)
+    rows = paragraphs(ranked, c, blocks=True).localCheckpoint(eager=True, storageLevel=TEXT_CACHE)
     cached.append(rows)
     paras = rows.where(F.col("n_grams").isNotNull()).select(*kernels.UNIT_COLUMNS)
     # Kept (one row per key held twice or more: small) for the report's most repeated units, which
