@@ -128,6 +128,8 @@ def test_run_writes_cut_documents_removals_and_counts(spark, make_cfg):
     docs = spark.createDataFrame([(d, t, "web") for d, t in DOCS], "doc_id string, text string, source string")
     tables.write_table(docs.withColumn("n_chars", F.length("text")), cfg, "deduped")
     report = passages_stage.run(spark, cfg).check()
+    # every frame the stage persisted or checkpointed is released when it ends
+    assert not [i.name() for i in spark.sparkContext._jsc.sc().getRDDStorageInfo()]
     assert (report.rows_in, report.rows_out, report.removed) == (5, 4, {"passages.duplicate_text": 1})
     assert report.notes == {"cut": 2}
     (src,) = report.extra["by_source"]

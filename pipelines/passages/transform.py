@@ -353,7 +353,8 @@ def annotate(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame] | None 
     Args:
         docs: documents; needs ``doc_id`` (unique) and ``text``.
         c: the ``passages`` config section.
-        cached: receives every DataFrame persisted here (the caller unpersists them when done).
+        cached: receives every DataFrame persisted or checkpointed here (the caller releases them when
+            done: :func:`pipelines.core.cache.release`).
         parts: as :func:`removed_units` fills it.
 
     Returns:
@@ -381,9 +382,10 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
     Args:
         docs: documents; needs ``doc_id`` (unique) and ``text``.
         c: the ``passages`` config section.
-        cached: receives every DataFrame persisted here (the caller unpersists them when done).
+        cached: receives every DataFrame persisted or checkpointed here (the caller releases them when
+            done: :func:`pipelines.core.cache.release`).
         parts: receives ``documents`` (``docs`` with :data:`RANK_COLUMN`), ``paragraphs``
-            (:func:`paragraphs`' units, persisted) and ``key_counts`` (:func:`key_counts`,
+            (:func:`paragraphs`' units, checkpointed) and ``key_counts`` (:func:`key_counts`,
             persisted), for the report's most repeated units.
 
     Returns:
@@ -398,6 +400,10 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
     ranked, ranks = with_ranks(docs, cached, persist=c.spans)
     if c.spans:
         cached.append(ranked)
+    # A local checkpoint (rows as written, to local disk), not ``persist``: Spark's columnar cache gathers
+    # statistics over every value of every column as it builds its batches (each binary block copied
+    # out once more to size it), which was a third of the kernel job's task CPU at scale; its readers'
+    # column pruning saved less than that (bench/notes.md, "Passages: the units as a local checkpoint").
     rows = paragraphs(ranked, c, blocks=True).localCheckpoint(eager=True, storageLevel=TEXT_CACHE)
     cached.append(rows)
     paras = rows.where(F.col("n_grams").isNotNull()).select(*kernels.UNIT_COLUMNS)
