@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from pyspark.sql import functions as F
 from pyspark.testing.utils import assertDataFrameEqual
@@ -127,9 +129,17 @@ def test_run_writes_cut_documents_removals_and_counts(spark, make_cfg):
     cfg = make_cfg("passages.enabled=true", "passages.min_chars_after=null")
     docs = spark.createDataFrame([(d, t, "web") for d, t in DOCS], "doc_id string, text string, source string")
     tables.write_table(docs.withColumn("n_chars", F.length("text")), cfg, "deduped")
+    def stored() -> set[int]:
+        return {i.id() for i in spark.sparkContext._jsc.sc().getRDDStorageInfo()}
+
+    before = stored()  # earlier tests' frames
     report = passages_stage.run(spark, cfg).check()
-    # every frame the stage persisted or checkpointed is released when it ends
-    assert not [i.name() for i in spark.sparkContext._jsc.sc().getRDDStorageInfo()]
+    # every frame the stage persisted or checkpointed is released when it ends (without blocking: the
+    # block manager drops them a moment later)
+    deadline = time.monotonic() + 30
+    while (held := stored() - before) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not held
     assert (report.rows_in, report.rows_out, report.removed) == (5, 4, {"passages.duplicate_text": 1})
     assert report.notes == {"cut": 2}
     (src,) = report.extra["by_source"]

@@ -159,6 +159,23 @@ def persist_small(small: DataFrame, cached: list[DataFrame],
     return small, small.limit(limit + 1).count() <= limit
 
 
+def _kept_on_disk(df: DataFrame) -> DataFrame:
+    """``df`` kept on local disk (:data:`pipelines.core.cache.TEXT_CACHE`) for its several readers: on a
+    local master a local checkpoint (its rows as written; one Spark job now), elsewhere ``persist``.
+
+    Spark's columnar cache gathers statistics over every value of every column as it builds its
+    batches (each binary block copied out once more to size it): a third of the paragraph kernel's task
+    CPU at scale, more than its readers' column pruning saved (bench/notes.md, "Passages at scale: the
+    near rule's reduce vectorised"). A local checkpoint cannot be recomputed, though: on a cluster a lost
+    executor would fail the stage, where a lost cache block is computed again, so only a local master
+    (whose one JVM is driver and executor) gets it. The caller releases either with
+    :func:`pipelines.core.cache.release`."""
+    master = df.sparkSession.sparkContext.master
+    if master == "local" or master.startswith("local["):
+        return df.localCheckpoint(eager=True, storageLevel=TEXT_CACHE)
+    return df.persist(TEXT_CACHE)
+
+
 def first_doc(uid: str = "first") -> Column:
     """The rank of the document holding unit id column ``uid`` (:func:`udfs.paragraphs.unit_ids`)."""
     return F.shiftright(F.col(uid), kernels.IDX_BITS)
@@ -400,11 +417,7 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
     ranked, ranks = with_ranks(docs, cached, persist=c.spans)
     if c.spans:
         cached.append(ranked)
-    # A local checkpoint (rows as written, to local disk), not ``persist``: Spark's columnar cache gathers
-    # statistics over every value of every column as it builds its batches (each binary block copied
-    # out once more to size it), which was a third of the kernel job's task CPU at scale; its readers'
-    # column pruning saved less than that (bench/notes.md, "Passages: the units as a local checkpoint").
-    rows = paragraphs(ranked, c, blocks=True).localCheckpoint(eager=True, storageLevel=TEXT_CACHE)
+    rows = _kept_on_disk(paragraphs(ranked, c, blocks=True))
     cached.append(rows)
     paras = rows.where(F.col("n_grams").isNotNull()).select(*kernels.UNIT_COLUMNS)
     # Kept (one row per key held twice or more: small) for the report's most repeated units, which
