@@ -217,10 +217,18 @@ def key_counts(paras: DataFrame) -> DataFrame:
             .where(F.col("n") > 1))
 
 
-def exact_repeats(paras: DataFrame, counts: DataFrame) -> DataFrame:
+def exact_repeats(paras: DataFrame, counts: DataFrame, fits: bool = False) -> DataFrame:
     """``uid, kind='exact', first`` (unit id of the first occurrence) of every occurrence of a key after
-    its first."""
-    return (paras.select("uid", "key").join(counts, "key").where(F.col("uid") != F.col("first"))
+    its first.
+
+    Args:
+        paras: the units (``uid``, ``key``).
+        counts: :func:`key_counts`' rows, persisted.
+        fits: ``counts`` has at most :data:`BROADCAST_ROWS` rows (:func:`persist_small`): broadcast, so
+            the units are read once and not shuffled.
+    """
+    return (paras.select("uid", "key").join(F.broadcast(counts) if fits else counts, "key")
+            .where(F.col("uid") != F.col("first"))
             .select("uid", F.lit("exact").alias("kind"), "first"))
 
 
@@ -271,7 +279,8 @@ def near_repeats(paras: DataFrame, blocks: DataFrame, docs: DataFrame, c: Passag
             .select("uid", F.lit("near").alias("kind"), "first"))
 
 
-def unit_cuts(paras: DataFrame, repeats: list[DataFrame], kinds: list[str], ranks: DataFrame) -> DataFrame:
+def unit_cuts(paras: DataFrame, repeats: list[DataFrame], kinds: list[str], ranks: DataFrame,
+              cached: list[DataFrame] | None = None) -> DataFrame:
     """``doc_id, _units`` array<struct<start, end, kind, first_seen_in>>: the removed units of each
     document (a unit found by several methods counts under the first of ``repeats``), sorted by start.
 
@@ -281,6 +290,8 @@ def unit_cuts(paras: DataFrame, repeats: list[DataFrame], kinds: list[str], rank
             unit each.
         kinds: the ``kind`` of each frame of ``repeats``, in the same order.
         ranks: ``doc_id, _rank`` (:func:`with_ranks`).
+        cached: receives the removed units, persisted and counted first (:func:`join_small`): broadcast
+            to the units where few, which are then read once and not shuffled. None: a plain join.
     """
     tagged = [r.select("uid", "first", F.lit(i).alias("_order")) for i, r in enumerate(repeats)]
     union = tagged[0]
@@ -294,8 +305,9 @@ def unit_cuts(paras: DataFrame, repeats: list[DataFrame], kinds: list[str], rank
                                     F.min_by("first", "_order").alias("first"))
     kind = F.element_at(F.array(*(F.lit(k) for k in kinds)), F.col("_order") + 1)
     firsts = ranks.select(F.col("doc_id").alias("first_seen_in"), F.col(RANK_COLUMN).alias("_first_rank"))
-    cuts = (best.join(paras.select("uid", "doc_id", "start", "cut_end"), "uid")
-            .withColumn("_first_rank", first_doc("first")).join(firsts, "_first_rank"))
+    units = paras.select("uid", "doc_id", "start", "cut_end")
+    cuts = join_small(best, units, "uid", "inner", cached) if cached is not None else best.join(units, "uid")
+    cuts = cuts.withColumn("_first_rank", first_doc("first")).join(firsts, "_first_rank")
     span = F.struct(F.col("start"), F.col("cut_end").alias("end"), kind.alias("kind"), F.col("first_seen_in"))
     return cuts.groupBy("doc_id").agg(F.array_sort(F.collect_list(span)).alias("_units"))
 
@@ -422,17 +434,16 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
     paras = rows.where(F.col("n_grams").isNotNull()).select(*kernels.UNIT_COLUMNS)
     # Kept (one row per key held twice or more: small) for the report's most repeated units, which
     # otherwise aggregated every unit's key a second time.
-    counts = key_counts(paras).persist(StorageLevel.MEMORY_AND_DISK)
-    cached.append(counts)
+    counts, few_keys = persist_small(key_counts(paras), cached)
     if parts is not None:
         parts.update(documents=ranked, paragraphs=paras, key_counts=counts)
-    repeats = [exact_repeats(paras, counts)] if c.exact else []
+    repeats = [exact_repeats(paras, counts, few_keys)] if c.exact else []
     blocks = rows.where(F.col("n_grams").isNull()).select(*kernels.BLOCK_SCHEMA.names)
     repeats += [near_repeats(paras, blocks, docs, c, cached)] if c.near else []
     if not repeats:
         return ranked, ranks, None, True
     kinds = ["exact"] * c.exact + ["near"] * c.near
-    units, fits = persist_small(unit_cuts(paras, repeats, kinds, ranks), cached)
+    units, fits = persist_small(unit_cuts(paras, repeats, kinds, ranks, cached), cached)
     return ranked, ranks, units, fits
 
 
