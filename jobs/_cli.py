@@ -339,14 +339,21 @@ def lock_or_exit(parser: argparse.ArgumentParser, cfg: WinnowConfig, args: argpa
         exits with status 2 and one line naming it.
     """
     from pipelines.core import lock
+    from pipelines.core.preflight import PreflightError, check_writable_root
 
     if spark is None and lock.needs_spark(cfg):
         return None
     try:
+        # The lock is the first thing written under the root: a root that is a file or cannot be
+        # written is named here, not in the preflight checks that run after the lock is held.
+        check_writable_root(cfg.run.root)
         held = lock.acquire(cfg, force_unlock=getattr(args, "force_unlock", False), spark=spark,
                             command=f"{parser.prog} " + " ".join(sys.argv[1:]))
-    except lock.RunLockedError as e:
+    except (lock.RunLockedError, PreflightError) as e:
         parser.exit(2, f"{parser.prog}: error: {e}\n")
+    except OSError as e:  # the root passed the check, then its lock could not be made (a race, a mount)
+        parser.exit(2, f"{parser.prog}: error: run.root={cfg.run.root!r}: cannot make its lock file: "
+                       f"{e.strerror or e}\n")
     for line in held.notes:
         print(line, file=sys.stderr, flush=True)
     return held

@@ -193,3 +193,19 @@ def test_s3_lock_is_a_conditional_put(monkeypatch):
             lock.acquire(cfg, heartbeat=False)
         held.release()
         lock.acquire(cfg, heartbeat=False).release()
+
+
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_a_root_that_is_a_file_exits_2_with_one_line_before_any_lock(tmp_path, under):
+    # The lock is the first thing a run writes under its root: a root that is a file (or lies below one)
+    # is named in one line, not a traceback of the lock's mkdir.
+    doc = tmp_path / "in.jsonl"
+    doc.write_text('{"text": "hello"}\n')
+    root = doc / under if under else doc
+    p = subprocess.run([sys.executable, "jobs/pipeline.py", "--conf", "conf/local.yaml",
+                        "--set", f"ingest.inputs=[{doc}]", "--set", f"run.root={root}"],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines() == [
+        f"pipeline.py: error: run.root={str(root)!r}: {str(doc)!r} exists and is not a folder"], p.stderr
+    assert doc.read_text() == '{"text": "hello"}\n'
