@@ -9,6 +9,7 @@ import bz2
 import gzip
 import json
 import lzma
+from collections import Counter
 
 import pyarrow as pa
 import pytest
@@ -306,6 +307,19 @@ def test_a_binary_file_named_jsonl_is_described_as_binary():
     assert dict(summary["meta"])["looks_like"] == "binary data (not text)"
     (line,) = bad_files([("x.jsonl", "malformed_json", 40)], [summary], _cfg())
     assert line.endswith("read as jsonl, looks like binary data (not text)")
+
+
+def test_a_small_gzip_file_named_jsonl_is_named_with_the_suffix_to_give_it():
+    import gzip
+
+    data = gzip.compress(b'{"text": "One."}\n{"text": "Two."}\n{"text": "Three."}\n', mtime=0)
+    rows = _rows("x.jsonl", data)
+    (summary,) = [r for r in rows if r["kind"] == "file"]
+    counts = [("x.jsonl", reason, n) for reason, n in Counter(r for _, r in _bad(rows)).items()]
+    assert counts and sum(n for _, _, n in counts) < _cfg().quarantine_min_records
+    (line,) = bad_files(counts, [summary], _cfg())
+    assert line.endswith("read as jsonl, looks like gzip-compressed data (a file's compression is read "
+                         "from its name: name it with .gz at the end)"), line
 
 
 def test_bad_file_needs_min_records():

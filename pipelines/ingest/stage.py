@@ -48,7 +48,7 @@ from pipelines.ingest.listing import (  # noqa: F401  (re-exported: callers use 
 )
 from udfs.errors import UserError
 from udfs.formats import QUARANTINE_REASONS, ParseOptions, explode_file
-from udfs.formats.records import WIDE_UNICODE
+from udfs.formats.records import no_text
 
 STAGE = "ingest"
 INPUT_COLUMNS = ("path", "content")
@@ -501,8 +501,8 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
             kept = tables.written_rows(spark, outputs["documents"])
             raise BadInputFileError(
                 f"ingest: {len(bad)} input file(s) mostly quarantined (lines above; tables written: {kept} "
-                f"documents, {sum(quarantined.values())} records quarantined); fix ingest.format / "
-                "ingest.fields, or set ingest.on_bad_file=continue to go on"
+                f"documents, {sum(quarantined.values())} records quarantined); fix what each line says "
+                "(a file's name, ingest.format, ingest.fields), or set ingest.on_bad_file=continue to go on"
             )
         extra["bad_files"] = bad
     extra["skipped_files"] = hidden[:MAX_FILE_COUNTS]
@@ -552,10 +552,10 @@ def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], i
     over at least ``ingest.quarantine_min_records`` records), naming the file, its main reason and
     what its bytes look like.
 
-    A file whose bytes look like UTF-16 or UTF-32 text (:func:`udfs.formats.records.wide_encoding`: a
-    byte-order mark or the NUL pattern of ASCII) is named whatever its number of records: the floor
-    keeps a few bad records of a small file from reading as a wrong format, and the encoding is no
-    guess drawn from the records.
+    A file whose bytes are no text (:func:`udfs.formats.records.no_text`: compressed data under a name
+    without its suffix, a known binary format, UTF-16 or UTF-32 text by a byte-order mark or the NUL
+    pattern of ASCII) is named whatever its number of records: the floor keeps a few bad records of a small file
+    from reading as a wrong format, and what its bytes are is no guess drawn from the records.
 
     Args:
         counts: ``(input_file, reason, rows)``; ``reason`` ``None`` for documents.
@@ -573,8 +573,9 @@ def bad_files(counts: list[tuple[str, str | None, int]], summaries: list[Any], i
         total = sum(c.values())
         quarantined = total - c[None]
         meta = info.get(path, {})
-        wide = str(meta.get("looks_like", "")).startswith(WIDE_UNICODE)
-        if (total < icfg.quarantine_min_records and not wide) or quarantined <= icfg.max_quarantine_fraction * total:
+        unparsable = no_text(str(meta.get("looks_like", "")))
+        if ((total < icfg.quarantine_min_records and not unparsable)
+                or quarantined <= icfg.max_quarantine_fraction * total):
             continue
         reason, k = max(((r, n) for r, n in c.items() if r is not None), key=lambda x: (x[1], x[0]))
         seen = (f"its columns: {meta['columns'] or '(none)'}" if "columns" in meta

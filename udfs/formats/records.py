@@ -345,6 +345,21 @@ def _not_text(head: bytes) -> str | None:
     return "binary data (not text)" if _is_binary(head) else None
 
 
+_COMPRESSED_MAGIC = {b"\x1f\x8b": ("gzip", ".gz"), b"\x28\xb5\x2f\xfd": ("zstd", ".zst"),
+                     b"BZh": ("bzip2", ".bz2"), b"\xfd7zXZ": ("xz", ".xz")}
+"""Magic numbers of the compressions read (gzip RFC 1952, zstd RFC 8878, bzip2, xz) -> name, suffix."""
+
+
+def no_text(look: str) -> bool:
+    """Whether :func:`looks_like`'s description says by a magic number or a byte-order pattern that a
+    file's bytes are no text to parse (compressed, a known binary format, UTF-16 or UTF-32): such a
+    file is named whatever its number of records, since a parser's records of it are noise, not a count
+    of bad records. Bytes only guessed binary (a NUL, many undecodable bytes) are not: a text file
+    holding a stray NUL is judged by its records."""
+    guessed = look.startswith("binary data (not text)")
+    return look.startswith((*WIDE_UNICODE, "binary data")) and not guessed or "-compressed data" in look
+
+
 def looks_like(head: bytes) -> str:
     """What the first bytes of a file look like, for messages about a file read with the wrong
     format (magic numbers: gzip RFC 1952, zstd RFC 8878, bzip2, xz, Parquet ``PAR1``, WARC, and
@@ -360,10 +375,11 @@ def looks_like(head: bytes) -> str:
     >>> looks_like('{"id": 1}'.encode("utf-16"))
     'UTF-16 (little-endian, byte-order mark) text, not UTF-8 (re-encode it, e.g. iconv -f UTF-16 -t UTF-8)'
     """
-    magic = {b"\x1f\x8b": "gzip-compressed data", b"\x28\xb5\x2f\xfd": "zstd-compressed data",
-             b"BZh": "bzip2-compressed data", b"\xfd7zXZ": "xz-compressed data", b"PAR1": "parquet",
-             b"WARC/": "warc"}
-    for m, name in magic.items():
+    for m, (name, suffix) in _COMPRESSED_MAGIC.items():
+        if head.startswith(m):
+            return (f"{name}-compressed data (a file's compression is read from its name: "
+                    f"name it with {suffix} at the end)")
+    for m, name in {b"PAR1": "parquet", b"WARC/": "warc"}.items():
         if head.startswith(m):
             return name
     if not_text := _not_text(head):
