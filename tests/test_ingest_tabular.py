@@ -163,6 +163,15 @@ def test_tsv_by_column_index_without_header_and_gz():
     assert rows[1]["meta"] == [("2", "y")]
 
 
+def test_column_indices_given_as_numbers_name_the_columns():
+    # `--set ingest.fields.text=1` parses as YAML's integer: it names column 1 of a headerless file
+    fields = load_config(overrides=["ingest.csv_header=false", "ingest.fields.text=1", "ingest.fields.id=0",
+                                    "ingest.fields.meta=[2, lang]"]).ingest.fields
+    assert (fields.text, fields.id, fields.meta) == ("1", "0", ["2", "lang"])
+    with pytest.raises(ConfigError, match="ingest.fields.text"):
+        load_config(overrides=["ingest.fields.text=true"])
+
+
 def test_csv_header_names_and_indices_both_work_and_bom_is_dropped():
     data = "\ufeffdoc,body\nd1,Über alles.\n".encode()
     assert _docs(_rows("x.csv", data, ParseOptions(text_field="body", id_field="doc"))) == [(1, "d1", "Über alles.")]

@@ -8,7 +8,9 @@ import os
 from pipelines.core.config import WinnowConfig
 from pipelines.core.preflight import PreflightError, when_running
 
-EMPTY_HINT = "loosen the filter thresholds or rule_actions (jobs/inspect.py --stage filter --reason R)"
+EMPTY_HINT = ("loosen the thresholds of the rules named, set filter.<family>.action or "
+              "filter.<family>.rule_actions to flag, or widen filter.langid.allowed where the reason is a "
+              "lang.* one (jobs/inspect.py --stage filter --reason R)")
 
 
 def check_filter_models(cfg: WinnowConfig) -> None:

@@ -20,6 +20,18 @@ class IngestFields(Section):
     heading: str | None = None
     record_format: Literal["auto", "flat", "s2orc", "unarxive", "mediawiki"] = "auto"
 
+    @field_validator("text", "id", "url", "source", "heading", mode="before")
+    @classmethod
+    def _column_index_as_name(cls, v: Any) -> Any:
+        # A headerless CSV/TSV names its columns by 0-based index, and `--set ingest.fields.text=1` parses
+        # as YAML's integer 1: the field's name is the index's digits.
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else v
+
+    @field_validator("meta", mode="before")
+    @classmethod
+    def _column_indices_as_names(cls, v: Any) -> Any:
+        return [cls._column_index_as_name(x) for x in v] if isinstance(v, list) else v
+
     @model_validator(mode="after")
     def _heading_shares_text_array(self) -> IngestFields:
         if self.heading is not None:

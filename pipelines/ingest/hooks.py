@@ -19,7 +19,8 @@ jobs exit 2 on them, as on any configuration error."""
 RUN_FOLDERS = ("tables", "shards", "report", "config", "audit", "gate")
 """Folders a run writes directly under ``run.root``: tables, shards, report, recorded configs, audit, gate."""
 
-EMPTY_HINT = "check ingest.inputs and ingest.fields (jobs/inspect.py --stage ingest shows the quarantine)"
+EMPTY_HINT = ("check ingest.inputs and ingest.fields, or ingest.max_doc_bytes where the reason is too_large "
+              "(jobs/inspect.py --stage ingest shows the quarantine)")
 
 
 def input_files(spark: Any, cfg: WinnowConfig) -> list[tuple[str, int, int]]:
