@@ -92,7 +92,7 @@ def test_ingest_byte_keys_take_sizes_as_spark_writes_them():
     assert (cfg.ingest.split_bytes, cfg.ingest.batch_bytes, cfg.ingest.max_doc_bytes) == (64 << 20, 32 << 20, 4096)
     with pytest.raises(ConfigError, match=r"'ingest.split_bytes': got 'lots': allowed: a number of bytes or a size"):
         load_config(overrides=["ingest.split_bytes=lots"])
-    with pytest.raises(ConfigError, match=r"'ingest.batch_bytes': got 4294967296: .*less than 2147483648"):
+    with pytest.raises(ConfigError, match=r"'ingest.batch_bytes': got 4294967296: allowed 1024 <= value < 2147483648"):
         load_config(overrides=["ingest.batch_bytes=4g"])
 
 
@@ -182,7 +182,10 @@ def test_bad_literal_names_key_value_and_allowed_values():
     ("passages.enabled=maybe", "config key 'passages.enabled': got 'maybe': should be true or false"),
     # a filter profile's error came as "filter.profiles.web: invalid configuration:" then the error again
     ("filter.profiles.web.gopher_quality.min_words=-3",
-     "config key 'filter.profiles.web.gopher_quality.min_words': got -3: Input should be greater than or equal to 0"),
+     "config key 'filter.profiles.web.gopher_quality.min_words': got -3: allowed 0 <= value"),
+    # "Input should be less than 1" named one bound of two
+    ("dedup.threshold=1.5", "config key 'dedup.threshold': got 1.5: allowed 0.0 < value < 1.0"),
+    ("passages.min_words=0", "config key 'passages.min_words': got 0: allowed 1 <= value <= 10000"),
 ])
 def test_a_wrong_shape_says_what_is_allowed_in_the_users_terms(override, line):
     with pytest.raises(ConfigError) as e:

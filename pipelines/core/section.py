@@ -334,26 +334,53 @@ def _model_inside(tp: Any) -> Any:
     return tp
 
 
-def _allowed_keys(loc: tuple[Any, ...], root: Any) -> list[str]:
-    """The keys allowed beside the last part of ``loc`` under model ``root``, walking models,
-    ``dict[str, Model]`` values (``shard.mix.<source>``, a loc part that is the user's key) and
-    ``list[Model]`` items; [] if unknown."""
+def _model_at(parts: tuple[Any, ...], root: Any) -> Any:
+    """The model class reached from model ``root`` by the key path ``parts``, walking models,
+    ``dict[str, Model]`` values (``shard.mix.<source>``, a part that is the user's key) and
+    ``list[Model]`` items; None where the path leaves the models."""
     tp: Any = root
-    for part in loc[:-1]:
+    for part in parts:
         tp = _model_inside(tp)
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             field = tp.model_fields.get(part)
             if field is None:
-                return []
+                return None
             tp = field.annotation
         elif get_origin(tp) in (dict, Mapping):
             tp = get_args(tp)[1]
         elif get_origin(tp) in (list, tuple):
             tp = get_args(tp)[0]
         else:
-            return []
+            return None
     tp = _model_inside(tp)
-    return sorted(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
+    return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
+
+
+def _allowed_keys(loc: tuple[Any, ...], root: Any) -> list[str]:
+    """The keys allowed beside the last part of ``loc`` under model ``root`` (:func:`_model_at`); [] if
+    unknown."""
+    model = _model_at(loc[:-1], root)
+    return sorted(model.model_fields) if model is not None else []
+
+
+def _field_at(loc: tuple[Any, ...], root: Any) -> Any:
+    """The pydantic ``FieldInfo`` of the key at ``loc`` under model ``root`` (:func:`_model_at`), or None."""
+    model = _model_at(loc[:-1], root) if loc else None
+    return model.model_fields.get(loc[-1]) if model is not None else None
+
+
+_BOUNDS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
+
+
+def _allowed_range(loc: tuple[Any, ...], root: Any) -> str | None:
+    """``"0 < value < 1"``-style bounds of the number at ``loc`` (its ``gt``/``ge``/``lt``/``le``), or None."""
+    field = _field_at(loc, root)
+    if field is None:
+        return None
+    bounds = {name: getattr(m, name) for m in field.metadata for name, _ in _BOUNDS if hasattr(m, name)}
+    low = next((f"{bounds[k]} {op.replace('>', '<')} " for k, op in _BOUNDS[:2] if k in bounds), "")
+    high = next((f" {op} {bounds[k]}" for k, op in _BOUNDS[2:] if k in bounds), "")
+    return f"{low}value{high}" if low or high else None
 
 
 ERRORS_HEADER = "invalid configuration:\n  "
@@ -402,6 +429,10 @@ def describe_error(e: ValidationError, root: Any, prefix: str = "") -> str:
             keys = _allowed_keys((*loc, ""), root)
             lines.append(f"config key {key!r}: got {err.get('input')!r}: should be a mapping"
                          + (f" of the keys {keys}" if keys else ""))
+        elif err["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+            allowed = _allowed_range(loc, root)
+            lines.append(f"config key {key!r}: got {err.get('input')!r}: "
+                         + (f"allowed {allowed}" if allowed else err["msg"]))
         elif err["type"] in ("bool_type", "bool_parsing"):
             lines.append(f"config key {key!r}: got {err.get('input')!r}: should be true or false")
         else:
