@@ -97,6 +97,8 @@ def test_repaired_documents(spark, bad_run, bad_dir):
     ], checkRowOrder=False)
     assert report.extra["skipped"] == {}
     assert report.extra["formats"] == {"jsonl": 4, "unknown": 1}
+    # the stage's line says how many characters were replaced (the other files replace none)
+    assert " replaced_chars=3" in report.summary_line(), report.summary_line()
 
 
 def test_truncated_gzip_keeps_the_records_before_the_damage(spark, bad_run):

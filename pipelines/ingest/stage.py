@@ -510,7 +510,9 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
     report = StageReport(
         stage=STAGE, rows_in=extra.pop("records_read"), rows_out=tables.written_rows(spark, outputs["documents"]),
         quarantined=dict(sorted(quarantined.items())), outputs=outputs, extra=extra,
-        notes={"skipped_files": len(hidden)},
+        # Bytes that are not UTF-8 (a Latin-1 file read as JSONL) become U+FFFD: under
+        # max_replacement_fraction a document stays, so the line says how many characters were replaced.
+        notes={"skipped_files": len(hidden), "replaced_chars": int(extra.get("n_replaced") or 0)},
     )
     return report
 
