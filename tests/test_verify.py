@@ -10,7 +10,7 @@ from udfs import megatron
 
 
 @pytest.mark.parametrize("text, expected", [
-    (None, "cannot read"),
+    (None, "manifest.json does not exist: the shard stage has not completed under this root"),
     ("{not json", "cannot read"),
     ("{}", "keys ['dtype', 'tokenizer', 'seq_len', 'files', 'formats', 'totals'] missing"),
     ("[1, 2]", "is not a Winnow manifest"),

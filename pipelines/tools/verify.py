@@ -62,7 +62,10 @@ def verify(root: str, scfg: StorageConfig | None = None, decode_docs: int = 3) -
     try:
         manifest = json.loads(storage.get_bytes(root, "manifest.json", scfg))
     except Exception as e:
-        res.problems.append(f"cannot read {root}/manifest.json: {e}")
+        # The manifest is the shard stage's last write: without it the stage has not completed there.
+        res.problems.append(f"{root}/manifest.json does not exist: the shard stage has not completed under "
+                            "this root (run it, or give the root it wrote to)" if storage.is_not_found(e)
+                            else f"cannot read {root}/manifest.json: {e}")
         return res
     # A manifest from another tool, or cut short by hand, is a problem to list, not a KeyError.
     missing = [k for k in MANIFEST_KEYS if k not in manifest] if isinstance(manifest, dict) else list(MANIFEST_KEYS)
