@@ -331,6 +331,21 @@ def test_a_small_gzip_file_named_jsonl_is_named_with_the_suffix_to_give_it():
                          "from its name: name it with .gz at the end)"), line
 
 
+def test_a_small_file_named_with_its_compression_is_judged_by_its_records():
+    from pathlib import Path
+
+    # a .jsonl.gz: the head described is the decompressed text, and 2 bad lines of 3 stay under the floor
+    data = gzip.compress(b'{"text": "One."}\n{"text": \n[1]\n', mtime=0)
+    rows = _rows("x.jsonl.gz", data)
+    (summary,) = [r for r in rows if r["kind"] == "file"]
+    assert dict(summary["meta"])["looks_like"] == "jsonl"
+    assert bad_files([("x.jsonl.gz", r, 1) for _, r in _bad(rows)], [summary], _cfg()) == []
+    # a .warc.wet.gz is read from its raw bytes: they are not described as a misnamed gzip file
+    wet = Path(__file__).resolve().parents[1] / "sample_data" / "crawl-00000.warc.wet.gz"
+    (summary,) = [r for r in _rows("crawl.warc.wet.gz", wet.read_bytes()) if r["kind"] == "file"]
+    assert "gzip" not in str(dict(summary["meta"]).get("looks_like"))
+
+
 def test_bad_file_needs_min_records():
     few = [("f.jsonl", "malformed_json", 19)]
     assert bad_files(few, [_summary("f.jsonl")], _cfg()) == []

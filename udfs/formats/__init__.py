@@ -149,7 +149,10 @@ def explode_split(
         # The decompressed bytes (an empty .gz has a 20-byte header that means nothing to a reader).
         c.quarantine(0, "empty_file", head[:200] or None, f"{size} bytes, no record")
     yield from c.flush()
-    looks = looks_like(head) if start == 0 and head else None
+    # A WARC reader's head is the file's raw bytes: compressed under a codec its name gave, it says
+    # nothing of the records (and "gzip-compressed data" would read as a misnamed file).
+    raw_compressed = stream is None and codec is not None
+    looks = looks_like(head) if start == 0 and head and not raw_compressed else None
     yield c.summary(label, size, head if fmt in _STREAMED else None, looks)
 
 
