@@ -369,7 +369,8 @@ def _field_at(loc: tuple[Any, ...], root: Any) -> Any:
     return model.model_fields.get(loc[-1]) if model is not None else None
 
 
-_BOUNDS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
+_LOWER, _UPPER = (("gt", "<"), ("ge", "<=")), (("lt", "<"), ("le", "<="))
+"""pydantic's bound names and how each reads in ``low < value < high``."""
 
 
 def _allowed_range(loc: tuple[Any, ...], root: Any) -> str | None:
@@ -377,9 +378,9 @@ def _allowed_range(loc: tuple[Any, ...], root: Any) -> str | None:
     field = _field_at(loc, root)
     if field is None:
         return None
-    bounds = {name: getattr(m, name) for m in field.metadata for name, _ in _BOUNDS if hasattr(m, name)}
-    low = next((f"{bounds[k]} {op.replace('>', '<')} " for k, op in _BOUNDS[:2] if k in bounds), "")
-    high = next((f" {op} {bounds[k]}" for k, op in _BOUNDS[2:] if k in bounds), "")
+    bounds = {name: getattr(m, name) for m in field.metadata for name, _ in _LOWER + _UPPER if hasattr(m, name)}
+    low = next((f"{bounds[k]} {op} " for k, op in _LOWER if k in bounds), "")
+    high = next((f" {op} {bounds[k]}" for k, op in _UPPER if k in bounds), "")
     return f"{low}value{high}" if low or high else None
 
 

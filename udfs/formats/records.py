@@ -356,8 +356,9 @@ def no_text(look: str) -> bool:
     file is named whatever its number of records, since a parser's records of it are noise, not a count
     of bad records. Bytes only guessed binary (a NUL, many undecodable bytes) are not: a text file
     holding a stray NUL is judged by its records."""
-    guessed = look.startswith("binary data (not text)")
-    return look.startswith((*WIDE_UNICODE, "binary data")) and not guessed or "-compressed data" in look
+    if "-compressed data" in look:
+        return True
+    return look.startswith((*WIDE_UNICODE, "binary data")) and not look.startswith("binary data (not text)")
 
 
 def looks_like(head: bytes) -> str:
