@@ -202,3 +202,15 @@ def test_prune_class_archives_keeps_the_new_one_and_those_used_last(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [old[3].name, old[4].name, new.name, dumping.name, other.name])
     assert prune_class_archives(new, kept=1) == [old[4], old[3]]
+
+
+def test_the_accumulator_server_is_quiet_when_the_jvm_closes_its_connection(spark, capsys):
+    # A JVM that dies (out of memory) ends the server's read in EOFError: socketserver printed its
+    # traceback before the job's one line. Other errors still print.
+    server = spark.sparkContext._accumulatorServer
+    for error, printed in ((EOFError(), False), (ConnectionResetError(), False), (ValueError("x"), True)):
+        try:
+            raise error
+        except Exception:
+            server.handle_error(None, ("127.0.0.1", 0))
+        assert ("Traceback" in capsys.readouterr().err) is printed, error

@@ -206,6 +206,7 @@ def get_spark(app_name: str, cfg: SparkConfig | None = None,
     _apply_runtime_conf(spark, cfg)
     _check_delta(spark)
     _quiet_interrupts()
+    _quiet_accumulator_server(spark)
     return spark
 
 
@@ -411,6 +412,29 @@ def _on_own_thread(calls: Callable[[], None], name: str, timeout_s: float) -> No
     worker = threading.Thread(target=run, name=name, daemon=True)
     worker.start()
     worker.join(timeout=timeout_s)
+
+
+def _quiet_accumulator_server(spark: SparkSession) -> None:
+    """Silence the traceback pyspark's accumulator server prints when the JVM's end of its connection
+    closes.
+
+    The server (``pyspark.accumulators``, a ``socketserver`` on a thread of its own) reads updates from
+    the JVM; when the JVM dies (out of memory, killed) the read ends in ``EOFError`` and
+    ``socketserver.BaseServer.handle_error`` printed its traceback to stderr, before the job's own one
+    line saying what happened. Other errors are printed as before.
+    """
+    import sys
+
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is None:
+        return
+    printed = server.handle_error
+
+    def handle_error(request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], EOFError | ConnectionError):
+            printed(request, client_address)
+
+    server.handle_error = handle_error
 
 
 def _quiet_interrupts() -> None:
