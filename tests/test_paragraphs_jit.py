@@ -160,6 +160,12 @@ def test_md5_of_long_and_non_ascii_units_equals_hashlib():
     assert batch.column("key").to_pylist() == [P.exact_key(t, "text") for t in texts]
 
 
+def test_md5_of_collapsed_whitespace_runs_mixing_ascii_and_other_spaces_equals_hashlib():
+    texts = ["a \u00a0 b", "a\u3000\u3000b \t c", "x\u2003 y\t\u00a0\u00a0z", "é  \u00a0é", "p q" * 40]
+    batch = P.paragraph_batch(list("abcde"), texts, "line", 1, 13, key="collapsed_whitespace")
+    assert batch.column("key").to_pylist() == [P.exact_key(t, "collapsed_whitespace") for t in texts]
+
+
 def test_space_table_is_str_isspace():
     table = J.space_table()
     assert [cp for cp in np.flatnonzero(table)] == [cp for cp in range(0x110000) if chr(cp).isspace()]

@@ -29,7 +29,6 @@ Source of MD5: RFC 1321 (its constants are ``floor(abs(sin(i + 1)) * 2**32)``).
 
 from __future__ import annotations
 
-import math
 import unicodedata
 from functools import lru_cache
 
@@ -49,11 +48,6 @@ _Q = np.uint64(0xC2B2AE3D27D4EB4F)
 _K = np.uint64(0x165667B19E3779F9)
 assert (_P, _Q, _K) == (decontam._P, decontam._Q, decontam._K)
 assert (jit_mix._M1, jit_mix._M2) == (decontam._M1, decontam._M2)
-
-_MD5_T = np.array([int(abs(math.sin(i + 1)) * 2**32) & 0xFFFFFFFF for i in range(64)], np.uint64)
-_MD5_S = np.array([7, 12, 17, 22] * 4 + [5, 9, 14, 20] * 4 + [4, 11, 16, 23] * 4 + [6, 10, 15, 21] * 4,
-                  np.uint64)
-_MASK = np.uint64(0xFFFFFFFF)
 
 
 @lru_cache(maxsize=1)
@@ -428,43 +422,141 @@ def _grams(hashes, w_off, rows, n):  # pragma: no cover - compiled
 
 
 # ------------------------------------------------------------------------------------------------ MD5
+# RFC 1321's MD5Transform, its 64 steps written out as the RFC writes them (FF, GG, HH, II with their
+# shifts and sine constants): unrolled, in 32-bit words, LLVM keeps the state in registers. A loop over
+# tables of the constants in 64-bit words masked to 32 bits took half again as long.
 @nb.njit(cache=True, inline="always")
-def _rotl(x, s):  # pragma: no cover - compiled
-    return ((x << s) | (x >> (np.uint64(32) - s))) & _MASK
+def _step(a, b, x, s, t, f):  # pragma: no cover - compiled
+    y = np.uint32(f + a + np.uint32(t) + x)
+    return np.uint32(b + np.uint32((y << np.uint32(s)) | (y >> np.uint32(32 - s))))
+
+
+@nb.njit(cache=True, inline="always")
+def _ff(a, b, c, d, x, s, t):  # pragma: no cover - compiled
+    return _step(a, b, x, s, t, (b & c) | (~b & d))
+
+
+@nb.njit(cache=True, inline="always")
+def _gg(a, b, c, d, x, s, t):  # pragma: no cover - compiled
+    return _step(a, b, x, s, t, (b & d) | (c & ~d))
+
+
+@nb.njit(cache=True, inline="always")
+def _hh(a, b, c, d, x, s, t):  # pragma: no cover - compiled
+    return _step(a, b, x, s, t, b ^ c ^ d)
+
+
+@nb.njit(cache=True, inline="always")
+def _ii(a, b, c, d, x, s, t):  # pragma: no cover - compiled
+    return _step(a, b, x, s, t, c ^ (b | ~d))
+
+
+@nb.njit(cache=True, inline="always")
+def _round1(a, b, c, d, x):  # pragma: no cover - compiled
+    a = _ff(a, b, c, d, x[0], 7, 0xd76aa478)
+    d = _ff(d, a, b, c, x[1], 12, 0xe8c7b756)
+    c = _ff(c, d, a, b, x[2], 17, 0x242070db)
+    b = _ff(b, c, d, a, x[3], 22, 0xc1bdceee)
+    a = _ff(a, b, c, d, x[4], 7, 0xf57c0faf)
+    d = _ff(d, a, b, c, x[5], 12, 0x4787c62a)
+    c = _ff(c, d, a, b, x[6], 17, 0xa8304613)
+    b = _ff(b, c, d, a, x[7], 22, 0xfd469501)
+    a = _ff(a, b, c, d, x[8], 7, 0x698098d8)
+    d = _ff(d, a, b, c, x[9], 12, 0x8b44f7af)
+    c = _ff(c, d, a, b, x[10], 17, 0xffff5bb1)
+    b = _ff(b, c, d, a, x[11], 22, 0x895cd7be)
+    a = _ff(a, b, c, d, x[12], 7, 0x6b901122)
+    d = _ff(d, a, b, c, x[13], 12, 0xfd987193)
+    c = _ff(c, d, a, b, x[14], 17, 0xa679438e)
+    b = _ff(b, c, d, a, x[15], 22, 0x49b40821)
+    return a, b, c, d
+
+
+@nb.njit(cache=True, inline="always")
+def _round2(a, b, c, d, x):  # pragma: no cover - compiled
+    a = _gg(a, b, c, d, x[1], 5, 0xf61e2562)
+    d = _gg(d, a, b, c, x[6], 9, 0xc040b340)
+    c = _gg(c, d, a, b, x[11], 14, 0x265e5a51)
+    b = _gg(b, c, d, a, x[0], 20, 0xe9b6c7aa)
+    a = _gg(a, b, c, d, x[5], 5, 0xd62f105d)
+    d = _gg(d, a, b, c, x[10], 9, 0x02441453)
+    c = _gg(c, d, a, b, x[15], 14, 0xd8a1e681)
+    b = _gg(b, c, d, a, x[4], 20, 0xe7d3fbc8)
+    a = _gg(a, b, c, d, x[9], 5, 0x21e1cde6)
+    d = _gg(d, a, b, c, x[14], 9, 0xc33707d6)
+    c = _gg(c, d, a, b, x[3], 14, 0xf4d50d87)
+    b = _gg(b, c, d, a, x[8], 20, 0x455a14ed)
+    a = _gg(a, b, c, d, x[13], 5, 0xa9e3e905)
+    d = _gg(d, a, b, c, x[2], 9, 0xfcefa3f8)
+    c = _gg(c, d, a, b, x[7], 14, 0x676f02d9)
+    b = _gg(b, c, d, a, x[12], 20, 0x8d2a4c8a)
+    return a, b, c, d
+
+
+@nb.njit(cache=True, inline="always")
+def _round3(a, b, c, d, x):  # pragma: no cover - compiled
+    a = _hh(a, b, c, d, x[5], 4, 0xfffa3942)
+    d = _hh(d, a, b, c, x[8], 11, 0x8771f681)
+    c = _hh(c, d, a, b, x[11], 16, 0x6d9d6122)
+    b = _hh(b, c, d, a, x[14], 23, 0xfde5380c)
+    a = _hh(a, b, c, d, x[1], 4, 0xa4beea44)
+    d = _hh(d, a, b, c, x[4], 11, 0x4bdecfa9)
+    c = _hh(c, d, a, b, x[7], 16, 0xf6bb4b60)
+    b = _hh(b, c, d, a, x[10], 23, 0xbebfbc70)
+    a = _hh(a, b, c, d, x[13], 4, 0x289b7ec6)
+    d = _hh(d, a, b, c, x[0], 11, 0xeaa127fa)
+    c = _hh(c, d, a, b, x[3], 16, 0xd4ef3085)
+    b = _hh(b, c, d, a, x[6], 23, 0x04881d05)
+    a = _hh(a, b, c, d, x[9], 4, 0xd9d4d039)
+    d = _hh(d, a, b, c, x[12], 11, 0xe6db99e5)
+    c = _hh(c, d, a, b, x[15], 16, 0x1fa27cf8)
+    b = _hh(b, c, d, a, x[2], 23, 0xc4ac5665)
+    return a, b, c, d
+
+
+@nb.njit(cache=True, inline="always")
+def _round4(a, b, c, d, x):  # pragma: no cover - compiled
+    a = _ii(a, b, c, d, x[0], 6, 0xf4292244)
+    d = _ii(d, a, b, c, x[7], 10, 0x432aff97)
+    c = _ii(c, d, a, b, x[14], 15, 0xab9423a7)
+    b = _ii(b, c, d, a, x[5], 21, 0xfc93a039)
+    a = _ii(a, b, c, d, x[12], 6, 0x655b59c3)
+    d = _ii(d, a, b, c, x[3], 10, 0x8f0ccc92)
+    c = _ii(c, d, a, b, x[10], 15, 0xffeff47d)
+    b = _ii(b, c, d, a, x[1], 21, 0x85845dd1)
+    a = _ii(a, b, c, d, x[8], 6, 0x6fa87e4f)
+    d = _ii(d, a, b, c, x[15], 10, 0xfe2ce6e0)
+    c = _ii(c, d, a, b, x[6], 15, 0xa3014314)
+    b = _ii(b, c, d, a, x[13], 21, 0x4e0811a1)
+    a = _ii(a, b, c, d, x[4], 6, 0xf7537e82)
+    d = _ii(d, a, b, c, x[11], 10, 0xbd3af235)
+    c = _ii(c, d, a, b, x[2], 15, 0x2ad7d2bb)
+    b = _ii(b, c, d, a, x[9], 21, 0xeb86d391)
+    return a, b, c, d
+
+@nb.njit(cache=True, inline="always")
+def _word(data, q):  # pragma: no cover - compiled
+    """The little-endian 32-bit word at ``data[q:q+4]``."""
+    return (np.uint32(data[q]) | (np.uint32(data[q + 1]) << np.uint32(8))
+            | (np.uint32(data[q + 2]) << np.uint32(16)) | (np.uint32(data[q + 3]) << np.uint32(24)))
 
 
 @nb.njit(cache=True)
-def _md5_block(st, data, at, m):  # pragma: no cover - compiled
-    """One 64-byte block ``data[at:at+64]`` into the state ``st`` (uint64 [4], 32-bit words)."""
-    for j in range(16):
-        q = at + 4 * j
-        m[j] = (np.uint64(data[q]) | (np.uint64(data[q + 1]) << np.uint64(8))
-                | (np.uint64(data[q + 2]) << np.uint64(16)) | (np.uint64(data[q + 3]) << np.uint64(24)))
-    a, b, c, d = st[0], st[1], st[2], st[3]
-    for i in range(16):
-        f = (b & c) | ((~b & _MASK) & d)
-        f = (f + a + _MD5_T[i] + m[i]) & _MASK
-        a, d, c = d, c, b
-        b = (b + _rotl(f, _MD5_S[i])) & _MASK
-    for i in range(16, 32):
-        f = (d & b) | ((~d & _MASK) & c)
-        f = (f + a + _MD5_T[i] + m[(5 * i + 1) % 16]) & _MASK
-        a, d, c = d, c, b
-        b = (b + _rotl(f, _MD5_S[i])) & _MASK
-    for i in range(32, 48):
-        f = b ^ c ^ d
-        f = (f + a + _MD5_T[i] + m[(3 * i + 5) % 16]) & _MASK
-        a, d, c = d, c, b
-        b = (b + _rotl(f, _MD5_S[i])) & _MASK
-    for i in range(48, 64):
-        f = c ^ (b | (~d & _MASK))
-        f = (f + a + _MD5_T[i] + m[(7 * i) % 16]) & _MASK
-        a, d, c = d, c, b
-        b = (b + _rotl(f, _MD5_S[i])) & _MASK
-    st[0] = (st[0] + a) & _MASK
-    st[1] = (st[1] + b) & _MASK
-    st[2] = (st[2] + c) & _MASK
-    st[3] = (st[3] + d) & _MASK
+def _md5_block(st, data, at):  # pragma: no cover - compiled
+    """One 64-byte block ``data[at:at+64]`` into the state ``st`` (uint32 [4])."""
+    # A tuple, not an array: indexed by constants, its words stay in registers.
+    x = (_word(data, at), _word(data, at + 4), _word(data, at + 8), _word(data, at + 12),
+         _word(data, at + 16), _word(data, at + 20), _word(data, at + 24), _word(data, at + 28),
+         _word(data, at + 32), _word(data, at + 36), _word(data, at + 40), _word(data, at + 44),
+         _word(data, at + 48), _word(data, at + 52), _word(data, at + 56), _word(data, at + 60))
+    a, b, c, d = _round1(st[0], st[1], st[2], st[3], x)
+    a, b, c, d = _round2(a, b, c, d, x)
+    a, b, c, d = _round3(a, b, c, d, x)
+    a, b, c, d = _round4(a, b, c, d, x)
+    st[0] = np.uint32(st[0] + a)
+    st[1] = np.uint32(st[1] + b)
+    st[2] = np.uint32(st[2] + c)
+    st[3] = np.uint32(st[3] + d)
 
 
 @nb.njit(cache=True)
@@ -476,26 +568,28 @@ def _keys(cps, doc_off, doc, start, end, rows, space, collapse):  # pragma: no c
     for t in range(rows.size):
         longest = max(longest, end[rows[t]] - start[rows[t]])
     data = np.empty(4 * longest + 72, np.uint8)  # a unit's UTF-8 and MD5's padding
-    m = np.empty(16, np.uint64)
-    st = np.empty(4, np.uint64)
+    st = np.empty(4, np.uint32)
     for t in range(rows.size):
         u = rows[t]
         n = 0
         base = doc_off[doc[u]]
-        pending = False
+        prev = False  # the last character was whitespace (collapsed: one space written for the run)
         for i in range(base + start[u], base + end[u]):
             c = cps[i]
-            if collapse and space[c]:
-                pending = True
+            if c < 0x80:  # ASCII without branching on whitespace, which is as common as it is irregular
+                sp = space[c] and collapse  # this order compiles to a select, the other to a branch
+                data[n] = np.uint8(32) if sp else np.uint8(c)
+                n += 0 if sp and prev else 1
+                prev = sp
                 continue
-            if pending:
-                data[n] = 32
-                n += 1
-                pending = False
-            if c < 0x80:
-                data[n] = c
-                n += 1
-            elif c < 0x800:
+            if collapse and space[c]:
+                if not prev:
+                    data[n] = 32
+                    n += 1
+                prev = True
+                continue
+            prev = False
+            if c < 0x800:
                 data[n] = 0xC0 | (c >> 6)
                 data[n + 1] = 0x80 | (c & 0x3F)
                 n += 2
@@ -510,13 +604,14 @@ def _keys(cps, doc_off, doc, start, end, rows, space, collapse):  # pragma: no c
                 data[n + 2] = 0x80 | ((c >> 6) & 0x3F)
                 data[n + 3] = 0x80 | (c & 0x3F)
                 n += 4
-        _md5(data, n, st, m, out[t])
+        _md5(data, n, st, out[t])
     return out
 
 
 @nb.njit(cache=True)
-def _md5(data, n, st, m, digest):  # pragma: no cover - compiled
-    """MD5 of ``data[:n]`` into ``digest`` (uint8 [16]); ``data`` has room for the padding."""
+def _md5(data, n, st, digest):  # pragma: no cover - compiled
+    """MD5 of ``data[:n]`` into ``digest`` (uint8 [16]); ``data`` has room for the padding; ``st``
+    (uint32 [4]) is scratch."""
     bits = np.uint64(n) * np.uint64(8)
     data[n] = 0x80
     n += 1
@@ -531,10 +626,10 @@ def _md5(data, n, st, m, digest):  # pragma: no cover - compiled
     st[2] = 0x98BADCFE
     st[3] = 0x10325476
     for at in range(0, n, 64):
-        _md5_block(st, data, at, m)
+        _md5_block(st, data, at)
     for j in range(4):
         for q in range(4):
-            digest[4 * j + q] = (st[j] >> np.uint64(8 * q)) & np.uint64(0xFF)
+            digest[4 * j + q] = (st[j] >> np.uint32(8 * q)) & np.uint32(0xFF)
 
 
 # ---------------------------------------------------------------------------------------------- batch
