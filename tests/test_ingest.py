@@ -136,6 +136,7 @@ def test_sample_data_counts(spark, sample_run):
             expected_q[k] = expected_q.get(k, 0) + v
     assert report.quarantined == dict(sorted(expected_q.items()))
     assert report.extra["skipped"] == {"blank_line": 1, "warc_warcinfo": 1}
+    assert " skipped_records=1 " in report.summary_line(), report.summary_line()  # blank lines left out
     docs = _read(spark, cfg, "documents")
     assert docs.select("doc_id").distinct().count() == report.rows_out
     # the three exact copies keep their own, distinct source ids

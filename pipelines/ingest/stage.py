@@ -512,9 +512,22 @@ def run(spark: SparkSession, cfg: WinnowConfig) -> StageReport:
         quarantined=dict(sorted(quarantined.items())), outputs=outputs, extra=extra,
         # Bytes that are not UTF-8 (a Latin-1 file read as JSONL) become U+FFFD: under
         # max_replacement_fraction a document stays, so the line says how many characters were replaced.
-        notes={"skipped_files": len(hidden), "replaced_chars": int(extra.get("n_replaced") or 0)},
+        notes={"skipped_files": len(hidden), "skipped_records": skipped_records(extra.get("skipped") or {}),
+               "replaced_chars": int(extra.get("n_replaced") or 0)},
     )
     return report
+
+
+def skipped_records(skipped: dict[str, int]) -> int:
+    """Records read and skipped as no document (the stage report's ``extra.skipped``: MediaWiki redirects
+    and other namespaces, WARC request and metadata records, NUL padding), blank lines left out: the
+    count the stage's line shows as ``skipped_records=N``, so a reader of a dump whose documents are
+    fewer than its pages sees where the rest went.
+
+    >>> skipped_records({"blank_line": 4, "mediawiki_redirect": 2, "warc_request": 3})
+    5
+    """
+    return sum(int(v) for k, v in skipped.items() if k != "blank_line")
 
 
 SKIPPED_NAMES_SHOWN = 10
