@@ -163,6 +163,9 @@ def test_bad_jsonl_lines_each_get_their_reason():
                                   (5, "invalid_record"), (7, "empty_after_normalization"), (8, "too_large"), (9, "too_large")]
     assert _docs(rows) == [(10, None, "z" * 100)]  # exactly max_doc_bytes is kept
     assert ("skipped.blank_line", "1") in rows[-1]["meta"]
+    # what a blank text held, which its excerpt cannot show
+    blank = next(r for r in rows if r["reason"] == "empty_after_normalization")
+    assert blank["detail"] == "3 characters, none but whitespace once normalised: U+200B x1, U+0020 x1, U+FEFF x1"
     assert {r["reason"] for r in rows if r["reason"]} <= set(QUARANTINE_REASONS)
 
 

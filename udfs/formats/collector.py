@@ -14,7 +14,15 @@ import pyarrow.compute as pc
 
 from udfs import text as T
 from udfs.formats import mojibake
-from udfs.formats.records import QUARANTINE_REASONS, RECORD_SCHEMA, ParseOptions, as_str, clean, excerpt
+from udfs.formats.records import (
+    QUARANTINE_REASONS,
+    RECORD_SCHEMA,
+    ParseOptions,
+    as_str,
+    blank_detail,
+    clean,
+    excerpt,
+)
 
 _DOC_FIELDS = ("record", "source", "src_id", "url", "meta", "text", "n_replaced", "record_format",
                "markers_resolved")
@@ -238,7 +246,7 @@ class Collector:
         for i in pc.indices_nonzero(bad).to_pylist():
             rec, before = record[i].as_py(), raw[i].as_py()
             if blank[i].as_py():
-                self.quarantine(rec, "empty_after_normalization", before, None)
+                self.quarantine(rec, "empty_after_normalization", before, blank_detail(before or ""))
             elif garbled[i].as_py():
                 self.quarantine(
                     rec,

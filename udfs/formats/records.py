@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -213,6 +214,19 @@ def excerpt(raw: bytes | str | None, n: int) -> str | None:
     if isinstance(raw, bytes | bytearray | memoryview):
         return bytes(raw[: 4 * n]).decode("utf-8", errors="replace")[:n]
     return clean(raw[: n + 1])[:n]
+
+
+def blank_detail(text: str, shown: int = 5) -> str:
+    r"""The quarantine ``detail`` of a text that normalisation left blank: its length and its most common
+    code points, which its excerpt cannot show (they are whitespace, control or invisible characters).
+
+    >>> blank_detail("\u200b\u200b \t")
+    '4 characters, none but whitespace once normalised: U+200B x2, U+0020 x1, U+0009 x1'
+    """
+    counts = Counter(text).most_common(shown + 1)
+    listed = ", ".join(f"U+{ord(c):04X} x{n}" for c, n in counts[:shown])
+    more = ", ..." if len(counts) > shown else ""
+    return f"{len(text)} characters, none but whitespace once normalised: {listed}{more}"
 
 
 def lookup(obj: Any, path: str) -> Any:
