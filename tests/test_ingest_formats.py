@@ -245,6 +245,10 @@ def test_excerpt_is_truncated_and_detail_names_the_problem():
     rows = _rows("b.jsonl", b'{"text": 5, "pad": "' + b"p" * 1000 + b'"}\n', ParseOptions(excerpt_chars=20))
     assert rows[0]["excerpt"] == '{"text": 5, "pad": "' and rows[0]["detail"] == "field 'text' holds int"
     assert json.loads(b'{"a": 1}')  # sanity: json module in use
+    listed = _rows("l.jsonl", b'{"text": ["One.", "Two.", 3]}\n{"text": ["One.", null, "Two."]}\n')
+    assert listed[1]["detail"] == ("field 'text' holds a list whose item [2] is int (a list is read as paragraphs "
+                                   "only when it holds strings)")
+    assert _docs(listed) == [(2, None, "One.\n\nTwo.")]
 
 
 def test_plain_jsonl_named_gz_is_read_and_labelled():

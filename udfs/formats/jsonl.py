@@ -21,7 +21,7 @@ from udfs import text as T
 from udfs.formats import scirecords
 from udfs.formats.chunkfile import UTF8_BOM
 from udfs.formats.collector import Collector
-from udfs.formats.records import MISSING, as_str, join_text, lookup, sectioned_text
+from udfs.formats.records import MISSING, as_str, join_text, lookup, not_text, sectioned_text
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def from_mapping(
         raw = raw() if callable(raw) else raw
         absent = value is MISSING or value is None
         why = (f"field {o.text_field!r} is {'absent' if value is MISSING else 'null'}" if absent
-               else f"field {o.text_field!r} holds {type(value).__name__}")
+               else f"field {o.text_field!r} holds {not_text(value)}")
         problem = scirecords.body_text_problem(obj)
         if problem:  # a structured scientific record of the wrong shape
             c.quarantine(record, "invalid_record", raw, f"{problem}; {why}")

@@ -273,6 +273,32 @@ def join_text(value: Any) -> str | None:
     return "\n\n".join(parts)
 
 
+def not_text(value: Any) -> str:
+    """What a text field holds when :func:`join_text` cannot make a string of it, for a quarantine
+    detail: its type, and for a list the first item that is not a string (nested lists by index path).
+
+    >>> not_text(5)
+    'int'
+    >>> not_text(["One paragraph.", ["Two.", 3]])
+    'a list whose item [1][1] is int (a list is read as paragraphs only when it holds strings)'
+    """
+    def first_bad(v: Any, at: str) -> tuple[str, str] | None:
+        for i, item in enumerate(v):
+            if isinstance(item, list):
+                found = first_bad(item, f"{at}[{i}]")
+                if found:
+                    return found
+            elif item is not None and not isinstance(item, str):
+                return f"{at}[{i}]", type(item).__name__
+        return None
+
+    found = first_bad(value, "") if isinstance(value, list) else None
+    if found is None:
+        return type(value).__name__
+    at, kind = found
+    return f"a list whose item {at} is {kind} (a list is read as paragraphs only when it holds strings)"
+
+
 def sectioned_text(obj: Any, text_path: str, heading_path: str) -> Any:
     """The paragraphs of ``text_path`` with each section's heading (``heading_path``) as its own
     paragraph before the section's first paragraph (S2ORC / unarXive ``body_text`` shape).
