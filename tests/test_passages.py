@@ -73,6 +73,22 @@ def test_the_same_rows_whether_the_small_sides_are_broadcast_or_shuffled(spark, 
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
 
 
+def test_key_counts_from_the_near_repeats_equal_every_units_key_counted(spark, make_cfg, monkeypatch):
+    # Every occurrence of a key after its first is a near repeat, so the keys held twice or more are
+    # found among the near repeats' keys (broadcast); counted over every unit, they are the same rows.
+    from pipelines.passages import transform
+
+    def counts():
+        parts: dict = {}
+        annotate(spark.createDataFrame(DOCS, "doc_id string, text string"), _cfg(make_cfg), parts=parts)
+        return parts["key_counts"].collect()
+
+    matched = counts()
+    monkeypatch.setattr(transform, "BROADCAST_ROWS", 0)  # the near repeats too many to broadcast
+    every = counts()
+    assert sorted(matched) == sorted(every) and len(every) == 1 and every[0]["n"] == 4  # d1, d2, d4 twice
+
+
 def test_overlap_threshold_just_inside_and_just_outside(spark, make_cfg):
     # 17 words, 5 distinct 13-grams; editing the last word leaves 4 of 5 seen (0.8).
     docs = spark.createDataFrame([("a", BANNER), ("b", BANNER.replace("today", "tomorrow"))], "doc_id string, text string")

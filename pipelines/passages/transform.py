@@ -211,8 +211,20 @@ def paragraphs(docs: DataFrame, c: PassagesConfig, blocks: bool = False) -> Data
     return docs.select(*INPUT_COLUMNS, RANK_COLUMN).mapInArrow(per_batch, from_arrow_schema(schema))
 
 
-def key_counts(paras: DataFrame) -> DataFrame:
-    """``key, n`` (occurrences), ``first`` (smallest unit id) of every exact key held twice or more."""
+def key_counts(paras: DataFrame, near: DataFrame | None = None) -> DataFrame:
+    """``key, n`` (occurrences), ``first`` (smallest unit id) of every exact key held twice or more.
+
+    Args:
+        paras: the units (``uid``, ``key``).
+        near: the near repeats (``key``; :func:`near_units`), at most :data:`BROADCAST_ROWS` rows, or
+            None. Every occurrence of a key after its first is a near repeat (the same text has the
+            same words, so all its n-grams are held by the earlier unit: a share of 1), so the keys held
+            twice or more are among theirs: the units are then matched against those keys, broadcast,
+            and only the matches are aggregated, instead of every unit's key shuffled (1.53 M units,
+            ~4.5 CPU-s of Spark tasks at scale, for a corpus with no exact repeat).
+    """
+    if near is not None:
+        paras = paras.select("key", "uid").join(F.broadcast(near.select("key").distinct()), "key")
     return (paras.groupBy("key").agg(F.count(F.lit(1)).alias("n"), F.min("uid").alias("first"))
             .where(F.col("n") > 1))
 
@@ -232,31 +244,30 @@ def exact_repeats(paras: DataFrame, counts: DataFrame, fits: bool = False) -> Da
             .select("uid", F.lit("exact").alias("kind"), "first"))
 
 
-def near_repeats(paras: DataFrame, blocks: DataFrame, docs: DataFrame, c: PassagesConfig,
-                 cached: list[DataFrame] | None = None) -> DataFrame:
-    """``uid, kind='near', first`` of units with at least ``c.overlap`` of their distinct n-grams held by
-    an earlier unit; ``first`` is the smallest unit id among the first holders of those n-grams (its
-    document is the smallest ``doc_id`` that held one first).
+def near_units(paras: DataFrame, blocks: DataFrame, cached: list[DataFrame], c: PassagesConfig
+               ) -> tuple[DataFrame, bool, DataFrame]:
+    """The near repeats: ``uid, doc_id, key`` of the units with at least ``c.overlap`` of their distinct
+    n-grams held by an earlier unit.
 
     Map side (:func:`udfs.paragraphs.gram_blocks`, per batch of the paragraph kernel,
     :func:`paragraphs`): each n-gram's first holder in the batch, packed into one row per hash
     bucket, and the batch's later holders counted as seen. Reduce side
-    (:func:`udfs.paragraphs.first_holders`, one bucket at a time): the first holder over all batches,
-    each batch's first holder that another batch precedes counted as seen, and the n-grams held twice or
-    more. Spark moves a few packed rows per batch instead of one row per n-gram; a banner repeated in
-    every document is one entry per batch. The map side's seen counts travel through the same exchange
-    (:func:`udfs.paragraphs.first_holder_batches` passes them on). Only the near repeats look up where
-    their n-grams were first seen: their documents go through the paragraph kernel again (the units'
-    n-gram lists are not kept), a join of ``docs`` with those documents' ids (broadcast where few).
+    (:func:`udfs.paragraphs.first_holder_batches`, one bucket at a time): the first holder over all
+    batches, each batch's first holder that another batch precedes counted as seen, and the n-grams held
+    twice or more. Spark moves a few packed rows per batch instead of one row per n-gram; a banner
+    repeated in every document is one entry per batch. The map side's seen counts travel through the
+    same exchange (:func:`udfs.paragraphs.first_holder_batches` passes them on).
 
     Args:
-        paras: the units of :func:`paragraphs` (``uid``, ``doc_id``, ``n_grams``), persisted.
+        paras: the units of :func:`paragraphs` (``uid``, ``doc_id``, ``n_grams``, ``key``), persisted.
         blocks: its block and ``(uid, seen)`` rows (:data:`udfs.paragraphs.BLOCK_SCHEMA`), persisted.
-        docs: the documents (``doc_id``, ``text``) the units were cut from.
-        c: the ``passages`` config section (``overlap``; the kernel's settings).
         cached: receives the DataFrames persisted here.
+        c: the ``passages`` config section (``overlap``).
+
+    Returns:
+        (the near repeats, persisted; whether they are at most :data:`BROADCAST_ROWS` rows; the reduce
+        step's rows, :data:`udfs.paragraphs.FIRST_SCHEMA`, persisted).
     """
-    cached = cached if cached is not None else []
     # The map side's ``(uid, seen)`` rows (``bucket`` null) go through the same exchange, spread by unit
     # id, and come out of the reduce step as they are.
     spread = F.coalesce(F.col("bucket"), F.pmod(F.col("uid"), F.lit(kernels.GRAM_BUCKETS)).cast("int"))
@@ -265,9 +276,29 @@ def near_repeats(paras: DataFrame, blocks: DataFrame, docs: DataFrame, c: Passag
                .persist(TEXT_CACHE))
     cached.append(reduced)
     seen = reduced.where(F.col("uid").isNotNull()).groupBy("uid").agg(F.sum("seen").alias("seen"))
-    near = (join_small(seen, paras.select("uid", "doc_id", "n_grams"), "uid", "inner", cached)
-            .where(F.col("seen") / F.col("n_grams") >= F.lit(c.overlap)).select("uid", "doc_id"))
+    near = (join_small(seen, paras.select("uid", "doc_id", "n_grams", "key"), "uid", "inner", cached)
+            .where(F.col("seen") / F.col("n_grams") >= F.lit(c.overlap)).select("uid", "doc_id", "key"))
     near, fits = persist_small(near, cached)
+    return near, fits, reduced
+
+
+def near_repeats(near: DataFrame, fits: bool, reduced: DataFrame, docs: DataFrame, c: PassagesConfig,
+                 cached: list[DataFrame] | None = None) -> DataFrame:
+    """``uid, kind='near', first`` of the near repeats (:func:`near_units`); ``first`` is the smallest
+    unit id among the first holders of their n-grams held by an earlier unit (its document is the
+    smallest ``doc_id`` that held one first).
+
+    Only the near repeats look up where their n-grams were first seen: their documents go through the
+    paragraph kernel again (the units' n-gram lists are not kept), a join of ``docs`` with those
+    documents' ids (broadcast where few).
+
+    Args:
+        near, fits, reduced: :func:`near_units`' values.
+        docs: the documents (``doc_id``, ``text``) the units were cut from.
+        c: the ``passages`` config section (the kernel's settings).
+        cached: receives the DataFrames persisted here.
+    """
+    cached = cached if cached is not None else []
     holders = near.select("doc_id", first_doc("uid").alias(RANK_COLUMN)).distinct()
     again = paragraphs(join_small(holders, docs.select(*INPUT_COLUMNS), "doc_id", "inner", cached), c)
     picked = near.select("uid")
@@ -432,14 +463,18 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
     rows = _kept_on_disk(paragraphs(ranked, c, blocks=True))
     cached.append(rows)
     paras = rows.where(F.col("n_grams").isNotNull()).select(*kernels.UNIT_COLUMNS)
+    near = matched = None
+    if c.near:
+        blocks = rows.where(F.col("n_grams").isNull()).select(*kernels.BLOCK_SCHEMA.names)
+        near, near_fits, reduced = near_units(paras, blocks, cached, c)
+        matched = near if near_fits else None
     # Kept (one row per key held twice or more: small) for the report's most repeated units, which
     # otherwise aggregated every unit's key a second time.
-    counts, few_keys = persist_small(key_counts(paras), cached)
+    counts, few_keys = persist_small(key_counts(paras, matched), cached)
     if parts is not None:
         parts.update(documents=ranked, paragraphs=paras, key_counts=counts)
     repeats = [exact_repeats(paras, counts, few_keys)] if c.exact else []
-    blocks = rows.where(F.col("n_grams").isNull()).select(*kernels.BLOCK_SCHEMA.names)
-    repeats += [near_repeats(paras, blocks, docs, c, cached)] if c.near else []
+    repeats += [near_repeats(near, near_fits, reduced, docs, c, cached)] if c.near else []
     if not repeats:
         return ranked, ranks, None, True
     kinds = ["exact"] * c.exact + ["near"] * c.near
