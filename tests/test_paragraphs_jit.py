@@ -166,6 +166,13 @@ def test_md5_of_collapsed_whitespace_runs_mixing_ascii_and_other_spaces_equals_h
     assert batch.column("key").to_pylist() == [P.exact_key(t, "collapsed_whitespace") for t in texts]
 
 
+@pytest.mark.parametrize("width", [1, 3, 4, 7, 8])
+def test_low_bytes_are_numpys_little_endian_bytes(width):
+    values = np.random.default_rng(width).integers(0, 2**63, 1000, dtype=np.int64).view(np.uint64) << np.uint64(1)
+    expected = values.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :width].reshape(-1)
+    assert np.array_equal(J.low_bytes(values, width), expected)
+
+
 def test_space_table_is_str_isspace():
     table = J.space_table()
     assert [cp for cp in np.flatnonzero(table)] == [cp for cp in range(0x110000) if chr(cp).isspace()]

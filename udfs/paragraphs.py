@@ -607,7 +607,7 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
         has = seen > 0
         seen_u, inverse = np.unique(uids[has], return_inverse=True)  # np.unique's order, as the reference
         seen_k = np.bincount(inverse.reshape(-1), weights=seen[has], minlength=seen_u.size).astype(np.int32)
-        return _block_batch(blocks, offsets[:-1], hg, hu, counts, seen_u, seen_k, n_buckets)
+        return _block_batch(blocks, offsets[:-1], hg, hu, counts, seen_u, seen_k, n_buckets, compiled=True)
     u = np.repeat(uids, lengths)
     order = pair_order(_signed_order(g), np.repeat(_ranks(uids), lengths),
                        minor_bits=max(uids.size - 1, 1).bit_length())
@@ -646,18 +646,27 @@ def _binary(data: np.ndarray, offsets: np.ndarray, nulls: int) -> pa.Array:
     return pa.concat_arrays([values, pa.nulls(nulls, pa.binary())]) if nulls else values
 
 
+def _low_bytes(values: np.ndarray, width: int, compiled: bool = False) -> np.ndarray:
+    """The low ``width`` bytes of each value (uint64 [N]), little-endian, one value after another (uint8
+    [N * width], contiguous). ``compiled``: :func:`udfs.paragraphs_jit.low_bytes` where loaded."""
+    if compiled and (paragraphs_jit := KERNELS.after(values.nbytes)) is not None:
+        return paragraphs_jit.low_bytes(np.ascontiguousarray(values, np.uint64), width)
+    return values.astype("<u8").view(np.uint8).reshape(values.size, 8)[:, :width].reshape(-1)
+
+
 def _block_batch(buckets: np.ndarray, cuts: np.ndarray, hg: np.ndarray, hu: np.ndarray, counts: np.ndarray,
-                 seen_u: np.ndarray, seen_k: np.ndarray, n_buckets: int) -> pa.RecordBatch:
+                 seen_u: np.ndarray, seen_k: np.ndarray, n_buckets: int,
+                 compiled: bool = False) -> pa.RecordBatch:
     """:data:`BLOCK_SCHEMA` rows: bucket ``buckets[i]`` holds ``hg``, ``hu``, ``counts`` (int64) from
     ``cuts[i]`` to the next block's cut (the blocks one after another, covering the arrays), packed;
-    then the ``(uid, seen)`` rows."""
+    then the ``(uid, seen)`` rows. ``compiled``: pack the bytes with the compiled kernel (the same bytes)."""
     cuts = np.asarray(cuts, np.int64)
     n_blocks, n = cuts.size, hg.size
     starts = np.r_[cuts, n]  # the blocks are contiguous: block i ends where block i+1 starts
     shift = _gram_shift(n_buckets)
     width = (64 - shift + 7) // 8
     keys = (np.asarray(hg, np.int64).view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(shift)
-    gram_data = keys.astype("<u8").view(np.uint8).reshape(n, 8)[:, :width]
+    gram_data = _low_bytes(keys, width, compiled)
     hu = np.asarray(hu, np.int64)
     base = (int(hu.min()) & ~int(_IDX_MASK)) if n else 0
     v = hu.view(np.uint64) - np.uint64(base & ((1 << 64) - 1))
@@ -666,7 +675,7 @@ def _block_batch(buckets: np.ndarray, cuts: np.ndarray, hg: np.ndarray, hu: np.n
     packed = ((v >> np.uint64(IDX_BITS)) << np.uint64(bits)) | lo
     uid_width = max((int(packed.max()).bit_length() + 7) // 8, 1) if n else 1
     if uid_width <= 4:
-        uid_data = packed.astype("<u8").view(np.uint8).reshape(n, 8)[:, :uid_width].reshape(-1)
+        uid_data = _low_bytes(packed, uid_width, compiled)
     else:  # a batch's documents too far apart in rank: the uids as they are
         uid_data, uid_width, bits = hu.astype("<i8").view(np.uint8), 8, -1
     odd = np.flatnonzero(np.asarray(counts) != 1)
@@ -679,7 +688,7 @@ def _block_batch(buckets: np.ndarray, cuts: np.ndarray, hg: np.ndarray, hu: np.n
     pad = np.zeros(seen_u.size, np.int64)
     return pa.record_batch([
         pa.array(np.r_[np.asarray(buckets, np.int64), pad].astype(np.int32), mask=~is_block),
-        _binary(gram_data.reshape(-1), starts * width, seen_u.size),
+        _binary(gram_data, starts * width, seen_u.size),
         _binary(uid_data, starts * uid_width, seen_u.size),
         _binary(exceptions.view(np.uint8), exc_offsets, seen_u.size),
         pa.array(np.r_[np.full(n_blocks, shift, np.int64), pad].astype(np.int8), mask=~is_block),

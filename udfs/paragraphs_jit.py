@@ -792,6 +792,21 @@ def gram_blocks_arrays(g, lengths, uids, n_buckets):  # pragma: no cover - compi
 
 
 @nb.njit(cache=True)
+def low_bytes(values, width):  # pragma: no cover - compiled
+    """The low ``width`` bytes (1 to 8) of each value of ``values`` (uint64 [N]), little-endian, one value
+    after another (uint8 [N * width]): :func:`udfs.paragraphs._low_bytes` in one pass, where numpy copies a
+    strided [N, width] view byte by byte."""
+    out = np.empty(values.size * width, np.uint8)
+    at = 0
+    for i in range(values.size):
+        v = values[i]
+        for q in range(width):
+            out[at + q] = (v >> np.uint64(8 * q)) & np.uint64(0xFF)
+        at += width
+    return out
+
+
+@nb.njit(cache=True)
 def first_holders_arrays(g, u, c):  # pragma: no cover - compiled
     """:func:`udfs.paragraphs.first_holders`' arrays over one bucket's blocks (int64 [N] each: n-gram,
     its first holder in a batch, that batch's holders): (every holder but the smallest uid of each
