@@ -222,7 +222,11 @@ def blank_detail(text: str, shown: int = 5) -> str:
 
     >>> blank_detail("\u200b\u200b \t")
     '4 characters, none but whitespace once normalised: U+200B x2, U+0020 x1, U+0009 x1'
+    >>> blank_detail("")
+    'the text is empty'
     """
+    if not text:
+        return "the text is empty"
     counts = Counter(text).most_common(shown + 1)
     listed = ", ".join(f"U+{ord(c):04X} x{n}" for c, n in counts[:shown])
     more = ", ..." if len(counts) > shown else ""
