@@ -246,8 +246,8 @@ def test_excerpt_is_truncated_and_detail_names_the_problem():
     assert rows[0]["excerpt"] == '{"text": 5, "pad": "' and rows[0]["detail"] == "field 'text' holds int"
     assert json.loads(b'{"a": 1}')  # sanity: json module in use
     listed = _rows("l.jsonl", b'{"text": ["One.", "Two.", 3]}\n{"text": ["One.", null, "Two."]}\n')
-    assert listed[1]["detail"] == ("field 'text' holds a list whose item [2] is int (a list is read as paragraphs "
-                                   "only when it holds strings)")
+    assert listed[1]["detail"] == ("field 'text' holds a list whose item [2] is int (paragraphs must be strings; "
+                                   "null items are left out)")
     assert _docs(listed) == [(2, None, "One.\n\nTwo.")]
 
 

@@ -284,7 +284,7 @@ def not_text(value: Any) -> str:
     >>> not_text(5)
     'int'
     >>> not_text(["One paragraph.", ["Two.", 3]])
-    'a list whose item [1][1] is int (a list is read as paragraphs only when it holds strings)'
+    'a list whose item [1][1] is int (paragraphs must be strings; null items are left out)'
     """
     def first_bad(v: Any, at: str) -> tuple[str, str] | None:
         for i, item in enumerate(v):
@@ -300,7 +300,7 @@ def not_text(value: Any) -> str:
     if found is None:
         return type(value).__name__
     at, kind = found
-    return f"a list whose item {at} is {kind} (a list is read as paragraphs only when it holds strings)"
+    return f"a list whose item {at} is {kind} (paragraphs must be strings; null items are left out)"
 
 
 def sectioned_text(obj: Any, text_path: str, heading_path: str) -> Any:
