@@ -135,7 +135,9 @@ def _random_units(rng):
 
     n = int(rng.integers(1, 40))
     uids = np.sort(rng.choice(1000, n, replace=False)).astype(np.int64)
-    return n, uids, [sorted(set(rng.integers(0, 30, int(rng.integers(0, 8))).tolist())) for _ in range(n)]
+    # 30 n-gram hashes spread over 64 bits, as real ones are (distinct under P.gram_mask)
+    hashes = np.random.default_rng(0).integers(-(2**63), 2**63 - 1, 30, dtype=np.int64) & P.gram_mask(4)
+    return n, uids, [sorted(set(hashes[rng.integers(0, 30, int(rng.integers(0, 8)))].tolist())) for _ in range(n)]
 
 
 def test_gram_blocks_and_first_holders_match_a_direct_count_in_any_batching():
@@ -166,6 +168,23 @@ def test_gram_blocks_and_first_holders_match_a_direct_count_in_any_batching():
                 else:
                     shared[r["gram"]] = r["first"]
         assert (seen, shared) == _blocks_by_reference(uids.tolist(), lists)
+
+
+def test_the_near_rule_compares_n_grams_on_the_bits_of_gram_mask():
+    import numpy as np
+    import pyarrow as pa
+
+    mask = P.gram_mask()
+    assert bin(mask & (2**64 - 1)).count("1") == P.GRAM_BITS
+    g = -0x1234_5678_9ABC_DEF1
+    other = g ^ (1 << 20)  # differs only in a bit the mask leaves out (between the bucket and the key)
+    assert other & mask == g & mask
+    batches = [P.gram_blocks(np.array([u], np.int64), pa.array([[x]], pa.list_(pa.int64())))
+               for u, x in ((7, other), (3, g))]
+    blocks = pa.Table.from_batches(batches).filter(pa.compute.is_valid(pa.Table.from_batches(batches)["bucket"]))
+    out = P.first_holders(*P.unpack_blocks(blocks)).to_pylist()
+    assert out == [{"uid": 7, "seen": 1, "gram": None, "first": None},
+                   {"uid": None, "seen": None, "gram": g & mask, "first": 3}]
 
 
 def test_first_holder_batches_pass_seen_rows_through_and_reduce_each_bucket_once():
@@ -250,6 +269,7 @@ def test_packed_blocks_unpack_to_the_arrays_packed():
                                    np.zeros(0, np.int32), n_buckets)
             assert batch.schema == P.BLOCK_SCHEMA
             g, u, c = P.unpack_blocks(batch)
+            hg = hg & np.int64(P.gram_mask(n_buckets))  # the bits the near rule compares come back
             assert (g == hg).all() and (u == hu).all() and (c == counts).all()
             assert (batch.column("uid_bits").to_numpy() >= 0).all() == (spread < 1 << 30)
             mixed = P.unpack_blocks(pa.Table.from_batches([batch, P._block_batch(

@@ -180,8 +180,9 @@ def test_space_table_is_str_isspace():
 
 def _random_lists(rng: np.random.Generator, n_units: int, spread: int) -> list[list[int]]:
     """Sorted distinct n-gram lists; a small ``spread`` makes units share n-grams (repeats in a batch)."""
-    if spread:
-        return [sorted(set(rng.integers(-spread, spread, int(rng.integers(0, 40))).tolist()))
+    if spread:  # 2 * spread hashes spread over 64 bits, as real ones are (distinct under P.gram_mask)
+        table = np.random.default_rng(spread).integers(-(2**63), 2**63 - 1, 2 * spread, dtype=np.int64)
+        return [sorted(set(table[rng.integers(0, 2 * spread, int(rng.integers(0, 40)))].tolist()))
                 for _ in range(n_units)]
     return [sorted(set(rng.integers(-(2**63), 2**63 - 1, int(rng.integers(0, 40)), dtype=np.int64).tolist()))
             for _ in range(n_units)]

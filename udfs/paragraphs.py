@@ -481,8 +481,17 @@ def apply_removals(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, li
 # ------------------------------------------------------------------------ near repeats in gram blocks
 GRAM_BUCKETS = 1024
 """Hash buckets the n-grams of the near rule are grouped in (:func:`gram_blocks`): a reduce step holds
-one bucket at a time, about 1/1024 of the corpus's distinct (n-gram, batch) pairs (~10 bytes each packed,
+one bucket at a time, about 1/1024 of the corpus's distinct (n-gram, batch) pairs (~7 bytes each packed,
 :data:`BLOCK_SCHEMA`)."""
+GRAM_BITS = 50
+"""Bits of each n-gram's 64-bit hash the near rule compares (:func:`gram_mask`): the bucket's bits and the
+top ones, rounded up to whole bytes of a block's key. N distinct n-grams give about N**2 / 2**(GRAM_BITS+1)
+false matches: ~4 for the 10**8 n-grams of 600 MB of text, a share of 4e-8 (4e-6 at 10**10), each
+making one n-gram of one unit count as seen. BFF, whose semantics the rule follows, keeps its n-grams in
+a Bloom filter that errs the same way at the false-positive rate it is sized for (DCLM's ``bff``). Two bytes
+of the ~9 of each packed pair (every byte is written to the stage's disk cache and to the shuffle and read
+back twice) were left out for it (bench/notes.md, "Passages at scale: the near rule's n-grams compared
+on 50 bits")."""
 
 BLOCK_SCHEMA = pa.schema([
     ("bucket", pa.int32()), ("grams", pa.binary()), ("uids", pa.binary()), ("counts", pa.binary()),
@@ -493,9 +502,10 @@ BLOCK_SCHEMA = pa.schema([
 batch (``bucket`` null; ``uid``, ``seen``). A block packs its n-grams, first holders and holder counts
 (:func:`unpack_blocks` reads them back):
 
-* ``grams``: each n-gram's key (the hash as unsigned with the sign bit flipped, so ascending as signed)
-  shifted right by ``gram_shift`` bits, little-endian in ``ceil((64 - gram_shift) / 8)`` bytes; the bits
-  left out are the bucket (a power-of-two bucket count; 0 otherwise, all 8 bytes);
+* ``grams``: each n-gram's key: the top ``8 * w`` bits of the hash as unsigned with the sign bit flipped
+  (so ascending as signed), little-endian in ``w = ceil((GRAM_BITS - gram_shift) / 8)`` bytes
+  (:data:`GRAM_BITS`); the low ``gram_shift`` bits are the bucket (a power-of-two bucket count; 0
+  otherwise), the bits between are zero (:func:`gram_mask`);
 * ``uids``: with ``uid_bits`` k >= 0, ``(v >> IDX_BITS) << k | (v & (2**IDX_BITS - 1))`` of
   ``v = uid - uid_base`` (``uid_base`` the batch's smallest document rank, ``<< IDX_BITS``; k the bits
   of the largest unit index), little-endian in the fewest bytes (1 to 4) that hold the batch's largest;
@@ -590,7 +600,8 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
 
     Args:
         uids: int64 [units], unit ids (:func:`unit_ids`).
-        grams: list<int64> [units], each unit's distinct n-gram hashes.
+        grams: list<int64> [units], each unit's distinct n-gram hashes, compared on the bits of
+            :func:`gram_mask` (the blocks hold them masked).
         n_buckets: buckets the n-grams are spread over (by hash).
         compiled: run :func:`udfs.paragraphs_jit.gram_blocks_arrays` (the same rows); False runs the
             numpy reference below.
@@ -600,7 +611,7 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
         ``(uid, seen)`` row per unit holding n-grams an earlier unit of the batch holds.
     """
     lengths = np.diff(np.asarray(grams.offsets)).astype(np.int64) if len(grams) else np.zeros(0, np.int64)
-    g = np.asarray(grams.flatten().to_numpy(zero_copy_only=False), np.int64)
+    g = np.asarray(grams.flatten().to_numpy(zero_copy_only=False), np.int64) & np.int64(gram_mask(n_buckets))
     uids = np.asarray(uids, np.int64)
     if compiled and (paragraphs_jit := KERNELS.after(g.nbytes)) is not None:
         blocks, offsets, hg, hu, counts, seen = paragraphs_jit.gram_blocks_arrays(g, lengths, uids, n_buckets)
@@ -637,6 +648,27 @@ def _gram_shift(n_buckets: int) -> int:
     return n_buckets.bit_length() - 1 if n_buckets > 1 and n_buckets & (n_buckets - 1) == 0 else 0
 
 
+def _gram_width(shift):
+    """Bytes of a block's n-gram key for ``shift`` bucket bits (int or int64 array): :data:`GRAM_BITS`
+    less the bucket's bits, rounded up to whole bytes."""
+    return (GRAM_BITS - shift + 7) // 8
+
+
+def gram_mask(n_buckets: int = GRAM_BUCKETS) -> int:
+    """The bits of an n-gram hash the near rule compares with ``n_buckets`` buckets, as a signed 64-bit
+    int: the top ``8 * w`` (:func:`_gram_width`) and the low ``gram_shift`` (the bucket). Every n-gram
+    leaves :func:`gram_blocks` masked with it, and :func:`first_holders` returns masked n-grams: a lookup
+    of a unit's n-grams among them (the near repeats' first holders) masks them the same way.
+
+    >>> hex(gram_mask(1024) & (2**64 - 1))
+    '0xffffffffff0003ff'
+    """
+    shift = _gram_shift(n_buckets)
+    top = 8 * _gram_width(shift)
+    mask = (((1 << top) - 1) << (64 - top)) | ((1 << shift) - 1)
+    return mask - (1 << 64) if mask >= 1 << 63 else mask
+
+
 def _binary(data: np.ndarray, offsets: np.ndarray, nulls: int) -> pa.Array:
     """A binary array of ``offsets.size - 1`` values cut from ``data`` (uint8) at byte ``offsets``,
     then ``nulls`` nulls; built from the buffers, no Python ``bytes`` per value."""
@@ -664,8 +696,8 @@ def _block_batch(buckets: np.ndarray, cuts: np.ndarray, hg: np.ndarray, hu: np.n
     n_blocks, n = cuts.size, hg.size
     starts = np.r_[cuts, n]  # the blocks are contiguous: block i ends where block i+1 starts
     shift = _gram_shift(n_buckets)
-    width = (64 - shift + 7) // 8
-    keys = (np.asarray(hg, np.int64).view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(shift)
+    width = _gram_width(shift)
+    keys = (np.asarray(hg, np.int64).view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(64 - 8 * width)
     gram_data = _low_bytes(keys, width, compiled)
     hu = np.asarray(hu, np.int64)
     base = (int(hu.min()) & ~int(_IDX_MASK)) if n else 0
@@ -740,7 +772,8 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def unpack_blocks(blocks: pa.Table | pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The n-grams, first holders and holder counts (int64 [N] each, block after block) of packed
+    """The n-grams (masked, :func:`gram_mask`), first holders and holder counts (int64 [N] each, block
+    after block) of packed
     :data:`BLOCK_SCHEMA` block rows (``bucket`` set; any buckets, any batches), as
     :func:`first_holders` reads them.
 
@@ -753,7 +786,7 @@ def unpack_blocks(blocks: pa.Table | pa.RecordBatch) -> tuple[np.ndarray, np.nda
     if not rows:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     shift = blocks.column("gram_shift").to_numpy().astype(np.int64)
-    width = (64 - shift + 7) // 8
+    width = _gram_width(shift)
     g_off, g_data = _binary_parts(blocks.column("grams"))
     lengths = np.diff(g_off)
     n = lengths // width
@@ -767,7 +800,8 @@ def unpack_blocks(blocks: pa.Table | pa.RecordBatch) -> tuple[np.ndarray, np.nda
                                                                                strict=True)])
     s = np.repeat(shift.astype(np.uint64), n)
     low = np.repeat(bucket.astype(np.uint64), n) & ((np.uint64(1) << s) - np.uint64(1))
-    g = (((keys << s) | low) ^ np.uint64(1 << 63)).view(np.int64)
+    up = np.repeat((64 - 8 * width).astype(np.uint64), n)
+    g = (((keys << up) | low) ^ np.uint64(1 << 63)).view(np.int64)
     bits = blocks.column("uid_bits").to_numpy().astype(np.int64)
     base = blocks.column("uid_base").to_numpy().astype(np.int64)
     u_off, u_data = _binary_parts(blocks.column("uids"))

@@ -302,8 +302,11 @@ def near_repeats(near: DataFrame, fits: bool, reduced: DataFrame, docs: DataFram
     holders = near.select("doc_id", first_doc("uid").alias(RANK_COLUMN)).distinct()
     again = paragraphs(join_small(holders, docs.select(*INPUT_COLUMNS), "doc_id", "inner", cached), c)
     picked = near.select("uid")
+    # The reduce step's n-grams are masked to the bits the near rule compares (udfs.paragraphs.gram_mask).
+    mask = F.lit(kernels.gram_mask()).cast("long")
     grams = (again.select("uid", "grams").join(F.broadcast(picked) if fits else picked, "uid")
-             .select("uid", F.explode("grams").alias("gram")))
+             .select("uid", F.explode("grams").alias("gram"))
+             .select("uid", F.col("gram").bitwiseAND(mask).alias("gram")))
     shared = reduced.where(F.col("gram").isNotNull()).select("gram", "first")
     return (grams.join(shared, "gram").where(F.col("uid") > F.col("first"))
             .groupBy("uid").agg(F.min("first").alias("first"))
