@@ -213,6 +213,28 @@ def test_compiled_sort_of_a_bucket_too_long_for_the_counting_pass(monkeypatch):
     assert (k == np.sort(keys)).all() and (keys[r] == k).all()
 
 
+@pytest.mark.parametrize("n_buckets", [1, 3, 4, 1024])
+def test_compiled_unpack_equals_the_reference(n_buckets):
+    rng = np.random.default_rng(n_buckets)
+    batches = []
+    for spread in (0, 1, 300, 5000, 1 << 40):  # uids as they are (0), then packed in 1 to 4 bytes
+        lists = _random_lists(rng, 60, spread % 5000)
+        uids = rng.permutation(np.arange(60, dtype=np.int64) * (spread or 1) * 2**P.IDX_BITS // 60 + 3)
+        batches.append(P.gram_blocks(uids, pa.array(lists, pa.list_(pa.int64())), n_buckets))
+    rows = pa.Table.from_batches(batches, schema=P.BLOCK_SCHEMA)
+    blocks = rows.filter(rows.column("bucket").is_valid())
+    for part in (blocks, blocks.slice(3, 40), blocks.slice(0, 0)):
+        ref = P.unpack_blocks(part, compiled=False)
+        got = P.unpack_blocks(part)
+        assert all((a == b).all() and a.dtype == b.dtype for a, b in zip(got, ref, strict=True))
+    bad = blocks.set_column(3, "counts", pa.array([b"\x00" * 13] * blocks.num_rows, pa.binary()))
+    with pytest.raises(ValueError, match="12-byte"):
+        P.unpack_blocks(bad)
+    past = blocks.set_column(3, "counts", pa.array([b"\xff" * 12] * blocks.num_rows, pa.binary()))
+    with pytest.raises(ValueError, match="point past"):
+        P.unpack_blocks(past)
+
+
 @pytest.mark.parametrize("spread", [10, 40, 0])
 def test_compiled_first_holders_equal_the_reference(spread):
     rng = np.random.default_rng(spread)

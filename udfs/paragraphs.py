@@ -771,11 +771,16 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(total, dtype=np.int64)
 
 
-def unpack_blocks(blocks: pa.Table | pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def unpack_blocks(blocks: pa.Table | pa.RecordBatch,
+                  compiled: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The n-grams (masked, :func:`gram_mask`), first holders and holder counts (int64 [N] each, block
-    after block) of packed
-    :data:`BLOCK_SCHEMA` block rows (``bucket`` set; any buckets, any batches), as
+    after block) of packed :data:`BLOCK_SCHEMA` block rows (``bucket`` set; any buckets, any batches), as
     :func:`first_holders` reads them.
+
+    Args:
+        blocks: the block rows.
+        compiled: read the bytes with :func:`udfs.paragraphs_jit.unpack_arrays` (one pass over them, the
+            same arrays) where loaded; False runs the numpy reference below.
 
     Raises:
         ValueError: a block's byte lengths do not match its packing.
@@ -793,6 +798,24 @@ def unpack_blocks(blocks: pa.Table | pa.RecordBatch) -> tuple[np.ndarray, np.nda
     if (n * width != lengths).any():
         raise ValueError("unpack_blocks: a block's grams are not a whole number of n-grams")
     bucket = blocks.column("bucket").to_numpy().astype(np.int64)
+    bits = blocks.column("uid_bits").to_numpy().astype(np.int64)
+    base = blocks.column("uid_base").to_numpy().astype(np.int64)
+    u_off, u_data = _binary_parts(blocks.column("uids"))
+    u_len = np.diff(u_off)
+    u_width = np.where(n > 0, u_len // np.maximum(n, 1), 1)
+    if (u_len != n * u_width).any() or ((bits < 0) & (u_width != 8) & (n > 0)).any():
+        raise ValueError("unpack_blocks: a block's uids do not match its n-grams")
+    c_off, c_data = _binary_parts(blocks.column("counts"))
+    per_row, odd = np.divmod(np.diff(c_off), _EXCEPTION.itemsize)
+    if odd.any():
+        raise ValueError("unpack_blocks: a block's holder counts are not whole 12-byte entries")
+    first = np.r_[0, np.cumsum(n)]
+    exceptions = c_data.view(_EXCEPTION) if c_data.size else np.zeros(0, _EXCEPTION)
+    if (np.repeat(n, per_row) <= exceptions["pos"]).any():
+        raise ValueError("unpack_blocks: a block's holder counts point past its n-grams")
+    if compiled and (paragraphs_jit := KERNELS.after(g_data.nbytes)) is not None:
+        return paragraphs_jit.unpack_arrays(g_data, g_off, width, shift, bucket, u_data, u_off, u_width, bits,
+                                            base, c_data, c_off, first, IDX_BITS)
     if (width == width[0]).all():
         keys = _widen(g_data, int(width[0]))
     else:  # blocks of different bucket counts: one at a time
@@ -802,17 +825,10 @@ def unpack_blocks(blocks: pa.Table | pa.RecordBatch) -> tuple[np.ndarray, np.nda
     low = np.repeat(bucket.astype(np.uint64), n) & ((np.uint64(1) << s) - np.uint64(1))
     up = np.repeat((64 - 8 * width).astype(np.uint64), n)
     g = (((keys << up) | low) ^ np.uint64(1 << 63)).view(np.int64)
-    bits = blocks.column("uid_bits").to_numpy().astype(np.int64)
-    base = blocks.column("uid_base").to_numpy().astype(np.int64)
-    u_off, u_data = _binary_parts(blocks.column("uids"))
-    u_len = np.diff(u_off)
-    u_width = np.where(n > 0, u_len // np.maximum(n, 1), 1)
-    if (u_len != n * u_width).any() or ((bits < 0) & (u_width != 8) & (n > 0)).any():
-        raise ValueError("unpack_blocks: a block's uids do not match its n-grams")
     # Each batch packs its uids in its own width (1-4 bytes, or 8 as they are): one vectorised pass per
     # width over all the blocks of that width, not one per block (a bucket holds a block of every batch).
     u = np.empty(g.size, np.int64)
-    first = np.r_[0, np.cumsum(n)[:-1]]
+    first = first[:-1]
     filled = n > 0
     kind = u_width * 2 + (bits < 0)
     for k in np.unique(kind[filled]).tolist():
@@ -822,10 +838,7 @@ def unpack_blocks(blocks: pa.Table | pa.RecordBatch) -> tuple[np.ndarray, np.nda
         u[at] = data.view("<i8") if raw else _unpack_uids(data, w, np.repeat(bits[sel], n[sel]),
                                                             np.repeat(base[sel], n[sel]))
     c = np.ones(g.size, np.int64)
-    c_off, c_data = _binary_parts(blocks.column("counts"))
-    if c_data.size:
-        exceptions = c_data.view(_EXCEPTION)
-        per_row = np.diff(c_off) // _EXCEPTION.itemsize
+    if exceptions.size:
         c[np.repeat(first, per_row) + exceptions["pos"].astype(np.int64)] = exceptions["count"]
     return g, u, c
 

@@ -807,6 +807,56 @@ def low_bytes(values, width):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
+def unpack_arrays(g_data, g_off, g_width, shift, bucket, u_data, u_off, u_width, bits, base, c_data, c_off,
+                  first, idx_bits):  # pragma: no cover - compiled
+    """:func:`udfs.paragraphs.unpack_blocks`' arrays in one pass over the blocks' bytes (validated by the
+    caller): per block r, ``first[r]`` its first n-gram's position in the output (int64 [rows + 1]), its
+    keys of ``g_width[r]`` bytes at ``g_off[r]``, its uids of ``u_width[r]`` bytes at ``u_off[r]``
+    (``bits[r]`` < 0: as they are), its 12-byte holder-count exceptions from ``c_off[r]`` to
+    ``c_off[r + 1]``. Returns (n-grams, first holders, holder counts), int64 [first[-1]] each."""
+    total = first[first.size - 1]
+    g = np.empty(total, np.int64)
+    u = np.empty(total, np.int64)
+    c = np.ones(total, np.int64)
+    for r in range(first.size - 1):
+        at, n = first[r], first[r + 1] - first[r]
+        w = g_width[r]
+        up = np.uint64(64 - 8 * w)
+        low = np.uint64(bucket[r]) & ((np.uint64(1) << np.uint64(shift[r])) - np.uint64(1))
+        p = g_off[r]
+        for i in range(n):
+            k = np.uint64(0)
+            for q in range(w):
+                k |= np.uint64(g_data[p + q]) << np.uint64(8 * q)
+            p += w
+            g[at + i] = np.int64(((k << up) | low) ^ _SIGN)
+        w = u_width[r]
+        p = u_off[r]
+        kb = bits[r]
+        if kb >= 0:
+            lo_mask = (np.uint64(1) << np.uint64(kb)) - np.uint64(1)
+        b = np.uint64(base[r])
+        for i in range(n):
+            v = np.uint64(0)
+            for q in range(w):
+                v |= np.uint64(u_data[p + q]) << np.uint64(8 * q)
+            p += w
+            if kb < 0:
+                u[at + i] = np.int64(v)
+            else:
+                u[at + i] = np.int64((((v >> np.uint64(kb)) << np.uint64(idx_bits)) | (v & lo_mask)) + b)
+        for e in range(c_off[r], c_off[r + 1], 12):
+            pos = np.int64(0)
+            for q in range(4):
+                pos |= np.int64(c_data[e + q]) << (8 * q)
+            cnt = np.uint64(0)
+            for q in range(8):
+                cnt |= np.uint64(c_data[e + 4 + q]) << np.uint64(8 * q)
+            c[at + pos] = np.int64(cnt)
+    return g, u, c
+
+
+@nb.njit(cache=True)
 def first_holders_arrays(g, u, c):  # pragma: no cover - compiled
     """:func:`udfs.paragraphs.first_holders`' arrays over one bucket's blocks (int64 [N] each: n-gram,
     its first holder in a batch, that batch's holders): (every holder but the smallest uid of each
