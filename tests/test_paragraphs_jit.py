@@ -29,6 +29,20 @@ def test_kernels_load_after_the_byte_threshold_only(monkeypatch):
     P.paragraph_batch(["a"], ["one two three"], "line", 1, 2)
     assert P.KERNELS.module is J
 
+
+def test_a_whole_batch_counts_towards_the_threshold_before_its_slices(monkeypatch):
+    from udfs.compiled import Kernels
+
+    monkeypatch.setattr(P, "KERNELS", Kernels("udfs.paragraphs_jit", after_bytes=100))
+    texts = pa.array(["word " * 10] * 3)  # 150 bytes: each slice of one text alone stays under the threshold
+    P.count_input(texts)
+    assert P.KERNELS.module is J
+    blocks = P.gram_blocks(np.arange(3, dtype=np.int64), pa.array([[1, 2], [3], [4]], pa.list_(pa.int64())),
+                           compiled=False)
+    monkeypatch.setattr(P, "KERNELS", Kernels("udfs.paragraphs_jit", after_bytes=blocks.nbytes))
+    list(P.first_holder_batches(iter([blocks])))  # its n-grams alone are a few dozen bytes
+    assert P.KERNELS.module is J
+
 # Whitespace of every kind str.isspace knows, sentence ends, LaTeX, letters that NFKC or lowercasing
 # change (ligature, fraction, fullwidth, dotted I, combining accent), scripts beyond Latin, an emoji
 # beyond the BMP, a lone surrogate and punctuation.

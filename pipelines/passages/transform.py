@@ -202,6 +202,7 @@ def paragraphs(docs: DataFrame, c: PassagesConfig, blocks: bool = False) -> Data
             # Arrow arrays, not Python lists: the compiled kernel reads the texts' UTF-8 as it is.
             doc_ids, texts = b.column("doc_id"), b.column("text")
             ranks = b.column(RANK_COLUMN).to_numpy(zero_copy_only=False)
+            kernels.count_input(texts)
             for start, end in kernels.text_slices(texts):
                 units = kernels.paragraph_batch(doc_ids[start:end], texts[start:end], unit, min_words, n, key,
                                                 grams, ranks=ranks[start:end], exempt_math=math)
