@@ -185,8 +185,8 @@ def paragraphs(docs: DataFrame, c: PassagesConfig, blocks: bool = False) -> Data
     """One row per unit of ``min_words`` words or more (:data:`udfs.paragraphs.PARAGRAPH_SCHEMA`);
     ``docs`` carries :data:`RANK_COLUMN` (:func:`with_ranks`).
 
-    With ``blocks``, the units without their n-gram lists (``n_grams`` their lengths) and, with
-    ``near``, the near rule's map side on each batch's lists (:func:`udfs.paragraphs.units_and_blocks`):
+    With ``blocks``, the units (:data:`udfs.paragraphs.UNIT_COLUMNS`: no n-gram lists, ``n_grams``
+    their lengths) and, with ``near``, the near rule's map side on each batch's lists (:func:`udfs.paragraphs.units_and_blocks`):
     rows of :data:`udfs.paragraphs.UNIT_BLOCK_SCHEMA`, a unit where ``n_grams`` is set, a block or a
     ``(uid, seen)`` row of :func:`udfs.paragraphs.gram_blocks` where it is null. The lists then leave
     the kernel's process as packed blocks only: kept with the units, they were written to the stage's
