@@ -188,9 +188,10 @@ def paragraphs(docs: DataFrame, c: PassagesConfig, blocks: bool = False) -> Data
     With ``blocks``, the units (:data:`udfs.paragraphs.UNIT_COLUMNS`: no n-gram lists, ``n_grams``
     their lengths) and, with ``near``, the near rule's map side on each batch's lists
     (:func:`udfs.paragraphs.units_and_blocks`): rows of :data:`udfs.paragraphs.UNIT_BLOCK_SCHEMA`, a
-    unit where ``n_grams`` is set, a block or a ``(uid, seen)`` row of :func:`udfs.paragraphs.gram_blocks` where it is null. The lists then leave
-    the kernel's process as packed blocks only: kept with the units, they were written to the stage's
-    disk cache, read by every reader of the units and sent to a Python worker a second time for the
+    unit where ``n_grams`` is set, a block or a ``(uid, seen)`` row of
+    :func:`udfs.paragraphs.gram_blocks` where it is null. The lists then leave the kernel's process as
+    packed blocks only: kept with the units, they were written to the stage's disk cache, read by every
+    reader of the units and sent to a Python worker a second time for the
     blocks (bench/notes.md, "Passages: the near rule's blocks packed").
     """
     unit, min_words, n, key, grams = c.unit, c.min_words, c.ngram_size, c.exact_key, c.near
