@@ -287,3 +287,32 @@ def test_publish_raises_a_failed_write_once_the_others_ended(spark, make_cfg):
     assert spark.conf.get(tables.ALL_FILES_IN_CRC, None) is None
     with pytest.raises(ValueError, match="removing nothing"):
         tables.publish(spark, cfg, "ingest", {"documents": df}, removed=df)
+
+
+def test_a_frame_shuffled_once_is_read_from_its_one_shuffle(spark, tmp_path):
+    # Every reader reads the shuffle written when the frame was made: the Python function on its map
+    # side runs once per input partition however many queries read it; each key's rows share a
+    # partition; release drops the shuffle's files.
+    from pyspark.sql import functions as F
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def tag(batches):
+        import uuid
+
+        for b in batches:
+            (marks / uuid.uuid4().hex).touch()
+            yield b
+
+    df = spark.range(0, 2000, 1, 3).withColumn("k", F.col("id") % 5).mapInArrow(tag, "id long, k long")
+    shuffled = cache.shuffled_once(df, "k")
+    ran = len(list(marks.iterdir()))
+    assert ran >= 3
+    assert shuffled.count() == 2000 and shuffled.where("k = 1").count() == 400
+    assert sorted(r["id"] for r in shuffled.where("id < 3").collect()) == [0, 1, 2]
+    assert len(list(marks.iterdir())) == ran
+    per_part = shuffled.withColumn("p", F.spark_partition_id()).groupBy("k").agg(
+        F.countDistinct("p").alias("n")).collect()
+    assert {r["n"] for r in per_part} == {1}
+    cache.release(shuffled)

@@ -68,6 +68,50 @@ def release_cached(spark: SparkSession) -> None:
         df.unpersist()
 
 
+def shuffled_once(df: DataFrame, *keys) -> DataFrame:
+    """``df.repartition(*keys)`` as a frame whose every reader reads the one shuffle written for it.
+
+    A frame read by several queries runs its plan once per query (a Python kernel included) unless it
+    is persisted, and a persisted or checkpointed copy of a large frame costs a write of every row and
+    a read per query. A shuffle's map output is already such a copy: this frame is built on the
+    exchange's own RDD (the query is planned and its shuffle written now), so Spark's scheduler finds
+    that shuffle's map outputs registered and skips its map stage in every later job, as it does for
+    the stages of one RDD lineage. Unlike a local checkpoint it survives a lost executor (the map
+    stage is run again from its lineage). The shuffle files go when :func:`release` drops them. Where
+    the session is not Spark's classic one (no ``internalCreateDataFrame``), the shuffled frame is
+    persisted on local disk instead.
+
+    Args:
+        df: the frame to shuffle.
+        keys: the repartitioning expressions (``DataFrame.repartition``'s).
+    """
+    from py4j.protocol import Py4JError
+
+    shuffled = df.repartition(*keys)
+    session = df.sparkSession._jsparkSession
+    try:
+        create = session.internalCreateDataFrame
+        rows = shuffled._jdf.queryExecution().toRdd()
+        return DataFrame(create(rows, shuffled._jdf.schema(), False), df.sparkSession)
+    except Py4JError:  # not a classic session: a cache of the shuffled rows instead
+        return shuffled.persist(TEXT_CACHE)
+
+
+def _drop_shuffles(rdd) -> None:
+    # The shuffles an RDD reads (through its narrow dependencies), dropped now rather than when the
+    # driver's garbage collection lets the context cleaner find them.
+    cleaner = rdd.context().cleaner()
+    todo = [rdd]
+    while todo and not cleaner.isEmpty():
+        deps = todo.pop().dependencies()
+        for i in range(deps.size()):
+            dep = deps.apply(i)
+            if dep.getClass().getSimpleName() == "ShuffleDependency":
+                cleaner.get().doCleanupShuffle(dep.shuffleId(), False)
+            else:
+                todo.append(dep.rdd())
+
+
 def release(df: DataFrame) -> None:
     """Drop the blocks of ``df`` without waiting: its cache (``persist``) and, where ``df`` is a local
     checkpoint (its plan a ``LogicalRDD`` over the checkpointed RDD), the checkpoint's blocks, which
@@ -77,3 +121,4 @@ def release(df: DataFrame) -> None:
     plan = df._jdf.queryExecution().logical()
     if plan.getClass().getSimpleName() == "LogicalRDD":
         plan.rdd().unpersist(False)
+        _drop_shuffles(plan.rdd())

@@ -19,8 +19,10 @@ row per key; the near rule aggregates packed n-gram blocks (:func:`near_repeats`
    goes whole when at least ``doc_overlap`` of its characters were cut, or fewer than ``min_chars_after``
    non-blank (non-whitespace) characters are left.
 
-Every frame persisted here that holds text or n-grams (the ranked documents, in span mode only; the
-units with the near rule's packed blocks; the near rule's reduce output) is kept on local disk
+The paragraph kernel's output (units, and the near rule's packed blocks) is read from the shuffle of
+the blocks' exchange with the near rule on (:func:`pipelines.core.cache.shuffled_once`), else from a
+local checkpoint. Every frame persisted here that holds text or n-grams (the ranked documents, in span
+mode only; the units without the near rule; the near rule's reduce output) is kept on local disk
 (:data:`pipelines.core.cache.TEXT_CACHE`): each is as large as the text or larger,
 and on the heap the sorted documents of a million short documents took a 1 GB driver to
 ``OutOfMemoryError`` (bench/notes.md, "Passages at a million documents"). Only the sorted ``doc_id``
@@ -38,7 +40,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from pipelines.core import chain
+from pipelines.core import cache, chain
 from pipelines.core.cache import TEXT_CACHE
 from udfs import paragraphs as kernels
 from udfs.errors import UserError
@@ -246,6 +248,12 @@ def exact_repeats(paras: DataFrame, counts: DataFrame, fits: bool = False) -> Da
             .select("uid", F.lit("exact").alias("kind"), "first"))
 
 
+def spread_key() -> Column:
+    """The near rule's exchange key of a row of :data:`udfs.paragraphs.UNIT_BLOCK_SCHEMA`: a block's
+    bucket, else (a unit or a ``(uid, seen)`` row) its unit id modulo the buckets."""
+    return F.coalesce(F.col("bucket"), F.pmod(F.col("uid"), F.lit(kernels.GRAM_BUCKETS)).cast("int"))
+
+
 def near_units(paras: DataFrame, blocks: DataFrame, cached: list[DataFrame], c: PassagesConfig
                ) -> tuple[DataFrame, bool, DataFrame]:
     """The near repeats: ``uid, doc_id, key`` of the units with at least ``c.overlap`` of their distinct
@@ -262,7 +270,8 @@ def near_units(paras: DataFrame, blocks: DataFrame, cached: list[DataFrame], c: 
 
     Args:
         paras: the units of :func:`paragraphs` (``uid``, ``doc_id``, ``n_grams``, ``key``), persisted.
-        blocks: its block and ``(uid, seen)`` rows (:data:`udfs.paragraphs.BLOCK_SCHEMA`), persisted.
+        blocks: its block and ``(uid, seen)`` rows (:data:`udfs.paragraphs.BLOCK_SCHEMA`), partitioned
+            by :func:`spread_key` (:func:`pipelines.core.cache.shuffled_once`).
         cached: receives the DataFrames persisted here.
         c: the ``passages`` config section (``overlap``).
 
@@ -270,10 +279,9 @@ def near_units(paras: DataFrame, blocks: DataFrame, cached: list[DataFrame], c: 
         (the near repeats, persisted; whether they are at most :data:`BROADCAST_ROWS` rows; the reduce
         step's rows, :data:`udfs.paragraphs.FIRST_SCHEMA`, persisted).
     """
-    # The map side's ``(uid, seen)`` rows (``bucket`` null) go through the same exchange, spread by unit
-    # id, and come out of the reduce step as they are.
-    spread = F.coalesce(F.col("bucket"), F.pmod(F.col("uid"), F.lit(kernels.GRAM_BUCKETS)).cast("int"))
-    reduced = (blocks.repartition(spread).sortWithinPartitions("bucket")
+    # The map side's ``(uid, seen)`` rows (``bucket`` null) went through the same exchange, spread by
+    # unit id, and come out of the reduce step as they are.
+    reduced = (blocks.sortWithinPartitions("bucket")
                .mapInArrow(kernels.first_holder_batches, from_arrow_schema(kernels.FIRST_SCHEMA))
                .persist(TEXT_CACHE))
     cached.append(reduced)
@@ -450,8 +458,8 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
         cached: receives every DataFrame persisted or checkpointed here (the caller releases them when
             done: :func:`pipelines.core.cache.release`).
         parts: receives ``documents`` (``docs`` with :data:`RANK_COLUMN`), ``paragraphs``
-            (:func:`paragraphs`' units, checkpointed) and ``key_counts`` (:func:`key_counts`,
-            persisted), for the report's most repeated units.
+            (:func:`paragraphs`' units, read from a shuffle or a checkpoint) and ``key_counts``
+            (:func:`key_counts`, persisted), for the report's most repeated units.
 
     Returns:
         (``docs`` with :data:`RANK_COLUMN`; ``doc_id, _rank`` (:func:`with_ranks`); :func:`unit_cuts`'
@@ -465,7 +473,12 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
     ranked, ranks = with_ranks(docs, cached, persist=c.spans)
     if c.spans:
         cached.append(ranked)
-    rows = _kept_on_disk(paragraphs(ranked, c, blocks=True))
+    rows = paragraphs(ranked, c, blocks=True)
+    # With the near rule, the units and the blocks go through the blocks' exchange together and every
+    # reader reads that one shuffle (the units spread by unit id): no disk cache of the kernel's output
+    # written and read back before the blocks are shuffled (bench/notes.md, "Passages at scale: the
+    # kernel's output read from its shuffle").
+    rows = cache.shuffled_once(rows, spread_key()) if c.near else _kept_on_disk(rows)
     cached.append(rows)
     paras = rows.where(F.col("n_grams").isNotNull()).select(*kernels.UNIT_COLUMNS)
     near = matched = None
