@@ -99,7 +99,9 @@ def shuffled_once(df: DataFrame, *keys) -> DataFrame:
 
 def _drop_shuffles(rdd) -> None:
     # The shuffles an RDD reads (through its narrow dependencies), dropped now rather than when the
-    # driver's garbage collection lets the context cleaner find them.
+    # driver's garbage collection lets the context cleaner find them. Blocking: an asynchronous removal
+    # still in flight when the session stopped printed a RejectedExecutionException's stack trace (seen
+    # with a 1 GB driver at scale, where the collector ran often).
     cleaner = rdd.context().cleaner()
     todo = [rdd]
     while todo and not cleaner.isEmpty():
@@ -107,7 +109,7 @@ def _drop_shuffles(rdd) -> None:
         for i in range(deps.size()):
             dep = deps.apply(i)
             if dep.getClass().getSimpleName() == "ShuffleDependency":
-                cleaner.get().doCleanupShuffle(dep.shuffleId(), False)
+                cleaner.get().doCleanupShuffle(dep.shuffleId(), True)
             else:
                 todo.append(dep.rdd())
 
