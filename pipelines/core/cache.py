@@ -115,10 +115,10 @@ def _drop_shuffles(rdd) -> None:
 
 
 def release(df: DataFrame) -> None:
-    """Drop the blocks of ``df`` without waiting: its cache (``persist``) and, where ``df`` is a local
-    checkpoint (its plan a ``LogicalRDD`` over the checkpointed RDD), the checkpoint's blocks, which
-    ``unpersist`` leaves to the context cleaner (a JVM garbage collection away, so held for the rest of
-    a chain run). Use only once nothing will read ``df`` again: a local checkpoint cannot be recomputed."""
+    """Drop the blocks of ``df``: its cache (``persist``) and, where ``df`` is a local checkpoint or a
+    frame of :func:`shuffled_once` (its plan a ``LogicalRDD``), the checkpoint's blocks or the shuffle's
+    files, which ``unpersist`` leaves to the context cleaner (a JVM garbage collection away, so held for
+    the rest of a chain run). Use only once nothing will read ``df`` again: a local checkpoint cannot be recomputed."""
     df.unpersist(False)
     plan = df._jdf.queryExecution().logical()
     if plan.getClass().getSimpleName() == "LogicalRDD":

@@ -269,7 +269,8 @@ def near_units(paras: DataFrame, blocks: DataFrame, cached: list[DataFrame], c: 
     same exchange (:func:`udfs.paragraphs.first_holder_batches` passes them on).
 
     Args:
-        paras: the units of :func:`paragraphs` (``uid``, ``doc_id``, ``n_grams``, ``key``), persisted.
+        paras: the units of :func:`paragraphs` (``uid``, ``doc_id``, ``n_grams``, ``key``), read from
+            the kernel's shuffle.
         blocks: its block and ``(uid, seen)`` rows (:data:`udfs.paragraphs.BLOCK_SCHEMA`), partitioned
             by :func:`spread_key` (:func:`pipelines.core.cache.shuffled_once`).
         cached: receives the DataFrames persisted here.
