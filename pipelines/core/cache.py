@@ -118,7 +118,8 @@ def release(df: DataFrame) -> None:
     """Drop the blocks of ``df``: its cache (``persist``) and, where ``df`` is a local checkpoint or a
     frame of :func:`shuffled_once` (its plan a ``LogicalRDD``), the checkpoint's blocks or the shuffle's
     files, which ``unpersist`` leaves to the context cleaner (a JVM garbage collection away, so held for
-    the rest of a chain run). Use only once nothing will read ``df`` again: a local checkpoint cannot be recomputed."""
+    the rest of a chain run). Use only once nothing will read ``df`` again: a local checkpoint cannot be
+    recomputed."""
     df.unpersist(False)
     plan = df._jdf.queryExecution().logical()
     if plan.getClass().getSimpleName() == "LogicalRDD":
