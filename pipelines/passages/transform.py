@@ -256,8 +256,8 @@ def spread_key() -> Column:
 
 def near_units(paras: DataFrame, blocks: DataFrame, cached: list[DataFrame], c: PassagesConfig
                ) -> tuple[DataFrame, bool, DataFrame]:
-    """The near repeats: ``uid, doc_id, key`` of the units with at least ``c.overlap`` of their distinct
-    n-grams held by an earlier unit.
+    """The near repeats: ``uid, key`` of the units with at least ``c.overlap`` of their distinct n-grams
+    held by an earlier unit.
 
     Map side (:func:`udfs.paragraphs.gram_blocks`, per batch of the paragraph kernel,
     :func:`paragraphs`): each n-gram's first holder in the batch, packed into one row per hash
@@ -269,8 +269,8 @@ def near_units(paras: DataFrame, blocks: DataFrame, cached: list[DataFrame], c: 
     same exchange (:func:`udfs.paragraphs.first_holder_batches` passes them on).
 
     Args:
-        paras: the units of :func:`paragraphs` (``uid``, ``doc_id``, ``n_grams``, ``key``), read from
-            the kernel's shuffle.
+        paras: the units of :func:`paragraphs` (``uid``, ``n_grams``, ``key``), read from the kernel's
+            shuffle.
         blocks: its block and ``(uid, seen)`` rows (:data:`udfs.paragraphs.BLOCK_SCHEMA`), partitioned
             by :func:`spread_key` (:func:`pipelines.core.cache.shuffled_once`).
         cached: receives the DataFrames persisted here.
@@ -287,30 +287,31 @@ def near_units(paras: DataFrame, blocks: DataFrame, cached: list[DataFrame], c: 
                .persist(TEXT_CACHE))
     cached.append(reduced)
     seen = reduced.where(F.col("uid").isNotNull()).groupBy("uid").agg(F.sum("seen").alias("seen"))
-    near = (join_small(seen, paras.select("uid", "doc_id", "n_grams", "key"), "uid", "inner", cached)
-            .where(F.col("seen") / F.col("n_grams") >= F.lit(c.overlap)).select("uid", "doc_id", "key"))
+    near = (join_small(seen, paras.select("uid", "n_grams", "key"), "uid", "inner", cached)
+            .where(F.col("seen") / F.col("n_grams") >= F.lit(c.overlap)).select("uid", "key"))
     near, fits = persist_small(near, cached)
     return near, fits, reduced
 
 
-def near_repeats(near: DataFrame, fits: bool, reduced: DataFrame, docs: DataFrame, c: PassagesConfig,
-                 cached: list[DataFrame] | None = None) -> DataFrame:
+def near_repeats(near: DataFrame, fits: bool, reduced: DataFrame, docs: DataFrame, ranks: DataFrame,
+                 c: PassagesConfig, cached: list[DataFrame] | None = None) -> DataFrame:
     """``uid, kind='near', first`` of the near repeats (:func:`near_units`); ``first`` is the smallest
     unit id among the first holders of their n-grams held by an earlier unit (its document is the
     smallest ``doc_id`` that held one first).
 
     Only the near repeats look up where their n-grams were first seen: their documents go through the
     paragraph kernel again (the units' n-gram lists are not kept), a join of ``docs`` with those
-    documents' ids (broadcast where few).
+    documents' ids (broadcast where few), found from the ranks in their unit ids.
 
     Args:
         near, fits, reduced: :func:`near_units`' values.
         docs: the documents (``doc_id``, ``text``) the units were cut from.
+        ranks: ``doc_id, _rank`` of every document (:func:`with_ranks`).
         c: the ``passages`` config section (the kernel's settings).
         cached: receives the DataFrames persisted here.
     """
     cached = cached if cached is not None else []
-    holders = near.select("doc_id", first_doc("uid").alias(RANK_COLUMN)).distinct()
+    holders = near.select(first_doc("uid").alias(RANK_COLUMN)).distinct().join(ranks, RANK_COLUMN)
     again = paragraphs(join_small(holders, docs.select(*INPUT_COLUMNS), "doc_id", "inner", cached), c)
     picked = near.select("uid")
     # The reduce step's n-grams are masked to the bits the near rule compares (udfs.paragraphs.gram_mask).
@@ -328,6 +329,9 @@ def unit_cuts(paras: DataFrame, repeats: list[DataFrame], kinds: list[str], rank
               cached: list[DataFrame] | None = None) -> DataFrame:
     """``doc_id, _units`` array<struct<start, end, kind, first_seen_in>>: the removed units of each
     document (a unit found by several methods counts under the first of ``repeats``), sorted by start.
+
+    The units are grouped by the rank in their unit ids, which is then joined to its ``doc_id`` (the
+    units' rows carry no ``doc_id``: :data:`udfs.paragraphs.UNIT_DROPPED`).
 
     Args:
         paras: :func:`paragraphs` rows.
@@ -350,11 +354,13 @@ def unit_cuts(paras: DataFrame, repeats: list[DataFrame], kinds: list[str], rank
                                     F.min_by("first", "_order").alias("first"))
     kind = F.element_at(F.array(*(F.lit(k) for k in kinds)), F.col("_order") + 1)
     firsts = ranks.select(F.col("doc_id").alias("first_seen_in"), F.col(RANK_COLUMN).alias("_first_rank"))
-    units = paras.select("uid", "doc_id", "start", "cut_end")
+    units = paras.select("uid", "start", "cut_end")
     cuts = join_small(best, units, "uid", "inner", cached) if cached is not None else best.join(units, "uid")
     cuts = cuts.withColumn("_first_rank", first_doc("first")).join(firsts, "_first_rank")
     span = F.struct(F.col("start"), F.col("cut_end").alias("end"), kind.alias("kind"), F.col("first_seen_in"))
-    return cuts.groupBy("doc_id").agg(F.array_sort(F.collect_list(span)).alias("_units"))
+    spans = F.array_sort(F.collect_list(span)).alias("_units")
+    per_doc = cuts.groupBy(first_doc("uid").alias(RANK_COLUMN)).agg(spans)
+    return per_doc.join(ranks, RANK_COLUMN).select("doc_id", "_units")
 
 
 def reused_windows(docs: DataFrame, n: int, ranks: DataFrame) -> DataFrame:
@@ -493,7 +499,7 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
     if parts is not None:
         parts.update(documents=ranked, paragraphs=paras, key_counts=counts)
     repeats = [exact_repeats(paras, counts, few_keys)] if c.exact else []
-    repeats += [near_repeats(near, near_fits, reduced, docs, c, cached)] if c.near else []
+    repeats += [near_repeats(near, near_fits, reduced, docs, ranks, c, cached)] if c.near else []
     if not repeats:
         return ranked, ranks, None, True
     kinds = ["exact"] * c.exact + ["near"] * c.near
