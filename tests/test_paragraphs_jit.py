@@ -168,13 +168,22 @@ def test_invalid_utf8_falls_back_to_the_reference():
         P.paragraph_batch(pa.array(["d"]), bad, "line", 1, 2)
 
 
-def test_md5_of_long_and_non_ascii_units_equals_hashlib():
+def test_xxh64_equals_the_xxhash_package_at_every_tail_length():
+    import xxhash
+
+    data = np.random.default_rng(7).integers(0, 256, 200, dtype=np.uint8)
+    for n in [*range(0, 80), 127, 128, 129, 200]:
+        for seed in P.KEY_SEEDS:
+            assert int(J.xxh64(data, n, np.uint64(seed))) == xxhash.xxh64_intdigest(data[:n].tobytes(), seed), n
+
+
+def test_exact_key_of_long_and_non_ascii_units_equals_the_reference():
     texts = ["a" * 55, "b" * 56, "c" * 64, "é" * 40 + " \t " + "😀" * 30, "x \ud800 y" * 20]
     batch = P.paragraph_batch(list("abcde"), texts, "line", 1, 13, key="text")
     assert batch.column("key").to_pylist() == [P.exact_key(t, "text") for t in texts]
 
 
-def test_md5_of_collapsed_whitespace_runs_mixing_ascii_and_other_spaces_equals_hashlib():
+def test_exact_key_of_collapsed_whitespace_runs_mixing_ascii_and_other_spaces_equals_the_reference():
     texts = ["a \u00a0 b", "a\u3000\u3000b \t c", "x\u2003 y\t\u00a0\u00a0z", "é  \u00a0é", "p q" * 40]
     batch = P.paragraph_batch(list("abcde"), texts, "line", 1, 13, key="collapsed_whitespace")
     assert batch.column("key").to_pylist() == [P.exact_key(t, "collapsed_whitespace") for t in texts]

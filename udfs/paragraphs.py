@@ -11,8 +11,8 @@ indices, Spark's ``length``), end exclusive, each unit trimmed of surrounding wh
 * ``sentence``: each line cut after ``.``, ``!``, ``?`` or ``…`` followed by whitespace (datatrove's
   sentence dedup splits sentences; this is a tokenizer-free approximation).
 
-**Exact key**: MD5 (128 bits, as the dedup stage's document key) of the unit's UTF-8 text, or of its
-whitespace-collapsed form. **Words and n-grams**: the normalised words and 64-bit word n-gram hashes of
+**Exact key**: 128 bits, two XXH64 digests of the unit's UTF-8 text, or of its whitespace-collapsed
+form (:func:`exact_key`). **Words and n-grams**: the normalised words and 64-bit word n-gram hashes of
 :mod:`udfs.decontam` (NFKC, lowercase, every non-letter/mark/number a break), so case, punctuation and
 spacing edits do not hide a repeat. A unit with fewer words than the n-gram size has one "n-gram": the
 hash of all its words (BFF's rule for paragraphs between its minimum and maximum n-gram size).
@@ -20,13 +20,13 @@ hash of all its words (BFF's rule for paragraphs between its minimum and maximum
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from udfs.compiled import Kernels
 from udfs.decontam import distinct_lists, ngram_windows, pair_order, whole_hashes, word_docs, word_hashes
@@ -49,6 +49,9 @@ IDX_BITS = 23
 first 2**23 (8,388,608) units get ids; units after them are left alone (never cut, never "seen")."""
 MAX_RANK = (1 << (63 - IDX_BITS)) - 1
 """Largest document rank a unit id can hold (2**40 - 1, about 1.1 trillion documents)."""
+KEY_SEEDS = (0, 0x9E3779B97F4A7C15)
+"""The two XXH64 seeds of an exact key (:func:`exact_key`): 0 and the golden ratio's 64-bit fraction
+(any two distinct seeds give two differently keyed hashes)."""
 
 PARAGRAPH_SCHEMA = pa.schema([
     ("doc_id", pa.string()), ("uid", pa.int64()), ("idx", pa.int32()),
@@ -173,16 +176,24 @@ def math_units(text: str, spans: Sequence[tuple[int, int]]) -> list[bool]:
 
 
 def exact_key(piece: str, key: str = "collapsed_whitespace") -> bytes:
-    """16-byte MD5 digest of a unit's text (``key="text"``) or of its whitespace-collapsed form.
+    """The 16-byte exact key of a unit's text (``key="text"``) or of its whitespace-collapsed form: the
+    XXH64 digests (big-endian, ``xxhash.xxh64_digest``) of its UTF-8 with each seed of
+    :data:`KEY_SEEDS`, one after the other.
 
-    MD5 is a fast, well-spread 128-bit hash here, not a security measure (as in the dedup stage).
+    A fast, well-spread 128-bit hash, not a security measure: at 10^10 units the chance of any two
+    distinct units sharing a key is ~10^20 / 2^129. XXH64 (Collet, the xxHash specification) passes
+    SMHasher's tests and hashes at memory speed; MD5, the key before it, took twice its time in the
+    paragraph kernel (bench/notes.md, "Passages: the exact key hashed with XXH64").
 
     >>> exact_key("a  b\\tc") == exact_key("a b c")
+    True
+    >>> exact_key("a b c", "text").hex()[:16] == xxhash.xxh64_hexdigest(b"a b c", seed=KEY_SEEDS[0])
     True
     """
     if key == "collapsed_whitespace":
         piece = " ".join(piece.split())  # str.split() splits on runs of whitespace, as \s+
-    return hashlib.md5(piece.encode("utf-8", "surrogatepass")).digest()
+    data = piece.encode("utf-8", "surrogatepass")
+    return b"".join(xxhash.xxh64_digest(data, seed=seed) for seed in KEY_SEEDS)
 
 
 def unit_ids(ranks: np.ndarray, idx: np.ndarray) -> np.ndarray:

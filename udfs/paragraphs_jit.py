@@ -2,7 +2,7 @@
 
 One pass per batch over the code points of its texts finds the units (:func:`udfs.paragraphs.split`'s
 separators and trimming), their normalised words and word hashes (:func:`udfs.decontam.word_hashes`),
-their exact keys (MD5, :func:`udfs.paragraphs.exact_key`) and, for the units kept, their distinct
+their exact keys (XXH64 twice, :func:`udfs.paragraphs.exact_key`) and, for the units kept, their distinct
 n-gram hashes, sorted (:func:`udfs.decontam.ngram_windows`, :func:`~udfs.decontam.whole_hashes`,
 :func:`~udfs.decontam.distinct_lists`). Texts come as Arrow string arrays (UTF-8 decoded here, no Python
 ``str`` per document) or as Python strings (UTF-32, lone surrogates kept as the reference keeps them).
@@ -24,7 +24,8 @@ first time, more with each new argument type; ``make`` does it when it installs 
 :mod:`udfs.compiled`); a Python worker then imports numba and loads them in ~0.5 CPU-s, once it has
 been handed :data:`udfs.compiled.AFTER_BYTES` of input.
 
-Source of MD5: RFC 1321 (its constants are ``floor(abs(sin(i + 1)) * 2**32)``).
+Source of XXH64: the xxHash specification (``doc/xxhash_spec.md`` in Cyan4973/xxHash), checked against
+the ``xxhash`` package's C implementation in the tests.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import pyarrow as pa
 
 from udfs import decontam, jit_mix
 from udfs.jit_mix import fmix64 as _fmix
+from udfs.paragraphs import KEY_SEEDS
 
 _LINE, _BLANK_LINE, _SENTENCE = 0, 1, 2
 MODES = {"line": _LINE, "blank_line": _BLANK_LINE, "sentence": _SENTENCE}
@@ -421,154 +423,84 @@ def _grams(hashes, w_off, rows, n):  # pragma: no cover - compiled
     return lo, out[:k].copy()
 
 
-# ------------------------------------------------------------------------------------------------ MD5
-# RFC 1321's MD5Transform, its 64 steps written out as the RFC writes them (FF, GG, HH, II with their
-# shifts and sine constants): unrolled, in 32-bit words, LLVM keeps the state in registers. A loop over
-# tables of the constants in 64-bit words masked to 32 bits took half again as long.
-@nb.njit(cache=True, inline="always")
-def _step(a, b, x, s, t, f):  # pragma: no cover - compiled
-    y = np.uint32(f + a + np.uint32(t) + x)
-    return np.uint32(b + np.uint32((y << np.uint32(s)) | (y >> np.uint32(32 - s))))
+# ---------------------------------------------------------------------------------------------- XXH64
+# Yann Collet's XXH64 (the xxHash specification, doc/xxhash_spec.md; the ``xxhash`` package's C code
+# gives the same values): four 64-bit lanes over 32-byte stripes, then the tail and the avalanche.
+_X1 = np.uint64(0x9E3779B185EBCA87)
+_X2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_X3 = np.uint64(0x165667B19E3779F9)
+_X4 = np.uint64(0x85EBCA77C2B2AE63)
+_X5 = np.uint64(0x27D4EB2F165667C5)
+_KEY_SEEDS = np.array(KEY_SEEDS, np.uint64)
 
 
 @nb.njit(cache=True, inline="always")
-def _ff(a, b, c, d, x, s, t):  # pragma: no cover - compiled
-    return _step(a, b, x, s, t, (b & c) | (~b & d))
+def _rotl(x, r):  # pragma: no cover - compiled
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
 
 
 @nb.njit(cache=True, inline="always")
-def _gg(a, b, c, d, x, s, t):  # pragma: no cover - compiled
-    return _step(a, b, x, s, t, (b & d) | (c & ~d))
+def _round(acc, w):  # pragma: no cover - compiled
+    return _rotl(acc + w * _X2, 31) * _X1
 
 
 @nb.njit(cache=True, inline="always")
-def _hh(a, b, c, d, x, s, t):  # pragma: no cover - compiled
-    return _step(a, b, x, s, t, b ^ c ^ d)
+def _merge(h, v):  # pragma: no cover - compiled
+    return (h ^ _round(np.uint64(0), v)) * _X1 + _X4
 
 
 @nb.njit(cache=True, inline="always")
-def _ii(a, b, c, d, x, s, t):  # pragma: no cover - compiled
-    return _step(a, b, x, s, t, c ^ (b | ~d))
-
-
-@nb.njit(cache=True, inline="always")
-def _round1(a, b, c, d, x):  # pragma: no cover - compiled
-    a = _ff(a, b, c, d, x[0], 7, 0xd76aa478)
-    d = _ff(d, a, b, c, x[1], 12, 0xe8c7b756)
-    c = _ff(c, d, a, b, x[2], 17, 0x242070db)
-    b = _ff(b, c, d, a, x[3], 22, 0xc1bdceee)
-    a = _ff(a, b, c, d, x[4], 7, 0xf57c0faf)
-    d = _ff(d, a, b, c, x[5], 12, 0x4787c62a)
-    c = _ff(c, d, a, b, x[6], 17, 0xa8304613)
-    b = _ff(b, c, d, a, x[7], 22, 0xfd469501)
-    a = _ff(a, b, c, d, x[8], 7, 0x698098d8)
-    d = _ff(d, a, b, c, x[9], 12, 0x8b44f7af)
-    c = _ff(c, d, a, b, x[10], 17, 0xffff5bb1)
-    b = _ff(b, c, d, a, x[11], 22, 0x895cd7be)
-    a = _ff(a, b, c, d, x[12], 7, 0x6b901122)
-    d = _ff(d, a, b, c, x[13], 12, 0xfd987193)
-    c = _ff(c, d, a, b, x[14], 17, 0xa679438e)
-    b = _ff(b, c, d, a, x[15], 22, 0x49b40821)
-    return a, b, c, d
-
-
-@nb.njit(cache=True, inline="always")
-def _round2(a, b, c, d, x):  # pragma: no cover - compiled
-    a = _gg(a, b, c, d, x[1], 5, 0xf61e2562)
-    d = _gg(d, a, b, c, x[6], 9, 0xc040b340)
-    c = _gg(c, d, a, b, x[11], 14, 0x265e5a51)
-    b = _gg(b, c, d, a, x[0], 20, 0xe9b6c7aa)
-    a = _gg(a, b, c, d, x[5], 5, 0xd62f105d)
-    d = _gg(d, a, b, c, x[10], 9, 0x02441453)
-    c = _gg(c, d, a, b, x[15], 14, 0xd8a1e681)
-    b = _gg(b, c, d, a, x[4], 20, 0xe7d3fbc8)
-    a = _gg(a, b, c, d, x[9], 5, 0x21e1cde6)
-    d = _gg(d, a, b, c, x[14], 9, 0xc33707d6)
-    c = _gg(c, d, a, b, x[3], 14, 0xf4d50d87)
-    b = _gg(b, c, d, a, x[8], 20, 0x455a14ed)
-    a = _gg(a, b, c, d, x[13], 5, 0xa9e3e905)
-    d = _gg(d, a, b, c, x[2], 9, 0xfcefa3f8)
-    c = _gg(c, d, a, b, x[7], 14, 0x676f02d9)
-    b = _gg(b, c, d, a, x[12], 20, 0x8d2a4c8a)
-    return a, b, c, d
-
-
-@nb.njit(cache=True, inline="always")
-def _round3(a, b, c, d, x):  # pragma: no cover - compiled
-    a = _hh(a, b, c, d, x[5], 4, 0xfffa3942)
-    d = _hh(d, a, b, c, x[8], 11, 0x8771f681)
-    c = _hh(c, d, a, b, x[11], 16, 0x6d9d6122)
-    b = _hh(b, c, d, a, x[14], 23, 0xfde5380c)
-    a = _hh(a, b, c, d, x[1], 4, 0xa4beea44)
-    d = _hh(d, a, b, c, x[4], 11, 0x4bdecfa9)
-    c = _hh(c, d, a, b, x[7], 16, 0xf6bb4b60)
-    b = _hh(b, c, d, a, x[10], 23, 0xbebfbc70)
-    a = _hh(a, b, c, d, x[13], 4, 0x289b7ec6)
-    d = _hh(d, a, b, c, x[0], 11, 0xeaa127fa)
-    c = _hh(c, d, a, b, x[3], 16, 0xd4ef3085)
-    b = _hh(b, c, d, a, x[6], 23, 0x04881d05)
-    a = _hh(a, b, c, d, x[9], 4, 0xd9d4d039)
-    d = _hh(d, a, b, c, x[12], 11, 0xe6db99e5)
-    c = _hh(c, d, a, b, x[15], 16, 0x1fa27cf8)
-    b = _hh(b, c, d, a, x[2], 23, 0xc4ac5665)
-    return a, b, c, d
-
-
-@nb.njit(cache=True, inline="always")
-def _round4(a, b, c, d, x):  # pragma: no cover - compiled
-    a = _ii(a, b, c, d, x[0], 6, 0xf4292244)
-    d = _ii(d, a, b, c, x[7], 10, 0x432aff97)
-    c = _ii(c, d, a, b, x[14], 15, 0xab9423a7)
-    b = _ii(b, c, d, a, x[5], 21, 0xfc93a039)
-    a = _ii(a, b, c, d, x[12], 6, 0x655b59c3)
-    d = _ii(d, a, b, c, x[3], 10, 0x8f0ccc92)
-    c = _ii(c, d, a, b, x[10], 15, 0xffeff47d)
-    b = _ii(b, c, d, a, x[1], 21, 0x85845dd1)
-    a = _ii(a, b, c, d, x[8], 6, 0x6fa87e4f)
-    d = _ii(d, a, b, c, x[15], 10, 0xfe2ce6e0)
-    c = _ii(c, d, a, b, x[6], 15, 0xa3014314)
-    b = _ii(b, c, d, a, x[13], 21, 0x4e0811a1)
-    a = _ii(a, b, c, d, x[4], 6, 0xf7537e82)
-    d = _ii(d, a, b, c, x[11], 10, 0xbd3af235)
-    c = _ii(c, d, a, b, x[2], 15, 0x2ad7d2bb)
-    b = _ii(b, c, d, a, x[9], 21, 0xeb86d391)
-    return a, b, c, d
-
-@nb.njit(cache=True, inline="always")
-def _word(data, q):  # pragma: no cover - compiled
-    """The little-endian 32-bit word at ``data[q:q+4]``."""
-    return (np.uint32(data[q]) | (np.uint32(data[q + 1]) << np.uint32(8))
-            | (np.uint32(data[q + 2]) << np.uint32(16)) | (np.uint32(data[q + 3]) << np.uint32(24)))
+def _le(data, q, k):  # pragma: no cover - compiled
+    """The little-endian ``k``-byte word at ``data[q:q+k]`` (uint64)."""
+    w = np.uint64(0)
+    for j in range(k):
+        w |= np.uint64(data[q + j]) << np.uint64(8 * j)
+    return w
 
 
 @nb.njit(cache=True)
-def _md5_block(st, data, at):  # pragma: no cover - compiled
-    """One 64-byte block ``data[at:at+64]`` into the state ``st`` (uint32 [4])."""
-    # A tuple, not an array: indexed by constants, its words stay in registers.
-    x = (_word(data, at), _word(data, at + 4), _word(data, at + 8), _word(data, at + 12),
-         _word(data, at + 16), _word(data, at + 20), _word(data, at + 24), _word(data, at + 28),
-         _word(data, at + 32), _word(data, at + 36), _word(data, at + 40), _word(data, at + 44),
-         _word(data, at + 48), _word(data, at + 52), _word(data, at + 56), _word(data, at + 60))
-    a, b, c, d = _round1(st[0], st[1], st[2], st[3], x)
-    a, b, c, d = _round2(a, b, c, d, x)
-    a, b, c, d = _round3(a, b, c, d, x)
-    a, b, c, d = _round4(a, b, c, d, x)
-    st[0] = np.uint32(st[0] + a)
-    st[1] = np.uint32(st[1] + b)
-    st[2] = np.uint32(st[2] + c)
-    st[3] = np.uint32(st[3] + d)
+def xxh64(data, n, seed):  # pragma: no cover - compiled
+    """XXH64 of ``data[:n]`` (uint8) with ``seed`` (uint64), as ``xxhash.xxh64_intdigest``."""
+    i = 0
+    if n >= 32:
+        v1, v2, v3, v4 = seed + _X1 + _X2, seed + _X2, seed, seed - _X1
+        while i + 32 <= n:
+            v1 = _round(v1, _le(data, i, 8))
+            v2 = _round(v2, _le(data, i + 8, 8))
+            v3 = _round(v3, _le(data, i + 16, 8))
+            v4 = _round(v4, _le(data, i + 24, 8))
+            i += 32
+        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+        h = _merge(_merge(_merge(_merge(h, v1), v2), v3), v4)
+    else:
+        h = seed + _X5
+    h += np.uint64(n)
+    while i + 8 <= n:
+        h = _rotl(h ^ _round(np.uint64(0), _le(data, i, 8)), 27) * _X1 + _X4
+        i += 8
+    if i + 4 <= n:
+        h = _rotl(h ^ (_le(data, i, 4) * _X1), 23) * _X2 + _X3
+        i += 4
+    while i < n:
+        h = _rotl(h ^ (np.uint64(data[i]) * _X5), 11) * _X1
+        i += 1
+    h ^= h >> np.uint64(33)
+    h *= _X2
+    h ^= h >> np.uint64(29)
+    h *= _X3
+    return h ^ (h >> np.uint64(32))
 
 
 @nb.njit(cache=True)
 def _keys(cps, doc_off, doc, start, end, rows, space, collapse):  # pragma: no cover - compiled
-    """MD5 (uint8 [R, 16]) of the UTF-8 of each unit of ``rows`` (lone surrogates as three bytes, as
-    ``surrogatepass``), whitespace runs as one space when ``collapse``."""
+    """The exact key (uint8 [R, 16], :func:`udfs.paragraphs.exact_key`: XXH64 with each of
+    :data:`udfs.paragraphs.KEY_SEEDS`, big-endian) of the UTF-8 of each unit of ``rows`` (lone
+    surrogates as three bytes, as ``surrogatepass``), whitespace runs as one space when ``collapse``."""
     out = np.empty((rows.size, 16), np.uint8)
     longest = 0
     for t in range(rows.size):
         longest = max(longest, end[rows[t]] - start[rows[t]])
-    data = np.empty(4 * longest + 72, np.uint8)  # a unit's UTF-8 and MD5's padding
-    st = np.empty(4, np.uint32)
+    data = np.empty(4 * longest, np.uint8)  # a unit's UTF-8
     for t in range(rows.size):
         u = rows[t]
         n = 0
@@ -604,32 +536,11 @@ def _keys(cps, doc_off, doc, start, end, rows, space, collapse):  # pragma: no c
                 data[n + 2] = 0x80 | ((c >> 6) & 0x3F)
                 data[n + 3] = 0x80 | (c & 0x3F)
                 n += 4
-        _md5(data, n, st, out[t])
+        for j in range(2):  # each digest big-endian, as xxhash's ``xxh64_digest``
+            h = xxh64(data, n, _KEY_SEEDS[j])
+            for q in range(8):
+                out[t, 8 * j + q] = (h >> np.uint64(56 - 8 * q)) & np.uint64(0xFF)
     return out
-
-
-@nb.njit(cache=True)
-def _md5(data, n, st, digest):  # pragma: no cover - compiled
-    """MD5 of ``data[:n]`` into ``digest`` (uint8 [16]); ``data`` has room for the padding; ``st``
-    (uint32 [4]) is scratch."""
-    bits = np.uint64(n) * np.uint64(8)
-    data[n] = 0x80
-    n += 1
-    while n % 64 != 56:
-        data[n] = 0
-        n += 1
-    for q in range(8):
-        data[n + q] = (bits >> np.uint64(8 * q)) & np.uint64(0xFF)
-    n += 8
-    st[0] = 0x67452301
-    st[1] = 0xEFCDAB89
-    st[2] = 0x98BADCFE
-    st[3] = 0x10325476
-    for at in range(0, n, 64):
-        _md5_block(st, data, at)
-    for j in range(4):
-        for q in range(4):
-            digest[4 * j + q] = (st[j] >> np.uint32(8 * q)) & np.uint32(0xFF)
 
 
 # ---------------------------------------------------------------------------------------------- batch

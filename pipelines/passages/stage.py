@@ -77,7 +77,8 @@ def _counts(ann: DataFrame, more: list[dict[str, Any]] | None = None
 
 
 def _top_units(counts: DataFrame, docs: DataFrame, k: int, unit: str) -> list[dict[str, Any]]:
-    """The ``k`` most repeated units: occurrences, where first seen, an excerpt (count desc, then key).
+    """The ``k`` most repeated units: occurrences, where first seen, an excerpt (count desc, then the
+    first occurrence's position: ties do not depend on the exact key's hash).
 
     Two Spark jobs: the top ``k`` keys with their first unit id, then the text of the (at most ``k``)
     documents holding those first units, found by rank (:func:`pipelines.passages.transform.first_doc`).
@@ -93,7 +94,7 @@ def _top_units(counts: DataFrame, docs: DataFrame, k: int, unit: str) -> list[di
     """
     if k == 0:
         return []
-    top = counts.orderBy(F.col("n").desc(), "key").limit(k).select("key", "n", "first").collect()
+    top = counts.orderBy(F.col("n").desc(), "first").limit(k).select("n", "first").collect()
     if not top:
         return []
     ranks = sorted({r["first"] >> IDX_BITS for r in top})
