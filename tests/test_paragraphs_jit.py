@@ -212,7 +212,7 @@ def _random_lists(rng: np.random.Generator, n_units: int, spread: int) -> list[l
 
 
 @pytest.mark.parametrize("spread", [0, 30, 5000])
-@pytest.mark.parametrize("n_buckets", [1, 4, 1024])
+@pytest.mark.parametrize("n_buckets", [1, 4, 6, 1024])
 def test_compiled_gram_blocks_equal_the_reference(spread, n_buckets):
     rng = np.random.default_rng(spread + n_buckets)
     lists = _random_lists(rng, 500, spread)
