@@ -546,9 +546,10 @@ FIRST_SCHEMA = pa.schema([
 UNIT_DROPPED = ("doc_id", "idx", "end", "n_words", "grams")
 """Columns of :data:`PARAGRAPH_SCHEMA` a unit's row of :data:`UNIT_BLOCK_SCHEMA` leaves out: no reader of
 the units needs them (``idx`` is the unit id's low bits; ``doc_id`` is found from the rank in its high
-bits where a unit is removed), and every field of a row costs 8 bytes in the shuffle that carries the
-1.5 M units at scale, null or not, a string 8 more per 8 bytes of it (a crawl's ``doc_id``, a URL or a
-path, is tens of bytes)."""
+bits where a unit is removed). Every field of a row costs 8 bytes in the shuffle that carries the 1.5 M
+units at scale, null or not, and a string its bytes besides, copied from Arrow into the row, then through
+the shuffle's checksum and compression and every read (a crawl's ``doc_id``, a URL or a path, is tens of
+bytes)."""
 UNIT_COLUMNS = (*(name for name in PARAGRAPH_SCHEMA.names if name not in UNIT_DROPPED), "n_grams")
 """The columns of a unit's row of :data:`UNIT_BLOCK_SCHEMA`."""
 UNIT_BLOCK_SCHEMA = pa.schema([
