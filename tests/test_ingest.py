@@ -162,6 +162,23 @@ def test_same_contents_with_4_partitions_elsewhere_and_on_rerun(spark, sample_ru
     assert tables.table_version(spark, a.table_path("documents")) == 1
 
 
+def test_a_source_id_shaped_like_a_derived_id_never_takes_one(spark, make_cfg, tmp_path):
+    # Two records share id "d", so both get derived ids "src/~<hex>"; a third record whose own id is
+    # "~<hex>" of one of them would have taken the same doc_id: a leading "~" is doubled instead.
+    path = tmp_path / "src.jsonl"
+    lines = ['{"id": "d", "text": "first text here"}', '{"id": "d", "text": "second text here"}']
+    path.write_text("\n".join(lines) + "\n")
+    cfg = make_cfg(f"ingest.inputs=['{path}']")
+    ingest.run(spark, cfg)
+    derived = sorted(r.doc_id for r in _read(spark, cfg, "documents").select("doc_id").collect())
+    assert all(d.startswith("src/~") for d in derived)
+    own = derived[0].removeprefix("src/")
+    path.write_text("\n".join([*lines, json.dumps({"id": own, "text": "third text here"})]) + "\n")
+    ingest.run(spark, cfg)
+    ids = sorted(r.doc_id for r in _read(spark, cfg, "documents").select("doc_id").collect())
+    assert ids == sorted([*derived, f"src/~{own}"])
+
+
 def test_missing_glob_fails_naming_it(spark, make_cfg, tmp_path):
     cfg = make_cfg(f"ingest.inputs=['{tmp_path}/nothing-*.jsonl']")
     with pytest.raises(ingest.NoInputFilesError, match=r"ingest.inputs: '.*nothing-\*.jsonl' matches no file"):

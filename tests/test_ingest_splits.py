@@ -364,14 +364,15 @@ def test_documents_read_from_the_spool_equal_those_of_the_records(spark, make_cf
 
 def test_split_document_ids_match_sparks_expressions(spark):
     # The worker's doc ids and record numbers against Spark's own (assign_doc_ids over number_lines) on
-    # the edge cases: null or blank source ids, a null source, a null key path, a record past an offset.
+    # the edge cases: null or blank source ids, a null source, a null key path, a record past an offset,
+    # a source id starting with "~".
     from pipelines.ingest import splits as ingest_splits
     from udfs.formats import RECORD_SCHEMA
 
     n = 6
     cols = {"kind": ["doc"] * n, "input_file": ["f"] * n, "key_path": ["k/f", None, "k/f", "k/é", "k/f", "k/f"],
             "split_start": [0, 0, 9, 9, 9, 0], "record": [1, 2, 3, 0, 5, 6],
-            "source": ["s", "s", None, "s", "ü", None], "src_id": [None, "", "x", None, "y", None]}
+            "source": ["s", "s", None, "s", "ü", None], "src_id": [None, "", "x", None, "~y", None]}
     batch = pa.RecordBatch.from_arrays(
         [pa.array(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type) for f in RECORD_SCHEMA],
         schema=RECORD_SCHEMA)

@@ -317,16 +317,19 @@ def spooled_documents(batch: Any, offsets: dict[tuple[str, int], int], names: li
     (``doc_id`` and record columns), or ``None`` when it holds none.
 
     ``record`` gains the lines of the file's earlier splits (``offsets``: ``(input_file, split_start)``
-    -> lines before, :func:`line_offsets`) where it is above 0; ``doc_id`` is ``source/src_id`` where
-    ``src_id`` is non-empty, else ``source/~`` and the first 32 hex digits of sha256 over ``source``,
-    ``key_path`` and the record number joined by :data:`DOC_ID_HASH_SEP` (null fields left out, a null
-    ``source`` giving a null id): Spark's ``concat_ws``, ``concat`` and ``sha2`` of
+    -> lines before, :func:`line_offsets`) where it is above 0; ``doc_id`` is ``source/src_id`` (a
+    leading ``~`` doubled, :func:`pipelines.ingest.tally.candidate_id`) where ``src_id`` is non-empty,
+    else ``source/~`` and the first 32 hex digits of sha256 over ``source``, ``key_path`` and the record
+    number joined by :data:`DOC_ID_HASH_SEP` (null fields left out, a null ``source`` giving a null id):
+    Spark's ``concat_ws``, ``concat`` and ``sha2`` of
     :func:`pipelines.ingest.stage.assign_doc_ids` on the same values.
     """
     import hashlib
 
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    from pipelines.ingest.tally import arrow_candidate_ids
 
     kind = batch.column("kind")
     is_doc = pc.equal(kind, "doc")
@@ -342,8 +345,7 @@ def spooled_documents(batch: Any, offsets: dict[tuple[str, int], int], names: li
         record = pc.if_else(pc.greater(record, 0), pc.add(record, before), record)
     source, src_id = batch.column("source"), batch.column("src_id")
     has_id = pc.and_(pc.is_valid(src_id), pc.fill_null(pc.not_equal(src_id, ""), False))
-    # concat_ws skips a null source; pyarrow's own null skipping drops a trailing all-null row (25.0)
-    cand = pc.if_else(pc.is_null(source), src_id, pc.binary_join_element_wise(source, src_id, "/"))
+    cand = arrow_candidate_ids(source, src_id)
     if pc.all(has_id).as_py():
         doc_id = cand
     else:

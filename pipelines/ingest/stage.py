@@ -9,7 +9,8 @@ depends on the splitting. Bad records never fail the job: they go to ``quarantin
 from :data:`udfs.formats.QUARANTINE_REASONS`.
 
 ``doc_id`` (stable, globally unique, independent of partitioning): ``<source>/<id>`` when the
-source's own id is present and unique within the source; otherwise ``<source>/~<h>`` with ``h`` the
+source's own id is present and unique within the source (an id starting with ``~`` gets one more, so
+that it never takes a derived id); otherwise ``<source>/~<h>`` with ``h`` the
 first 32 hex digits (128 bits) of sha256 over ``source``, the file path relative to its input glob and
 the record number, so the same file gives the same ids on any machine or mount point.
 
@@ -59,7 +60,8 @@ DOCUMENT_COLUMNS = ("doc_id", "text", "source", "url", "meta", "input_file", "n_
 (map<string,int>) are set for structured scientific records only (docs/ingest.md), null otherwise."""
 QUARANTINE_COLUMNS = ("input_file", "record", "reason", "excerpt", "detail")
 """The ``quarantine`` table: ``record`` is the 1-based line/record/row number, 0 for the whole file."""
-DOC_ID_SCHEME = "source/id if unique within source, else source/~sha256(source,key_path,record)[:32]"
+DOC_ID_SCHEME = ("source/id (a leading ~ doubled) if unique within source, "
+                 "else source/~sha256(source,key_path,record)[:32]")
 RECORD_DDL = (
     "kind string, input_file string, key_path string, split_start bigint, record bigint, source string, src_id string, url string, "
     "meta map<string,string>, text string, n_chars int, n_bytes int, n_replaced int, record_format string, "

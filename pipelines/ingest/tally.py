@@ -89,8 +89,25 @@ def has_src_id() -> Any:
 
 def candidate_id() -> Any:
     """The ``doc_id`` a document's own id gives it (``source/src_id``), used where present and unique
-    within its source."""
-    return F.concat_ws("/", "source", "src_id")
+    within its source.
+
+    A source id starting with ``~`` gets one more ``~`` in front (``~x`` -> ``source/~~x``): a derived
+    id is ``source/~`` and 32 hex digits, so no source id can take one a derived id holds (two documents
+    with one ``doc_id`` made dedup write more rows than it read). :func:`arrow_candidate_ids` builds the
+    same strings in the parse workers."""
+    src_id = F.col("src_id")
+    sid = F.when(src_id.startswith("~"), F.concat(F.lit("~"), src_id)).otherwise(src_id)
+    return F.concat_ws("/", F.col("source"), sid)
+
+
+def arrow_candidate_ids(source: Any, src_id: Any) -> Any:
+    """:func:`candidate_id` over Arrow string arrays (pyarrow in, pyarrow out, the same strings)."""
+    import pyarrow.compute as pc
+
+    tilde = pc.fill_null(pc.starts_with(src_id, "~"), False)
+    sid = pc.if_else(tilde, pc.binary_join_element_wise("~", src_id, ""), src_id)
+    # concat_ws skips a null source; pyarrow's own null skipping drops a trailing all-null row (25.0)
+    return pc.if_else(pc.is_null(source), sid, pc.binary_join_element_wise(source, sid, "/"))
 
 
 _KEYS = ("input_file", "split_start", "kind", "reason", "src", "part")
@@ -259,8 +276,7 @@ def partial_rows(batch: Any, part: int, row0: int) -> Any:
     if pc.any(has_id).as_py():
         with_id = batch.filter(has_id)
         source, src_id = with_id.column("source"), with_id.column("src_id")
-        # concat_ws skips a null source; pyarrow's own null skipping drops a trailing all-null row (25.0)
-        cand = pc.if_else(pc.is_null(source), src_id, pc.binary_join_element_wise(source, src_id, "/"))
+        cand = arrow_candidate_ids(source, src_id)
         sink = pa.BufferOutputStream()
         ids = pa.RecordBatch.from_arrays([cand], names=["_cand"])
         with pa.ipc.new_stream(sink, ids.schema) as w:
