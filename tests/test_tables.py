@@ -289,12 +289,9 @@ def test_publish_raises_a_failed_write_once_the_others_ended(spark, make_cfg):
         tables.publish(spark, cfg, "ingest", {"documents": df}, removed=df)
 
 
-def test_a_frame_shuffled_once_is_read_from_its_one_shuffle(spark, tmp_path):
-    # Every reader reads the shuffle written when the frame was made: the Python function on its map
-    # side runs once per input partition however many queries read it; each key's rows share a
-    # partition; release drops the shuffle's files.
-    from pyspark.sql import functions as F
-
+def _marking(tmp_path):
+    """A folder and a ``mapInArrow`` function leaving one file in it per batch it passes on: how many
+    times a query ran the map side."""
     marks = tmp_path / "marks"
     marks.mkdir()
 
@@ -305,6 +302,16 @@ def test_a_frame_shuffled_once_is_read_from_its_one_shuffle(spark, tmp_path):
             (marks / uuid.uuid4().hex).touch()
             yield b
 
+    return marks, tag
+
+
+def test_a_frame_shuffled_once_is_read_from_its_one_shuffle(spark, tmp_path):
+    # Every reader reads the shuffle written when the frame was made: the Python function on its map
+    # side runs once per input partition however many queries read it; each key's rows share a
+    # partition; release drops the shuffle's files.
+    from pyspark.sql import functions as F
+
+    marks, tag = _marking(tmp_path)
     df = spark.range(0, 2000, 1, 3).withColumn("k", F.col("id") % 5).mapInArrow(tag, "id long, k long")
     shuffled = cache.shuffled_once(df, "k")
     ran = len(list(marks.iterdir()))
@@ -316,3 +323,39 @@ def test_a_frame_shuffled_once_is_read_from_its_one_shuffle(spark, tmp_path):
         F.countDistinct("p").alias("n")).collect()
     assert {r["n"] for r in per_part} == {1}
     cache.release(shuffled)
+
+
+def test_partition_values_name_the_partition_sparks_hash_sends_them_to(spark):
+    from pyspark.sql import functions as F
+
+    values = cache.partition_values(16)
+    assert len(set(values)) == 16
+    rows = spark.createDataFrame([(v,) for v in values], "v int").select(
+        F.hash("v").alias("h"), F.pmod(F.hash("v"), F.lit(16)).alias("t")).collect()
+    assert [r["h"] for r in rows] == [cache._murmur3_int(v) for v in values]
+    assert [r["t"] for r in rows] == list(range(16))
+    with pytest.raises(ValueError, match="at least 1"):
+        cache.partition_values(0)
+
+
+def test_a_frame_shuffled_apart_reads_only_its_groups_partitions(spark, tmp_path):
+    # One shuffle, written once: each group's frame holds exactly its rows, in partitions no other
+    # group's frame reads; rows with one key share a partition; release drops the shuffle's files.
+    from pyspark.sql import functions as F
+
+    marks, tag = _marking(tmp_path)
+    df = (spark.range(0, 3000, 1, 3).withColumn("k", F.col("id") % 7)
+          .mapInArrow(tag, "id long, k long"))
+    parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    evens, odds = cache.shuffled_apart(df, (F.col("id") % 2).cast("int"), 2, F.col("k"))
+    ran = len(list(marks.iterdir()))
+    assert evens.rdd.getNumPartitions() == odds.rdd.getNumPartitions() == parts
+    assert evens.count() == 1500 and evens.where("id % 2 = 1").count() == 0
+    assert sorted(r["id"] for r in odds.where("id < 6").collect()) == [1, 3, 5]
+    assert len(list(marks.iterdir())) == ran
+    for frame in (evens, odds):
+        per_key = frame.withColumn("p", F.spark_partition_id()).groupBy("k").agg(
+            F.countDistinct("p").alias("n")).collect()
+        assert {r["n"] for r in per_key} == {1}
+    cache.release(evens)
+    cache.release(odds)

@@ -8,7 +8,8 @@ than once); :func:`pipelines.core.runner.run_stage` calls :func:`release_cached`
 from __future__ import annotations
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipelines.core.files import table_bytes
@@ -95,6 +96,86 @@ def shuffled_once(df: DataFrame, *keys) -> DataFrame:
         return DataFrame(create(rows, shuffled._jdf.schema(), False), df.sparkSession)
     except Py4JError:  # not a classic session: a cache of the shuffled rows instead
         return shuffled.persist(TEXT_CACHE)
+
+
+def _murmur3_int(value: int, seed: int = 42) -> int:
+    """Spark's hash of an ``int`` value (``Murmur3Hash``, ``Murmur3_x86_32.hashInt``; Austin Appleby's
+    MurmurHash3 x86_32 of the value's 4 bytes, seed 42 as in Spark's ``HashPartitioning``), as a signed
+    32-bit int."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    k = rotl((value & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+    h = (rotl(seed ^ k, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h ^= 4
+    h = ((h ^ (h >> 16)) * 0x85EBCA6B) & 0xFFFFFFFF
+    h = ((h ^ (h >> 13)) * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_values(n: int) -> list[int]:
+    """For each partition ``t`` of ``n``, the smallest non-negative ``int`` that Spark's hash partitioning
+    into ``n`` partitions (``pmod(hash(v), n)``) sends to ``t``: a column of these values given to
+    ``repartition(n, ...)`` puts each row in the partition it names.
+
+    Raises:
+        ValueError: ``n`` < 1.
+    """
+    if n < 1:
+        raise ValueError(f"partition_values: {n} partitions; need at least 1")
+    found: dict[int, int] = {}
+    v = 0
+    while len(found) < n:
+        found.setdefault(_murmur3_int(v) % n, v)
+        v += 1
+    return [found[t] for t in range(n)]
+
+
+def shuffled_apart(df: DataFrame, group: Column, groups: int, key: Column) -> list[DataFrame]:
+    """``df``'s rows in one shuffle, split into ``groups`` frames that each read only their own partitions.
+
+    As :func:`shuffled_once`, every reader reads the shuffle written once for it; but where the rows of
+    one query are of several kinds read by different queries (the passages kernel's units and n-gram
+    blocks), each kind goes to partitions of its own, so a query of one kind never fetches, decompresses
+    and filters the other's rows. Each group has ``spark.sql.shuffle.partitions`` partitions; a row goes
+    to the partition of its group chosen by ``key``'s hash, so rows with one ``key`` share a partition.
+    Where the session is not Spark's classic one, the shuffled rows are persisted on local disk and each
+    frame filters them.
+
+    Args:
+        df: the frame to shuffle.
+        group: an int expression over ``df``'s columns, each row's group, in ``[0, groups)``.
+        groups: the number of groups.
+        key: the expression spreading a group's rows over its partitions.
+
+    Returns:
+        One frame per group, ``df``'s columns (release each with :func:`release`).
+    """
+    from py4j.protocol import Py4JError
+
+    spark = df.sparkSession
+    parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    values = F.array(*(F.lit(v) for v in partition_values(parts * groups)))
+    target = group.cast("int") * parts + F.pmod(F.xxhash64(key), F.lit(parts)).cast("int")
+    shuffled = df.repartition(parts * groups, F.element_at(values, target + 1))
+    try:
+        jvm = spark._jvm
+        create = spark._jsparkSession.internalCreateDataFrame
+        rows = shuffled._jdf.queryExecution().toRdd()
+        out = []
+        for g in range(groups):
+            keep = jvm.java.util.HashSet()
+            for p in range(g * parts, (g + 1) * parts):
+                keep.add(p)
+            # A Scala Set is an Int => Boolean: the partitions a PartitionPruningRDD keeps.
+            pruned = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(
+                rows, jvm.scala.jdk.javaapi.CollectionConverters.asScala(keep))
+            out.append(DataFrame(create(pruned, shuffled._jdf.schema(), False), spark))
+        return out
+    except Py4JError:  # not a classic session: a cache of the shuffled rows instead
+        kept = shuffled.persist(TEXT_CACHE)
+        return [kept.where(group.cast("int") == g) for g in range(groups)]
 
 
 def _drop_shuffles(rdd) -> None:

@@ -20,13 +20,14 @@ row per key; the near rule aggregates packed n-gram blocks (:func:`near_repeats`
    non-blank (non-whitespace) characters are left.
 
 The paragraph kernel's output (units, and the near rule's packed blocks) is read from the shuffle of
-the blocks' exchange with the near rule on (:func:`pipelines.core.cache.shuffled_once`), else from a
-local checkpoint. Every frame persisted here that holds text or n-grams (the ranked documents, in span
-mode only; the units without the near rule; the near rule's reduce output) is kept on local disk
-(:data:`pipelines.core.cache.TEXT_CACHE`): each is as large as the text or larger,
-and on the heap the sorted documents of a million short documents took a 1 GB driver to
-``OutOfMemoryError`` (bench/notes.md, "Passages at a million documents"). Only the sorted ``doc_id``
-of :func:`with_ranks` is cached in memory (and on disk when it does not fit).
+the blocks' exchange with the near rule on (:func:`pipelines.core.cache.shuffled_apart`: the units
+and the blocks each in partitions of their own), else from a local checkpoint. Every frame persisted
+here that holds text or n-grams (the ranked documents, in span mode only; the units without the near
+rule; the near rule's reduce output) is kept on local disk (:data:`pipelines.core.cache.TEXT_CACHE`):
+each is as large as the text or larger, and on the heap the sorted documents of a million short
+documents took a 1 GB driver to ``OutOfMemoryError`` (bench/notes.md, "Passages at a million
+documents"). Only the sorted ``doc_id`` of :func:`with_ranks` is cached in memory (and on disk when it
+does not fit).
 """
 
 from __future__ import annotations
@@ -250,8 +251,15 @@ def exact_repeats(paras: DataFrame, counts: DataFrame, fits: bool = False) -> Da
 
 def spread_key() -> Column:
     """The near rule's exchange key of a row of :data:`udfs.paragraphs.UNIT_BLOCK_SCHEMA`: a block's
-    bucket, else (a unit or a ``(uid, seen)`` row) its unit id modulo the buckets."""
-    return F.coalesce(F.col("bucket"), F.pmod(F.col("uid"), F.lit(kernels.GRAM_BUCKETS)).cast("int"))
+    bucket (all blocks of a bucket meet in one partition), else (a unit or a ``(uid, seen)`` row) its
+    unit id."""
+    return F.coalesce(F.col("bucket").cast("long"), F.col("uid"))
+
+
+def is_block_row() -> Column:
+    """1 for a block or ``(uid, seen)`` row of :data:`udfs.paragraphs.UNIT_BLOCK_SCHEMA` (``n_grams`` null),
+    0 for a unit: the two groups of :func:`pipelines.core.cache.shuffled_apart`."""
+    return F.col("n_grams").isNull().cast("int")
 
 
 def near_units(paras: DataFrame, blocks: DataFrame, cached: list[DataFrame], c: PassagesConfig
@@ -272,7 +280,7 @@ def near_units(paras: DataFrame, blocks: DataFrame, cached: list[DataFrame], c: 
         paras: the units of :func:`paragraphs` (``uid``, ``n_grams``, ``key``), read from the kernel's
             shuffle.
         blocks: its block and ``(uid, seen)`` rows (:data:`udfs.paragraphs.BLOCK_SCHEMA`), partitioned
-            by :func:`spread_key` (:func:`pipelines.core.cache.shuffled_once`).
+            by :func:`spread_key` (:func:`pipelines.core.cache.shuffled_apart`).
         cached: receives the DataFrames persisted here.
         c: the ``passages`` config section (``overlap``).
 
@@ -485,12 +493,18 @@ def removed_units(docs: DataFrame, c: PassagesConfig, cached: list[DataFrame],
     # reader reads that one shuffle (the units spread by unit id): no disk cache of the kernel's output
     # written and read back before the blocks are shuffled (bench/notes.md, "Passages at scale: the
     # kernel's output read from its shuffle").
-    rows = cache.shuffled_once(rows, spread_key()) if c.near else _kept_on_disk(rows)
-    cached.append(rows)
-    paras = rows.where(F.col("n_grams").isNotNull()).select(*kernels.UNIT_COLUMNS)
+    # Units and blocks go to partitions of their own, so the units' readers fetch none of the blocks'
+    # bytes (nine tenths of the shuffle) and the near rule's reduce none of the units' rows.
+    if c.near:
+        unit_rows, block_rows = cache.shuffled_apart(rows, is_block_row(), 2, spread_key())
+        cached += [unit_rows, block_rows]
+    else:
+        unit_rows = _kept_on_disk(rows)
+        cached.append(unit_rows)
+    paras = unit_rows.where(F.col("n_grams").isNotNull()).select(*kernels.UNIT_COLUMNS)
     near = matched = None
     if c.near:
-        blocks = rows.where(F.col("n_grams").isNull()).select(*kernels.BLOCK_SCHEMA.names)
+        blocks = block_rows.where(F.col("n_grams").isNull()).select(*kernels.BLOCK_SCHEMA.names)
         near, near_fits, reduced = near_units(paras, blocks, cached, c)
         matched = near if near_fits else None
     # Kept (one row per key held twice or more: small) for the report's most repeated units, which
