@@ -236,6 +236,34 @@ def test_compiled_sort_of_a_bucket_too_long_for_the_counting_pass(monkeypatch):
     assert (k == np.sort(keys)).all() and (keys[r] == k).all()
 
 
+@pytest.mark.parametrize("shared_low_bits", [0, 3, 24])
+def test_sort_by_key_orders_as_the_pair_sort(shared_low_bits):
+    # Keys sharing their low 24 bits (a bucket's masked n-grams) sort as one packed array; sharing too
+    # few bits to number them all, as pairs: both give the pair sort's order, equal keys included.
+    rng = np.random.default_rng(shared_low_bits)
+    high = rng.integers(0, 2**40, 300, dtype=np.int64)[rng.integers(0, 300, 1000)]
+    keys = ((high.astype(np.uint64) << np.uint64(24)) | np.uint64(0x5A5A5A)) >> np.uint64(24 - shared_low_bits)
+    if shared_low_bits == 0:
+        keys = keys + np.arange(1000, dtype=np.uint64) % np.uint64(2)
+    rows = rng.permutation(1000).astype(np.int64)
+    k1, r1, k2, r2 = keys.copy(), rows.copy(), keys.copy(), rows.copy()
+    J._sort_pairs(k1, r1, np.empty(1000, np.uint64), np.empty(1000, np.int64), np.empty(2002, np.int64))
+    J._sort_by_key(k2, r2, np.empty(1000, np.uint64), np.empty(1000, np.uint64), np.empty(1000, np.int64),
+                   np.empty(2002, np.int64))
+    assert (k1 == k2).all() and (r1 == r2).all()
+
+
+def test_compiled_first_holders_of_one_buckets_masked_grams_equal_the_reference():
+    rng = np.random.default_rng(3)
+    mask, bucket = np.int64(P.gram_mask(1024)), 517
+    table = (rng.integers(-(2**63), 2**63 - 1, 3000, dtype=np.int64) & mask & ~np.int64(1023)) | bucket
+    grams = [np.unique(table[rng.integers(0, 3000, 2000)]) for _ in range(5)]
+    uids = [rng.integers(0, 10**6, g.size) + 10**6 * i for i, g in enumerate(grams)]
+    counts = [rng.integers(1, 4, g.size) for g in grams]
+    args = [np.concatenate(xs).astype(np.int64) for xs in (grams, uids, counts)]
+    assert P.first_holders(*args).equals(P.first_holders(*args, compiled=False))
+
+
 @pytest.mark.parametrize("n_buckets", [1, 3, 4, 1024])
 def test_compiled_unpack_equals_the_reference(n_buckets):
     rng = np.random.default_rng(n_buckets)
