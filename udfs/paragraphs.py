@@ -640,7 +640,9 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
     g = np.asarray(grams.flatten().to_numpy(zero_copy_only=False), np.int64) & np.int64(gram_mask(n_buckets))
     uids = np.asarray(uids, np.int64)
     if compiled and (paragraphs_jit := KERNELS.after(g.nbytes)) is not None:
-        blocks, offsets, hg, hu, counts, seen = paragraphs_jit.gram_blocks_arrays(g, lengths, uids, n_buckets)
+        low = 64 - 8 * _gram_width(_gram_shift(n_buckets))  # the bits gram_mask leaves to the bucket or 0
+        blocks, offsets, hg, hu, counts, seen = paragraphs_jit.gram_blocks_arrays(g, lengths, uids, n_buckets,
+                                                                                  low)
         has = seen > 0
         seen_u, inverse = np.unique(uids[has], return_inverse=True)  # np.unique's order, as the reference
         seen_k = np.bincount(inverse.reshape(-1), weights=seen[has], minlength=seen_u.size).astype(np.int32)

@@ -684,9 +684,11 @@ def _bucket_of(h, n_buckets, mask):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def _by_bucket(g, lengths, n_buckets):  # pragma: no cover - compiled
+def _by_bucket(g, lengths, n_buckets, low):  # pragma: no cover - compiled
     """Every (n-gram, unit) pair put in its bucket (a counting sort): (keys uint64 [N], the n-gram in
-    signed order as unsigned; rows int64 [N], the unit's index; bucket starts int64 [n_buckets+1])."""
+    signed order as unsigned; rows int64 [N], the unit's index; bucket starts int64 [n_buckets+1]).
+    With ``low`` > 0 bits (the n-grams' low bits hold their bucket or zeros), a key's low bits hold its
+    unit's index instead and ``rows`` is left for the caller to fill."""
     n = g.size
     nb_ = np.uint64(n_buckets)
     mask = np.uint64(n_buckets - 1) if n_buckets & (n_buckets - 1) == 0 else np.uint64(0)
@@ -699,6 +701,15 @@ def _by_bucket(g, lengths, n_buckets):  # pragma: no cover - compiled
     rows = np.empty(n, np.int64)
     fill = start[:n_buckets].copy()
     i = 0
+    if low:
+        high = ~((np.uint64(1) << np.uint64(low)) - np.uint64(1))
+        for r in range(lengths.size):
+            for _ in range(lengths[r]):
+                b = _bucket_of(np.uint64(g[i]), nb_, mask)
+                keys[fill[b]] = ((np.uint64(g[i]) ^ _SIGN) & high) | np.uint64(r)
+                fill[b] += 1
+                i += 1
+        return keys, rows, start
     for r in range(lengths.size):
         for _ in range(lengths[r]):
             b = _bucket_of(np.uint64(g[i]), nb_, mask)
@@ -710,7 +721,7 @@ def _by_bucket(g, lengths, n_buckets):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def gram_blocks_arrays(g, lengths, uids, n_buckets):  # pragma: no cover - compiled
+def gram_blocks_arrays(g, lengths, uids, n_buckets, low=0):  # pragma: no cover - compiled
     """:func:`udfs.paragraphs.gram_blocks`' arrays. The n-grams are put in their hash bucket first
     (a counting sort), then each bucket is ordered by n-gram: the output's order, with no sort of the
     whole batch.
@@ -720,6 +731,10 @@ def gram_blocks_arrays(g, lengths, uids, n_buckets):  # pragma: no cover - compi
         lengths: int64 [units], n-grams per unit.
         uids: int64 [units], unit ids.
         n_buckets: buckets (by the hash as unsigned, modulo).
+        low: 0, or the low bits of every n-gram that hold only its bucket's number (power-of-two
+            buckets) or zeros, as :func:`udfs.paragraphs.gram_mask` leaves them, with
+            ``2**low`` > units: each pair then travels as one word, its unit's index in those bits (a
+            bucket's pairs sort as one array, in the same order: by n-gram, then by unit index).
 
     Returns:
         (bucket int32 [B] of each non-empty bucket, ascending; block offsets int64 [B+1]; per distinct
@@ -727,7 +742,10 @@ def gram_blocks_arrays(g, lengths, uids, n_buckets):  # pragma: no cover - compi
         its holders int64), and per unit the n-grams it holds after a smaller uid (int64 [units]).
     """
     n = g.size
-    keys, rows, start = _by_bucket(g, lengths, n_buckets)
+    if low and (lengths.size > (1 << low) or n_buckets & (n_buckets - 1)):
+        low = 0
+    keys, rows, start = _by_bucket(g, lengths, n_buckets, low)
+    low_mask = (np.uint64(1) << np.uint64(low)) - np.uint64(1)
     widest = 0
     for b in range(n_buckets):
         widest = max(widest, start[b + 1] - start[b])
@@ -747,7 +765,13 @@ def gram_blocks_arrays(g, lengths, uids, n_buckets):  # pragma: no cover - compi
         a, e = start[b], start[b + 1]
         if a == e:
             continue
-        _sort_pairs(keys[a:e], rows[a:e], scratch_k, scratch_r, counts)
+        if low:
+            _sort_keys(keys[a:e], scratch_k, counts)
+            for q in range(a, e):  # the unit index out of the low bits, the bucket's number back in
+                rows[q] = np.int64(keys[q] & low_mask)
+                keys[q] = (keys[q] & ~low_mask) | np.uint64(b)
+        else:
+            _sort_pairs(keys[a:e], rows[a:e], scratch_k, scratch_r, counts)
         i = a
         while i < e:
             j = i + 1
