@@ -931,5 +931,8 @@ def warm() -> None:
     for unit in MODES:
         paragraph_batch(ids, texts, unit, 1, 2, "collapsed_whitespace", True, None, True)
     g = np.array([1, 2, 2], np.int64)
-    gram_blocks_arrays(g, np.array([2, 1], np.int64), np.array([0, 1], np.int64), 2)
+    gram_blocks_arrays(g, np.array([2, 1], np.int64), np.array([0, 1], np.int64), 2, 0)  # low given
     first_holders_arrays(g, np.array([0, 0, 1], np.int64), np.array([1, 1, 1], np.int64))
+    low_bytes(np.zeros(1, np.uint64), 5)
+    none, one, two = np.zeros(0, np.uint8), np.ones(1, np.int64), np.zeros(2, np.int64)
+    unpack_arrays(none, two, 5 * one, 10 * one, one, none, two, one, one, one, none, two, two, 23)
