@@ -289,42 +289,6 @@ def test_publish_raises_a_failed_write_once_the_others_ended(spark, make_cfg):
         tables.publish(spark, cfg, "ingest", {"documents": df}, removed=df)
 
 
-def _marking(tmp_path):
-    """A folder and a ``mapInArrow`` function leaving one file in it per batch it passes on: how many
-    times a query ran the map side."""
-    marks = tmp_path / "marks"
-    marks.mkdir()
-
-    def tag(batches):
-        import uuid
-
-        for b in batches:
-            (marks / uuid.uuid4().hex).touch()
-            yield b
-
-    return marks, tag
-
-
-def test_a_frame_shuffled_once_is_read_from_its_one_shuffle(spark, tmp_path):
-    # Every reader reads the shuffle written when the frame was made: the Python function on its map
-    # side runs once per input partition however many queries read it; each key's rows share a
-    # partition; release drops the shuffle's files.
-    from pyspark.sql import functions as F
-
-    marks, tag = _marking(tmp_path)
-    df = spark.range(0, 2000, 1, 3).withColumn("k", F.col("id") % 5).mapInArrow(tag, "id long, k long")
-    shuffled = cache.shuffled_once(df, "k")
-    ran = len(list(marks.iterdir()))
-    assert ran >= 3
-    assert shuffled.count() == 2000 and shuffled.where("k = 1").count() == 400
-    assert sorted(r["id"] for r in shuffled.where("id < 3").collect()) == [0, 1, 2]
-    assert len(list(marks.iterdir())) == ran
-    per_part = shuffled.withColumn("p", F.spark_partition_id()).groupBy("k").agg(
-        F.countDistinct("p").alias("n")).collect()
-    assert {r["n"] for r in per_part} == {1}
-    cache.release(shuffled)
-
-
 def test_partition_values_name_the_partition_sparks_hash_sends_them_to(spark):
     from pyspark.sql import functions as F
 
@@ -343,7 +307,16 @@ def test_a_frame_shuffled_apart_reads_only_its_groups_partitions(spark, tmp_path
     # group's frame reads; rows with one key share a partition; release drops the shuffle's files.
     from pyspark.sql import functions as F
 
-    marks, tag = _marking(tmp_path)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def tag(batches):
+        import uuid
+
+        for b in batches:
+            (marks / uuid.uuid4().hex).touch()
+            yield b
+
     df = (spark.range(0, 3000, 1, 3).withColumn("k", F.col("id") % 7)
           .mapInArrow(tag, "id long, k long"))
     parts = int(spark.conf.get("spark.sql.shuffle.partitions"))

@@ -69,35 +69,6 @@ def release_cached(spark: SparkSession) -> None:
         df.unpersist()
 
 
-def shuffled_once(df: DataFrame, *keys) -> DataFrame:
-    """``df.repartition(*keys)`` as a frame whose every reader reads the one shuffle written for it.
-
-    A frame read by several queries runs its plan once per query (a Python kernel included) unless it
-    is persisted, and a persisted or checkpointed copy of a large frame costs a write of every row and
-    a read per query. A shuffle's map output is already such a copy: this frame is built on the
-    exchange's own RDD (the query is planned and its shuffle written now), so Spark's scheduler finds
-    that shuffle's map outputs registered and skips its map stage in every later job, as it does for
-    the stages of one RDD lineage. Unlike a local checkpoint it survives a lost executor (the map
-    stage is run again from its lineage). The shuffle files go when :func:`release` drops them. Where
-    the session is not Spark's classic one (no ``internalCreateDataFrame``), the shuffled frame is
-    persisted on local disk instead.
-
-    Args:
-        df: the frame to shuffle.
-        keys: the repartitioning expressions (``DataFrame.repartition``'s).
-    """
-    from py4j.protocol import Py4JError
-
-    shuffled = df.repartition(*keys)
-    session = df.sparkSession._jsparkSession
-    try:
-        create = session.internalCreateDataFrame
-        rows = shuffled._jdf.queryExecution().toRdd()
-        return DataFrame(create(rows, shuffled._jdf.schema(), False), df.sparkSession)
-    except Py4JError:  # not a classic session: a cache of the shuffled rows instead
-        return shuffled.persist(TEXT_CACHE)
-
-
 def _murmur3_int(value: int, seed: int = 42) -> int:
     """Spark's hash of an ``int`` value (``Murmur3Hash``, ``Murmur3_x86_32.hashInt``; Austin Appleby's
     MurmurHash3 x86_32 of the value's 4 bytes, seed 42 as in Spark's ``HashPartitioning``), as a signed
@@ -135,13 +106,20 @@ def partition_values(n: int) -> list[int]:
 def shuffled_apart(df: DataFrame, group: Column, groups: int, key: Column) -> list[DataFrame]:
     """``df``'s rows in one shuffle, split into ``groups`` frames that each read only their own partitions.
 
-    As :func:`shuffled_once`, every reader reads the shuffle written once for it; but where the rows of
-    one query are of several kinds read by different queries (the passages kernel's units and n-gram
+    A frame read by several queries runs its plan once per query (a Python kernel included) unless it
+    is persisted, and a persisted or checkpointed copy of a large frame costs a write of every row and
+    a read per query. A shuffle's map output is already such a copy: these frames are built on the
+    exchange's own RDD (the query is planned and its shuffle written now), so Spark's scheduler finds
+    that shuffle's map outputs registered and skips its map stage in every later job, as it does for
+    the stages of one RDD lineage. Unlike a local checkpoint it survives a lost executor (the map stage
+    is run again from its lineage). The shuffle files go when :func:`release` drops them. Where the rows
+    of one query are of several kinds read by different queries (the passages kernel's units and n-gram
     blocks), each kind goes to partitions of its own, so a query of one kind never fetches, decompresses
     and filters the other's rows. Each group has ``spark.sql.shuffle.partitions`` partitions; a row goes
     to the partition of its group chosen by ``key``'s hash, so rows with one ``key`` share a partition.
     Where the session is not Spark's classic one, the shuffled rows are persisted on local disk and each
-    frame filters them.
+    frame filters them (:func:`release` of a frame then leaves those rows persisted until the session
+    ends).
 
     Args:
         df: the frame to shuffle.
@@ -197,7 +175,7 @@ def _drop_shuffles(rdd) -> None:
 
 def release(df: DataFrame) -> None:
     """Drop the blocks of ``df``: its cache (``persist``) and, where ``df`` is a local checkpoint or a
-    frame of :func:`shuffled_once` (its plan a ``LogicalRDD``), the checkpoint's blocks or the shuffle's
+    frame of :func:`shuffled_apart` (its plan a ``LogicalRDD``), the checkpoint's blocks or the shuffle's
     files, which ``unpersist`` leaves to the context cleaner (a JVM garbage collection away, so held for
     the rest of a chain run). Use only once nothing will read ``df`` again: a local checkpoint cannot be
     recomputed."""
