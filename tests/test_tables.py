@@ -332,3 +332,5 @@ def test_a_frame_shuffled_apart_reads_only_its_groups_partitions(spark, tmp_path
         assert {r["n"] for r in per_key} == {1}
     cache.release(evens)
     cache.release(odds)
+    with pytest.raises(Exception, match=r"outside \[0, 2\)"):
+        cache.shuffled_apart(spark.range(3), F.col("id") - 1, 2, F.col("id"))

@@ -123,7 +123,8 @@ def shuffled_apart(df: DataFrame, group: Column, groups: int, key: Column) -> li
 
     Args:
         df: the frame to shuffle.
-        group: an int expression over ``df``'s columns, each row's group, in ``[0, groups)``.
+        group: an int expression over ``df``'s columns, each row's group, in ``[0, groups)`` (any other
+            value, or null, fails the query that writes the shuffle, naming the bound).
         groups: the number of groups.
         key: the expression spreading a group's rows over its partitions.
 
@@ -135,7 +136,10 @@ def shuffled_apart(df: DataFrame, group: Column, groups: int, key: Column) -> li
     spark = df.sparkSession
     parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
     values = F.array(*(F.lit(v) for v in partition_values(parts * groups)))
-    target = group.cast("int") * parts + F.pmod(F.xxhash64(key), F.lit(parts)).cast("int")
+    # A group outside [0, groups) (or null) would land in another group's partitions without a word.
+    checked = F.when(group.cast("int").between(0, groups - 1), group.cast("int")).otherwise(
+        F.raise_error(F.lit(f"shuffled_apart: a row's group is null or outside [0, {groups})")))
+    target = checked * parts + F.pmod(F.xxhash64(key), F.lit(parts)).cast("int")
     shuffled = df.repartition(parts * groups, F.element_at(values, target + 1))
     try:
         jvm = spark._jvm
