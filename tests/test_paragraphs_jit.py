@@ -226,6 +226,45 @@ def test_compiled_gram_blocks_equal_the_reference(spread, n_buckets):
     assert P.gram_blocks(dup, few, n_buckets).equals(P.gram_blocks(dup, few, n_buckets, compiled=False))
 
 
+@pytest.mark.parametrize("n_buckets", [1, 6, 1024])
+def test_a_units_repeated_grams_count_once_in_both_forms(n_buckets):
+    rng = np.random.default_rng(n_buckets)
+    distinct = _random_lists(rng, 300, 40)
+    # Each list shuffled and a few of its values repeated: what the kernel gives without ``distinct``.
+    repeated = []
+    for values in distinct:
+        extra = [values[int(i)] for i in rng.integers(0, len(values), int(rng.integers(0, 4)))] if values else []
+        repeated.append([int(v) for v in rng.permutation(np.array(values + extra, np.int64))])
+    uids = rng.permutation(np.arange(300, dtype=np.int64) * 5)
+    want = P.gram_blocks(uids, pa.array(distinct, pa.list_(pa.int64())), n_buckets, compiled=False)
+    lists = pa.array(repeated, pa.list_(pa.int64()))
+    for compiled in (False, True):
+        batch, repeats = P._gram_blocks(uids, lists, n_buckets, compiled=compiled)
+        assert batch.equals(want)
+        assert repeats.tolist() == [len(r) - len(d) for r, d in zip(repeated, distinct, strict=True)]
+
+
+def test_units_without_distinct_lists_give_the_same_units_and_blocks():
+    rng = np.random.default_rng(11)
+    texts = pa.array(_random_texts(rng, 300, surrogates=False) + ["one two three one two three one two three"])
+    ids = pa.array([f"d{i:03d}" for i in range(len(texts))])
+    ref = P.paragraph_batch(ids, texts, "line", 2, 3, compiled=False)
+    raw = P.paragraph_batch(ids, texts, "line", 2, 3, distinct=False)
+    assert raw.drop_columns(["grams"]).equals(ref.drop_columns(["grams"]))
+    assert [sorted(set(g)) for g in raw.column("grams").to_pylist()] == \
+        [sorted(g) for g in ref.column("grams").to_pylist()]
+    assert any(len(set(g)) < len(g) for g in raw.column("grams").to_pylist())  # repeats kept
+    assert P.units_and_blocks(raw, True, 4).equals(P.units_and_blocks(ref, True, 4, compiled=False))
+
+
+def test_sort_of_a_long_bucket_keeps_equal_keys_in_row_order(monkeypatch):
+    monkeypatch.setattr(J, "_DIRECT_SORT_MAX", 64)  # the Python function reads the patched bound
+    keys = np.random.default_rng(3).integers(0, 20, 1000).astype(np.uint64) << np.uint64(40)
+    rows = np.arange(1000, dtype=np.int64)
+    J._sort_pairs.py_func(keys, rows, np.empty(1000, np.uint64), np.empty(1000, np.int64), np.empty(2002, np.int64))
+    assert all((keys[1:] > keys[:-1]) | (rows[1:] > rows[:-1]))
+
+
 def test_compiled_sort_of_a_bucket_too_long_for_the_counting_pass(monkeypatch):
     monkeypatch.setattr(J, "_DIRECT_SORT_MAX", 64)  # the Python function reads the patched bound
     rng = np.random.default_rng(5)

@@ -224,6 +224,7 @@ def paragraph_batch(
     ranks: Sequence[int] | None = None,
     exempt_math: bool = True,
     compiled: bool = True,
+    distinct: bool = True,
 ) -> pa.RecordBatch:
     """Every unit of at least ``min_words`` words of a batch of documents, with its keys.
 
@@ -241,6 +242,10 @@ def paragraph_batch(
         compiled: run the numba kernel (:mod:`udfs.paragraphs_jit`, the same rows) once :data:`KERNELS`
             is loaded; False runs the Python/numpy reference below (also used for Arrow text that is not
             valid UTF-8, and before the kernels are loaded).
+        distinct: False lets the compiled kernel leave each unit's ``grams`` in text order with its
+            repeats (the reference form's distinct sorted lists are one such list): for
+            :func:`units_and_blocks`, whose map step drops a unit's repeats in its own sort, where the
+            per-unit sort was two thirds of the n-gram step's time.
 
     Returns:
         A batch of :data:`PARAGRAPH_SCHEMA`: ``uid`` int64 (:func:`unit_ids`), ``idx`` int32 (the
@@ -258,7 +263,7 @@ def paragraph_batch(
         raise ValueError(f"unit {unit!r} unknown; allowed: {list(UNITS)}")
     if compiled and (paragraphs_jit := KERNELS.after(_text_bytes(texts))) is not None:
         out = paragraphs_jit.paragraph_batch(doc_ids, texts, unit, min_words, ngram_size, key, grams, ranks,
-                                             exempt_math)
+                                             exempt_math, distinct)
         if out is not None:
             return out
     if isinstance(texts, pa.Array | pa.ChunkedArray):
@@ -564,24 +569,31 @@ UNIT_BLOCK_SCHEMA = pa.schema([
 def units_and_blocks(units: pa.RecordBatch, near: bool, n_buckets: int = GRAM_BUCKETS,
                      compiled: bool = True) -> pa.RecordBatch:
     """A batch of :func:`paragraph_batch` as :data:`UNIT_BLOCK_SCHEMA` rows: its units without their
-    n-gram lists (``n_grams`` their lengths), then, with ``near``, the near rule's map step on those
-    lists (:func:`gram_blocks`), so that the lists need not be kept once the blocks are made.
+    n-gram lists (``n_grams`` the distinct n-grams of each, as the near rule compares them:
+    :func:`gram_mask`), then, with ``near``, the near rule's map step on those lists
+    (:func:`gram_blocks`), so that the lists need not be kept once the blocks are made.
 
     Args:
-        units: rows of :data:`PARAGRAPH_SCHEMA`.
+        units: rows of :data:`PARAGRAPH_SCHEMA`; ``grams`` may repeat an n-gram within a unit
+            (:func:`paragraph_batch` without ``distinct``).
         near: make the blocks (False: the units' rows only).
         n_buckets, compiled: as :func:`gram_blocks`.
     """
     grams = units.column("grams")
-    blocks = (gram_blocks(units.column("uid").to_numpy(zero_copy_only=False), grams, n_buckets, compiled)
-              if near else pa.RecordBatch.from_pylist([], schema=BLOCK_SCHEMA))
+    held = pc.list_value_length(grams).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    if near:
+        blocks, repeats = _gram_blocks(units.column("uid").to_numpy(zero_copy_only=False), grams, n_buckets,
+                                       compiled)
+        held = held - repeats
+    else:
+        blocks = pa.RecordBatch.from_pylist([], schema=BLOCK_SCHEMA)
     n, m = units.num_rows, blocks.num_rows
     cols = []
     for f in UNIT_BLOCK_SCHEMA:
         if f.name == "uid":
             parts = [units.column("uid"), blocks.column("uid")]
         elif f.name == "n_grams":
-            parts = [pc.list_value_length(grams).cast(pa.int32()), pa.nulls(m, pa.int32())]
+            parts = [pa.array(held.astype(np.int32)), pa.nulls(m, pa.int32())]
         elif f.name in UNIT_COLUMNS:
             parts = [units.column(f.name), pa.nulls(m, f.type)]
         else:
@@ -618,6 +630,13 @@ def _ranks(x: np.ndarray) -> np.ndarray:
 def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUCKETS,
                 compiled: bool = True) -> pa.RecordBatch:
     """The map step of the near rule on one batch of units: each n-gram's first holder in the batch,
+    packed per hash bucket; the other holders counted as seen (:func:`_gram_blocks`' batch)."""
+    return _gram_blocks(uids, grams, n_buckets, compiled)[0]
+
+
+def _gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUCKETS,
+                 compiled: bool = True) -> tuple[pa.RecordBatch, np.ndarray]:
+    """The map step of the near rule on one batch of units: each n-gram's first holder in the batch,
     packed per hash bucket; the other holders counted as seen.
 
     Every holder of an n-gram but the smallest unit id of the batch holds it after an earlier unit, so
@@ -626,31 +645,37 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
 
     Args:
         uids: int64 [units], unit ids (:func:`unit_ids`).
-        grams: list<int64> [units], each unit's distinct n-gram hashes, compared on the bits of
-            :func:`gram_mask` (the blocks hold them masked).
+        grams: list<int64> [units], each unit's n-gram hashes, compared on the bits of
+            :func:`gram_mask` (the blocks hold them masked); a unit holding one several times counts
+            once among its holders.
         n_buckets: buckets the n-grams are spread over (by hash).
         compiled: run :func:`udfs.paragraphs_jit.gram_blocks_arrays` (the same rows); False runs the
             numpy reference below.
 
     Returns:
         A batch of :data:`BLOCK_SCHEMA`: one block per non-empty bucket (``grams`` ascending), then one
-        ``(uid, seen)`` row per unit holding n-grams an earlier unit of the batch holds.
+        ``(uid, seen)`` row per unit holding n-grams an earlier unit of the batch holds; and each unit's
+        repeats (int64 [units]: list entries, masked, equal to an earlier one of its own list).
     """
     lengths = np.diff(np.asarray(grams.offsets)).astype(np.int64) if len(grams) else np.zeros(0, np.int64)
     g = np.asarray(grams.flatten().to_numpy(zero_copy_only=False), np.int64) & np.int64(gram_mask(n_buckets))
     uids = np.asarray(uids, np.int64)
     if compiled and (paragraphs_jit := KERNELS.after(g.nbytes)) is not None:
         low = 64 - 8 * _gram_width(_gram_shift(n_buckets))  # the bits gram_mask leaves to the bucket or 0
-        blocks, offsets, hg, hu, counts, seen = paragraphs_jit.gram_blocks_arrays(g, lengths, uids, n_buckets,
-                                                                                  low)
+        blocks, offsets, hg, hu, counts, seen, repeats = paragraphs_jit.gram_blocks_arrays(
+            g, lengths, uids, n_buckets, low)
         has = seen > 0
         seen_u, inverse = np.unique(uids[has], return_inverse=True)  # np.unique's order, as the reference
         seen_k = np.bincount(inverse.reshape(-1), weights=seen[has], minlength=seen_u.size).astype(np.int32)
-        return _block_batch(blocks, offsets[:-1], hg, hu, counts, seen_u, seen_k, n_buckets, compiled=True)
-    u = np.repeat(uids, lengths)
+        batch = _block_batch(blocks, offsets[:-1], hg, hu, counts, seen_u, seen_k, n_buckets, compiled=True)
+        return batch, repeats
+    row = np.repeat(np.arange(uids.size, dtype=np.int64), lengths)
     order = pair_order(_signed_order(g), np.repeat(_ranks(uids), lengths),
                        minor_bits=max(uids.size - 1, 1).bit_length())
-    g, u = g[order], u[order]
+    g, row = g[order], row[order]
+    again = np.r_[False, (g[1:] == g[:-1]) & (row[1:] == row[:-1])] if g.size else np.zeros(0, bool)
+    repeats = np.bincount(row[again], minlength=uids.size).astype(np.int64)
+    g, u = g[~again], uids[row[~again]]
     starts = _runs_of(g)
     counts = np.diff(np.r_[starts, g.size]).astype(np.int64)
     later = np.ones(g.size, bool)
@@ -662,7 +687,7 @@ def gram_blocks(uids: np.ndarray, grams: pa.ListArray, n_buckets: int = GRAM_BUC
     by = np.argsort(bucket.astype(np.uint16 if n_buckets <= 1 << 16 else np.int64), kind="stable")
     hg, hu, counts, bucket = hg[by], hu[by], counts[by], bucket[by]
     cuts = _runs_of(bucket)
-    return _block_batch(bucket[cuts], cuts, hg, hu, counts, seen_u, seen_k, n_buckets)
+    return _block_batch(bucket[cuts], cuts, hg, hu, counts, seen_u, seen_k, n_buckets), repeats
 
 
 _EXCEPTION = np.dtype([("pos", "<u4"), ("count", "<i8")])

@@ -208,8 +208,10 @@ def paragraphs(docs: DataFrame, c: PassagesConfig, blocks: bool = False) -> Data
             ranks = b.column(RANK_COLUMN).to_numpy(zero_copy_only=False)
             kernels.count_input(texts)
             for start, end in kernels.text_slices(texts):
+                # The blocks' map step drops a unit's repeated n-grams itself: no per-unit sort for them.
                 units = kernels.paragraph_batch(doc_ids[start:end], texts[start:end], unit, min_words, n, key,
-                                                grams, ranks=ranks[start:end], exempt_math=math)
+                                                grams, ranks=ranks[start:end], exempt_math=math,
+                                                distinct=not blocks)
                 yield kernels.units_and_blocks(units, grams) if blocks else units
 
     schema = kernels.UNIT_BLOCK_SCHEMA if blocks else kernels.PARAGRAPH_SCHEMA
