@@ -562,7 +562,7 @@ UNIT_BLOCK_SCHEMA = pa.schema([
     *(f for f in BLOCK_SCHEMA if f.name != "uid"),
 ])
 """Rows of :func:`units_and_blocks`: a unit (``n_grams`` set; :data:`UNIT_COLUMNS`, the columns of
-:data:`PARAGRAPH_SCHEMA` less :data:`UNIT_DROPPED`, and the n-gram list's length) or a row of
+:data:`PARAGRAPH_SCHEMA` less :data:`UNIT_DROPPED`, and its distinct n-grams) or a row of
 :func:`gram_blocks` (``n_grams`` null; :data:`BLOCK_SCHEMA`'s columns, ``uid`` shared)."""
 
 

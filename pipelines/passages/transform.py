@@ -189,7 +189,8 @@ def paragraphs(docs: DataFrame, c: PassagesConfig, blocks: bool = False) -> Data
     ``docs`` carries :data:`RANK_COLUMN` (:func:`with_ranks`).
 
     With ``blocks``, the units (:data:`udfs.paragraphs.UNIT_COLUMNS`: no n-gram lists, ``n_grams``
-    their lengths) and, with ``near``, the near rule's map side on each batch's lists
+    their distinct n-grams; the kernel leaves the lists unsorted, with repeats, for the map step to
+    drop) and, with ``near``, the near rule's map side on each batch's lists
     (:func:`udfs.paragraphs.units_and_blocks`): rows of :data:`udfs.paragraphs.UNIT_BLOCK_SCHEMA`, a
     unit where ``n_grams`` is set, a block or a ``(uid, seen)`` row of
     :func:`udfs.paragraphs.gram_blocks` where it is null. The lists then leave the kernel's process as
