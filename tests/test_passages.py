@@ -283,6 +283,33 @@ def test_document_ranks_are_dense_and_in_doc_id_order_whatever_the_partitioning(
     assert got == [(d, i) for i, d in enumerate(ids)]
 
 
+@pytest.mark.parametrize(("ids", "message"), [
+    (["a", "b", "a", "c", "a"], r"2 more copies of a doc_id another document holds \(e\.g\. 'a'\)"),
+    (["a", None, "b", None], r"2 documents without a doc_id;"),
+])
+def test_documents_without_an_id_of_their_own_fail_the_stage_naming_them(spark, make_cfg, ids, message):
+    from udfs.errors import UserError
+
+    docs = spark.createDataFrame([(d, f"{_body(i)}\n{BANNER}") for i, d in enumerate(ids)], "doc_id string, text string")
+    with pytest.raises(UserError, match=message):
+        annotate(docs, _cfg(make_cfg))
+
+
+def test_repeated_ids_are_counted_across_the_batches_of_a_sorted_partition():
+    import pyarrow as pa
+
+    from pipelines.passages.transform import _sorted_id_counts
+
+    def batch(ids, first_m):
+        return pa.record_batch([pa.array(ids, pa.string()), pa.array(range(first_m, first_m + len(ids)), pa.int64())],
+                               names=["doc_id", "_m"])
+
+    part = 3 << 33
+    got = list(_sorted_id_counts(iter([batch([None, "a", "b"], part), batch([], part), batch(["b", "b", "c"], part + 3)])))
+    assert [r.to_pylist() for r in got] == [[{"p": 3, "n": 6, "named": 5, "copies": 2}]]
+    assert list(_sorted_id_counts(iter([]))) == []
+
+
 def test_cache_settings_leave_what_the_user_or_the_session_set():
     from types import SimpleNamespace
 

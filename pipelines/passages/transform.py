@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -48,6 +49,8 @@ from udfs.errors import UserError
 from udfs.worker_memory import keep_freed_memory
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Iterator
+
     from pipelines.passages.config import PassagesConfig
 
 STAGE = "passages"
@@ -95,7 +98,6 @@ def with_ranks(docs: DataFrame, cached: list[DataFrame] | None = None,
     to the documents by ``doc_id``: where Spark plans that join as a shuffle, persisted documents keep its
     hash partitioning, which the later joins by ``doc_id`` (span mode's cuts, the most repeated units) use
     as it is instead of shuffling and sorting the text again; nothing downstream depends on the rows' order.
-    A null ``doc_id`` (ingest never writes one) gets rank 0, as the sort put it first.
 
     Args:
         docs: documents with ``doc_id`` (unique).
@@ -107,17 +109,23 @@ def with_ranks(docs: DataFrame, cached: list[DataFrame] | None = None,
         (the ranked documents; ``doc_id, _rank``).
 
     Raises:
-        UserError: more documents than a unit id can rank (:data:`udfs.paragraphs.MAX_RANK`).
+        UserError: more documents than a unit id can rank (:data:`udfs.paragraphs.MAX_RANK`); a document
+            without a ``doc_id`` or with one another document holds.
     """
     ordered = docs.select("doc_id").orderBy("doc_id").withColumn("_m", F.monotonically_increasing_id())
     ordered = ordered.persist(StorageLevel.MEMORY_AND_DISK)
     if cached is not None:
         cached.append(ordered)
     part = F.shiftright("_m", 33)
-    sizes = dict(ordered.groupBy(part.alias("p")).count().collect())
+    counted = ordered.mapInArrow(_sorted_id_counts, "p long, n long, named long, copies long").collect()
+    sizes = {r["p"]: r["n"] for r in counted}
     offsets, total = {}, 0
     for p in sorted(sizes):
         offsets[p], total = total, total + sizes[p]
+    nulls = total - sum(r["named"] for r in counted)
+    copies = sum(r["copies"] for r in counted)
+    if nulls or copies:
+        _raise_bad_ids(docs, nulls, copies)
     if total - 1 > kernels.MAX_RANK:
         raise UserError(f"passages: {total} documents, more than the {kernels.MAX_RANK + 1} a unit id "
                         "can rank; "
@@ -127,9 +135,46 @@ def with_ranks(docs: DataFrame, cached: list[DataFrame] | None = None,
     offset = F.element_at(table, (part + F.lit(1)).cast("int"))
     rank = (offset + F.col("_m").bitwiseAND(F.lit((1 << 33) - 1))).alias(RANK_COLUMN)
     ranks = ordered.select("doc_id", rank)
-    ranked = (docs.join(ranks, "doc_id", "left")
-              .select(*docs.columns, F.coalesce(RANK_COLUMN, F.lit(0).cast("long")).alias(RANK_COLUMN)))
+    ranked = docs.join(ranks, "doc_id", "left").select(*docs.columns, RANK_COLUMN)
     return (ranked.persist(TEXT_CACHE) if persist else ranked), ranks
+
+
+def _sorted_id_counts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """One partition of :func:`with_ranks`' sorted ``doc_id, _m``: its index (``_m``'s upper bits), rows,
+    rows with a ``doc_id``, and ``doc_id`` values equal to the one before (the range partitioning keeps
+    every copy of an id in one partition, and the sort puts them side by side: no aggregation or
+    shuffle of the ids to count them)."""
+    n = named = copies = 0
+    part, last = None, None
+    for b in batches:
+        if not b.num_rows:
+            continue
+        ids = b.column("doc_id")
+        part = b.column("_m")[0].as_py() >> 33 if part is None else part
+        n += b.num_rows
+        named += b.num_rows - ids.null_count
+        copies += pc.sum(pc.equal(ids[1:], ids[:-1])).as_py() or 0
+        copies += int(last is not None and ids[0].as_py() == last)
+        last = ids[-1].as_py()
+    if part is not None:
+        yield pa.record_batch([pa.array([v], pa.int64()) for v in (part, n, named, copies)],
+                              names=["p", "n", "named", "copies"])
+
+
+def _raise_bad_ids(docs: DataFrame, nulls: int, copies: int) -> None:
+    """Raise :class:`UserError` for ``nulls`` documents without a ``doc_id`` and ``copies`` more copies of
+    ids already held (one repeated id named): unit ids, and with them every rule's "earlier", need one
+    rank per document."""
+    parts = []
+    if nulls:
+        parts.append(f"{nulls} documents without a doc_id")
+    if copies:
+        example = (docs.where(F.col("doc_id").isNotNull()).groupBy("doc_id").count()
+                   .where(F.col("count") > 1).orderBy("doc_id").select("doc_id").first())
+        parts.append(f"{copies} more copies of a doc_id another document holds (e.g. {example[0]!r})"
+                     if example else f"{copies} repeated doc_ids")
+    raise UserError(f"passages: the input holds {' and '.join(parts)}; every document needs a doc_id of its "
+                    "own, as ingest writes them (run ingest on the data, or make doc_id unique)")
 
 
 def join_small(small: DataFrame, big: DataFrame, on: str, how: str, cached: list[DataFrame],
