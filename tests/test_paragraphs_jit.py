@@ -196,6 +196,18 @@ def test_low_bytes_are_numpys_little_endian_bytes(width):
     assert np.array_equal(J.low_bytes(values, width), expected)
 
 
+@pytest.mark.parametrize(("n", "rank_spread"), [(0, 1), (1, 1), (1000, 300), (1000, 1 << 30), (500, 1 << 39)])
+@pytest.mark.parametrize("width", [5, 6])
+def test_compiled_packing_of_first_holders_gives_numpys_bytes(n, rank_spread, width):
+    rng = np.random.default_rng(n + width)
+    hg = np.sort(rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64))
+    hu = (rng.integers(0, rank_spread, n, dtype=np.int64) << P.IDX_BITS) | rng.integers(0, 40, n, dtype=np.int64)
+    got = P._packed_holders(hg, hu, width, compiled=True)
+    want = P._packed_holders(hg, hu, width, compiled=False)
+    assert [np.array_equal(a, b) for a, b in zip(got[:2], want[:2], strict=True)] == [True, True]
+    assert got[2:] == want[2:]
+
+
 def test_space_table_is_str_isspace():
     table = J.space_table()
     assert [cp for cp in np.flatnonzero(table)] == [cp for cp in range(0x110000) if chr(cp).isspace()]

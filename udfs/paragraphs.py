@@ -731,12 +731,33 @@ def _binary(data: np.ndarray, offsets: np.ndarray, nulls: int) -> pa.Array:
     return pa.concat_arrays([values, pa.nulls(nulls, pa.binary())]) if nulls else values
 
 
-def _low_bytes(values: np.ndarray, width: int, compiled: bool = False) -> np.ndarray:
+def _low_bytes(values: np.ndarray, width: int) -> np.ndarray:
     """The low ``width`` bytes of each value (uint64 [N]), little-endian, one value after another (uint8
-    [N * width], contiguous). ``compiled``: :func:`udfs.paragraphs_jit.low_bytes` where loaded."""
-    if compiled and (paragraphs_jit := KERNELS.after(values.nbytes)) is not None:
-        return paragraphs_jit.low_bytes(np.ascontiguousarray(values, np.uint64), width)
+    [N * width], contiguous)."""
     return values.astype("<u8").view(np.uint8).reshape(values.size, 8)[:, :width].reshape(-1)
+
+
+def _packed_holders(hg: np.ndarray, hu: np.ndarray, width: int,
+                    compiled: bool = False) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    """A batch's first holders packed as :data:`BLOCK_SCHEMA` holds them: (the n-gram keys' bytes, the
+    uids' bytes, uid width, ``uid_bits``, ``uid_base``) of ``hg``, ``hu`` (int64 [N]) and the keys'
+    ``width``. ``compiled``: :func:`udfs.paragraphs_jit.pack_arrays` where loaded (the same bytes)."""
+    if compiled and (paragraphs_jit := KERNELS.after(hg.nbytes)) is not None:
+        gram_data, uid_data, uid_width, bits, base = paragraphs_jit.pack_arrays(hg, hu, width)
+        return gram_data, uid_data, int(uid_width), int(bits), int(base)
+    n = hg.size
+    keys = (hg.view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(64 - 8 * width)
+    gram_data = _low_bytes(keys, width)
+    base = (int(hu.min()) & ~int(_IDX_MASK)) if n else 0
+    v = hu.view(np.uint64) - np.uint64(base & ((1 << 64) - 1))
+    lo = v & _IDX_MASK
+    bits = int(lo.max()).bit_length() if n else 0
+    packed = ((v >> np.uint64(IDX_BITS)) << np.uint64(bits)) | lo
+    uid_width = max((int(packed.max()).bit_length() + 7) // 8, 1) if n else 1
+    if uid_width <= 4:
+        return gram_data, _low_bytes(packed, uid_width), uid_width, bits, base
+    # A batch's documents too far apart in rank: the uids as they are.
+    return gram_data, hu.astype("<i8").view(np.uint8), 8, -1, base
 
 
 def _block_batch(buckets: np.ndarray, cuts: np.ndarray, hg: np.ndarray, hu: np.ndarray, counts: np.ndarray,
@@ -750,19 +771,8 @@ def _block_batch(buckets: np.ndarray, cuts: np.ndarray, hg: np.ndarray, hu: np.n
     starts = np.r_[cuts, n]  # the blocks are contiguous: block i ends where block i+1 starts
     shift = _gram_shift(n_buckets)
     width = _gram_width(shift)
-    keys = (np.asarray(hg, np.int64).view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(64 - 8 * width)
-    gram_data = _low_bytes(keys, width, compiled)
-    hu = np.asarray(hu, np.int64)
-    base = (int(hu.min()) & ~int(_IDX_MASK)) if n else 0
-    v = hu.view(np.uint64) - np.uint64(base & ((1 << 64) - 1))
-    lo = v & _IDX_MASK
-    bits = int(lo.max()).bit_length() if n else 0
-    packed = ((v >> np.uint64(IDX_BITS)) << np.uint64(bits)) | lo
-    uid_width = max((int(packed.max()).bit_length() + 7) // 8, 1) if n else 1
-    if uid_width <= 4:
-        uid_data = _low_bytes(packed, uid_width, compiled)
-    else:  # a batch's documents too far apart in rank: the uids as they are
-        uid_data, uid_width, bits = hu.astype("<i8").view(np.uint8), 8, -1
+    hg, hu = np.ascontiguousarray(hg, np.int64), np.ascontiguousarray(hu, np.int64)
+    gram_data, uid_data, uid_width, bits, base = _packed_holders(hg, hu, width, compiled)
     odd = np.flatnonzero(np.asarray(counts) != 1)
     exceptions = np.empty(odd.size, _EXCEPTION)
     at = np.searchsorted(cuts, odd, side="right") - 1
