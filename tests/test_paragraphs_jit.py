@@ -267,6 +267,10 @@ def test_units_without_distinct_lists_give_the_same_units_and_blocks():
         [sorted(g) for g in ref.column("grams").to_pylist()]
     assert any(len(set(g)) < len(g) for g in raw.column("grams").to_pylist())  # repeats kept
     assert P.units_and_blocks(raw, True, 4).equals(P.units_and_blocks(ref, True, 4, compiled=False))
+    for compiled in (False, True):  # without doc_ids: the same rows, doc_id null
+        anon = P.paragraph_batch(None, texts, "line", 2, 3, compiled=compiled)
+        assert anon.column("doc_id").null_count == anon.num_rows == ref.num_rows
+        assert anon.drop_columns(["doc_id"]).equals(ref.drop_columns(["doc_id"]))
 
 
 def test_sort_of_a_long_bucket_keeps_equal_keys_in_row_order(monkeypatch):

@@ -214,7 +214,7 @@ def unit_ids(ranks: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def paragraph_batch(
-    doc_ids: Sequence[str | None],
+    doc_ids: Sequence[str | None] | None,
     texts: Sequence[str | None],
     unit: str,
     min_words: int,
@@ -229,7 +229,8 @@ def paragraph_batch(
     """Every unit of at least ``min_words`` words of a batch of documents, with its keys.
 
     Args:
-        doc_ids: document ids, one per text (a sequence or an Arrow string array).
+        doc_ids: document ids, one per text (a sequence or an Arrow string array); None leaves the rows'
+            ``doc_id`` null (a caller that drops it: :func:`units_and_blocks`).
         texts: documents (None = empty; a sequence or an Arrow string array, null = empty).
         unit: one of :data:`UNITS`.
         min_words: units with fewer normalised words are left out (never removed, never "seen").
@@ -270,6 +271,8 @@ def paragraph_batch(
         texts = texts.to_pylist()
     if isinstance(doc_ids, pa.Array | pa.ChunkedArray):
         doc_ids = doc_ids.to_pylist()
+    elif doc_ids is None:
+        doc_ids = [None] * len(texts)
     rows: list[tuple[str | None, int, int, int, int, int]] = []
     pieces: list[str] = []
     exempt: list[bool] = []

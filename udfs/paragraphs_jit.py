@@ -612,6 +612,19 @@ def _text_of(texts, d: int) -> str:
     return texts[d] or ""
 
 
+def _kept_ids(doc_ids, kept_doc: np.ndarray, n_docs: int) -> pa.Array:
+    """The ``doc_id`` of each kept unit (``kept_doc``: its text's index); all null where ``doc_ids`` is
+    None."""
+    if doc_ids is None:
+        return pa.nulls(kept_doc.size, pa.string())
+    ids = doc_ids if isinstance(doc_ids, pa.Array | pa.ChunkedArray) else pa.array(list(doc_ids), pa.string())
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    if len(ids) != n_docs:
+        raise ValueError(f"doc_ids has {len(ids)} values for {n_docs} texts")
+    return ids.take(pa.array(kept_doc)).cast(pa.string())
+
+
 def paragraph_batch(doc_ids, texts, unit: str, min_words: int, ngram_size: int, key: str, grams: bool,
                     ranks, exempt_math: bool, distinct: bool = True) -> pa.RecordBatch | None:
     """:func:`udfs.paragraphs.paragraph_batch`'s rows (its arguments; ``doc_ids`` and ``texts`` may be
@@ -666,13 +679,8 @@ def paragraph_batch(doc_ids, texts, unit: str, min_words: int, ngram_size: int, 
     if ranks.size != n_docs:
         raise ValueError(f"ranks has {ranks.size} values for {n_docs} texts")
     kept_doc = doc[keep]
-    ids = doc_ids if isinstance(doc_ids, pa.Array | pa.ChunkedArray) else pa.array(list(doc_ids), pa.string())
-    if isinstance(ids, pa.ChunkedArray):
-        ids = ids.combine_chunks()
-    if len(ids) != n_docs:
-        raise ValueError(f"doc_ids has {len(ids)} values for {n_docs} texts")
     return pa.record_batch([
-        ids.take(pa.array(kept_doc)).cast(pa.string()), pa.array(P.unit_ids(ranks[kept_doc], idx[keep])),
+        _kept_ids(doc_ids, kept_doc, n_docs), pa.array(P.unit_ids(ranks[kept_doc], idx[keep])),
         pa.array(idx[keep].astype(np.int32)), pa.array(start[keep].astype(np.int32)),
         pa.array(end[keep].astype(np.int32)), pa.array(cut[keep].astype(np.int32)),
         pa.array(n_words[keep].astype(np.int32)), key_col, lists,

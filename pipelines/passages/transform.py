@@ -250,18 +250,20 @@ def paragraphs(docs: DataFrame, c: PassagesConfig, blocks: bool = False) -> Data
         keep_freed_memory()  # the slices' arrays reuse the memory the previous slice freed
         for b in batches:
             # Arrow arrays, not Python lists: the compiled kernel reads the texts' UTF-8 as it is.
-            doc_ids, texts = b.column("doc_id"), b.column("text")
+            texts = b.column("text")
             ranks = b.column(RANK_COLUMN).to_numpy(zero_copy_only=False)
             kernels.count_input(texts)
             for start, end in kernels.text_slices(texts):
-                # The blocks' map step drops a unit's repeated n-grams itself: no per-unit sort for them.
-                units = kernels.paragraph_batch(doc_ids[start:end], texts[start:end], unit, min_words, n, key,
-                                                grams, ranks=ranks[start:end], exempt_math=math,
-                                                distinct=not blocks)
+                # The blocks' map step drops a unit's repeated n-grams itself (no per-unit sort for them), and
+                # their rows leave out ``doc_id`` (udfs.paragraphs.UNIT_DROPPED): not read at all.
+                ids = None if blocks else b.column("doc_id")[start:end]
+                units = kernels.paragraph_batch(ids, texts[start:end], unit, min_words, n, key, grams,
+                                                ranks=ranks[start:end], exempt_math=math, distinct=not blocks)
                 yield kernels.units_and_blocks(units, grams) if blocks else units
 
     schema = kernels.UNIT_BLOCK_SCHEMA if blocks else kernels.PARAGRAPH_SCHEMA
-    return docs.select(*INPUT_COLUMNS, RANK_COLUMN).mapInArrow(per_batch, from_arrow_schema(schema))
+    read = ("text", RANK_COLUMN) if blocks else (*INPUT_COLUMNS, RANK_COLUMN)
+    return docs.select(*read).mapInArrow(per_batch, from_arrow_schema(schema))
 
 
 def key_counts(paras: DataFrame, near: DataFrame | None = None) -> DataFrame:
