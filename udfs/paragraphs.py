@@ -572,9 +572,10 @@ UNIT_BLOCK_SCHEMA = pa.schema([
 def units_and_blocks(units: pa.RecordBatch, near: bool, n_buckets: int = GRAM_BUCKETS,
                      compiled: bool = True) -> pa.RecordBatch:
     """A batch of :func:`paragraph_batch` as :data:`UNIT_BLOCK_SCHEMA` rows: its units without their
-    n-gram lists (``n_grams`` the distinct n-grams of each, as the near rule compares them:
-    :func:`gram_mask`), then, with ``near``, the near rule's map step on those lists
-    (:func:`gram_blocks`), so that the lists need not be kept once the blocks are made.
+    n-gram lists (``n_grams``: with ``near``, each unit's distinct n-grams on the bits the near rule
+    compares, :func:`gram_mask`; without, its list's length), then, with ``near``, the near rule's map
+    step on those lists (:func:`gram_blocks`), so that the lists need not be kept once the blocks are
+    made.
 
     Args:
         units: rows of :data:`PARAGRAPH_SCHEMA`; ``grams`` may repeat an n-gram within a unit
