@@ -171,7 +171,8 @@ def _raise_bad_ids(docs: DataFrame, nulls: int, copies: int) -> None:
     if copies:
         example = (docs.where(F.col("doc_id").isNotNull()).groupBy("doc_id").count()
                    .where(F.col("count") > 1).orderBy("doc_id").select("doc_id").first())
-        parts.append(f"{copies} more copies of a doc_id another document holds (e.g. {example[0]!r})"
+        shown = example and (example[0] if len(example[0]) <= 80 else example[0][:80] + "...")  # one line
+        parts.append(f"{copies} more copies of a doc_id another document holds (e.g. {shown!r})"
                      if example else f"{copies} repeated doc_ids")
     raise UserError(f"passages: the input holds {' and '.join(parts)}; every document needs a doc_id of its "
                     "own, as ingest writes them (run ingest on the data, or make doc_id unique)")
